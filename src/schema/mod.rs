@@ -1,0 +1,168 @@
+//! The descriptor set agy-audit decodes with: the modeled schema compiled from
+//! `proto/` at build time, or a FileDescriptorSet (raw or gzip) a user extracted
+//! from their own agy build and passed with `--schema`.
+//!
+//! Everything downstream resolves messages and fields by *name* from the loaded
+//! pool ([`Names`]), never by hard-coded numbers, so a real descriptor set can
+//! replace the modeled one.
+
+mod names;
+
+pub use names::Names;
+
+use prost_reflect::{DescriptorPool, MessageDescriptor};
+use sha2::{Digest, Sha256};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// The modeled schema's serialized FileDescriptorSet (see `build.rs`).
+pub const MODELED_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/modeled_schema.pb"));
+
+/// google/protobuf/struct.proto alone, used to parse declared field-23 payloads
+/// whatever set the user loads.
+pub const STRUCT_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/struct_schema.pb"));
+
+/// Largest descriptor set accepted (after gunzip).
+pub const MAX_SET_BYTES: u64 = 64 << 20;
+
+/// Where a loaded set came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SchemaOrigin {
+    /// The modeled schema embedded in this binary.
+    Modeled,
+    /// A FileDescriptorSet file given with `--schema`.
+    File(PathBuf),
+}
+
+/// Why a descriptor set could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum SchemaError {
+    #[error("{path}: cannot read descriptor set: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: descriptor set larger than {MAX_SET_BYTES} bytes")]
+    TooLarge { path: PathBuf },
+    #[error("{path}: not a valid FileDescriptorSet: {detail}")]
+    Invalid { path: PathBuf, detail: String },
+    #[error("{origin}: descriptor set lacks required {kind} `{name}`")]
+    Missing {
+        origin: String,
+        kind: &'static str,
+        name: String,
+    },
+}
+
+/// A loaded descriptor pool with its identity.
+#[derive(Debug, Clone)]
+pub struct Schema {
+    pub pool: DescriptorPool,
+    /// SHA-256 of the serialized set as loaded (after gunzip).
+    pub sha256: [u8; 32],
+    pub origin: SchemaOrigin,
+    /// Resolved names the reader and projection use.
+    pub names: Names,
+    /// The pool holding google.protobuf.Struct for field-23 payloads.
+    pub struct_pool: DescriptorPool,
+}
+
+impl Schema {
+    /// The modeled schema compiled from `proto/`.
+    pub fn modeled() -> Result<Schema, SchemaError> {
+        Self::from_bytes(MODELED_SET, SchemaOrigin::Modeled)
+    }
+
+    /// Loads `--schema FILE` if given, else the modeled schema.
+    pub fn load(path: Option<&Path>) -> Result<Schema, SchemaError> {
+        match path {
+            None => Self::modeled(),
+            Some(p) => Self::from_file(p),
+        }
+    }
+
+    /// Loads a FileDescriptorSet file, raw or gzip-compressed.
+    pub fn from_file(path: &Path) -> Result<Schema, SchemaError> {
+        let io = |source| SchemaError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = std::fs::File::open(path).map_err(io)?;
+        let mut raw = Vec::new();
+        file.take(MAX_SET_BYTES + 1)
+            .read_to_end(&mut raw)
+            .map_err(io)?;
+        if raw.len() as u64 > MAX_SET_BYTES {
+            return Err(SchemaError::TooLarge {
+                path: path.to_path_buf(),
+            });
+        }
+        let bytes = if raw.starts_with(&[0x1f, 0x8b]) {
+            let mut out = Vec::new();
+            flate2::read::GzDecoder::new(&raw[..])
+                .take(MAX_SET_BYTES + 1)
+                .read_to_end(&mut out)
+                .map_err(|e| SchemaError::Invalid {
+                    path: path.to_path_buf(),
+                    detail: format!("gzip: {e}"),
+                })?;
+            if out.len() as u64 > MAX_SET_BYTES {
+                return Err(SchemaError::TooLarge {
+                    path: path.to_path_buf(),
+                });
+            }
+            out
+        } else {
+            raw
+        };
+        Self::from_bytes(&bytes, SchemaOrigin::File(path.to_path_buf()))
+    }
+
+    fn from_bytes(bytes: &[u8], origin: SchemaOrigin) -> Result<Schema, SchemaError> {
+        let label = origin.label();
+        let pool = DescriptorPool::decode(bytes).map_err(|e| SchemaError::Invalid {
+            path: PathBuf::from(&label),
+            detail: e.to_string(),
+        })?;
+        let struct_pool = DescriptorPool::decode(STRUCT_SET).map_err(|e| SchemaError::Invalid {
+            path: PathBuf::from("<embedded struct.proto>"),
+            detail: e.to_string(),
+        })?;
+        let names = Names::resolve(&pool, &label)?;
+        let sha256 = Sha256::digest(bytes).into();
+        Ok(Schema {
+            pool,
+            sha256,
+            origin,
+            names,
+            struct_pool,
+        })
+    }
+
+    /// Lowercase hex of the set's SHA-256.
+    pub fn sha256_hex(&self) -> String {
+        crate::util::hex(&self.sha256)
+    }
+
+    /// A message by full name, or a `Missing` error naming it.
+    pub fn message(&self, full_name: &str) -> Result<MessageDescriptor, SchemaError> {
+        self.pool
+            .get_message_by_name(full_name)
+            .ok_or_else(|| SchemaError::Missing {
+                origin: self.origin.label(),
+                kind: "message",
+                name: full_name.to_string(),
+            })
+    }
+}
+
+impl SchemaOrigin {
+    /// A short label for messages and profile identifiers.
+    pub fn label(&self) -> String {
+        match self {
+            SchemaOrigin::Modeled => "<modeled schema>".to_string(),
+            SchemaOrigin::File(p) => p.display().to_string(),
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! Small shared helpers: hex, time formatting, atomic writes.
+
+pub mod atomic;
+pub mod time;
+
+/// Lowercase hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 15) as usize] as char);
+    }
+    s
+}
+
+/// `sha256:<hex>` of `bytes`.
+pub fn sha256_tagged(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    format!("sha256:{}", hex(&Sha256::digest(bytes)))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn hex_encodes_lowercase() {
+        assert_eq!(super::hex(&[0x00, 0xab, 0xff]), "00abff");
+    }
+}

@@ -1,0 +1,180 @@
+//! Atomic output: temp file in the target directory, fsync, rename.
+//!
+//! Outputs never follow a symlink, never clobber a file unless asked, and are
+//! never one of the protected paths (a source and its `-wal`/`-shm`).
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Why an output was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("{path}: refusing to write: the path is a symbolic link")]
+    Symlink { path: PathBuf },
+    #[error("{path}: refusing to overwrite an existing file (use --force)")]
+    Exists { path: PathBuf },
+    #[error("{path}: refusing to write over a conversation source or its -wal/-shm")]
+    Protected { path: PathBuf },
+    #[error("{path}: not a regular file")]
+    NotAFile { path: PathBuf },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// How to write an output file.
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    /// Replace an existing regular file.
+    pub force: bool,
+    /// Unix permission bits for the new file (default 0644).
+    pub mode: Option<u32>,
+    /// Paths that must never be written (compared after canonicalizing parents).
+    pub protected: Vec<PathBuf>,
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> WriteError + '_ {
+    move |source| WriteError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Canonical form of a path whose file may not exist yet.
+fn canonical_target(path: &Path) -> Option<PathBuf> {
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name()?;
+    Some(fs::canonicalize(parent).ok()?.join(name))
+}
+
+/// Writes `bytes` to `path` atomically under `opts`.
+pub fn write_file(path: &Path, bytes: &[u8], opts: &WriteOptions) -> Result<(), WriteError> {
+    let target = canonical_target(path).ok_or_else(|| WriteError::NotAFile {
+        path: path.to_path_buf(),
+    })?;
+    for p in &opts.protected {
+        if canonical_target(p).as_deref() == Some(target.as_path()) {
+            return Err(WriteError::Protected {
+                path: path.to_path_buf(),
+            });
+        }
+    }
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            return Err(WriteError::Symlink {
+                path: path.to_path_buf(),
+            })
+        }
+        Ok(m) if !m.is_file() => {
+            return Err(WriteError::NotAFile {
+                path: path.to_path_buf(),
+            })
+        }
+        Ok(_) if !opts.force => {
+            return Err(WriteError::Exists {
+                path: path.to_path_buf(),
+            })
+        }
+        Ok(_) | Err(_) => {}
+    }
+    let dir = target.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".agy-audit-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(io(path))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = opts.mode.unwrap_or(0o644);
+        fs::set_permissions(tmp.path(), fs::Permissions::from_mode(mode)).map_err(io(path))?;
+    }
+    tmp.write_all(bytes).map_err(io(path))?;
+    tmp.as_file().sync_all().map_err(io(path))?;
+    if opts.force {
+        tmp.persist(&target).map_err(|e| WriteError::Io {
+            path: path.to_path_buf(),
+            source: e.error,
+        })?;
+    } else {
+        tmp.persist_noclobber(&target).map_err(|e| {
+            if e.error.kind() == std::io::ErrorKind::AlreadyExists {
+                WriteError::Exists {
+                    path: path.to_path_buf(),
+                }
+            } else {
+                WriteError::Io {
+                    path: path.to_path_buf(),
+                    source: e.error,
+                }
+            }
+        })?;
+    }
+    if let Ok(d) = fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_existing_without_force_and_replaces_with_force() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("out.json");
+        write_file(&p, b"one", &WriteOptions::default()).unwrap();
+        let err = write_file(&p, b"two", &WriteOptions::default()).unwrap_err();
+        assert!(matches!(err, WriteError::Exists { .. }));
+        assert_eq!(fs::read(&p).unwrap(), b"one");
+        let force = WriteOptions {
+            force: true,
+            ..Default::default()
+        };
+        write_file(&p, b"two", &force).unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"two");
+        let leftovers: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(leftovers.len(), 1, "no temp file left behind");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn refuses_symlink_even_with_force() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        fs::write(&real, b"keep").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let force = WriteOptions {
+            force: true,
+            ..Default::default()
+        };
+        assert!(matches!(
+            write_file(&link, b"x", &force).unwrap_err(),
+            WriteError::Symlink { .. }
+        ));
+        assert_eq!(fs::read(&real).unwrap(), b"keep");
+    }
+
+    #[test]
+    fn refuses_protected_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("a.db");
+        fs::write(&src, b"db").unwrap();
+        let opts = WriteOptions {
+            force: true,
+            protected: vec![src.clone()],
+            ..Default::default()
+        };
+        assert!(matches!(
+            write_file(&src, b"x", &opts).unwrap_err(),
+            WriteError::Protected { .. }
+        ));
+        assert_eq!(fs::read(&src).unwrap(), b"db");
+    }
+}
