@@ -18,7 +18,8 @@ fn main() {
         .open_files(ROOTS)
         .unwrap_or_else(|e| panic!("modeled schema does not compile: {e:?}"))
         .file_descriptor_set();
-    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR")).join("modeled_schema.pb");
+    let out =
+        PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR")).join("modeled_schema.pb");
     std::fs::write(&out, fds.encode_to_vec()).expect("write modeled_schema.pb");
 
     // google.protobuf.Struct alone, from protox's bundled well-known types.

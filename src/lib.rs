@@ -4,5 +4,8 @@
 //! [`discover`] → [`source`] (snapshot + strict decode) → `project` → `rpc` →
 //! `compare` → `attest` → `manifest` / `report`; [`export`] writes offline exports.
 
+pub mod cli;
+pub mod rules;
 pub mod schema;
 pub mod util;
+pub mod verdict;

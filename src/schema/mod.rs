@@ -166,3 +166,21 @@ impl SchemaOrigin {
         }
     }
 }
+
+/// The proto3 JSON conventions of agy's daemon (public-format-facts §4.3):
+/// lowerCamelCase names, enum names, 64-bit integers as strings, RFC 3339
+/// timestamps, default-valued fields omitted. Everything that writes or
+/// compares daemon-style JSON uses these options.
+pub fn daemon_json_options() -> prost_reflect::SerializeOptions {
+    prost_reflect::SerializeOptions::new()
+        .stringify_64_bit_integers(true)
+        .use_enum_numbers(false)
+        .use_proto_field_name(false)
+        .skip_default_fields(true)
+}
+
+/// Serializes a message to a `serde_json::Value` with [`daemon_json_options`].
+pub fn to_daemon_json(msg: &prost_reflect::DynamicMessage) -> serde_json::Value {
+    msg.serialize_with_options(serde_json::value::Serializer, &daemon_json_options())
+        .unwrap_or(serde_json::Value::Null)
+}

@@ -52,7 +52,11 @@ fn missing(origin: &str, kind: &'static str, name: String) -> SchemaError {
     }
 }
 
-fn message(pool: &DescriptorPool, origin: &str, name: &str) -> Result<MessageDescriptor, SchemaError> {
+fn message(
+    pool: &DescriptorPool,
+    origin: &str,
+    name: &str,
+) -> Result<MessageDescriptor, SchemaError> {
     pool.get_message_by_name(name)
         .ok_or_else(|| missing(origin, "message", name.to_string()))
 }

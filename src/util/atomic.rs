@@ -46,7 +46,10 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> WriteError + '_ {
 
 /// Canonical form of a path whose file may not exist yet.
 fn canonical_target(path: &Path) -> Option<PathBuf> {
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let name = path.file_name()?;
     Some(fs::canonicalize(parent).ok()?.join(name))
 }

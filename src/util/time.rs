@@ -43,7 +43,10 @@ mod tests {
     #[test]
     fn formats_known_instants() {
         assert_eq!(super::rfc3339_seconds(0), "1970-01-01T00:00:00Z");
-        assert_eq!(super::rfc3339_seconds(1_798_761_600), "2027-01-01T00:00:00Z");
+        assert_eq!(
+            super::rfc3339_seconds(1_798_761_600),
+            "2027-01-01T00:00:00Z"
+        );
         assert_eq!(super::rfc3339_seconds(951_782_400), "2000-02-29T00:00:00Z");
     }
 }

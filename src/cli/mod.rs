@@ -1,0 +1,58 @@
+//! Command-line interface. Each subcommand lives in its own file; this module
+//! only parses arguments, dispatches, and maps outcomes to exit codes.
+//! `anyhow` context is added here, at the edge, and nowhere in the library.
+
+use crate::verdict::exit;
+use clap::{Parser, Subcommand};
+
+mod schema_cmd;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success (every selected source qualified)
+  1  error: I/O, a corrupt file, an unusable daemon
+  2  usage error
+  3  a source was refused as unknown (unsupported representation)
+  4  a source or attestation is incomplete (mismatch, changed source or payload)";
+
+/// Audits Google Antigravity (agy) conversation stores: which conversations can
+/// this reader represent completely?
+#[derive(Debug, Parser)]
+#[command(name = "agy-audit", version, after_help = EXIT_CODES)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Inspect or write the descriptor set agy-audit decodes with.
+    #[command(subcommand)]
+    Schema(schema_cmd::SchemaCommand),
+}
+
+/// Parses the process arguments, runs the command and returns the exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
+            let _ = e.print();
+            return code;
+        }
+    };
+    let result = match cli.command {
+        Command::Schema(c) => schema_cmd::run(c),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("agy-audit: error: {e:#}");
+            exit::ERROR
+        }
+    }
+}

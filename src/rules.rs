@@ -1,0 +1,93 @@
+//! The catalogue of qualified representation rules: one identifier per rule of
+//! the reference specification, with the profile suffix that qualifies it.
+//!
+//! The projection engine, the synthetic corpus generator (its ground truth)
+//! and the `rules` table all name rules through [`RuleId`], so a rule cannot be
+//! renamed in one place and not the others.
+
+use serde::{Deserialize, Serialize};
+
+macro_rules! rules {
+    ($( $variant:ident => $id:literal, $suffix:literal, $title:literal; )*) => {
+        /// A qualified rule of the reference specification.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        pub enum RuleId { $( #[serde(rename = $id)] $variant, )* }
+
+        impl RuleId {
+            /// Every rule, in catalogue order.
+            pub const ALL: &'static [RuleId] = &[ $( RuleId::$variant, )* ];
+
+            /// The stable kebab-case identifier (ground truth, reports).
+            pub fn id(self) -> &'static str { match self { $( RuleId::$variant => $id, )* } }
+
+            /// The profile suffix that qualifies this rule ("" for the base profile).
+            pub fn suffix(self) -> &'static str { match self { $( RuleId::$variant => $suffix, )* } }
+
+            /// The rule's name as the specification words it.
+            pub fn title(self) -> &'static str { match self { $( RuleId::$variant => $title, )* } }
+
+            /// Looks a rule up by its identifier.
+            pub fn from_id(id: &str) -> Option<RuleId> {
+                match id { $( $id => Some(RuleId::$variant), )* _ => None }
+            }
+        }
+    };
+}
+
+rules! {
+    Passthrough => "passthrough", "", "Ordinary steps pass through unchanged";
+    EmbeddedNativeStep => "embedded-native-step", "", "Generic wrappers containing recognized run-command, code-action, view-file, or invoke-subagent native Steps";
+    CanceledCommandStatus => "canceled-command-status", "", "A run-command wrapper CANCELED over a native ERROR with error details, or a native RUNNING without an error";
+    PermissionRunCommand => "permission-run-command", "permission2", "Approved run-command permission record on wrapper and native Step";
+    PermissionViewFile => "permission-view-file", "permission2", "Approved view-file permission record on wrapper and native Step";
+    ViewFileContentOffset => "view-file-content-offset", "", "A view-file ContentOffset argument";
+    WriteToFileAppend => "write-to-file-append", "", "A write_to_file Append argument";
+    OuterError => "outer-error", "", "A failed wrapper with status ERROR carrying an outer error over an embedded native Step";
+    FailedGenerateImage => "failed-generate-image", "", "A failed generate_image call embedding a native image Step";
+    EmbeddedImageSuccess => "embedded-image-success", "", "Successful embedded image Steps";
+    FailedListResources => "failed-list-resources", "history2", "A failed list_resources call";
+    CommandBridgeFormatFailure => "command-bridge-format-failure", "history2", "A run_command bridge formatting failure";
+    ResultlessFailedBeforeRun => "resultless-failed-before-run", "", "A wrapper that failed before its tool ran";
+    ResultlessHookDenied => "resultless-hook-denied", "", "A run_command call that a PreToolUse hook denied";
+    MissingToolSummary => "missing-tool-summary", "history2", "A resultless run_command or view_file rejected for missing toolSummary";
+    ResultlessRejectedPermission => "resultless-rejected-permission", "", "A run_command call whose permission request was rejected";
+    ResultlessCanceledPrompt => "resultless-canceled-prompt", "", "A run_command call canceled while its permission prompt was still open";
+    ResultlessBuiltinViewFile => "resultless-builtin-view-file", "", "A resultless view_file with status ERROR that records the BUILTIN tool source";
+    History2SkillRegistry => "history2-skill-registry", "history2", "The history2 rule derives is_skill_file from an exact-path enabled skill registration";
+    PayloadFreeManageTask => "payload-free-manage-task", "", "Payload-free manage_task and send_message steps remain generic";
+    ManageTaskSendInput => "manage-task-send-input", "history2", "A payload-free manage_task with Action=send_input";
+    PayloadFreeScheduleSubagents => "payload-free-schedule-subagents", "", "Payload-free schedule, manage_subagents, and define_subagent steps";
+    PayloadFreeListPermissions => "payload-free-list-permissions", "", "A payload-free list_permissions step";
+    PayloadFreeAskPermission => "payload-free-ask-permission", "", "A payload-free ask_permission step";
+    GenerateImageAny => "generate-image-any", "", "The generate_image tool's exa.cortex.core.tools.GenerateImage Any becomes a native image step";
+    SourceOnlyPlanner50 => "source-only-planner50", "planner50", "Declared source-only field: CascadePlannerConfig field 50";
+    SourceOnlyPrompt23 => "source-only-prompt23", "prompt23", "Declared source-only field: ChatMessagePrompt field 23";
+    PerToolOutputMap => "per-tool-output-map", "options145", "The per-tool map is checked before protobuf decoding";
+    CustomizationKindMap => "customization-kind-map", "compaction146", "The customization map receives the same strict wire checks as the per-tool map";
+}
+
+/// The profile suffixes in the order the profile identifier lists them.
+pub const SUFFIX_ORDER: &[&str] = &[
+    "planner50",
+    "permission2",
+    "prompt23",
+    "history2",
+    "options145",
+    "compaction146",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_round_trip_and_suffixes_are_ordered() {
+        for r in RuleId::ALL {
+            assert_eq!(RuleId::from_id(r.id()), Some(*r));
+            assert!(
+                r.suffix().is_empty() || SUFFIX_ORDER.contains(&r.suffix()),
+                "{r:?}"
+            );
+        }
+    }
+}

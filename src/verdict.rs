@@ -1,0 +1,130 @@
+//! Outcomes as data: verdicts, refusal classes and process exit codes.
+//!
+//! An [`Outcome`] is either a verdict about a conversation (the reader could or
+//! could not represent it) or an [`crate::Error`] (I/O, a corrupt file): the two
+//! are never mixed, and each maps to its own exit code.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The four verdicts of the reference specification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+pub enum VerdictKind {
+    #[serde(rename = "verified")]
+    Verified,
+    #[serde(rename = "verified-source-only")]
+    VerifiedSourceOnly,
+    #[serde(rename = "unknown")]
+    Unknown,
+    #[serde(rename = "incomplete")]
+    Incomplete,
+}
+
+impl VerdictKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerdictKind::Verified => "verified",
+            VerdictKind::VerifiedSourceOnly => "verified-source-only",
+            VerdictKind::Unknown => "unknown",
+            VerdictKind::Incomplete => "incomplete",
+        }
+    }
+}
+
+macro_rules! classes {
+    ($( $variant:ident => $id:literal, $verdict:ident, $doc:literal; )*) => {
+        /// The class of a refusal or failure, shared by the reader, the
+        /// pipeline and the synthetic corpus's ground truth.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+        pub enum ReasonClass { $( #[doc = $doc] #[serde(rename = $id)] $variant, )* }
+
+        impl ReasonClass {
+            pub const ALL: &'static [ReasonClass] = &[ $( ReasonClass::$variant, )* ];
+            pub fn id(self) -> &'static str { match self { $( ReasonClass::$variant => $id, )* } }
+            /// The verdict a refusal of this class yields.
+            pub fn verdict(self) -> VerdictKind { match self { $( ReasonClass::$variant => VerdictKind::$verdict, )* } }
+            pub fn from_id(id: &str) -> Option<ReasonClass> {
+                match id { $( $id => Some(ReasonClass::$variant), )* _ => None }
+            }
+        }
+    };
+}
+
+classes! {
+    UnknownField => "unknown-field", Unknown, "A protobuf field the schema does not define, at any depth.";
+    UnknownEnum => "unknown-enum", Unknown, "An enum number the schema does not define.";
+    InvalidUtf8 => "invalid-utf8", Unknown, "A string field that is not UTF-8.";
+    MalformedProtobuf => "malformed-protobuf", Unknown, "Truncated or ill-formed wire data, or trailing garbage.";
+    RecursionLimit => "recursion-limit", Unknown, "Messages nested past the depth limit.";
+    SizeLimit => "size-limit", Unknown, "A blob or plaintext larger than the reader accepts.";
+    UnknownAnyType => "unknown-any-type", Unknown, "An Any whose type URL the schema does not define.";
+    BadMapEntry => "bad-map-entry", Unknown, "A malformed, unknown, duplicate or wrongly encoded map entry member, or a duplicate key.";
+    SchemaDrift => "schema-drift", Unknown, "Other tables, columns, declared types or indexes than agy's.";
+    UserVersion => "user-version", Unknown, "A SQLite user_version other than 1.";
+    StepFormat => "step-format", Unknown, "A step_format other than 0.";
+    IndexGap => "index-gap", Unknown, "Row indices not contiguous from zero.";
+    RowShape => "row-shape", Unknown, "A row count or column value outside the qualified shape.";
+    RedundantColumn => "redundant-column", Unknown, "A redundant step column that disagrees with the payload.";
+    Subtrajectory => "subtrajectory", Unknown, "A decomposed subtrajectory (unsupported).";
+    SourceOnlyPlanner50 => "source-only-planner50", Unknown, "CascadePlannerConfig field 50 outside its declared paths or shapes.";
+    SourceOnlyPrompt23 => "source-only-prompt23", Unknown, "ChatMessagePrompt field 23 outside its declared path, shape or derivation.";
+    LegacyAuthentication => "legacy-authentication", Unknown, "A legacy .pb that does not authenticate under the key.";
+    UnqualifiedProjection => "unqualified-projection", Unknown, "A step whose presentation no qualified rule predicts.";
+    DaemonUnavailable => "daemon-unavailable", Unknown, "The daemon could not be reached or did not answer usably.";
+    MissingEvidence => "missing-evidence", Unknown, "A response or attestation needed for a verdict is missing.";
+    ProfileChanged => "profile-changed", Unknown, "The attestation was minted under another profile.";
+    FullMismatch => "full-mismatch", Incomplete, "The full raw RPC differs from the persisted trajectory.";
+    OrdinaryMismatch => "ordinary-mismatch", Incomplete, "The ordinary RPC differs from the projection.";
+    SourceChanged => "source-changed", Incomplete, "The source changed during the fetch or since the attestation.";
+    PayloadChanged => "payload-changed", Incomplete, "The saved payload changed since the attestation.";
+}
+
+impl fmt::Display for ReasonClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+/// Why a source is not qualified: a class, the exact location and the rule's wording.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refusal {
+    pub class: ReasonClass,
+    /// Where: a JSON-style path into the trajectory, or a table/column.
+    pub location: String,
+    /// What rule was broken, in the specification's words.
+    pub detail: String,
+}
+
+impl Refusal {
+    pub fn new(class: ReasonClass, location: impl Into<String>, detail: impl Into<String>) -> Self {
+        Refusal {
+            class,
+            location: location.into(),
+            detail: detail.into(),
+        }
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.location.is_empty() {
+            write!(f, "{}", self.detail)
+        } else {
+            write!(f, "{}: {}", self.location, self.detail)
+        }
+    }
+}
+
+/// Process exit codes, documented in README.md and `--help`.
+pub mod exit {
+    /// Success: the command did what it was asked; every source qualified.
+    pub const OK: i32 = 0;
+    /// An error: I/O, a corrupt file, a daemon that could not be used.
+    pub const ERROR: i32 = 1;
+    /// A usage error (bad flags or arguments).
+    pub const USAGE: i32 = 2;
+    /// A source was refused as unknown (unsupported representation).
+    pub const UNKNOWN: i32 = 3;
+    /// A source or attestation is incomplete (mismatch, changed source or payload).
+    pub const INCOMPLETE: i32 = 4;
+}
