@@ -5,7 +5,14 @@
 //! `compare` → `attest` → `manifest` / `report`; [`export`] writes offline exports.
 
 pub mod cli;
+pub mod discover;
+pub mod error;
+pub mod export;
+pub mod profile;
 pub mod rules;
 pub mod schema;
+pub mod source;
 pub mod util;
 pub mod verdict;
+
+pub use error::{Error, Result};

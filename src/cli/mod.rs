@@ -5,6 +5,8 @@
 use crate::verdict::exit;
 use clap::{Parser, Subcommand};
 
+mod common;
+mod export_cmd;
 mod schema_cmd;
 
 const EXIT_CODES: &str = "\
@@ -29,6 +31,8 @@ pub enum Command {
     /// Inspect or write the descriptor set agy-audit decodes with.
     #[command(subcommand)]
     Schema(schema_cmd::SchemaCommand),
+    /// Export one conversation from its stored source alone (JSON or Markdown).
+    ExportOffline(export_cmd::ExportArgs),
 }
 
 /// Parses the process arguments, runs the command and returns the exit code.
@@ -47,6 +51,7 @@ pub fn main() -> i32 {
     };
     let result = match cli.command {
         Command::Schema(c) => schema_cmd::run(c),
+        Command::ExportOffline(a) => export_cmd::run(a),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,88 @@
+//! The profile identifier, built in one place.
+//!
+//! `sqlite-v1-format0-<schema label>-<schema sha256 12 hex>-r<rule-set 6 hex>-<suffixes>`,
+//! e.g. `sqlite-v1-format0-modeled-19f5ca8aba2b-r3c0d1e-planner50-prompt23-options145-compaction146`,
+//! in the specification's style: the store format, where the descriptors came
+//! from and their digest, then the suffixes of the qualified rules. The
+//! `r<hex>` part is a digest of every qualified rule identifier, so changing
+//! the rule set changes the profile even when no suffix does; a schema change
+//! changes the digest part. Legacy sources prefix
+//! `legacy-aes256gcm-v1-<key sha256 12 hex>/`.
+
+use crate::rules::{RuleId, SUFFIX_ORDER};
+use crate::schema::{Schema, SchemaOrigin};
+use crate::source::legacy::LegacyKey;
+use crate::util::hex;
+use sha2::{Digest, Sha256};
+
+/// The rules this build qualifies (the source-level ones until projection lands).
+pub const QUALIFIED_RULES: &[RuleId] = &[
+    RuleId::Passthrough,
+    RuleId::SourceOnlyPlanner50,
+    RuleId::SourceOnlyPrompt23,
+    RuleId::PerToolOutputMap,
+    RuleId::CustomizationKindMap,
+];
+
+fn rules_digest(rules: &[RuleId]) -> String {
+    let mut ids: Vec<&str> = rules.iter().map(|r| r.id()).collect();
+    ids.sort_unstable();
+    hex(&Sha256::digest(ids.join("\n").as_bytes()))[..6].to_string()
+}
+
+/// The SQLite (and base) profile for `schema` under `rules`.
+pub fn sqlite_profile_with(schema: &Schema, rules: &[RuleId]) -> String {
+    let label = match schema.origin {
+        SchemaOrigin::Modeled => "modeled",
+        SchemaOrigin::File(_) => "schema",
+    };
+    let mut s = format!(
+        "sqlite-v1-format0-{label}-{}-r{}",
+        &schema.sha256_hex()[..12],
+        rules_digest(rules)
+    );
+    for suffix in SUFFIX_ORDER {
+        if rules.iter().any(|r| r.suffix() == *suffix) {
+            s.push('-');
+            s.push_str(suffix);
+        }
+    }
+    s
+}
+
+/// The SQLite profile of this build.
+pub fn sqlite_profile(schema: &Schema) -> String {
+    sqlite_profile_with(schema, QUALIFIED_RULES)
+}
+
+/// The legacy profile: the SQLite profile prefixed with the envelope and key.
+pub fn legacy_profile(schema: &Schema, key: &LegacyKey) -> String {
+    format!(
+        "legacy-aes256gcm-v1-{}/{}",
+        key.fingerprint(),
+        sqlite_profile(schema)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profile_names_suffixes_and_changes_with_rules() {
+        let s = Schema::modeled().unwrap();
+        let p = sqlite_profile(&s);
+        assert!(p.starts_with("sqlite-v1-format0-modeled-"), "{p}");
+        assert!(
+            p.ends_with("-planner50-prompt23-options145-compaction146"),
+            "{p}"
+        );
+        let fewer = sqlite_profile_with(&s, &QUALIFIED_RULES[..3]);
+        assert_ne!(p, fewer);
+        let l = legacy_profile(&s, &LegacyKey::default());
+        assert!(
+            l.starts_with("legacy-aes256gcm-v1-") && l.ends_with(&p),
+            "{l}"
+        );
+    }
+}

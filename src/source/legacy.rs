@@ -1,0 +1,177 @@
+//! Legacy encrypted `.pb` sources: a 12-byte nonce ‖ AES-256-GCM ciphertext ‖
+//! 16-byte tag, no additional authenticated data. The plaintext (a serialized
+//! `gemini_coder.Trajectory`) is authenticated before any decoding, capped at
+//! [`MAX_PLAINTEXT_BYTES`], and only ever held in memory.
+
+use crate::error::{Error, Result};
+use crate::util::hex;
+use crate::verdict::{ReasonClass, Refusal};
+use aes_gcm::aead::{Aead, KeyInit};
+use aes_gcm::{Aes256Gcm, Nonce};
+use sha2::{Digest, Sha256};
+use std::io::Read;
+use std::path::Path;
+
+pub const NONCE_BYTES: usize = 12;
+pub const TAG_BYTES: usize = 16;
+/// Largest plaintext accepted.
+pub const MAX_PLAINTEXT_BYTES: usize = 64 << 20;
+
+/// The fixed format key agy distributes (public-format-facts §3): not an
+/// account key or user credential.
+pub const FORMAT_KEY: &[u8; 32] = b"safeCodeiumworldKeYsecretBalloon";
+
+/// An AES-256 key for legacy sources.
+#[derive(Clone, PartialEq, Eq)]
+pub struct LegacyKey([u8; 32]);
+
+impl std::fmt::Debug for LegacyKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LegacyKey(sha256 {})", self.fingerprint())
+    }
+}
+
+impl Default for LegacyKey {
+    fn default() -> Self {
+        LegacyKey(*FORMAT_KEY)
+    }
+}
+
+impl LegacyKey {
+    pub fn from_bytes(b: [u8; 32]) -> Self {
+        LegacyKey(b)
+    }
+
+    pub fn bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// Loads a key file: exactly 32 raw bytes, or 64 hex digits (a trailing newline is allowed).
+    pub fn from_file(path: &Path) -> Result<LegacyKey> {
+        let raw = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        if let Ok(b) = <[u8; 32]>::try_from(raw.as_slice()) {
+            return Ok(LegacyKey(b));
+        }
+        let text = String::from_utf8_lossy(&raw);
+        let t = text.trim_end_matches(['\n', '\r']);
+        if t.len() == 64 && t.bytes().all(|c| c.is_ascii_hexdigit()) {
+            let mut b = [0u8; 32];
+            for (i, chunk) in t.as_bytes().chunks(2).enumerate() {
+                let s = std::str::from_utf8(chunk).unwrap_or("00");
+                b[i] = u8::from_str_radix(s, 16).unwrap_or(0);
+            }
+            return Ok(LegacyKey(b));
+        }
+        Err(Error::corrupt(
+            path,
+            "key file",
+            format!(
+                "{} bytes: a legacy key file holds 32 raw bytes or 64 hex digits",
+                raw.len()
+            ),
+        ))
+    }
+
+    /// First 12 hex digits of the key's SHA-256 (named in the legacy profile).
+    pub fn fingerprint(&self) -> String {
+        hex(&Sha256::digest(self.0))[..12].to_string()
+    }
+}
+
+/// Reads a `.pb` file (capped) as exact bytes.
+pub fn read_file(path: &Path) -> Result<Vec<u8>> {
+    let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
+    if meta.file_type().is_symlink() || !meta.is_file() {
+        return Err(Error::corrupt(
+            path,
+            "file",
+            "a conversation source must be a regular file, not a link",
+        ));
+    }
+    let cap = (MAX_PLAINTEXT_BYTES + NONCE_BYTES + TAG_BYTES) as u64;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .map_err(|e| Error::io(path, e))?
+        .take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, e))?;
+    Ok(bytes)
+}
+
+/// Authenticates and decrypts a legacy envelope. Too short is a corrupt file;
+/// too large or failing authentication is a refusal (an unsupported key or layout).
+pub fn decrypt(
+    path: &Path,
+    file: &[u8],
+    key: &LegacyKey,
+) -> Result<std::result::Result<Vec<u8>, Refusal>> {
+    if file.len() <= NONCE_BYTES + TAG_BYTES {
+        return Err(Error::corrupt(
+            path,
+            "envelope",
+            format!(
+                "{} bytes: a legacy source is a 12-byte nonce, ciphertext and a 16-byte tag",
+                file.len()
+            ),
+        ));
+    }
+    if file.len() - NONCE_BYTES - TAG_BYTES > MAX_PLAINTEXT_BYTES {
+        return Ok(Err(Refusal::new(
+            ReasonClass::SizeLimit,
+            "envelope",
+            format!("plaintext larger than {MAX_PLAINTEXT_BYTES} bytes"),
+        )));
+    }
+    let cipher = Aes256Gcm::new_from_slice(&key.0)
+        .map_err(|_| Error::Usage("AES-256 key must be 32 bytes".into()))?;
+    let (nonce, sealed) = file.split_at(NONCE_BYTES);
+    let nonce = Nonce::try_from(nonce)
+        .map_err(|_| Error::corrupt(path, "envelope", "nonce is not 12 bytes"))?;
+    match cipher.decrypt(&nonce, sealed) {
+        Ok(p) => Ok(Ok(p)),
+        Err(_) => Ok(Err(Refusal::new(
+            ReasonClass::LegacyAuthentication,
+            "envelope",
+            format!(
+                "AES-256-GCM authentication failed under key sha256 {} (another key or layout is unsupported)",
+                key.fingerprint()
+            ),
+        ))),
+    }
+}
+
+/// Seals `plaintext` (for the generator and tests).
+pub fn encrypt(plaintext: &[u8], key: &LegacyKey, nonce: [u8; NONCE_BYTES]) -> Vec<u8> {
+    let cipher = Aes256Gcm::new(&key.0.into());
+    let n = Nonce::from(nonce);
+    let sealed = cipher.encrypt(&n, plaintext).unwrap_or_default();
+    let mut out = Vec::with_capacity(NONCE_BYTES + sealed.len());
+    out.extend_from_slice(&nonce);
+    out.extend_from_slice(&sealed);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_fails_closed_on_any_flipped_byte() {
+        let key = LegacyKey::default();
+        let sealed = encrypt(b"\x0a\x03abc", &key, [7; 12]);
+        let p = Path::new("x.pb");
+        assert_eq!(decrypt(p, &sealed, &key).unwrap().unwrap(), b"\x0a\x03abc");
+        for i in [0, 12, sealed.len() - 1] {
+            let mut bad = sealed.clone();
+            bad[i] ^= 1;
+            let r = decrypt(p, &bad, &key).unwrap().unwrap_err();
+            assert_eq!(r.class, ReasonClass::LegacyAuthentication, "byte {i}");
+        }
+        let other = LegacyKey::from_bytes([1; 32]);
+        assert!(decrypt(p, &sealed, &other).unwrap().is_err());
+        assert!(matches!(
+            decrypt(p, &sealed[..28], &key),
+            Err(Error::Corrupt { .. })
+        ));
+    }
+}

@@ -1,0 +1,266 @@
+//! Stage 2: snapshot and strictly decode one source.
+//!
+//! [`read_source`] turns a `.db` or `.pb` path into a [`DecodedSource`]: the
+//! canonical trajectory encoding, its digest under the profile, the decoded
+//! message, the declared source-only occurrences, and every refusal. A
+//! refusal means the source is *unknown* (not qualified); an [`Error`] means it
+//! could not be read at all.
+
+pub mod columns;
+pub mod legacy;
+pub mod reconstruct;
+pub mod scan;
+pub mod source_only;
+pub mod sqlite;
+pub mod wire;
+
+use crate::error::{Error, Result};
+use crate::schema::Schema;
+use crate::verdict::{ReasonClass, Refusal};
+use legacy::LegacyKey;
+use prost_reflect::{DynamicMessage, ReflectMessage};
+use scan::{Scanner, UnknownFieldRecord};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use source_only::SourceOnlyOccurrence;
+use std::path::{Path, PathBuf};
+
+/// A source's store format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+pub enum Format {
+    #[serde(rename = "sqlite")]
+    Sqlite,
+    #[serde(rename = "protobuf")]
+    Protobuf,
+}
+
+impl Format {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Sqlite => "sqlite",
+            Format::Protobuf => "protobuf",
+        }
+    }
+
+    /// The format a path's extension names.
+    pub fn of(path: &Path) -> Option<Format> {
+        match path.extension()?.to_str()? {
+            "db" => Some(Format::Sqlite),
+            "pb" => Some(Format::Protobuf),
+            _ => None,
+        }
+    }
+}
+
+/// How to read sources.
+#[derive(Debug, Clone)]
+pub struct ReadOptions<'a> {
+    pub schema: &'a Schema,
+    pub legacy_key: &'a LegacyKey,
+    /// Keep scanning past refusals to list every unknown field (`--allow-unknown`).
+    pub collect_all: bool,
+}
+
+/// One source, snapshotted and strictly decoded.
+#[derive(Debug, Clone)]
+pub struct DecodedSource {
+    pub path: PathBuf,
+    pub format: Format,
+    /// The file stem (the conversation id for agy's own files).
+    pub file_id: String,
+    pub profile: String,
+    /// `sha256:<hex>` over the profile and the canonical encoding (SQLite) or
+    /// the exact file bytes (legacy).
+    pub source_digest: String,
+    /// The canonical Trajectory encoding (see [`reconstruct`]) or the legacy plaintext.
+    pub encoding: Vec<u8>,
+    /// The decoded trajectory, when the encoding decodes at all.
+    pub trajectory: Option<DynamicMessage>,
+    pub source_only: Vec<SourceOnlyOccurrence>,
+    /// Empty exactly when the source is qualified.
+    pub refusals: Vec<Refusal>,
+    pub unknown_fields: Vec<UnknownFieldRecord>,
+    pub steps: usize,
+    /// Whether uncheckpointed WAL frames were part of the snapshot.
+    pub had_wal: bool,
+}
+
+impl DecodedSource {
+    /// Whether the reader represents this source completely.
+    pub fn qualified(&self) -> bool {
+        self.refusals.is_empty()
+    }
+
+    /// The first refusal, the one reported as the reason.
+    pub fn reason(&self) -> Option<&Refusal> {
+        self.refusals.first()
+    }
+
+    /// The cascade id: the trajectory's own, else the file stem.
+    pub fn cascade_id(&self) -> String {
+        self.trajectory
+            .as_ref()
+            .and_then(|t| {
+                let fd = t.descriptor().get_field_by_name("cascade_id")?;
+                t.get_field(&fd).as_str().map(str::to_string)
+            })
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| self.file_id.clone())
+    }
+}
+
+/// The source digest: SHA-256 of a domain tag, the profile and the bytes.
+pub fn source_digest(profile: &str, bytes: &[u8]) -> String {
+    let mut h = Sha256::new();
+    h.update(b"agy-audit/source/v1\0");
+    h.update(profile.as_bytes());
+    h.update([0u8]);
+    h.update(bytes);
+    format!("sha256:{}", crate::util::hex(&h.finalize()))
+}
+
+fn file_id(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Reads one `.db` or `.pb` source.
+pub fn read_source(path: &Path, opts: &ReadOptions<'_>) -> Result<DecodedSource> {
+    match Format::of(path) {
+        Some(Format::Sqlite) => read_sqlite(path, opts),
+        Some(Format::Protobuf) => read_legacy(path, opts),
+        None => Err(Error::Usage(format!(
+            "{}: not a conversation source (expected a .db or .pb file)",
+            path.display()
+        ))),
+    }
+}
+
+fn read_sqlite(path: &Path, opts: &ReadOptions<'_>) -> Result<DecodedSource> {
+    let names = &opts.schema.names;
+    let snap = sqlite::snapshot(path)?;
+    let (rows, mut refusals) = sqlite::read_rows(path, &snap)?;
+    let had_wal = snap.had_wal;
+    drop(snap);
+    let profile = crate::profile::sqlite_profile(opts.schema);
+    let id = file_id(path);
+    if !rows.cascade_id.is_empty() && looks_like_uuid(&id) && rows.cascade_id != id {
+        refusals.push(Refusal::new(
+            ReasonClass::RowShape,
+            "trajectory_meta.cascade_id",
+            format!(
+                "cascade_id {} does not name this file ({id})",
+                rows.cascade_id
+            ),
+        ));
+    }
+    for row in &rows.steps {
+        refusals.extend(columns::check_step_row(names, row));
+    }
+    let structural = !refusals.is_empty();
+    let encoding = match reconstruct::trajectory_encoding(names, &rows) {
+        Ok(e) => e,
+        Err(r) => {
+            refusals.push(r);
+            Vec::new()
+        }
+    };
+    let digest = source_digest(&profile, &encoding);
+    let mut out = DecodedSource {
+        path: path.to_path_buf(),
+        format: Format::Sqlite,
+        file_id: id,
+        profile,
+        source_digest: digest,
+        encoding,
+        trajectory: None,
+        source_only: Vec::new(),
+        refusals,
+        unknown_fields: Vec::new(),
+        steps: rows.steps.len(),
+        had_wal,
+    };
+    if !structural || opts.collect_all {
+        decode_into(&mut out, opts);
+    }
+    Ok(out)
+}
+
+fn read_legacy(path: &Path, opts: &ReadOptions<'_>) -> Result<DecodedSource> {
+    let file = legacy::read_file(path)?;
+    let profile = crate::profile::legacy_profile(opts.schema, opts.legacy_key);
+    let digest = source_digest(&profile, &file);
+    let mut out = DecodedSource {
+        path: path.to_path_buf(),
+        format: Format::Protobuf,
+        file_id: file_id(path),
+        profile,
+        source_digest: digest,
+        encoding: Vec::new(),
+        trajectory: None,
+        source_only: Vec::new(),
+        refusals: Vec::new(),
+        unknown_fields: Vec::new(),
+        steps: 0,
+        had_wal: false,
+    };
+    match legacy::decrypt(path, &file, opts.legacy_key)? {
+        Ok(plain) => {
+            out.encoding = plain;
+            decode_into(&mut out, opts);
+        }
+        Err(r) => out.refusals.push(r),
+    }
+    Ok(out)
+}
+
+/// Strict scan, then decode, then the step-derived field-23 check.
+fn decode_into(out: &mut DecodedSource, opts: &ReadOptions<'_>) {
+    let schema = opts.schema;
+    let traj_desc = schema.names.trajectory.clone();
+    let mut scanner = Scanner::new(&schema.pool, Some(&schema.struct_pool), opts.collect_all);
+    scanner.scan_root(&out.encoding, &traj_desc);
+    let scan_ok = !scanner.refused();
+    out.refusals.append(&mut scanner.refusals);
+    out.unknown_fields = std::mem::take(&mut scanner.unknown_fields);
+    out.source_only = std::mem::take(&mut scanner.source_only);
+    if !scan_ok && !opts.collect_all {
+        return;
+    }
+    match DynamicMessage::decode(traj_desc, out.encoding.as_slice()) {
+        Ok(t) => {
+            if out.format == Format::Protobuf {
+                out.steps = t
+                    .descriptor()
+                    .get_field_by_name("steps")
+                    .and_then(|fd| t.get_field(&fd).as_list().map(|l| l.len()))
+                    .unwrap_or(0);
+            }
+            out.refusals.extend(source_only::check_prompt23_derivations(
+                &t,
+                &scanner.prompt23_pending,
+            ));
+            out.trajectory = Some(t);
+        }
+        Err(e) => {
+            if scan_ok {
+                out.refusals.push(Refusal::new(
+                    ReasonClass::MalformedProtobuf,
+                    "",
+                    format!("the trajectory does not decode: {e}"),
+                ));
+            }
+        }
+    }
+}
+
+/// Whether `s` is a canonical lowercase-or-uppercase hyphenated UUID.
+pub fn looks_like_uuid(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        })
+}

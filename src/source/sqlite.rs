@@ -1,0 +1,654 @@
+//! The SQLite snapshot reader.
+//!
+//! **Snapshot choice.** The `.db` and its `-wal` (and a `-journal`, if any) are
+//! copied byte for byte into a private temporary directory (mode 0700), the
+//! copy is opened, and SQLite replays the WAL *there*. The source is only ever
+//! read as plain files: no SQLite connection touches it, so no `-wal`, `-shm`
+//! or `-journal` can appear beside it. Each copy is bracketed by a stat of the
+//! files (length and mtime) and retried when they moved.
+//!
+//! Why not `immutable=1`: it tells SQLite the file cannot change and makes it
+//! ignore the WAL entirely, so the uncheckpointed frames agy leaves in `-wal`
+//! (often the newest steps) would be silently missing. Why not a plain
+//! `mode=ro` open of the source: a read-only WAL open needs the `-shm`, and
+//! SQLite may create `-wal`/`-shm` files beside the application's files.
+//!
+//! On the copy: `PRAGMA cell_size_check=ON`, `mmap_size=0`, defensive mode,
+//! `trusted_schema=OFF`, then `PRAGMA quick_check` must answer `ok` before any
+//! table is read (an untrusted file is checked before it is queried).
+
+use crate::error::{Error, Result};
+use crate::verdict::{ReasonClass, Refusal};
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// Largest single blob accepted (gen_metadata rows reach ~100 MB in the wild).
+pub const MAX_BLOB_BYTES: usize = 256 << 20;
+
+/// The only `user_version` qualified.
+pub const USER_VERSION: i64 = 1;
+
+/// One `steps` row.
+#[derive(Debug, Clone, Default)]
+pub struct StepRow {
+    pub idx: i64,
+    pub step_type: i64,
+    pub status: i64,
+    pub has_subtrajectory: i64,
+    pub metadata: Option<Vec<u8>>,
+    pub error_details: Option<Vec<u8>>,
+    pub permissions: Option<Vec<u8>>,
+    pub task_details: Option<Vec<u8>>,
+    pub render_info: Option<Vec<u8>>,
+    pub step_payload: Vec<u8>,
+}
+
+/// Everything read from one conversation database.
+#[derive(Debug, Clone, Default)]
+pub struct SqliteRows {
+    pub trajectory_id: String,
+    pub cascade_id: String,
+    pub trajectory_type: i64,
+    pub source: i64,
+    pub steps: Vec<StepRow>,
+    pub gen_metadata: Vec<Vec<u8>>,
+    pub executor_metadata: Vec<Vec<u8>>,
+    pub parent_references: Vec<Vec<u8>>,
+    pub battle_mode_infos: Vec<Vec<u8>>,
+    pub metadata: Option<Vec<u8>>,
+}
+
+/// Expected columns: (name, declared type, NOT NULL, default text, primary-key position).
+type Col = (&'static str, &'static str, bool, Option<&'static str>, i64);
+
+/// The seven tables of public-format-facts §1.2, in that order.
+pub const TABLES: &[(&str, &[Col])] = &[
+    (
+        "trajectory_meta",
+        &[
+            ("trajectory_id", "text", false, None, 1),
+            ("cascade_id", "text", false, None, 0),
+            ("trajectory_type", "integer", false, None, 0),
+            ("source", "integer", false, None, 0),
+        ],
+    ),
+    (
+        "steps",
+        &[
+            ("idx", "integer", false, None, 1),
+            ("step_type", "integer", true, Some("0"), 0),
+            ("status", "integer", true, Some("0"), 0),
+            ("has_subtrajectory", "numeric", true, Some("false"), 0),
+            ("metadata", "blob", false, None, 0),
+            ("error_details", "blob", false, None, 0),
+            ("permissions", "blob", false, None, 0),
+            ("task_details", "blob", false, None, 0),
+            ("render_info", "blob", false, None, 0),
+            ("step_payload", "blob", false, None, 0),
+            ("step_format", "integer", true, Some("0"), 0),
+        ],
+    ),
+    (
+        "gen_metadata",
+        &[
+            ("idx", "integer", false, None, 1),
+            ("data", "blob", false, None, 0),
+            ("size", "integer", true, Some("0"), 0),
+        ],
+    ),
+    (
+        "executor_metadata",
+        &[
+            ("idx", "integer", false, None, 1),
+            ("data", "blob", false, None, 0),
+        ],
+    ),
+    (
+        "parent_references",
+        &[
+            ("idx", "integer", false, None, 1),
+            ("data", "blob", false, None, 0),
+        ],
+    ),
+    (
+        "trajectory_metadata_blob",
+        &[
+            ("id", "text", false, Some("\"main\""), 1),
+            ("data", "blob", false, None, 0),
+        ],
+    ),
+    (
+        "battle_mode_infos",
+        &[
+            ("idx", "integer", false, None, 1),
+            ("data", "blob", false, None, 0),
+        ],
+    ),
+];
+
+/// The two explicit indexes: (name, table, column).
+pub const INDEXES: &[(&str, &str, &str)] = &[
+    ("idx_steps_status", "steps", "status"),
+    ("idx_steps_step_type", "steps", "step_type"),
+];
+
+/// A private, consistent copy of a conversation database.
+pub struct Snapshot {
+    _dir: tempfile::TempDir,
+    pub conn: Connection,
+    /// Whether a `-wal` was copied with the database.
+    pub had_wal: bool,
+}
+
+fn stamp(path: &Path) -> Option<(u64, Option<SystemTime>)> {
+    let m = fs::symlink_metadata(path).ok()?;
+    Some((m.len(), m.modified().ok()))
+}
+
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_os_string();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// The `-wal` and `-shm` paths of a database.
+pub fn companions(db: &Path) -> [PathBuf; 3] {
+    [
+        sibling(db, "-wal"),
+        sibling(db, "-shm"),
+        sibling(db, "-journal"),
+    ]
+}
+
+/// Reads a regular, non-symlinked file.
+fn read_plain(path: &Path) -> Result<Vec<u8>> {
+    let meta = fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
+    if meta.file_type().is_symlink() {
+        return Err(Error::corrupt(
+            path,
+            "file",
+            "a conversation source must not be a symbolic link",
+        ));
+    }
+    if !meta.is_file() {
+        return Err(Error::corrupt(path, "file", "not a regular file"));
+    }
+    fs::read(path).map_err(|e| Error::io(path, e))
+}
+
+/// Copies `db` (and its `-wal`/`-journal`) into a private directory and opens the copy.
+pub fn snapshot(db: &Path) -> Result<Snapshot> {
+    let [wal, _shm, journal] = companions(db);
+    let dir = tempfile::Builder::new()
+        .prefix("agy-audit-snapshot-")
+        .tempdir()
+        .map_err(|e| Error::io(std::env::temp_dir(), e))?;
+    let copy = dir.path().join("conversation.db");
+    let mut had_wal = false;
+    let mut stable = false;
+    for _attempt in 0..5 {
+        let before = (stamp(db), stamp(&wal), stamp(&journal));
+        let main = read_plain(db)?;
+        let wal_bytes = if before.1.is_some() {
+            Some(read_plain(&wal)?)
+        } else {
+            None
+        };
+        let journal_bytes = if before.2.is_some() {
+            Some(read_plain(&journal)?)
+        } else {
+            None
+        };
+        let after = (stamp(db), stamp(&wal), stamp(&journal));
+        if before != after {
+            continue;
+        }
+        if main.len() < 100 || !main.starts_with(b"SQLite format 3\0") {
+            return Err(Error::corrupt(db, "header", "not a SQLite 3 database"));
+        }
+        fs::write(&copy, &main).map_err(|e| Error::io(&copy, e))?;
+        if let Some(w) = wal_bytes {
+            had_wal = !w.is_empty();
+            fs::write(sibling(&copy, "-wal"), w).map_err(|e| Error::io(&copy, e))?;
+        }
+        if let Some(j) = journal_bytes {
+            fs::write(sibling(&copy, "-journal"), j).map_err(|e| Error::io(&copy, e))?;
+        }
+        stable = true;
+        break;
+    }
+    if !stable {
+        return Err(Error::Sqlite {
+            path: db.to_path_buf(),
+            detail: "the database kept changing while it was copied (5 attempts)".into(),
+        });
+    }
+    let sql = |e: rusqlite::Error| Error::Sqlite {
+        path: db.to_path_buf(),
+        detail: e.to_string(),
+    };
+    let conn = Connection::open_with_flags(
+        &copy,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(sql)?;
+    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)
+        .map_err(sql)?;
+    conn.execute_batch("PRAGMA cell_size_check=ON; PRAGMA mmap_size=0; PRAGMA trusted_schema=OFF;")
+        .map_err(sql)?;
+    let check: Vec<String> = {
+        let mut st = conn
+            .prepare("PRAGMA quick_check")
+            .map_err(|e| corrupt_db(db, e))?;
+        let rows = st
+            .query_map([], |r| r.get::<_, String>(0))
+            .map_err(|e| corrupt_db(db, e))?;
+        rows.collect::<std::result::Result<_, _>>()
+            .map_err(|e| corrupt_db(db, e))?
+    };
+    if check != ["ok"] {
+        return Err(Error::corrupt(db, "PRAGMA quick_check", check.join("; ")));
+    }
+    Ok(Snapshot {
+        _dir: dir,
+        conn,
+        had_wal,
+    })
+}
+
+fn corrupt_db(db: &Path, e: rusqlite::Error) -> Error {
+    Error::corrupt(db, "database", e.to_string())
+}
+
+/// Reads and validates a snapshot. Structural deviations are refusals (the
+/// source is unknown); a database that cannot be read at all is an error.
+pub fn read_rows(db: &Path, snap: &Snapshot) -> Result<(SqliteRows, Vec<Refusal>)> {
+    let conn = &snap.conn;
+    let sql = |e: rusqlite::Error| Error::Sqlite {
+        path: db.to_path_buf(),
+        detail: e.to_string(),
+    };
+    let mut refusals = Vec::new();
+    let user_version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(sql)?;
+    if user_version != USER_VERSION {
+        refusals.push(Refusal::new(
+            ReasonClass::UserVersion,
+            "PRAGMA user_version",
+            format!("user_version {user_version}, not {USER_VERSION}"),
+        ));
+        return Ok((SqliteRows::default(), refusals));
+    }
+    check_schema(conn, &mut refusals).map_err(sql)?;
+    if !refusals.is_empty() {
+        return Ok((SqliteRows::default(), refusals));
+    }
+    let mut rows = SqliteRows::default();
+    read_meta(conn, &mut rows, &mut refusals).map_err(sql)?;
+    read_steps(conn, &mut rows, &mut refusals).map_err(sql)?;
+    rows.gen_metadata = read_indexed(conn, "gen_metadata", &mut refusals).map_err(sql)?;
+    rows.executor_metadata = read_indexed(conn, "executor_metadata", &mut refusals).map_err(sql)?;
+    rows.parent_references = read_indexed(conn, "parent_references", &mut refusals).map_err(sql)?;
+    rows.battle_mode_infos = read_indexed(conn, "battle_mode_infos", &mut refusals).map_err(sql)?;
+    read_metadata_blob(conn, &mut rows, &mut refusals).map_err(sql)?;
+    Ok((rows, refusals))
+}
+
+fn drift(refusals: &mut Vec<Refusal>, location: impl Into<String>, detail: impl Into<String>) {
+    refusals.push(Refusal::new(ReasonClass::SchemaDrift, location, detail));
+}
+
+fn check_schema(conn: &Connection, refusals: &mut Vec<Refusal>) -> rusqlite::Result<()> {
+    let mut st =
+        conn.prepare("SELECT type, name, tbl_name FROM sqlite_master ORDER BY type, name")?;
+    let objects: Vec<(String, String, String)> = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (kind, name, table) in &objects {
+        let known = match kind.as_str() {
+            "table" => TABLES.iter().any(|(t, _)| t == name),
+            "index" => {
+                INDEXES.iter().any(|(i, t, _)| i == name && t == table)
+                    || (name.starts_with("sqlite_autoindex_")
+                        && (table == "trajectory_meta" || table == "trajectory_metadata_blob"))
+            }
+            _ => false,
+        };
+        if !known {
+            drift(
+                refusals,
+                format!("sqlite_master {kind} `{name}`"),
+                format!("unexpected {kind} `{name}` on `{table}`"),
+            );
+        }
+    }
+    for (table, cols) in TABLES {
+        if !objects.iter().any(|(k, n, _)| k == "table" && n == table) {
+            drift(refusals, format!("table `{table}`"), "missing table");
+            continue;
+        }
+        let mut st = conn.prepare(&format!("PRAGMA table_info(`{table}`)"))?;
+        let found: Vec<(String, String, bool, Option<String>, i64)> = st
+            .query_map([], |r| {
+                Ok((
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get::<_, i64>(3)? != 0,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        if found.len() != cols.len() {
+            drift(
+                refusals,
+                format!("table `{table}`"),
+                format!("{} columns, not the {} agy writes", found.len(), cols.len()),
+            );
+            continue;
+        }
+        for ((name, ty, nn, dflt, pk), (en, et, enn, ed, epk)) in found.iter().zip(cols.iter()) {
+            if name != en || ty != et || nn != enn || dflt.as_deref() != *ed || pk != epk {
+                drift(
+                    refusals,
+                    format!("table `{table}` column `{name}`"),
+                    format!(
+                        "declared `{name} {ty}` (not null {nn}, default {dflt:?}, pk {pk}), expected `{en} {et}` (not null {enn}, default {ed:?}, pk {epk})"
+                    ),
+                );
+            }
+        }
+    }
+    for (index, table, column) in INDEXES {
+        if !objects.iter().any(|(k, n, _)| k == "index" && n == index) {
+            drift(refusals, format!("index `{index}`"), "missing index");
+            continue;
+        }
+        let mut st = conn.prepare(&format!("PRAGMA index_info(`{index}`)"))?;
+        let cols: Vec<String> = st
+            .query_map([], |r| r.get(2))?
+            .collect::<rusqlite::Result<_>>()?;
+        if cols != [*column] {
+            drift(
+                refusals,
+                format!("index `{index}`"),
+                format!("indexes {table}({cols:?}), not ({column})"),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn shape(refusals: &mut Vec<Refusal>, location: impl Into<String>, detail: impl Into<String>) {
+    refusals.push(Refusal::new(ReasonClass::RowShape, location, detail));
+}
+
+fn text(v: ValueRef<'_>) -> Option<String> {
+    match v {
+        ValueRef::Text(t) => std::str::from_utf8(t).ok().map(str::to_string),
+        _ => None,
+    }
+}
+
+fn int(v: ValueRef<'_>) -> Option<i64> {
+    match v {
+        ValueRef::Integer(i) => Some(i),
+        _ => None,
+    }
+}
+
+/// A blob column: `Ok(None)` for SQL NULL, `Err` for another storage class.
+fn blob(v: ValueRef<'_>) -> std::result::Result<Option<Vec<u8>>, &'static str> {
+    match v {
+        ValueRef::Null => Ok(None),
+        ValueRef::Blob(b) if b.len() > MAX_BLOB_BYTES => Err("larger than the blob limit"),
+        ValueRef::Blob(b) => Ok(Some(b.to_vec())),
+        ValueRef::Text(_) => Err("stored as text, not blob"),
+        ValueRef::Integer(_) | ValueRef::Real(_) => Err("stored as a number, not blob"),
+    }
+}
+
+fn read_meta(
+    conn: &Connection,
+    rows: &mut SqliteRows,
+    refusals: &mut Vec<Refusal>,
+) -> rusqlite::Result<()> {
+    let mut st = conn.prepare(
+        "SELECT trajectory_id, cascade_id, trajectory_type, source FROM trajectory_meta",
+    )?;
+    let mut q = st.query([])?;
+    let mut n = 0;
+    while let Some(r) = q.next()? {
+        n += 1;
+        if n > 1 {
+            continue;
+        }
+        match (
+            text(r.get_ref(0)?),
+            text(r.get_ref(1)?),
+            int(r.get_ref(2)?),
+            int(r.get_ref(3)?),
+        ) {
+            (Some(t), Some(c), Some(ty), Some(s)) => {
+                rows.trajectory_id = t;
+                rows.cascade_id = c;
+                rows.trajectory_type = ty;
+                rows.source = s;
+            }
+            _ => shape(
+                refusals,
+                "trajectory_meta",
+                "a column holds another storage class than text, text, integer, integer",
+            ),
+        }
+    }
+    if n != 1 {
+        shape(
+            refusals,
+            "trajectory_meta",
+            format!("{n} rows, not exactly one"),
+        );
+    }
+    Ok(())
+}
+
+fn contiguous(refusals: &mut Vec<Refusal>, table: &str, position: usize, idx: Option<i64>) -> bool {
+    match idx {
+        Some(i) if i == position as i64 => true,
+        Some(i) => {
+            refusals.push(Refusal::new(
+                ReasonClass::IndexGap,
+                format!("{table}.idx"),
+                format!("idx {i} at position {position}: indices must be contiguous from zero"),
+            ));
+            false
+        }
+        None => {
+            shape(refusals, format!("{table}.idx"), "idx is not an integer");
+            false
+        }
+    }
+}
+
+fn read_steps(
+    conn: &Connection,
+    rows: &mut SqliteRows,
+    refusals: &mut Vec<Refusal>,
+) -> rusqlite::Result<()> {
+    let mut st = conn.prepare(
+        "SELECT idx, step_type, status, has_subtrajectory, metadata, error_details, permissions, \
+         task_details, render_info, step_payload, step_format FROM steps ORDER BY idx",
+    )?;
+    let mut q = st.query([])?;
+    while let Some(r) = q.next()? {
+        let position = rows.steps.len();
+        let idx = int(r.get_ref(0)?);
+        if !contiguous(refusals, "steps", position, idx) {
+            return Ok(());
+        }
+        let loc = format!("steps[{position}]");
+        let format = int(r.get_ref(10)?);
+        if format != Some(0) {
+            refusals.push(Refusal::new(
+                ReasonClass::StepFormat,
+                format!("{loc}.step_format"),
+                format!("step_format {format:?}, not 0 (decomposed steps are unsupported)"),
+            ));
+            return Ok(());
+        }
+        let mut row = StepRow {
+            idx: position as i64,
+            ..Default::default()
+        };
+        let ints = [(1, "step_type"), (2, "status"), (3, "has_subtrajectory")];
+        for (col, name) in ints {
+            match int(r.get_ref(col)?) {
+                Some(v) => match col {
+                    1 => row.step_type = v,
+                    2 => row.status = v,
+                    _ => row.has_subtrajectory = v,
+                },
+                None => {
+                    shape(
+                        refusals,
+                        format!("{loc}.{name}"),
+                        format!("{name} is not an integer"),
+                    );
+                    return Ok(());
+                }
+            }
+        }
+        let blobs = [
+            "metadata",
+            "error_details",
+            "permissions",
+            "task_details",
+            "render_info",
+            "step_payload",
+        ];
+        for (i, name) in blobs.iter().enumerate() {
+            let v = match blob(r.get_ref(4 + i)?) {
+                Ok(v) => v,
+                Err(why) => {
+                    shape(refusals, format!("{loc}.{name}"), format!("{name} {why}"));
+                    return Ok(());
+                }
+            };
+            match i {
+                0 => row.metadata = v,
+                1 => row.error_details = v,
+                2 => row.permissions = v,
+                3 => row.task_details = v,
+                4 => row.render_info = v,
+                _ => match v {
+                    Some(p) => row.step_payload = p,
+                    None => {
+                        shape(
+                            refusals,
+                            format!("{loc}.step_payload"),
+                            "step_payload is NULL",
+                        );
+                        return Ok(());
+                    }
+                },
+            }
+        }
+        rows.steps.push(row);
+    }
+    Ok(())
+}
+
+fn read_indexed(
+    conn: &Connection,
+    table: &str,
+    refusals: &mut Vec<Refusal>,
+) -> rusqlite::Result<Vec<Vec<u8>>> {
+    let with_size = table == "gen_metadata";
+    let sql = if with_size {
+        "SELECT idx, data, size FROM gen_metadata ORDER BY idx".to_string()
+    } else {
+        format!("SELECT idx, data FROM `{table}` ORDER BY idx")
+    };
+    let mut st = conn.prepare(&sql)?;
+    let mut q = st.query([])?;
+    let mut out = Vec::new();
+    while let Some(r) = q.next()? {
+        let position = out.len();
+        if !contiguous(refusals, table, position, int(r.get_ref(0)?)) {
+            break;
+        }
+        let data = match blob(r.get_ref(1)?) {
+            Ok(Some(d)) => d,
+            Ok(None) => {
+                shape(
+                    refusals,
+                    format!("{table}[{position}].data"),
+                    "data is NULL",
+                );
+                break;
+            }
+            Err(why) => {
+                shape(
+                    refusals,
+                    format!("{table}[{position}].data"),
+                    format!("data {why}"),
+                );
+                break;
+            }
+        };
+        if with_size {
+            let size = int(r.get_ref(2)?);
+            if size != Some(data.len() as i64) {
+                shape(
+                    refusals,
+                    format!("gen_metadata[{position}].size"),
+                    format!("size {size:?} differs from length(data) {}", data.len()),
+                );
+                break;
+            }
+        }
+        out.push(data);
+    }
+    Ok(out)
+}
+
+fn read_metadata_blob(
+    conn: &Connection,
+    rows: &mut SqliteRows,
+    refusals: &mut Vec<Refusal>,
+) -> rusqlite::Result<()> {
+    let mut st = conn.prepare("SELECT id, data FROM trajectory_metadata_blob")?;
+    let mut q = st.query([])?;
+    let mut n = 0;
+    while let Some(r) = q.next()? {
+        n += 1;
+        if text(r.get_ref(0)?).as_deref() != Some("main") {
+            shape(
+                refusals,
+                "trajectory_metadata_blob.id",
+                "a row whose id is not 'main'",
+            );
+            continue;
+        }
+        match blob(r.get_ref(1)?) {
+            Ok(d) => rows.metadata = Some(d.unwrap_or_default()),
+            Err(why) => shape(
+                refusals,
+                "trajectory_metadata_blob.data",
+                format!("data {why}"),
+            ),
+        }
+    }
+    if n != 1 {
+        shape(
+            refusals,
+            "trajectory_metadata_blob",
+            format!("{n} rows, not exactly one"),
+        );
+    }
+    Ok(())
+}
