@@ -352,7 +352,12 @@ fn check_schema(conn: &Connection, refusals: &mut Vec<Refusal>) -> rusqlite::Res
             continue;
         }
         for ((name, ty, nn, dflt, pk), (en, et, enn, ed, epk)) in found.iter().zip(cols.iter()) {
-            if name != en || ty != et || nn != enn || dflt.as_deref() != *ed || pk != epk {
+            if name != en
+                || !ty.eq_ignore_ascii_case(et)
+                || nn != enn
+                || dflt.as_deref() != *ed
+                || pk != epk
+            {
                 drift(
                     refusals,
                     format!("table `{table}` column `{name}`"),

@@ -1,0 +1,336 @@
+//! Fixture builders for the integration tests: conversations are written by
+//! test code (rusqlite + prost-reflect), never committed as binaries.
+#![allow(dead_code)]
+
+use agy_audit::schema::Schema;
+use agy_audit::source::legacy::{encrypt, LegacyKey};
+use agy_audit::source::wire::{put_len_field, put_varint, FieldIter, WireType};
+use prost::Message;
+use prost_reflect::DynamicMessage;
+use rusqlite::Connection;
+use std::path::{Path, PathBuf};
+
+/// agy's nine DDL statements, verbatim (public-format-facts §1.2).
+pub const DDL: &[&str] = &[
+    "CREATE TABLE `trajectory_meta` (`trajectory_id` text,`cascade_id` text,`trajectory_type` integer,`source` integer,PRIMARY KEY (`trajectory_id`))",
+    "CREATE TABLE `steps` (`idx` integer,`step_type` integer NOT NULL DEFAULT 0,`status` integer NOT NULL DEFAULT 0,`has_subtrajectory` numeric NOT NULL DEFAULT false,`metadata` blob,`error_details` blob,`permissions` blob,`task_details` blob,`render_info` blob,`step_payload` blob,`step_format` integer NOT NULL DEFAULT 0,PRIMARY KEY (`idx`))",
+    "CREATE INDEX `idx_steps_status` ON `steps`(`status`)",
+    "CREATE INDEX `idx_steps_step_type` ON `steps`(`step_type`)",
+    "CREATE TABLE `gen_metadata` (`idx` integer,`data` blob,`size` integer NOT NULL DEFAULT 0,PRIMARY KEY (`idx`))",
+    "CREATE TABLE `executor_metadata` (`idx` integer,`data` blob,PRIMARY KEY (`idx`))",
+    "CREATE TABLE `parent_references` (`idx` integer,`data` blob,PRIMARY KEY (`idx`))",
+    "CREATE TABLE `trajectory_metadata_blob` (`id` text DEFAULT \"main\",`data` blob,PRIMARY KEY (`id`))",
+    "CREATE TABLE `battle_mode_infos` (`idx` integer,`data` blob,PRIMARY KEY (`idx`))",
+];
+
+pub const CASCADE: &str = "5f0c7a1e-2b3d-4c5e-8f90-a1b2c3d4e5f6";
+pub const TRAJ: &str = "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d";
+
+pub fn schema() -> Schema {
+    Schema::modeled().expect("modeled schema")
+}
+
+/// Encodes a message of type `name` from its proto3 JSON.
+pub fn msg(schema: &Schema, name: &str, json: &str) -> Vec<u8> {
+    let desc = schema
+        .pool
+        .get_message_by_name(name)
+        .unwrap_or_else(|| panic!("no {name}"));
+    let mut de = serde_json::Deserializer::from_str(json);
+    let m = DynamicMessage::deserialize(desc, &mut de)
+        .unwrap_or_else(|e| panic!("{name}: {e}\n{json}"));
+    m.encode_to_vec()
+}
+
+pub fn step(schema: &Schema, json: &str) -> Vec<u8> {
+    msg(schema, "gemini_coder.Step", json)
+}
+
+/// A field number by message and field name.
+pub fn num(schema: &Schema, message: &str, field: &str) -> u32 {
+    schema
+        .pool
+        .get_message_by_name(message)
+        .and_then(|m| m.get_field_by_name(field))
+        .unwrap_or_else(|| panic!("no {message}.{field}"))
+        .number()
+}
+
+/// The raw bytes of an unknown varint field.
+pub fn unknown_varint(number: u32, value: u64) -> Vec<u8> {
+    let mut b = Vec::new();
+    put_varint(&mut b, u64::from(number) << 3);
+    put_varint(&mut b, value);
+    b
+}
+
+/// The raw bytes of a length-delimited field.
+pub fn len_field(number: u32, payload: &[u8]) -> Vec<u8> {
+    let mut b = Vec::new();
+    put_len_field(&mut b, number, payload);
+    b
+}
+
+/// Appends `extra` inside the message reached by `path` ((field number,
+/// occurrence) pairs) within `bytes`, rewriting the enclosing lengths. An
+/// empty path appends at the top.
+pub fn insert_raw(bytes: &[u8], path: &[(u32, usize)], extra: &[u8]) -> Vec<u8> {
+    let Some(((number, nth), rest)) = path.split_first() else {
+        let mut out = bytes.to_vec();
+        out.extend_from_slice(extra);
+        return out;
+    };
+    let mut out = Vec::with_capacity(bytes.len() + extra.len() + 8);
+    let mut seen = 0;
+    let mut done = false;
+    for f in FieldIter::new(bytes) {
+        let f = f.expect("well-formed fixture");
+        if !done && f.number == *number && f.wire_type == WireType::Len {
+            if seen == *nth {
+                put_len_field(&mut out, f.number, &insert_raw(f.value, rest, extra));
+                done = true;
+                continue;
+            }
+            seen += 1;
+        }
+        out.extend_from_slice(f.encoding);
+    }
+    if !done {
+        // The field did not exist yet: create it.
+        assert_eq!(
+            *nth, seen,
+            "occurrence {nth} of field {number} does not exist"
+        );
+        put_len_field(&mut out, *number, &insert_raw(&[], rest, extra));
+    }
+    out
+}
+
+/// A conversation's rows before they are written.
+#[derive(Debug, Clone)]
+pub struct Conv {
+    pub trajectory_id: String,
+    pub cascade_id: String,
+    pub trajectory_type: i64,
+    pub source: i64,
+    pub steps: Vec<Vec<u8>>,
+    pub gens: Vec<Vec<u8>>,
+    pub execs: Vec<Vec<u8>>,
+    pub refs: Vec<Vec<u8>>,
+    pub metadata: Vec<u8>,
+}
+
+impl Conv {
+    /// A small, ordinary, qualified conversation.
+    pub fn basic(s: &Schema) -> Conv {
+        Conv {
+            trajectory_id: TRAJ.into(),
+            cascade_id: CASCADE.into(),
+            trajectory_type: 4,
+            source: 17,
+            steps: vec![
+                step(
+                    s,
+                    r#"{"type":"CORTEX_STEP_TYPE_USER_INPUT","status":"CORTEX_STEP_STATUS_DONE",
+                    "metadata":{"createdAt":"2026-11-01T10:00:00Z","source":"CORTEX_STEP_SOURCE_USER_EXPLICIT"},
+                    "userInput":{"userResponse":"List the files, please ✓"}}"#,
+                ),
+                step(
+                    s,
+                    r#"{"type":"CORTEX_STEP_TYPE_PLANNER_RESPONSE","status":"CORTEX_STEP_STATUS_DONE",
+                    "metadata":{"createdAt":"2026-11-01T10:00:01Z","source":"CORTEX_STEP_SOURCE_MODEL",
+                      "sourceTrajectoryStepInfo":{"stepIndex":1},"modelUsage":{"inputTokens":"19268","outputTokens":"40"},
+                      "internalMetadata":{"statusTransitions":[{"updatedStatus":"CORTEX_STEP_STATUS_GENERATING"},{"updatedStatus":"CORTEX_STEP_STATUS_DONE"}]}},
+                    "plannerResponse":{"response":"Running ls.","thinking":"The user wants a listing.",
+                      "toolCalls":[{"id":"call_1","name":"run_command","argumentsJson":"{\"CommandLine\":\"ls\"}"}]}}"#,
+                ),
+                step(
+                    s,
+                    r#"{"type":"CORTEX_STEP_TYPE_RUN_COMMAND","status":"CORTEX_STEP_STATUS_ERROR",
+                    "metadata":{"createdAt":"2026-11-01T10:00:02Z","toolCall":{"id":"call_1","name":"run_command"}},
+                    "error":{"shortError":"exit status 2","fullError":"ls: cannot access 'x': No such file"},
+                    "runCommand":{"commandLine":"ls x","cwd":"/work","exitCode":2,"combinedOutput":{"full":"ls: cannot access 'x'"}}}"#,
+                ),
+            ],
+            gens: vec![msg(
+                s,
+                "exa.cortex_pb.CortexStepGeneratorMetadata",
+                r#"{"stepIndices":[1],"executionId":"exec-1",
+                "chatModel":{"systemPrompt":"You are agy.","messagePrompts":[{"source":"CHAT_MESSAGE_SOURCE_USER","prompt":"List the files"}]}}"#,
+            )],
+            execs: vec![msg(
+                s,
+                "exa.cortex_pb.ExecutorMetadata",
+                r#"{"numGeneratorInvocations":1,"lastStepIdx":2,"executionId":"exec-1"}"#,
+            )],
+            refs: vec![],
+            metadata: msg(
+                s,
+                "exa.cortex_pb.CortexTrajectoryMetadata",
+                r#"{"createdAt":"2026-11-01T10:00:00Z",
+                "workspaces":[{"workspaceFolderAbsoluteUri":"file:///work"}],"projectId":"default-cli-project"}"#,
+            ),
+        }
+    }
+
+    /// The canonical Trajectory encoding of these rows (also a legacy plaintext).
+    pub fn trajectory_bytes(&self, s: &Schema) -> Vec<u8> {
+        let f = |n| num(s, "gemini_coder.Trajectory", n);
+        let mut out = Vec::new();
+        let mut pieces: Vec<(u32, Vec<Vec<u8>>)> = vec![
+            (
+                f("trajectory_id"),
+                vec![self.trajectory_id.as_bytes().to_vec()],
+            ),
+            (f("steps"), self.steps.clone()),
+            (f("generator_metadata"), self.gens.clone()),
+            (f("parent_references"), self.refs.clone()),
+            (f("cascade_id"), vec![self.cascade_id.as_bytes().to_vec()]),
+            (f("metadata"), vec![self.metadata.clone()]),
+            (f("executor_metadatas"), self.execs.clone()),
+        ];
+        pieces.push((f("trajectory_type"), vec![]));
+        pieces.push((f("source"), vec![]));
+        pieces.sort_by_key(|p| p.0);
+        for (n, items) in pieces {
+            if n == f("trajectory_type") {
+                out.extend(unknown_varint(n, self.trajectory_type as u64));
+            } else if n == f("source") {
+                out.extend(unknown_varint(n, self.source as u64));
+            } else {
+                for i in items {
+                    put_len_field(&mut out, n, &i);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The top-level value of `number` in an encoding, if present.
+fn top(payload: &[u8], number: u32) -> Option<Vec<u8>> {
+    FieldIter::new(payload)
+        .filter_map(Result::ok)
+        .find(|f| f.number == number)
+        .map(|f| f.value.to_vec())
+}
+
+fn top_varint(payload: &[u8], number: u32) -> i64 {
+    top(payload, number)
+        .map(|v| {
+            let mut pos = 0;
+            agy_audit::source::wire::read_varint(&v, &mut pos).unwrap_or(0) as i64
+        })
+        .unwrap_or(0)
+}
+
+/// Writes `conv` as an agy conversation database (WAL mode, checkpointed).
+/// `tweak` runs on the open connection afterwards (for near-miss fixtures).
+pub fn write_db(s: &Schema, path: &Path, conv: &Conv, tweak: impl FnOnce(&Connection)) {
+    let c = Connection::open(path).expect("open fixture db");
+    c.execute_batch("PRAGMA journal_mode=WAL;").expect("wal");
+    write_rows(s, &c, conv);
+    tweak(&c);
+    drop(c);
+}
+
+/// Creates the schema and inserts the rows on `c`.
+pub fn write_rows(s: &Schema, c: &Connection, conv: &Conv) {
+    for stmt in DDL {
+        c.execute(stmt, []).expect(stmt);
+    }
+    c.execute_batch("PRAGMA user_version=1;")
+        .expect("user_version");
+    c.execute(
+        "INSERT INTO trajectory_meta VALUES (?1, ?2, ?3, ?4)",
+        rusqlite::params![
+            conv.trajectory_id,
+            conv.cascade_id,
+            conv.trajectory_type,
+            conv.source
+        ],
+    )
+    .expect("meta");
+    let sn = |n| num(s, "gemini_coder.Step", n);
+    let generic_result = num(s, "exa.cortex_pb.CortexStepGeneric", "result");
+    let render = num(s, "exa.cortex_pb.GenericStepResult", "step_render_info");
+    for (i, p) in conv.steps.iter().enumerate() {
+        let render_info = top(p, sn("generic"))
+            .and_then(|g| top(&g, generic_result))
+            .and_then(|r| top(&r, render));
+        c.execute(
+            "INSERT INTO steps VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0)",
+            rusqlite::params![
+                i as i64,
+                top_varint(p, sn("type")),
+                top_varint(p, sn("status")),
+                top(p, sn("subtrajectory")).is_some() as i64,
+                top(p, sn("metadata")),
+                top(p, sn("error")),
+                top(p, sn("permissions")),
+                top(p, sn("task_details")),
+                render_info,
+                p,
+            ],
+        )
+        .expect("step");
+    }
+    for (i, g) in conv.gens.iter().enumerate() {
+        c.execute(
+            "INSERT INTO gen_metadata VALUES (?1, ?2, ?3)",
+            rusqlite::params![i as i64, g, g.len() as i64],
+        )
+        .expect("gen");
+    }
+    for (table, rows) in [
+        ("executor_metadata", &conv.execs),
+        ("parent_references", &conv.refs),
+    ] {
+        for (i, d) in rows.iter().enumerate() {
+            c.execute(
+                &format!("INSERT INTO {table} VALUES (?1, ?2)"),
+                rusqlite::params![i as i64, d],
+            )
+            .expect(table);
+        }
+    }
+    c.execute(
+        "INSERT INTO trajectory_metadata_blob VALUES ('main', ?1)",
+        [&conv.metadata],
+    )
+    .expect("metadata blob");
+}
+
+/// A store root with a `conversations/` folder.
+pub fn store() -> (tempfile::TempDir, PathBuf) {
+    let root = tempfile::tempdir().expect("tempdir");
+    let conv = root.path().join("conversations");
+    std::fs::create_dir_all(&conv).expect("mkdir");
+    (root, conv)
+}
+
+/// Writes `conv` as a legacy `.pb` sealed with the format key.
+pub fn write_pb(s: &Schema, path: &Path, conv: &Conv) {
+    std::fs::write(
+        path,
+        encrypt(&conv.trajectory_bytes(s), &LegacyKey::default(), [3; 12]),
+    )
+    .expect("write pb");
+}
+
+/// Every file under `dir` with its bytes.
+pub fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out: Vec<_> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .map(|e| {
+            (
+                e.path().to_path_buf(),
+                std::fs::read(e.path()).unwrap_or_default(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}

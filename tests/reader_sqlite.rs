@@ -1,0 +1,423 @@
+//! The SQLite snapshot reader: the accepted shape, and a refusal for each near-miss.
+
+mod common;
+
+use agy_audit::schema::Schema;
+use agy_audit::source::legacy::LegacyKey;
+use agy_audit::source::{read_source, DecodedSource, ReadOptions};
+use agy_audit::verdict::ReasonClass;
+use agy_audit::Error;
+use common::*;
+use rusqlite::Connection;
+use std::path::Path;
+
+fn read(s: &Schema, path: &Path) -> DecodedSource {
+    let key = LegacyKey::default();
+    let opts = ReadOptions {
+        schema: s,
+        legacy_key: &key,
+        collect_all: false,
+    };
+    read_source(path, &opts).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+}
+
+fn assert_refused(src: &DecodedSource, class: ReasonClass, location: &str) {
+    let r = src
+        .reason()
+        .unwrap_or_else(|| panic!("expected a {class} refusal, source qualified"));
+    assert_eq!(r.class, class, "refusal: {r}");
+    assert!(
+        r.location.contains(location),
+        "location {:?} lacks {location:?} ({r})",
+        r.location
+    );
+}
+
+fn fixture(tweak: impl FnOnce(&Connection)) -> (tempfile::TempDir, std::path::PathBuf, Schema) {
+    let s = schema();
+    let (root, conv) = store();
+    let path = conv.join(format!("{CASCADE}.db"));
+    write_db(&s, &path, &Conv::basic(&s), tweak);
+    (root, path, s)
+}
+
+fn fixture_conv(
+    conv: &Conv,
+    tweak: impl FnOnce(&Connection),
+) -> (tempfile::TempDir, std::path::PathBuf, Schema) {
+    let s = schema();
+    let (root, dir) = store();
+    let path = dir.join(format!("{CASCADE}.db"));
+    write_db(&s, &path, conv, tweak);
+    (root, path, s)
+}
+
+#[test]
+fn accepted_shape_decodes_with_a_stable_digest() {
+    let (_root, path, s) = fixture(|_| {});
+    let a = read(&s, &path);
+    assert!(a.qualified(), "{:?}", a.refusals);
+    assert_eq!(a.steps, 3);
+    assert_eq!(a.cascade_id(), CASCADE);
+    assert!(a.source_digest.starts_with("sha256:"));
+    assert_eq!(
+        a.encoding,
+        Conv::basic(&s).trajectory_bytes(&s),
+        "canonical encoding"
+    );
+    let b = read(&s, &path);
+    assert_eq!(a.source_digest, b.source_digest);
+    let json = agy_audit::export::export_json(&a).unwrap();
+    assert_eq!(json["cascadeId"], CASCADE);
+    assert_eq!(
+        json["steps"][1]["metadata"]["modelUsage"]["inputTokens"], "19268",
+        "64-bit as string"
+    );
+    assert_eq!(json["steps"][2]["runCommand"]["exitCode"], 2);
+    assert_eq!(json["agyReader"]["offline"]["version"], 1);
+    assert!(json["agyReader"].get("completeness").is_none());
+}
+
+#[test]
+fn digest_changes_with_content() {
+    let s = schema();
+    let (_r1, p1, _) = fixture(|_| {});
+    let mut conv = Conv::basic(&s);
+    conv.steps[0] = step(
+        &s,
+        r#"{"type":"CORTEX_STEP_TYPE_USER_INPUT","status":"CORTEX_STEP_STATUS_DONE","userInput":{"userResponse":"other"}}"#,
+    );
+    let (_r2, p2, _) = fixture_conv(&conv, |_| {});
+    assert_ne!(read(&s, &p1).source_digest, read(&s, &p2).source_digest);
+}
+
+#[test]
+fn uncheckpointed_wal_frames_are_read_and_nothing_appears_beside_the_source() {
+    let s = schema();
+    let (root, dir) = store();
+    let path = dir.join(format!("{CASCADE}.db"));
+    let conv = Conv::basic(&s);
+    {
+        // Write while holding the connection open with checkpoints off, then
+        // copy the files as a live agy store leaves them.
+        let work = tempfile::tempdir().unwrap();
+        let live = work.path().join("live.db");
+        let c = Connection::open(&live).unwrap();
+        c.execute_batch("PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;")
+            .unwrap();
+        write_rows(&s, &c, &conv);
+        let wal = std::fs::read(work.path().join("live.db-wal")).unwrap();
+        assert!(!wal.is_empty());
+        std::fs::copy(&live, &path).unwrap();
+        std::fs::write(dir.join(format!("{CASCADE}.db-wal")), wal).unwrap();
+        drop(c);
+    }
+    let before = tree(root.path());
+    let src = read(&s, &path);
+    assert!(src.qualified(), "{:?}", src.refusals);
+    assert!(src.had_wal);
+    assert_eq!(src.steps, 3, "steps from the WAL are present");
+    assert_eq!(
+        tree(root.path()),
+        before,
+        "source bytes and file set unchanged"
+    );
+}
+
+#[test]
+fn not_a_database_is_an_error_not_a_verdict() {
+    let s = schema();
+    let (_root, dir) = store();
+    let path = dir.join(format!("{CASCADE}.db"));
+    std::fs::write(&path, b"definitely not sqlite").unwrap();
+    let key = LegacyKey::default();
+    let opts = ReadOptions {
+        schema: &s,
+        legacy_key: &key,
+        collect_all: false,
+    };
+    assert!(matches!(
+        read_source(&path, &opts),
+        Err(Error::Corrupt { .. })
+    ));
+    // A SQLite header followed by garbage pages.
+    let mut bytes = b"SQLite format 3\0".to_vec();
+    bytes.extend(std::iter::repeat_n(0xa5u8, 8192));
+    std::fs::write(&path, bytes).unwrap();
+    assert!(read_source(&path, &opts).is_err());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symlinked_source_is_refused() {
+    let (root, path, s) = fixture(|_| {});
+    let link = root
+        .path()
+        .join("conversations")
+        .join("0b6b2f0e-1c1d-4a7e-9a5e-0d6f3f1f2a01.db");
+    std::os::unix::fs::symlink(&path, &link).unwrap();
+    let key = LegacyKey::default();
+    let opts = ReadOptions {
+        schema: &s,
+        legacy_key: &key,
+        collect_all: false,
+    };
+    assert!(matches!(
+        read_source(&link, &opts),
+        Err(Error::Corrupt { .. })
+    ));
+}
+
+#[test]
+fn near_miss_user_version() {
+    let (_r, p, s) = fixture(|c| c.execute_batch("PRAGMA user_version=2").unwrap());
+    assert_refused(&read(&s, &p), ReasonClass::UserVersion, "user_version");
+}
+
+#[test]
+fn near_miss_extra_table() {
+    let (_r, p, s) = fixture(|c| c.execute_batch("CREATE TABLE extra (x)").unwrap());
+    assert_refused(&read(&s, &p), ReasonClass::SchemaDrift, "extra");
+}
+
+#[test]
+fn near_miss_extra_column() {
+    let (_r, p, s) = fixture(|c| {
+        c.execute_batch("ALTER TABLE steps ADD COLUMN shiny blob")
+            .unwrap()
+    });
+    assert_refused(&read(&s, &p), ReasonClass::SchemaDrift, "steps");
+}
+
+#[test]
+fn near_miss_missing_index_and_extra_view() {
+    let (_r, p, s) = fixture(|c| c.execute_batch("DROP INDEX idx_steps_status").unwrap());
+    assert_refused(&read(&s, &p), ReasonClass::SchemaDrift, "idx_steps_status");
+    let (_r, p, s) = fixture(|c| {
+        c.execute_batch("CREATE VIEW v AS SELECT * FROM steps")
+            .unwrap()
+    });
+    assert_refused(&read(&s, &p), ReasonClass::SchemaDrift, "view");
+}
+
+#[test]
+fn near_miss_step_format() {
+    let (_r, p, s) = fixture(|c| {
+        c.execute_batch("UPDATE steps SET step_format = 1 WHERE idx = 2")
+            .unwrap();
+    });
+    assert_refused(&read(&s, &p), ReasonClass::StepFormat, "steps[2]");
+}
+
+#[test]
+fn near_miss_index_gaps() {
+    let (_r, p, s) = fixture(|c| {
+        c.execute_batch("UPDATE steps SET idx = 5 WHERE idx = 2")
+            .unwrap()
+    });
+    assert_refused(&read(&s, &p), ReasonClass::IndexGap, "steps.idx");
+    let (_r, p, s) = fixture(|c| c.execute_batch("DELETE FROM steps WHERE idx = 0").unwrap());
+    assert_refused(&read(&s, &p), ReasonClass::IndexGap, "steps.idx");
+    let (_r, p, s) = fixture(|c| c.execute_batch("UPDATE gen_metadata SET idx = 1").unwrap());
+    assert_refused(&read(&s, &p), ReasonClass::IndexGap, "gen_metadata.idx");
+    let (_r, p, s) = fixture(|c| {
+        c.execute_batch("UPDATE executor_metadata SET idx = -1")
+            .unwrap()
+    });
+    assert_refused(
+        &read(&s, &p),
+        ReasonClass::IndexGap,
+        "executor_metadata.idx",
+    );
+}
+
+#[test]
+fn near_miss_gen_metadata_size() {
+    let (_r, p, s) = fixture(|c| {
+        c.execute_batch("UPDATE gen_metadata SET size = size + 1")
+            .unwrap()
+    });
+    assert_refused(&read(&s, &p), ReasonClass::RowShape, "gen_metadata[0].size");
+}
+
+#[test]
+fn near_miss_row_counts_and_storage_classes() {
+    let (_r, p, s) = fixture(|c| {
+        c.execute_batch("INSERT INTO trajectory_meta VALUES ('other', 'x', 4, 17)")
+            .unwrap();
+    });
+    assert_refused(&read(&s, &p), ReasonClass::RowShape, "trajectory_meta");
+    let (_r, p, s) = fixture(|c| {
+        c.execute_batch("UPDATE trajectory_metadata_blob SET id = 'side'")
+            .unwrap()
+    });
+    assert_refused(
+        &read(&s, &p),
+        ReasonClass::RowShape,
+        "trajectory_metadata_blob",
+    );
+    let (_r, p, s) = fixture(|c| {
+        c.execute_batch("UPDATE steps SET step_payload = NULL WHERE idx = 1")
+            .unwrap()
+    });
+    assert_refused(
+        &read(&s, &p),
+        ReasonClass::RowShape,
+        "steps[1].step_payload",
+    );
+    let (_r, p, s) = fixture(|c| {
+        c.execute_batch("UPDATE steps SET metadata = 'text' WHERE idx = 1")
+            .unwrap()
+    });
+    assert_refused(&read(&s, &p), ReasonClass::RowShape, "steps[1].metadata");
+    let (_r, p, s) = fixture(|c| {
+        c.execute_batch(
+            "UPDATE trajectory_meta SET cascade_id = '00000000-0000-4000-8000-000000000000'",
+        )
+        .unwrap();
+    });
+    assert_refused(&read(&s, &p), ReasonClass::RowShape, "cascade_id");
+}
+
+#[test]
+fn near_miss_redundant_columns() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "UPDATE steps SET status = 7 WHERE idx = 1",
+            "steps[1].status",
+        ),
+        (
+            "UPDATE steps SET step_type = 14 WHERE idx = 1",
+            "steps[1].step_type",
+        ),
+        (
+            "UPDATE steps SET metadata = x'0a00' WHERE idx = 1",
+            "steps[1].metadata",
+        ),
+        (
+            "UPDATE steps SET metadata = NULL WHERE idx = 1",
+            "steps[1].metadata",
+        ),
+        (
+            "UPDATE steps SET error_details = NULL WHERE idx = 2",
+            "steps[2].error_details",
+        ),
+        (
+            "UPDATE steps SET error_details = x'' WHERE idx = 1",
+            "steps[1].error_details",
+        ),
+        (
+            "UPDATE steps SET permissions = x'0a00' WHERE idx = 0",
+            "steps[0].permissions",
+        ),
+        (
+            "UPDATE steps SET task_details = x'0a00' WHERE idx = 0",
+            "steps[0].task_details",
+        ),
+        (
+            "UPDATE steps SET has_subtrajectory = 1 WHERE idx = 0",
+            "steps[0].has_subtrajectory",
+        ),
+        (
+            "UPDATE steps SET has_subtrajectory = 2 WHERE idx = 0",
+            "steps[0].has_subtrajectory",
+        ),
+    ];
+    for (sql, loc) in cases {
+        let (_r, p, s) = fixture(|c| c.execute_batch(sql).unwrap());
+        assert_refused(&read(&s, &p), ReasonClass::RedundantColumn, loc);
+    }
+}
+
+fn generic_step(s: &Schema, with_render: bool) -> Vec<u8> {
+    let render = if with_render {
+        r#","stepRenderInfo":{"title":"Task","markdown":"**done**"}"#
+    } else {
+        ""
+    };
+    step(
+        s,
+        &format!(
+            r#"{{"type":"CORTEX_STEP_TYPE_GENERIC","status":"CORTEX_STEP_STATUS_DONE",
+            "metadata":{{"toolCall":{{"id":"call_9","name":"manage_task"}}}},
+            "generic":{{"args":{{"Action":"\"list\""}},"result":{{"result":"no tasks"{render}}}}}}}"#
+        ),
+    )
+}
+
+#[test]
+fn render_info_must_equal_generic_result_render_info_including_presence() {
+    let s = schema();
+    let mut conv = Conv::basic(&s);
+    conv.steps.push(generic_step(&s, true));
+    conv.steps.push(generic_step(&s, false));
+    let (_r, p, _) = fixture_conv(&conv, |_| {});
+    assert!(
+        read(&s, &p).qualified(),
+        "accepted: render_info equal, NULL when absent"
+    );
+    let (_r, p, _) = fixture_conv(&conv, |c| {
+        c.execute_batch("UPDATE steps SET render_info = x'0a01' WHERE idx = 3")
+            .unwrap()
+    });
+    assert_refused(
+        &read(&s, &p),
+        ReasonClass::RedundantColumn,
+        "steps[3].render_info",
+    );
+    let (_r, p, _) = fixture_conv(&conv, |c| {
+        c.execute_batch("UPDATE steps SET render_info = NULL WHERE idx = 3")
+            .unwrap()
+    });
+    assert_refused(
+        &read(&s, &p),
+        ReasonClass::RedundantColumn,
+        "steps[3].render_info",
+    );
+    let (_r, p, _) = fixture_conv(&conv, |c| {
+        c.execute_batch("UPDATE steps SET render_info = x'' WHERE idx = 4")
+            .unwrap()
+    });
+    assert_refused(
+        &read(&s, &p),
+        ReasonClass::RedundantColumn,
+        "steps[4].render_info",
+    );
+}
+
+#[test]
+fn a_present_subtrajectory_is_unsupported() {
+    let s = schema();
+    let mut conv = Conv::basic(&s);
+    conv.steps.push(step(&s, r#"{"type":"CORTEX_STEP_TYPE_INVOKE_SUBAGENT","status":"CORTEX_STEP_STATUS_DONE","subtrajectory":{"trajectoryId":"x"}}"#));
+    let (_r, p, _) = fixture_conv(&conv, |_| {});
+    let src = read(&s, &p);
+    assert!(
+        src.refusals
+            .iter()
+            .any(|r| r.class == ReasonClass::Subtrajectory),
+        "{:?}",
+        src.refusals
+    );
+}
+
+#[test]
+fn unknown_field_inside_a_step_names_its_path() {
+    let s = schema();
+    let mut conv = Conv::basic(&s);
+    let metadata = num(&s, "gemini_coder.Step", "metadata");
+    let tool_call = num(&s, "exa.cortex_pb.CortexStepMetadata", "tool_call");
+    conv.steps[2] = insert_raw(
+        &conv.steps[2],
+        &[(metadata, 0), (tool_call, 0)],
+        &unknown_varint(41, 1),
+    );
+    let (_r, p, _) = fixture_conv(&conv, |_| {});
+    let src = read(&s, &p);
+    let r = src.reason().unwrap();
+    assert_eq!(r.class, ReasonClass::UnknownField);
+    assert_eq!(
+        r.to_string(),
+        "steps[2].metadata.toolCall: unknown field 41 (varint)"
+    );
+}
