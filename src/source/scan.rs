@@ -441,7 +441,7 @@ impl<'p> Scanner<'p> {
         for f in unknown {
             match declared {
                 Some(field) if f.number == field.number() => {
-                    self.scan_declared(field, desc, msg, f, unknown.len())?;
+                    self.scan_declared(field, desc, msg, f, unknown)?;
                 }
                 _ => {
                     let loc = self.location("");
@@ -465,8 +465,10 @@ impl<'p> Scanner<'p> {
         desc: &MessageDescriptor,
         msg: &[u8],
         f: &RawField<'_>,
-        unknown_count: usize,
+        unknown: &[RawField<'_>],
     ) -> Step {
+        let unknown_count = unknown.len();
+        let same_number = unknown.iter().filter(|u| u.number == f.number).count();
         let loc = self.location("");
         let class = field.class();
         let chain = self.chain_names();
@@ -482,14 +484,14 @@ impl<'p> Scanner<'p> {
                 field.number(),
                 f.wire_type.name()
             ))
+        } else if same_number > 1 || !self.seen_source_only.insert((field, loc.clone())) {
+            Some(format!(
+                "field {} occurs more than once in one message",
+                field.number()
+            ))
         } else if unknown_count > 1 {
             Some(format!(
                 "field {} beside another unknown field",
-                field.number()
-            ))
-        } else if !self.seen_source_only.insert((field, loc.clone())) {
-            Some(format!(
-                "field {} occurs more than once in one message",
                 field.number()
             ))
         } else {
