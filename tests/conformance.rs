@@ -97,7 +97,7 @@ fn listed() -> BTreeSet<String> {
     for line in text.lines() {
         let Some(rest) = line.strip_prefix("| `") else { continue };
         let Some((entry, tail)) = rest.split_once('`') else { continue };
-        let source = tail.trim_start_matches(|c: char| c == ' ' || c == '|').trim_end_matches(|c: char| c == ' ' || c == '|');
+        let source = tail.trim_start_matches([' ', '|']).trim_end_matches([' ', '|']);
         assert!(!source.trim().is_empty(), "CONFORMANCE.md entry `{entry}` names no public source");
         out.insert(entry.to_string());
     }

@@ -12,7 +12,7 @@ use crate::verdict::{ReasonClass, Refusal};
 
 /// The raw values of one field number at the top of an encoding: `Err` when
 /// it occurs more than once (no single value to compare).
-fn single<'a>(payload: &'a [u8], number: u32) -> Result<Option<(&'a [u8], WireType)>, ()> {
+fn single(payload: &[u8], number: u32) -> Result<Option<(&[u8], WireType)>, ()> {
     let mut found = None;
     for f in FieldIter::new(payload) {
         let Ok(f) = f else { return Ok(found) };

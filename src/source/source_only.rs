@@ -71,7 +71,7 @@ impl DeclaredField {
 
     /// Whether a message reached by `chain` (field names from the root) is a declared location.
     pub fn accepts_path(self, chain: &[&str]) -> bool {
-        self.paths().iter().any(|p| *p == chain)
+        self.paths().contains(&chain)
     }
 
     /// The declared paths in JSON style, e.g. `generatorMetadata[].plannerConfig`.
