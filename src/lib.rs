@@ -9,6 +9,7 @@ pub mod discover;
 pub mod error;
 pub mod export;
 pub mod profile;
+pub mod project;
 pub mod rules;
 pub mod schema;
 pub mod source;
