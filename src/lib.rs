@@ -4,12 +4,18 @@
 //! [`discover`] → [`source`] (snapshot + strict decode) → `project` → `rpc` →
 //! `compare` → `attest` → `manifest` / `report`; [`export`] writes offline exports.
 
+pub mod attest;
 pub mod cli;
+pub mod compare;
 pub mod discover;
 pub mod error;
+pub mod manifest;
 pub mod export;
+pub mod pipeline;
 pub mod profile;
 pub mod project;
+pub mod report;
+pub mod rpc;
 pub mod rules;
 pub mod schema;
 pub mod source;

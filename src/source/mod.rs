@@ -20,13 +20,13 @@ use crate::verdict::{ReasonClass, Refusal};
 use legacy::LegacyKey;
 use prost_reflect::{DynamicMessage, ReflectMessage};
 use scan::{Scanner, UnknownFieldRecord};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use source_only::SourceOnlyOccurrence;
 use std::path::{Path, PathBuf};
 
 /// A source's store format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 pub enum Format {
     #[serde(rename = "sqlite")]
     Sqlite,
@@ -263,4 +263,30 @@ pub fn looks_like_uuid(s: &str) -> bool {
             8 | 13 | 18 | 23 => *c == b'-',
             _ => c.is_ascii_hexdigit(),
         })
+}
+
+/// The source digest alone (the bracket's second snapshot): the same bytes
+/// [`read_source`] digests, without the strict scan.
+pub fn digest_of(path: &Path, opts: &ReadOptions<'_>) -> Result<String> {
+    match Format::of(path) {
+        Some(Format::Sqlite) => {
+            let snap = sqlite::snapshot(path)?;
+            let (rows, _) = sqlite::read_rows(path, &snap)?;
+            let profile = crate::profile::sqlite_profile(opts.schema);
+            let encoding =
+                reconstruct::trajectory_encoding(&opts.schema.names, &rows).unwrap_or_default();
+            Ok(source_digest(&profile, &encoding))
+        }
+        Some(Format::Protobuf) => {
+            let file = legacy::read_file(path)?;
+            Ok(source_digest(
+                &crate::profile::legacy_profile(opts.schema, opts.legacy_key),
+                &file,
+            ))
+        }
+        None => Err(Error::Usage(format!(
+            "{}: not a conversation source",
+            path.display()
+        ))),
+    }
 }

@@ -1,0 +1,135 @@
+//! Stage 5b: verdicts, digests and attestations.
+//!
+//! * **Payload digest**: `sha256:` of the canonical JSON (object keys sorted,
+//!   no whitespace, numbers exactly as received) of the ordinary RPC
+//!   trajectory minus the reader-owned `agyReader` namespace. Unknown
+//!   RPC-only fields stay in it.
+//! * **Sidecar** `<uuid>.trajectory.json`: the ordinary trajectory plus
+//!   `agyReader {completeness {profile, sourceDigest, payloadDigest, verdict,
+//!   reason, sourceOnly, verifiedAt}, parentCascadeId}`, written atomically,
+//!   mode 0600 (agentsview reads the trajectory and ignores `agyReader`).
+
+mod canonical;
+
+pub use canonical::canonical_json;
+
+use crate::source::source_only::SourceOnlyEntry;
+use crate::verdict::{ReasonClass, VerdictKind};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+/// The reason every verified-with-source-only attestation carries.
+pub const SOURCE_ONLY_REASON: &str = "verified except declared source-only fields absent from RPC";
+
+/// The reader-owned top-level key.
+pub const NAMESPACE: &str = "agyReader";
+
+/// `sha256:` of the canonical JSON of `trajectory` without `agyReader`.
+pub fn payload_digest(trajectory: &Value) -> String {
+    let mut v = trajectory.clone();
+    if let Some(o) = v.as_object_mut() {
+        o.remove(NAMESPACE);
+    }
+    let mut h = Sha256::new();
+    h.update(canonical_json(&v));
+    format!("sha256:{}", crate::util::hex(&h.finalize()))
+}
+
+/// The completeness record of one conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Completeness {
+    pub profile: String,
+    pub source_digest: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload_digest: Option<String>,
+    pub verdict: VerdictKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason_class: Option<ReasonClass>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub source_only: Vec<Value>,
+    pub verified_at: String,
+}
+
+impl Completeness {
+    pub fn source_only_entries(entries: &[SourceOnlyEntry]) -> Vec<Value> {
+        entries
+            .iter()
+            .filter_map(|e| serde_json::to_value(e).ok())
+            .collect()
+    }
+}
+
+/// The sidecar document: the ordinary trajectory plus `agyReader`.
+pub fn sidecar(ordinary: &Value, completeness: &Completeness) -> Value {
+    let mut doc = match ordinary {
+        Value::Object(o) => o.clone(),
+        _ => Map::new(),
+    };
+    let mut reader = Map::new();
+    reader.insert(
+        "completeness".into(),
+        serde_json::to_value(completeness).unwrap_or(Value::Null),
+    );
+    if let Some(parent) = ordinary
+        .get("metadata")
+        .and_then(|m| m.get("parentConversationId"))
+        .and_then(Value::as_str)
+        .filter(|p| !p.is_empty())
+    {
+        reader.insert(
+            "parentCascadeId".into(),
+            Value::String(parent.to_ascii_lowercase()),
+        );
+    }
+    doc.insert(NAMESPACE.into(), Value::Object(reader));
+    Value::Object(doc)
+}
+
+/// Reads the completeness record back from a sidecar document.
+pub fn completeness_of(doc: &Value) -> Option<Completeness> {
+    serde_json::from_value(doc.get(NAMESPACE)?.get("completeness")?.clone()).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn payload_digest_ignores_key_order_and_the_reader_namespace_but_keeps_exact_numbers() {
+        let a: Value = serde_json::from_str(r#"{"b":1.0,"a":{"y":[1,2],"x":"s"}}"#).unwrap();
+        let b: Value =
+            serde_json::from_str(r#"{"a":{"x":"s","y":[1,2]},"b":1.0,"agyReader":{"z":1}}"#)
+                .unwrap();
+        let c: Value = serde_json::from_str(r#"{"a":{"x":"s","y":[1,2]},"b":1}"#).unwrap();
+        assert_eq!(payload_digest(&a), payload_digest(&b));
+        assert_ne!(
+            payload_digest(&a),
+            payload_digest(&c),
+            "exact numbers: 1.0 is not 1"
+        );
+    }
+
+    #[test]
+    fn sidecar_carries_completeness_and_parent() {
+        let ord = json!({"cascadeId": "c", "metadata": {"parentConversationId": "ABC"}});
+        let c = Completeness {
+            profile: "p".into(),
+            source_digest: "sha256:1".into(),
+            payload_digest: Some("sha256:2".into()),
+            verdict: VerdictKind::Verified,
+            reason: None,
+            reason_class: None,
+            source_only: vec![],
+            verified_at: "2026-12-02T00:00:00Z".into(),
+        };
+        let doc = sidecar(&ord, &c);
+        assert_eq!(doc["agyReader"]["parentCascadeId"], "abc");
+        assert_eq!(completeness_of(&doc), Some(c));
+        assert_eq!(doc["cascadeId"], "c");
+    }
+}

@@ -1,0 +1,291 @@
+//! Stage 5a: compare the daemon's answers with what the source predicts.
+//!
+//! * The full raw RPC is parsed strictly against the schema (an unknown JSON
+//!   field or enum name is a mismatch) and must equal the persisted trajectory
+//!   with the declared source-only fields removed.
+//! * The ordinary RPC must equal the projection in every presented field.
+//!
+//! Both comparisons walk the JSON trees; numbers are compared by their exact
+//! decimal value (`1`, `1.0` and `1e0` are equal, `0.1` and
+//! `0.1000000000000000055` are not): no float round trip. The first differing
+//! paths are reported.
+
+use crate::schema::{to_daemon_json, Schema};
+use crate::verdict::{ReasonClass, Refusal};
+use prost_reflect::DynamicMessage;
+use serde_json::Value;
+
+/// How many differing paths a mismatch reports.
+pub const MAX_REPORTED_PATHS: usize = 5;
+
+/// The daemon's answer disagrees with the source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    pub class: ReasonClass,
+    pub paths: Vec<String>,
+}
+
+impl Mismatch {
+    pub fn to_refusal(&self) -> Refusal {
+        let what = match self.class {
+            ReasonClass::FullMismatch => "full raw RPC differs from the persisted trajectory",
+            _ => "ordinary RPC differs from the projection",
+        };
+        Refusal::new(
+            self.class,
+            self.paths.first().cloned().unwrap_or_default(),
+            format!("{what}: {}", self.paths.join("; ")),
+        )
+    }
+}
+
+/// Parses a trajectory JSON strictly against the schema.
+pub fn parse_strict(schema: &Schema, text: &str) -> Result<DynamicMessage, String> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let msg = DynamicMessage::deserialize(schema.names.trajectory.clone(), &mut de)
+        .map_err(|e| e.to_string())?;
+    de.end().map_err(|e| e.to_string())?;
+    Ok(msg)
+}
+
+/// Parses JSON keeping exact numbers.
+pub fn parse_value(text: &str) -> Result<Value, String> {
+    serde_json::from_str(text).map_err(|e| e.to_string())
+}
+
+/// Compares the full raw RPC trajectory with the persisted one.
+pub fn compare_full(
+    schema: &Schema,
+    persisted: &DynamicMessage,
+    full: &str,
+) -> Result<(), Mismatch> {
+    let mismatch = |paths| Mismatch {
+        class: ReasonClass::FullMismatch,
+        paths,
+    };
+    if let Err(e) = parse_strict(schema, full) {
+        return Err(mismatch(vec![format!(
+            "not a strict {}: {e}",
+            schema.names.trajectory.full_name()
+        )]));
+    }
+    let actual = parse_value(full).map_err(|e| mismatch(vec![e]))?;
+    let expected = to_daemon_json(persisted);
+    let diffs = json_diff(&expected, &actual, MAX_REPORTED_PATHS);
+    if diffs.is_empty() {
+        Ok(())
+    } else {
+        Err(mismatch(diffs))
+    }
+}
+
+/// Compares the ordinary RPC trajectory with the projection.
+pub fn compare_ordinary(
+    schema: &Schema,
+    projection: &DynamicMessage,
+    ordinary: &str,
+) -> Result<(), Mismatch> {
+    let mismatch = |paths| Mismatch {
+        class: ReasonClass::OrdinaryMismatch,
+        paths,
+    };
+    if let Err(e) = parse_strict(schema, ordinary) {
+        return Err(mismatch(vec![format!(
+            "not a strict {}: {e}",
+            schema.names.trajectory.full_name()
+        )]));
+    }
+    let actual = parse_value(ordinary).map_err(|e| mismatch(vec![e]))?;
+    let expected = to_daemon_json(projection);
+    let diffs = json_diff(&expected, &actual, MAX_REPORTED_PATHS);
+    if diffs.is_empty() {
+        Ok(())
+    } else {
+        Err(mismatch(diffs))
+    }
+}
+
+/// A number's exact decimal value: sign, significant digits, exponent.
+fn decimal(text: &str) -> Option<(bool, String, i64)> {
+    let (neg, rest) = match text.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, text),
+    };
+    let (mantissa, exp) = match rest.find(['e', 'E']) {
+        Some(i) => (&rest[..i], rest[i + 1..].parse::<i64>().ok()?),
+        None => (rest, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if int.is_empty() && frac.is_empty() {
+        return None;
+    }
+    let mut digits = format!("{int}{frac}");
+    let mut exp = exp - frac.len() as i64;
+    let lead = digits.len() - digits.trim_start_matches('0').len();
+    digits.drain(..lead);
+    while digits.ends_with('0') {
+        digits.pop();
+        exp += 1;
+    }
+    if digits.is_empty() {
+        return Some((false, String::new(), 0));
+    }
+    Some((neg, digits, exp))
+}
+
+/// Whether two JSON numbers have the same exact decimal value.
+pub fn numbers_equal(a: &serde_json::Number, b: &serde_json::Number) -> bool {
+    let (a, b) = (a.to_string(), b.to_string());
+    a == b || matches!((decimal(&a), decimal(&b)), (Some(x), Some(y)) if x == y)
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn short(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 60 {
+        format!("{}…", s.chars().take(60).collect::<String>())
+    } else {
+        s
+    }
+}
+
+/// The first `limit` paths where `actual` differs from `expected`.
+pub fn json_diff(expected: &Value, actual: &Value, limit: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    walk(expected, actual, &mut String::new(), &mut out, limit);
+    out
+}
+
+fn walk(e: &Value, a: &Value, path: &mut String, out: &mut Vec<String>, limit: usize) {
+    if out.len() >= limit {
+        return;
+    }
+    let at = |p: &str| {
+        if p.is_empty() {
+            "(root)".to_string()
+        } else {
+            p.to_string()
+        }
+    };
+    match (e, a) {
+        (Value::Object(x), Value::Object(y)) => {
+            for (k, ev) in x {
+                let saved = path.len();
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(k);
+                match y.get(k) {
+                    Some(av) => walk(ev, av, path, out, limit),
+                    None => out.push(format!(
+                        "{}: missing from the response (expected {})",
+                        at(path),
+                        short(ev)
+                    )),
+                }
+                path.truncate(saved);
+                if out.len() >= limit {
+                    return;
+                }
+            }
+            for k in y.keys().filter(|k| !x.contains_key(*k)) {
+                if out.len() >= limit {
+                    return;
+                }
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                out.push(format!(
+                    "{p}: not predicted (response has {})",
+                    short(&y[k])
+                ));
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            if x.len() != y.len() {
+                out.push(format!(
+                    "{}: {} elements, expected {}",
+                    at(path),
+                    y.len(),
+                    x.len()
+                ));
+            }
+            for (i, (ev, av)) in x.iter().zip(y).enumerate() {
+                let saved = path.len();
+                path.push_str(&format!("[{i}]"));
+                walk(ev, av, path, out, limit);
+                path.truncate(saved);
+                if out.len() >= limit {
+                    return;
+                }
+            }
+        }
+        (Value::Number(x), Value::Number(y)) => {
+            if !numbers_equal(x, y) {
+                out.push(format!("{}: {y}, expected {x}", at(path)));
+            }
+        }
+        _ if e == a => {}
+        _ if kind(e) != kind(a) => out.push(format!(
+            "{}: {} {}, expected {} {}",
+            at(path),
+            kind(a),
+            short(a),
+            kind(e),
+            short(e)
+        )),
+        _ => out.push(format!("{}: {}, expected {}", at(path), short(a), short(e))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn n(s: &str) -> serde_json::Number {
+        serde_json::from_str(s).unwrap()
+    }
+
+    #[test]
+    fn numbers_compare_by_exact_decimal_value() {
+        assert!(numbers_equal(&n("1"), &n("1.0")));
+        assert!(numbers_equal(&n("1e2"), &n("100")));
+        assert!(numbers_equal(&n("-0.50"), &n("-5e-1")));
+        assert!(numbers_equal(&n("0"), &n("-0.0")));
+        assert!(!numbers_equal(&n("0.1"), &n("0.1000000000000000055")));
+        assert!(!numbers_equal(
+            &n("9007199254740993"),
+            &n("9007199254740992")
+        ));
+    }
+
+    #[test]
+    fn diff_reports_paths() {
+        let e = json!({"steps": [{"type": "A", "n": 1}], "id": "x"});
+        let a = json!({"steps": [{"type": "B", "n": 1.0}], "id": "x", "extra": true});
+        let d = json_diff(&e, &a, 5);
+        assert_eq!(
+            d,
+            vec![
+                "steps[0].type: \"B\", expected \"A\"",
+                "extra: not predicted (response has true)"
+            ]
+        );
+        let a2 = json!({"steps": [], "id": "x"});
+        assert_eq!(json_diff(&e, &a2, 5), vec!["steps: 0 elements, expected 1"]);
+        assert!(json_diff(&e, &e, 5).is_empty());
+    }
+}

@@ -1,0 +1,260 @@
+//! Stage 6a: the audit manifest, version 5 (documented in docs/manifest-v5.md),
+//! and its CSV companion.
+
+use crate::pipeline::audit::SessionResult;
+use crate::source::Format;
+use crate::verdict::{ReasonClass, VerdictKind};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const MANIFEST_VERSION: u32 = 5;
+pub const MANIFEST_FILE: &str = "manifest.json";
+pub const CSV_FILE: &str = "sessions.csv";
+
+/// Verdict counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Counts {
+    pub selected: u64,
+    /// Plain verified results only.
+    pub verified: u64,
+    pub verified_source_only: u64,
+    pub sqlite: u64,
+    pub protobuf: u64,
+    /// Failures across both formats (unknown + incomplete + error).
+    pub not_verified: u64,
+    /// The legacy (protobuf) subset of `notVerified`.
+    pub legacy_unverifiable: u64,
+    pub unknown: u64,
+    pub incomplete: u64,
+    pub error: u64,
+}
+
+impl Counts {
+    pub fn add(&mut self, s: &SessionRecord) {
+        self.selected += 1;
+        match s.format {
+            Format::Sqlite => self.sqlite += 1,
+            Format::Protobuf => self.protobuf += 1,
+        }
+        let failed = match s.verdict {
+            Some(VerdictKind::Verified) => {
+                self.verified += 1;
+                false
+            }
+            Some(VerdictKind::VerifiedSourceOnly) => {
+                self.verified_source_only += 1;
+                false
+            }
+            Some(VerdictKind::Unknown) => {
+                self.unknown += 1;
+                true
+            }
+            Some(VerdictKind::Incomplete) => {
+                self.incomplete += 1;
+                true
+            }
+            None => {
+                self.error += 1;
+                true
+            }
+        };
+        if failed {
+            self.not_verified += 1;
+            if s.format == Format::Protobuf {
+                self.legacy_unverifiable += 1;
+            }
+        }
+    }
+}
+
+/// One session of the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRecord {
+    pub file_id: String,
+    pub cascade_id: String,
+    pub format: Format,
+    pub profile: String,
+    pub source_digest: String,
+    pub payload_digest: Option<String>,
+    /// `null` for an error (the source could not be read).
+    pub verdict: Option<VerdictKind>,
+    pub reason: Option<String>,
+    pub reason_class: Option<ReasonClass>,
+    #[serde(default)]
+    pub rules: Vec<String>,
+    pub steps: usize,
+    #[serde(default)]
+    pub bytes: u64,
+    #[serde(default)]
+    pub step_types: BTreeMap<String, u64>,
+}
+
+impl SessionRecord {
+    pub fn from_result(r: &SessionResult) -> SessionRecord {
+        SessionRecord {
+            file_id: r.file_id.clone(),
+            cascade_id: r.cascade_id.clone(),
+            format: r.format,
+            profile: r.profile.clone(),
+            source_digest: r.source_digest.clone(),
+            payload_digest: r.payload_digest.clone(),
+            verdict: r.verdict,
+            reason: r.reason.clone(),
+            reason_class: r.reason_class,
+            rules: r.rules.iter().map(|x| x.id().to_string()).collect(),
+            steps: r.steps,
+            bytes: r.bytes,
+            step_types: r.step_types.clone(),
+        }
+    }
+
+    /// `verified`, `verified-source-only`, `unknown`, `incomplete` or `error`.
+    pub fn verdict_str(&self) -> &'static str {
+        self.verdict.map(VerdictKind::as_str).unwrap_or("error")
+    }
+}
+
+/// Run timing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Timing {
+    pub wall_seconds: f64,
+    pub source_bytes: u64,
+    pub steps: u64,
+    pub concurrency: usize,
+    pub jobs: usize,
+}
+
+/// The manifest document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Manifest {
+    pub manifest_version: u32,
+    pub complete: bool,
+    pub root: String,
+    pub endpoint: String,
+    pub started: String,
+    pub finished: Option<String>,
+    /// Every profile that minted a result, sorted.
+    pub profiles: Vec<String>,
+    pub counts: Counts,
+    pub counts_by_profile: BTreeMap<String, Counts>,
+    pub counts_by_format: BTreeMap<String, Counts>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
+    pub timing: Timing,
+    /// Sorted by fileId.
+    pub sessions: Vec<SessionRecord>,
+}
+
+impl Manifest {
+    pub fn new(root: &str, endpoint: &str, started: String) -> Manifest {
+        Manifest {
+            manifest_version: MANIFEST_VERSION,
+            complete: false,
+            root: root.to_string(),
+            endpoint: endpoint.to_string(),
+            started,
+            finished: None,
+            profiles: Vec::new(),
+            counts: Counts::default(),
+            counts_by_profile: BTreeMap::new(),
+            counts_by_format: BTreeMap::new(),
+            shard: None,
+            timing: Timing::default(),
+            sessions: Vec::new(),
+        }
+    }
+
+    /// Adds a session (replacing one with the same fileId) and recounts.
+    pub fn add(&mut self, s: SessionRecord) {
+        match self
+            .sessions
+            .binary_search_by(|x| x.file_id.cmp(&s.file_id))
+        {
+            Ok(i) => self.sessions[i] = s,
+            Err(i) => self.sessions.insert(i, s),
+        }
+        self.recount();
+    }
+
+    pub fn recount(&mut self) {
+        let mut counts = Counts::default();
+        let mut by_profile: BTreeMap<String, Counts> = BTreeMap::new();
+        let mut by_format: BTreeMap<String, Counts> = BTreeMap::new();
+        for s in &self.sessions {
+            counts.add(s);
+            if !s.profile.is_empty() {
+                by_profile.entry(s.profile.clone()).or_default().add(s);
+            }
+            by_format
+                .entry(s.format.as_str().to_string())
+                .or_default()
+                .add(s);
+        }
+        self.profiles = by_profile.keys().cloned().collect();
+        self.counts = counts;
+        self.counts_by_profile = by_profile;
+        self.counts_by_format = by_format;
+        self.timing.steps = self.sessions.iter().map(|s| s.steps as u64).sum();
+        self.timing.source_bytes = self.sessions.iter().map(|s| s.bytes).sum();
+    }
+
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut v = serde_json::to_vec_pretty(self).unwrap_or_default();
+        v.push(b'\n');
+        v
+    }
+
+    /// Parses a manifest, requiring version 5.
+    pub fn parse(bytes: &[u8]) -> Result<Manifest, String> {
+        let v: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
+        match v.get("manifestVersion").and_then(serde_json::Value::as_u64) {
+            Some(5) => {}
+            Some(n) => {
+                return Err(format!(
+                    "manifestVersion {n}; audit-qualify requires version 5"
+                ))
+            }
+            None => return Err("no manifestVersion; audit-qualify requires version 5".into()),
+        }
+        serde_json::from_value(v).map_err(|e| format!("not a version-5 manifest: {e}"))
+    }
+
+    /// The CSV companion: one row per session.
+    pub fn to_csv(&self) -> Vec<u8> {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        let _ = w.write_record([
+            "fileId",
+            "cascadeId",
+            "format",
+            "profile",
+            "sourceDigest",
+            "payloadDigest",
+            "verdict",
+            "reasonClass",
+            "reason",
+            "steps",
+            "bytes",
+        ]);
+        for s in &self.sessions {
+            let _ = w.write_record([
+                s.file_id.as_str(),
+                &s.cascade_id,
+                s.format.as_str(),
+                &s.profile,
+                &s.source_digest,
+                s.payload_digest.as_deref().unwrap_or(""),
+                s.verdict_str(),
+                s.reason_class.map(ReasonClass::id).unwrap_or(""),
+                s.reason.as_deref().unwrap_or(""),
+                &s.steps.to_string(),
+                &s.bytes.to_string(),
+            ]);
+        }
+        w.into_inner().unwrap_or_default()
+    }
+}

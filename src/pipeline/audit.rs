@@ -1,0 +1,288 @@
+//! One conversation, end to end: decode, project, bracketed fetch, compare,
+//! attest. The sweep runs this per source across its stages; `sync` runs it once.
+
+use crate::attest::{payload_digest, sidecar, Completeness, SOURCE_ONLY_REASON};
+use crate::compare::{compare_full, compare_ordinary, parse_value};
+use crate::project::{project, Projection};
+use crate::rpc::{DaemonClient, RpcError};
+use crate::rules::RuleId;
+use crate::schema::Schema;
+use crate::source::legacy::LegacyKey;
+use crate::source::source_only::{record, SourceOnlyEntry};
+use crate::source::{digest_of, read_source, DecodedSource, Format, ReadOptions};
+use crate::verdict::{ReasonClass, Refusal, VerdictKind};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The outcome of one conversation.
+#[derive(Debug, Clone)]
+pub struct SessionResult {
+    pub file_id: String,
+    pub cascade_id: String,
+    pub path: PathBuf,
+    pub format: Format,
+    pub profile: String,
+    pub source_digest: String,
+    pub payload_digest: Option<String>,
+    /// `None` when reading the source failed with an error.
+    pub verdict: Option<VerdictKind>,
+    pub reason: Option<String>,
+    pub reason_class: Option<ReasonClass>,
+    pub rules: Vec<RuleId>,
+    pub steps: usize,
+    pub source_only: Vec<SourceOnlyEntry>,
+    /// The raw bodies received (full, ordinary), kept for the corpus.
+    pub full_body: Option<Vec<u8>>,
+    pub ordinary_body: Option<Vec<u8>>,
+    /// The sidecar document, when the daemon answered.
+    pub sidecar: Option<Value>,
+    pub bytes: u64,
+    /// Steps by type name (CORTEX_STEP_TYPE_ prefix dropped).
+    pub step_types: BTreeMap<String, u64>,
+}
+
+/// Everything `audit_decoded` needs besides the source.
+pub struct AuditContext<'a> {
+    pub schema: &'a Schema,
+    pub key: &'a LegacyKey,
+    pub client: Option<&'a DaemonClient>,
+    pub bracket_retries: u32,
+}
+
+impl AuditContext<'_> {
+    pub fn read_options(&self) -> ReadOptions<'_> {
+        ReadOptions {
+            schema: self.schema,
+            legacy_key: self.key,
+            collect_all: false,
+        }
+    }
+}
+
+/// A decoded, projected source ready for the fetch stage.
+pub struct Prepared {
+    pub source: DecodedSource,
+    pub projection: Option<Projection>,
+}
+
+impl Prepared {
+    /// The refusal that makes the source unknown before any fetch, if any.
+    pub fn refusal(&self) -> Option<Refusal> {
+        self.source.reason().cloned()
+    }
+}
+
+/// Reads and projects a source (the CPU stage).
+pub fn prepare(ctx: &AuditContext<'_>, path: &Path) -> crate::Result<Prepared> {
+    let mut source = read_source(path, &ctx.read_options())?;
+    let mut projection = None;
+    if source.qualified() {
+        if let Some(t) = &source.trajectory {
+            match project(ctx.schema, t) {
+                Ok(p) => projection = Some(p),
+                Err(r) => source.refusals.push(r.to_refusal()),
+            }
+        }
+    }
+    Ok(Prepared { source, projection })
+}
+
+/// A result for a source that could not be read at all.
+pub fn error_result(path: &Path, format: Format, err: &crate::Error) -> SessionResult {
+    let file_id = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    SessionResult {
+        cascade_id: file_id.clone(),
+        file_id,
+        path: path.to_path_buf(),
+        format,
+        profile: String::new(),
+        source_digest: String::new(),
+        payload_digest: None,
+        verdict: None,
+        reason: Some(err.to_string()),
+        reason_class: None,
+        rules: Vec::new(),
+        steps: 0,
+        source_only: Vec::new(),
+        full_body: None,
+        ordinary_body: None,
+        sidecar: None,
+        bytes: 0,
+        step_types: BTreeMap::new(),
+    }
+}
+
+fn base_result(p: &Prepared) -> SessionResult {
+    let s = &p.source;
+    SessionResult {
+        file_id: s.file_id.clone(),
+        cascade_id: s.cascade_id(),
+        path: s.path.clone(),
+        format: s.format,
+        profile: s.profile.clone(),
+        source_digest: s.source_digest.clone(),
+        payload_digest: None,
+        verdict: None,
+        reason: None,
+        reason_class: None,
+        rules: p
+            .projection
+            .as_ref()
+            .map(Projection::rules)
+            .unwrap_or_default(),
+        steps: s.steps,
+        source_only: record(&s.source_only),
+        full_body: None,
+        ordinary_body: None,
+        sidecar: None,
+        bytes: s.encoding.len() as u64,
+        step_types: s.trajectory.as_ref().map(step_types).unwrap_or_default(),
+    }
+}
+
+/// Counts a trajectory's steps by type name.
+pub fn step_types(t: &prost_reflect::DynamicMessage) -> BTreeMap<String, u64> {
+    use prost_reflect::ReflectMessage;
+    let mut out = BTreeMap::new();
+    let Some(steps) = t.descriptor().get_field_by_name("steps") else {
+        return out;
+    };
+    let value = t.get_field(&steps);
+    for step in value
+        .as_list()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_message())
+    {
+        let name = step
+            .descriptor()
+            .get_field_by_name("type")
+            .and_then(|fd| {
+                let n = step.get_field(&fd).as_enum_number()?;
+                fd.kind()
+                    .as_enum()?
+                    .get_value(n)
+                    .map(|v| v.name().to_string())
+            })
+            .unwrap_or_else(|| "UNSPECIFIED".into());
+        let short = name
+            .strip_prefix("CORTEX_STEP_TYPE_")
+            .unwrap_or(&name)
+            .to_string();
+        *out.entry(short).or_insert(0) += 1;
+    }
+    out
+}
+
+fn refuse(mut r: SessionResult, refusal: &Refusal) -> SessionResult {
+    r.verdict = Some(refusal.class.verdict());
+    r.reason_class = Some(refusal.class);
+    r.reason = Some(refusal.to_string());
+    r
+}
+
+fn daemon_unavailable(r: SessionResult, e: &RpcError) -> SessionResult {
+    refuse(
+        r,
+        &Refusal::new(ReasonClass::DaemonUnavailable, "", e.to_string()),
+    )
+}
+
+/// The bracketed fetch, comparison and attestation of a prepared source.
+pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> SessionResult {
+    let mut attempt = 0;
+    loop {
+        let mut result = base_result(&prepared);
+        if let Some(r) = prepared.refusal() {
+            return refuse(result, &r);
+        }
+        let (Some(client), Some(projection), Some(persisted)) = (
+            ctx.client,
+            prepared.projection.as_ref(),
+            prepared.source.trajectory.as_ref(),
+        ) else {
+            return refuse(
+                result,
+                &Refusal::new(ReasonClass::MissingEvidence, "", "no daemon to fetch from"),
+            );
+        };
+        let cascade = result.cascade_id.clone();
+        let fetched = client
+            .load_trajectory(&cascade)
+            .and_then(|()| client.get_trajectory(&cascade, true))
+            .and_then(|full| {
+                client
+                    .get_trajectory(&cascade, false)
+                    .map(|ord| (full, ord))
+            });
+        // The bracket: snapshot the source again after both answers.
+        let after = digest_of(&prepared.source.path, &ctx.read_options());
+        let (full, ordinary) = match fetched {
+            Ok(x) => x,
+            Err(e) => return daemon_unavailable(result, &e),
+        };
+        result.full_body = Some(full.body.clone());
+        result.ordinary_body = Some(ordinary.body.clone());
+        let changed = match &after {
+            Ok(d) => *d != prepared.source.source_digest,
+            Err(_) => true,
+        };
+        if changed {
+            if attempt < ctx.bracket_retries {
+                attempt += 1;
+                match prepare(ctx, &prepared.source.path) {
+                    Ok(p) => {
+                        prepared = p;
+                        continue;
+                    }
+                    Err(e) => {
+                        return error_result(&prepared.source.path, prepared.source.format, &e)
+                    }
+                }
+            }
+            return refuse(
+                result,
+                &Refusal::new(
+                    ReasonClass::SourceChanged,
+                    "",
+                    "source changed during fetch",
+                ),
+            );
+        }
+        if let Err(m) = compare_full(ctx.schema, persisted, &full.trajectory) {
+            return refuse(result, &m.to_refusal());
+        }
+        if let Err(m) = compare_ordinary(ctx.schema, &projection.ordinary, &ordinary.trajectory) {
+            return refuse(result, &m.to_refusal());
+        }
+        let ordinary_value = match parse_value(&ordinary.trajectory) {
+            Ok(v) => v,
+            Err(e) => return refuse(result, &Refusal::new(ReasonClass::OrdinaryMismatch, "", e)),
+        };
+        let digest = payload_digest(&ordinary_value);
+        let source_only = !result.source_only.is_empty();
+        result.verdict = Some(if source_only {
+            VerdictKind::VerifiedSourceOnly
+        } else {
+            VerdictKind::Verified
+        });
+        result.reason = source_only.then(|| SOURCE_ONLY_REASON.to_string());
+        result.payload_digest = Some(digest.clone());
+        let completeness = Completeness {
+            profile: result.profile.clone(),
+            source_digest: result.source_digest.clone(),
+            payload_digest: Some(digest),
+            verdict: result.verdict.unwrap_or(VerdictKind::Verified),
+            reason: result.reason.clone(),
+            reason_class: None,
+            source_only: Completeness::source_only_entries(&result.source_only),
+            verified_at: crate::util::time::now_rfc3339(),
+        };
+        result.sidecar = Some(sidecar(&ordinary_value, &completeness));
+        return result;
+    }
+}

@@ -1,0 +1,10 @@
+//! The staged audit pipeline: discover → snapshot + decode + project (rayon)
+//! → bracketed fetch (at most `concurrency` in flight) → compare + attest →
+//! one writer, joined by bounded crossbeam channels so memory is bounded by
+//! in-flight work, not corpus size.
+
+pub mod audit;
+pub mod sweep;
+
+pub use audit::{audit_prepared, prepare, AuditContext, Prepared, SessionResult};
+pub use sweep::{sweep, ProgressMode, SweepOptions, SweepSummary};

@@ -1,0 +1,337 @@
+//! `audit-sweep`: requalify a whole store in parallel.
+
+use super::audit::{audit_prepared, error_result, prepare, AuditContext, SessionResult};
+use crate::discover::{discover, SourceRef};
+use crate::error::{Error, Result};
+use crate::manifest::{Manifest, SessionRecord, CSV_FILE, MANIFEST_FILE};
+use crate::rpc::{ClientOptions, DaemonClient};
+use crate::schema::Schema;
+use crate::source::legacy::LegacyKey;
+use crate::util::atomic::{write_file, WriteOptions};
+use crossbeam_channel::bounded;
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How progress is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProgressMode {
+    /// indicatif bars, one per stage (a terminal).
+    Bars,
+    /// One plain line per session (not a terminal).
+    Lines,
+    /// Only the summary.
+    Quiet,
+}
+
+/// What to sweep and how.
+#[derive(Debug, Clone)]
+pub struct SweepOptions {
+    pub root: PathBuf,
+    pub out: PathBuf,
+    pub endpoint: String,
+    pub client: ClientOptions,
+    pub concurrency: usize,
+    pub jobs: usize,
+    pub resume: bool,
+    /// `(i, n)`, 1-based: keep the sources at positions p with p % n == i - 1.
+    pub shard: Option<(usize, usize)>,
+    pub bracket_retries: u32,
+    pub progress: ProgressMode,
+}
+
+/// The outcome of a sweep.
+#[derive(Debug, Clone)]
+pub struct SweepSummary {
+    pub manifest: Manifest,
+    pub out: PathBuf,
+    pub interrupted: bool,
+}
+
+fn mkdir_private(p: &Path) -> Result<()> {
+    let mut b = std::fs::DirBuilder::new();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        b.mode(0o700);
+    }
+    b.create(p).map_err(|e| Error::io(p, e))
+}
+
+fn private(force: bool) -> WriteOptions {
+    WriteOptions {
+        force,
+        mode: Some(0o600),
+        protected: Vec::new(),
+    }
+}
+
+fn write_manifest(out: &Path, m: &Manifest) -> Result<()> {
+    write_file(&out.join(MANIFEST_FILE), &m.to_json(), &private(true))?;
+    Ok(())
+}
+
+/// Runs the sweep; `stop` (set by Ctrl-C) drains in-flight work and leaves a
+/// valid `complete: false` manifest.
+pub fn sweep(
+    schema: &Schema,
+    key: &LegacyKey,
+    opts: &SweepOptions,
+    stop: Arc<AtomicBool>,
+) -> Result<SweepSummary> {
+    let started_at = Instant::now();
+    let corpus = opts.out.join("corpus");
+    let mut manifest = if opts.resume {
+        let path = opts.out.join(MANIFEST_FILE);
+        let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+        Manifest::parse(&bytes).map_err(|e| Error::corrupt(&path, "manifest", e))?
+    } else {
+        if std::fs::symlink_metadata(&opts.out).is_ok() {
+            return Err(Error::Usage(format!(
+                "{}: the output directory must not exist (use --resume to continue a sweep)",
+                opts.out.display()
+            )));
+        }
+        mkdir_private(&opts.out)?;
+        mkdir_private(&corpus)?;
+        Manifest::new(
+            &opts.root.display().to_string(),
+            &opts.endpoint,
+            crate::util::time::now_rfc3339(),
+        )
+    };
+    manifest.shard = opts.shard.map(|(i, n)| format!("{i}/{n}"));
+    manifest.timing.concurrency = opts.concurrency;
+    manifest.timing.jobs = opts.jobs;
+    if opts.resume && !corpus.is_dir() {
+        mkdir_private(&corpus)?;
+    }
+    let done: HashSet<String> = manifest
+        .sessions
+        .iter()
+        .map(|s| s.file_id.clone())
+        .collect();
+    let mut sources: Vec<SourceRef> = discover(&opts.root)?.sources;
+    if let Some((i, n)) = opts.shard {
+        sources = sources
+            .into_iter()
+            .enumerate()
+            .filter(|(p, _)| p % n == i - 1)
+            .map(|(_, s)| s)
+            .collect();
+    }
+    let todo: Vec<SourceRef> = sources
+        .into_iter()
+        .filter(|s| !done.contains(&s.id))
+        .collect();
+    let total = todo.len() as u64;
+    manifest.complete = false;
+    manifest.finished = None;
+    write_manifest(&opts.out, &manifest)?;
+
+    let client = DaemonClient::new(&opts.endpoint, opts.client.clone())
+        .map_err(|e| Error::Usage(e.to_string()))?;
+    let ctx = AuditContext {
+        schema,
+        key,
+        client: Some(&client),
+        bracket_retries: opts.bracket_retries,
+    };
+    let jobs = opts.jobs.max(1);
+    let concurrency = opts.concurrency.max(1);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs)
+        .build()
+        .map_err(|e| Error::Usage(format!("cannot start {jobs} decode threads: {e}")))?;
+
+    let bars = Progress::new(opts.progress, total);
+    let (tx_src, rx_src) = bounded::<SourceRef>(jobs * 2);
+    let (tx_prep, rx_prep) = bounded(concurrency * 2);
+    let (tx_res, rx_res) = bounded::<SessionResult>(concurrency * 2);
+    let mut write_error: Option<Error> = None;
+    let mut last_write = Instant::now();
+    let mut interrupted = false;
+
+    std::thread::scope(|scope| {
+        // Stage 1: feed the discovered sources, stopping on Ctrl-C.
+        let stop_feed = stop.clone();
+        scope.spawn(move || {
+            for s in todo {
+                if stop_feed.load(Ordering::SeqCst) || tx_src.send(s).is_err() {
+                    break;
+                }
+            }
+        });
+        // Stage 2: snapshot + decode + project on the rayon pool.
+        {
+            let tx_res = tx_res.clone();
+            let ctx = &ctx;
+            let pool = &pool;
+            let bars = &bars;
+            scope.spawn(move || {
+                pool.scope(|ps| {
+                    for _ in 0..jobs {
+                        let rx_src = rx_src.clone();
+                        let tx_prep = tx_prep.clone();
+                        let tx_res = tx_res.clone();
+                        ps.spawn(move |_| {
+                            for s in rx_src.iter() {
+                                let sent = match prepare(ctx, &s.path) {
+                                    Ok(p) if p.refusal().is_none() => tx_prep.send(p).is_ok(),
+                                    Ok(p) => tx_res.send(audit_prepared(ctx, p)).is_ok(),
+                                    Err(e) => {
+                                        tx_res.send(error_result(&s.path, s.format, &e)).is_ok()
+                                    }
+                                };
+                                bars.decoded.inc(1);
+                                if !sent {
+                                    break;
+                                }
+                            }
+                        });
+                    }
+                });
+            });
+        }
+        // Stage 3: bracketed fetch + compare + attest, `concurrency` in flight.
+        for _ in 0..concurrency {
+            let rx_prep = rx_prep.clone();
+            let tx_res = tx_res.clone();
+            let ctx = &ctx;
+            let bars = &bars;
+            scope.spawn(move || {
+                for p in rx_prep.iter() {
+                    let r = audit_prepared(ctx, p);
+                    bars.fetched.inc(1);
+                    if tx_res.send(r).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx_res);
+        drop(rx_prep);
+        // Stage 4: the one writer.
+        for r in rx_res.iter() {
+            if let Err(e) = write_session(&corpus, &r) {
+                write_error.get_or_insert(e);
+            }
+            bars.line(&r);
+            manifest.add(SessionRecord::from_result(&r));
+            bars.written.inc(1);
+            if last_write.elapsed() > Duration::from_millis(250) {
+                if let Err(e) = write_manifest(&opts.out, &manifest) {
+                    write_error.get_or_insert(e);
+                }
+                last_write = Instant::now();
+            }
+        }
+    });
+    if stop.load(Ordering::SeqCst) {
+        interrupted = true;
+    }
+    bars.finish();
+    manifest.timing.wall_seconds = started_at.elapsed().as_secs_f64();
+    manifest.complete =
+        !interrupted && write_error.is_none() && manifest.sessions.len() as u64 >= total;
+    manifest.finished = Some(crate::util::time::now_rfc3339());
+    write_manifest(&opts.out, &manifest)?;
+    write_file(&opts.out.join(CSV_FILE), &manifest.to_csv(), &private(true))?;
+    if let Some(e) = write_error {
+        return Err(e);
+    }
+    Ok(SweepSummary {
+        manifest,
+        out: opts.out.clone(),
+        interrupted,
+    })
+}
+
+fn write_session(corpus: &Path, r: &SessionResult) -> Result<()> {
+    let opts = private(true);
+    if let Some(b) = &r.full_body {
+        write_file(&corpus.join(format!("{}.full.json", r.file_id)), b, &opts)?;
+    }
+    if let Some(b) = &r.ordinary_body {
+        write_file(
+            &corpus.join(format!("{}.ordinary.json", r.file_id)),
+            b,
+            &opts,
+        )?;
+    }
+    if let Some(doc) = &r.sidecar {
+        let mut bytes = serde_json::to_vec(doc).unwrap_or_default();
+        bytes.push(b'\n');
+        write_file(
+            &corpus.join(format!("{}.trajectory.json", r.file_id)),
+            &bytes,
+            &opts,
+        )?;
+    }
+    Ok(())
+}
+
+struct Progress {
+    mode: ProgressMode,
+    _multi: Option<MultiProgress>,
+    decoded: ProgressBar,
+    fetched: ProgressBar,
+    written: ProgressBar,
+}
+
+impl Progress {
+    fn new(mode: ProgressMode, total: u64) -> Progress {
+        if mode != ProgressMode::Bars {
+            let hidden =
+                || ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
+            return Progress {
+                mode,
+                _multi: None,
+                decoded: hidden(),
+                fetched: hidden(),
+                written: hidden(),
+            };
+        }
+        let multi = MultiProgress::new();
+        let style = ProgressStyle::with_template(
+            "{prefix:>8} [{bar:30}] {pos}/{len} {per_sec} {elapsed_precise}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+        let bar = |name: &str| {
+            let b = multi.add(ProgressBar::new(total));
+            b.set_style(style.clone());
+            b.set_prefix(name.to_string());
+            b
+        };
+        Progress {
+            mode,
+            decoded: bar("decoded"),
+            fetched: bar("fetched"),
+            written: bar("written"),
+            _multi: Some(multi),
+        }
+    }
+
+    fn line(&self, r: &SessionResult) {
+        if self.mode == ProgressMode::Lines {
+            let verdict = r.verdict.map(|v| v.as_str()).unwrap_or("error");
+            match &r.reason {
+                Some(reason) => eprintln!(
+                    "audit-sweep: {verdict} {} ({} steps): {reason}",
+                    r.file_id, r.steps
+                ),
+                None => eprintln!("audit-sweep: {verdict} {} ({} steps)", r.file_id, r.steps),
+            }
+        }
+    }
+
+    fn finish(&self) {
+        for b in [&self.decoded, &self.fetched, &self.written] {
+            b.finish();
+        }
+    }
+}

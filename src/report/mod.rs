@@ -1,0 +1,9 @@
+//! Stage 6b: reports over a manifest: `audit-qualify` rechecks and the
+//! Markdown qualification report with its SVG chart.
+
+pub mod markdown;
+pub mod qualify;
+pub mod svg;
+
+pub use markdown::render_report;
+pub use svg::verdict_chart;

@@ -1,0 +1,151 @@
+//! `audit-qualify`: recheck a captured version-5 manifest offline. For every
+//! session, the source's current profile and digest are recomputed; a
+//! recorded result holds only when both still match (and, for verified
+//! results, the source still qualifies with the same source-only record).
+
+use crate::manifest::{Manifest, SessionRecord};
+use crate::pipeline::audit::{prepare, AuditContext};
+use crate::source::source_only::record;
+use crate::source::Format;
+use crate::verdict::{ReasonClass, VerdictKind};
+use std::path::Path;
+
+/// One session's recheck.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recheck {
+    pub file_id: String,
+    /// `VERIFIED`, `VERIFIED WITH SOURCE-ONLY FIELDS`, `INCOMPLETE`, `UNKNOWN` or `ERROR`.
+    pub status: &'static str,
+    pub reason: Option<String>,
+    /// Whether the recorded result still holds.
+    pub holds: bool,
+    /// The class of the change when it does not hold.
+    pub change: Option<ReasonClass>,
+}
+
+impl Recheck {
+    pub fn line(&self) -> String {
+        let mut s = format!("{} {}", self.status, self.file_id);
+        if let Some(r) = &self.reason {
+            s.push_str(&format!(" ({r})"));
+        }
+        if !self.holds {
+            s.push_str(" [recorded result no longer holds]");
+        }
+        s
+    }
+}
+
+fn status_of(v: Option<VerdictKind>) -> &'static str {
+    match v {
+        Some(VerdictKind::Verified) => "VERIFIED",
+        Some(VerdictKind::VerifiedSourceOnly) => "VERIFIED WITH SOURCE-ONLY FIELDS",
+        Some(VerdictKind::Unknown) => "UNKNOWN",
+        Some(VerdictKind::Incomplete) => "INCOMPLETE",
+        None => "ERROR",
+    }
+}
+
+/// Rechecks one recorded session against the source under `root`.
+pub fn recheck(ctx: &AuditContext<'_>, root: &Path, s: &SessionRecord) -> Recheck {
+    let ext = match s.format {
+        Format::Sqlite => "db",
+        Format::Protobuf => "pb",
+    };
+    let path = root
+        .join("conversations")
+        .join(format!("{}.{ext}", s.file_id));
+    let changed = |class: ReasonClass, reason: String| Recheck {
+        file_id: s.file_id.clone(),
+        status: if class.verdict() == VerdictKind::Incomplete {
+            "INCOMPLETE"
+        } else {
+            "UNKNOWN"
+        },
+        reason: Some(reason),
+        holds: false,
+        change: Some(class),
+    };
+    let prepared = match prepare(ctx, &path) {
+        Ok(p) => p,
+        Err(e) if s.verdict.is_none() => {
+            return Recheck {
+                file_id: s.file_id.clone(),
+                status: "ERROR",
+                reason: Some(e.to_string()),
+                holds: true,
+                change: None,
+            }
+        }
+        Err(e) => {
+            return changed(
+                ReasonClass::MissingEvidence,
+                format!("source unreadable: {e}"),
+            )
+        }
+    };
+    let src = &prepared.source;
+    if src.profile != s.profile {
+        return changed(
+            ReasonClass::ProfileChanged,
+            format!(
+                "profile changed: recorded {}, now {}",
+                s.profile, src.profile
+            ),
+        );
+    }
+    if src.source_digest != s.source_digest {
+        return changed(
+            ReasonClass::SourceChanged,
+            "source changed since the manifest was captured".into(),
+        );
+    }
+    let refusal = prepared.refusal();
+    match s.verdict {
+        Some(VerdictKind::Verified) | Some(VerdictKind::VerifiedSourceOnly) => {
+            if let Some(r) = refusal {
+                return changed(r.class, format!("no longer qualifies: {r}"));
+            }
+            let source_only = !record(&src.source_only).is_empty();
+            if source_only != (s.verdict == Some(VerdictKind::VerifiedSourceOnly)) {
+                return changed(
+                    ReasonClass::SourceChanged,
+                    "source-only record changed".into(),
+                );
+            }
+        }
+        Some(VerdictKind::Unknown) | Some(VerdictKind::Incomplete) | None => {
+            // An offline-detectable refusal must still be the same one.
+            if let (Some(recorded), Some(now)) = (s.reason_class, refusal.as_ref()) {
+                if recorded != now.class
+                    && !matches!(
+                        recorded,
+                        ReasonClass::DaemonUnavailable | ReasonClass::MissingEvidence
+                    )
+                {
+                    return changed(
+                        now.class,
+                        format!("refusal changed from {recorded} to {}", now.class),
+                    );
+                }
+            }
+        }
+    }
+    Recheck {
+        file_id: s.file_id.clone(),
+        status: status_of(s.verdict),
+        reason: s.reason.clone(),
+        holds: true,
+        change: None,
+    }
+}
+
+/// Rechecks every session of `manifest`.
+pub fn qualify(ctx: &AuditContext<'_>, manifest: &Manifest, root: &Path) -> Vec<Recheck> {
+    use rayon::prelude::*;
+    manifest
+        .sessions
+        .par_iter()
+        .map(|s| recheck(ctx, root, s))
+        .collect()
+}

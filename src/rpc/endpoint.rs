@@ -1,0 +1,66 @@
+//! Finding the daemon: `--daemon-url` / `$ANTIGRAVITY_DAEMON_URL`, else the
+//! newest `listening on random port at N for HTTP` line of `<root>/cli.log`
+//! (never the `for HTTPS` line).
+
+use crate::error::{Error, Result};
+use std::path::Path;
+
+pub const DAEMON_URL_ENV: &str = "ANTIGRAVITY_DAEMON_URL";
+
+const MARKER: &str = "listening on random port at ";
+
+/// The port of the newest plain-HTTP listening line in a cli.log text.
+pub fn parse_cli_log(text: &str) -> Option<u16> {
+    text.lines().rev().find_map(|line| {
+        let at = line.find(MARKER)?;
+        let rest = &line[at + MARKER.len()..];
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        let tail = rest[digits.len()..].trim_start();
+        let proto = tail.strip_prefix("for ")?;
+        let word: String = proto
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect();
+        if word != "HTTP" {
+            return None;
+        }
+        digits.parse::<u16>().ok().filter(|p| *p != 0)
+    })
+}
+
+/// The daemon base URL for a store root.
+pub fn discover_endpoint(root: &Path, explicit: Option<&str>) -> Result<String> {
+    if let Some(url) = explicit.filter(|u| !u.is_empty()) {
+        return Ok(url.trim_end_matches('/').to_string());
+    }
+    if let Some(url) = std::env::var(DAEMON_URL_ENV).ok().filter(|u| !u.is_empty()) {
+        return Ok(url.trim_end_matches('/').to_string());
+    }
+    let log = root.join("cli.log");
+    let text = std::fs::read(&log).map_err(|e| Error::io(&log, e))?;
+    let port = parse_cli_log(&String::from_utf8_lossy(&text)).ok_or_else(|| {
+        Error::Usage(format!(
+            "{}: no `listening on random port at N for HTTP` line; is agy running? (or pass --daemon-url)",
+            log.display()
+        ))
+    })?;
+    Ok(format!("http://127.0.0.1:{port}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newest_http_line_wins_and_https_is_ignored() {
+        let log = "I 10:00 listening on random port at 4100 for HTTP\n\
+                   I 10:05 listening on random port at 4200 for HTTP\n\
+                   I 10:05 listening on random port at 4300 for HTTPS (gRPC)\n";
+        assert_eq!(parse_cli_log(log), Some(4200));
+        assert_eq!(
+            parse_cli_log("listening on random port at 4300 for HTTPS\n"),
+            None
+        );
+        assert_eq!(parse_cli_log("nothing here"), None);
+    }
+}
