@@ -6,8 +6,13 @@ use crate::verdict::exit;
 use clap::{Parser, Subcommand};
 
 mod common;
+mod daemon_args;
 mod export_cmd;
+mod qualify_cmd;
+mod report_cmd;
 mod schema_cmd;
+mod sweep_cmd;
+mod sync_cmd;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -33,6 +38,14 @@ pub enum Command {
     Schema(schema_cmd::SchemaCommand),
     /// Export one conversation from its stored source alone (JSON or Markdown).
     ExportOffline(export_cmd::ExportArgs),
+    /// Requalify a whole store against the daemon into a version-5 manifest.
+    AuditSweep(sweep_cmd::SweepArgs),
+    /// Recheck a captured version-5 manifest offline (the CI regression).
+    AuditQualify(qualify_cmd::QualifyArgs),
+    /// Write the qualification report (Markdown + SVG) of a manifest.
+    Report(report_cmd::ReportArgs),
+    /// Verify one conversation and write its sidecar, or recheck it offline.
+    Sync(sync_cmd::SyncArgs),
 }
 
 /// Parses the process arguments, runs the command and returns the exit code.
@@ -52,6 +65,10 @@ pub fn main() -> i32 {
     let result = match cli.command {
         Command::Schema(c) => schema_cmd::run(c),
         Command::ExportOffline(a) => export_cmd::run(a),
+        Command::AuditSweep(a) => sweep_cmd::run(a),
+        Command::AuditQualify(a) => qualify_cmd::run(a),
+        Command::Report(a) => report_cmd::run(a),
+        Command::Sync(a) => sync_cmd::run(a),
     };
     match result {
         Ok(code) => code,
