@@ -1,0 +1,356 @@
+//! The attesting pipeline end to end against a small in-test daemon on
+//! 127.0.0.1 that answers from the fixture sources (full = the persisted
+//! trajectory, ordinary = its presentation), with a few faults.
+
+mod common;
+
+use agy_audit::schema::{to_daemon_json, Schema};
+use agy_audit::source::legacy::LegacyKey;
+use agy_audit::source::{read_source, ReadOptions};
+use common::*;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    None,
+    Stale,
+    Http500,
+    ExtraField,
+    Mutate,
+}
+
+struct Fake {
+    port: u16,
+    server: Arc<tiny_http::Server>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Fake {
+    fn drop(&mut self) {
+        self.server.unblock();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn trajectory_json(s: &Schema, path: &Path) -> String {
+    let key = LegacyKey::default();
+    let src = read_source(
+        path,
+        &ReadOptions {
+            schema: s,
+            legacy_key: &key,
+            collect_all: false,
+        },
+    )
+    .unwrap();
+    serde_json::to_string(&to_daemon_json(src.trajectory.as_ref().unwrap())).unwrap()
+}
+
+fn start(s: &Schema, sources: &[(String, PathBuf, Fault)]) -> Fake {
+    let mut views: HashMap<String, (String, Fault, PathBuf)> = HashMap::new();
+    for (id, path, fault) in sources {
+        views.insert(id.clone(), (trajectory_json(s, path), *fault, path.clone()));
+    }
+    let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
+    let port = server.server_addr().to_ip().unwrap().port();
+    let srv = server.clone();
+    let loaded = Arc::new(Mutex::new(std::collections::HashSet::new()));
+    let thread = std::thread::spawn(move || {
+        for mut req in srv.incoming_requests() {
+            let mut body = String::new();
+            let _ = req.as_reader().read_to_string(&mut body);
+            let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+            let id = v["cascadeId"].as_str().unwrap_or("").to_string();
+            let method = req.url().rsplit('/').next().unwrap_or("").to_string();
+            let respond = |req: tiny_http::Request, code: u16, text: String| {
+                let _ = req.respond(tiny_http::Response::from_string(text).with_status_code(code));
+            };
+            let Some((json, fault, path)) = views.get(&id) else {
+                respond(
+                    req,
+                    404,
+                    r#"{"code":"not_found","message":"no such cascade"}"#.into(),
+                );
+                continue;
+            };
+            match method.as_str() {
+                "LoadTrajectory" => {
+                    loaded.lock().unwrap().insert(id.clone());
+                    respond(req, 200, "{}".into())
+                }
+                "GetCascadeTrajectory" if !loaded.lock().unwrap().contains(&id) => respond(
+                    req,
+                    400,
+                    r#"{"code":"failed_precondition","message":"not loaded"}"#.into(),
+                ),
+                "GetCascadeTrajectory" => {
+                    let full = v["trajectoryVerbosity"] == "CLIENT_TRAJECTORY_VERBOSITY_FULL";
+                    let mut t: serde_json::Value = serde_json::from_str(json).unwrap();
+                    match fault {
+                        Fault::Http500 => {
+                            respond(req, 500, r#"{"code":"internal","message":"boom"}"#.into());
+                            continue;
+                        }
+                        Fault::Stale if full => {
+                            t["steps"].as_array_mut().unwrap().pop();
+                        }
+                        Fault::ExtraField if !full => {
+                            t["rpcOnlyField"] = serde_json::json!(1);
+                        }
+                        Fault::Mutate if !full => {
+                            let c = rusqlite::Connection::open(path).unwrap();
+                            c.execute_batch("PRAGMA journal_mode=DELETE; UPDATE gen_metadata SET data = x'2000', size = 2").unwrap();
+                        }
+                        _ => {}
+                    }
+                    let n = t["steps"].as_array().map(|a| a.len()).unwrap_or(0);
+                    respond(
+                        req,
+                        200,
+                        format!(
+                            r#"{{"trajectory":{t},"status":"CASCADE_RUN_STATUS_IDLE","numTotalSteps":"{n}"}}"#
+                        ),
+                    )
+                }
+                _ => respond(req, 404, r#"{"code":"unimplemented","message":"?"}"#.into()),
+            }
+        }
+    });
+    Fake {
+        port,
+        server,
+        thread: Some(thread),
+    }
+}
+
+const IDS: [&str; 5] = [
+    "5f0c7a1e-2b3d-4c5e-8f90-a1b2c3d4e501",
+    "5f0c7a1e-2b3d-4c5e-8f90-a1b2c3d4e502",
+    "5f0c7a1e-2b3d-4c5e-8f90-a1b2c3d4e503",
+    "5f0c7a1e-2b3d-4c5e-8f90-a1b2c3d4e504",
+    "5f0c7a1e-2b3d-4c5e-8f90-a1b2c3d4e505",
+];
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_agy-audit"));
+    c.env_remove("ANTIGRAVITY_DAEMON_URL")
+        .env_remove("ANTIGRAVITY_CLI_ROOT");
+    c
+}
+
+#[test]
+fn sweep_qualify_report_and_sync_against_a_fake_daemon() {
+    let s = schema();
+    let (root, dir) = store();
+    let faults = [
+        Fault::None,
+        Fault::Stale,
+        Fault::Http500,
+        Fault::ExtraField,
+        Fault::Mutate,
+    ];
+    let mut sources = Vec::new();
+    for (id, fault) in IDS.iter().zip(faults) {
+        let mut conv = Conv::basic(&s);
+        conv.cascade_id = id.to_string();
+        let path = dir.join(format!("{id}.db"));
+        write_db(&s, &path, &conv, |_| {});
+        sources.push((id.to_string(), path, fault));
+    }
+    // A legacy source with field 50 at a declared path: verified with source-only fields.
+    let legacy_id = "5f0c7a1e-2b3d-4c5e-8f90-a1b2c3d4e506";
+    let mut conv = Conv::basic(&s);
+    conv.cascade_id = legacy_id.into();
+    let planner = num(
+        &s,
+        "exa.cortex_pb.CortexStepGeneratorMetadata",
+        "planner_config",
+    );
+    conv.gens
+        .push(len_field(planner, &len_field(50, &[0x10, 0x00])));
+    let pb = dir.join(format!("{legacy_id}.pb"));
+    write_pb(&s, &pb, &conv);
+    sources.push((legacy_id.into(), pb, Fault::None));
+    let fake = start(&s, &sources);
+    std::fs::write(root.path().join("cli.log"), format!("I listening on random port at 1 for HTTPS\nI listening on random port at {} for HTTP\n", fake.port)).unwrap();
+
+    let out = root.path().join("sweep");
+    let o = bin()
+        .args([
+            "audit-sweep",
+            "--root",
+            root.path().to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--concurrency",
+            "3",
+            "--bracket-retries",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(4), "{err}");
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["manifestVersion"], 5);
+    assert_eq!(m["complete"], true);
+    let verdicts: Vec<(String, String, String)> = m["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["fileId"].as_str().unwrap().to_string(),
+                x["verdict"].as_str().unwrap_or("error").to_string(),
+                x["reasonClass"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let want = [
+        ("verified", ""),
+        ("incomplete", "full-mismatch"),
+        ("unknown", "daemon-unavailable"),
+        ("incomplete", "ordinary-mismatch"),
+        ("incomplete", "source-changed"),
+        ("verified-source-only", ""),
+    ];
+    for (i, (v, c)) in want.iter().enumerate() {
+        assert_eq!(
+            (verdicts[i].1.as_str(), verdicts[i].2.as_str()),
+            (*v, *c),
+            "session {i}: {err}"
+        );
+    }
+    assert_eq!(m["counts"]["verified"], 1);
+    assert_eq!(m["counts"]["verifiedSourceOnly"], 1);
+    assert_eq!(m["counts"]["protobuf"], 1);
+    assert_eq!(m["counts"]["notVerified"], 4);
+    assert_eq!(m["counts"]["legacyUnverifiable"], 0);
+    assert_eq!(m["profiles"].as_array().unwrap().len(), 2);
+    let sidecar: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(
+            out.join("corpus")
+                .join(format!("{}.trajectory.json", IDS[0])),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(sidecar["agyReader"]["completeness"]["verdict"], "verified");
+    let so: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(
+            out.join("corpus")
+                .join(format!("{legacy_id}.trajectory.json")),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        so["agyReader"]["completeness"]["reason"],
+        "verified except declared source-only fields absent from RPC"
+    );
+    assert_eq!(
+        so["agyReader"]["completeness"]["sourceOnly"][0]["field"],
+        "exa.cortex_pb.CascadePlannerConfig.50"
+    );
+    assert!(
+        std::fs::read_to_string(out.join("sessions.csv"))
+            .unwrap()
+            .lines()
+            .count()
+            == 7
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&out).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+    }
+    // The output directory must not exist.
+    let o = bin()
+        .args([
+            "audit-sweep",
+            "--root",
+            root.path().to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+
+    // audit-qualify: the mutated source changed after the sweep too.
+    let o = bin()
+        .args([
+            "audit-qualify",
+            out.join("manifest.json").to_str().unwrap(),
+            "--root",
+            root.path().to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains(&format!("VERIFIED {}", IDS[0])), "{text}");
+    assert!(text.contains(&format!("VERIFIED WITH SOURCE-ONLY FIELDS {legacy_id} (verified except declared source-only fields absent from RPC)")), "{text}");
+    assert!(text.contains("holding=5 changed=1"), "{text}");
+    assert_eq!(o.status.code(), Some(4), "{text}");
+
+    // report
+    let rep = root.path().join("report.md");
+    let o = bin()
+        .args([
+            "report",
+            out.join("manifest.json").to_str().unwrap(),
+            "--out",
+            rep.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let md = std::fs::read_to_string(&rep).unwrap();
+    assert!(md.contains("6 sessions: **1 verified**"), "{md}");
+    assert!(std::fs::read_to_string(root.path().join("report.svg"))
+        .unwrap()
+        .starts_with("<svg"));
+
+    // sync + offline recheck of the saved attestation.
+    let url = format!("http://127.0.0.1:{}", fake.port);
+    let o = bin()
+        .args(["sync", "--daemon-url", &url, sources[0].1.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let o = bin()
+        .args(["sync", "--recheck", sources[0].1.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("VERIFIED "));
+    let c = rusqlite::Connection::open(&sources[0].1).unwrap();
+    c.execute_batch("UPDATE executor_metadata SET data = x''")
+        .unwrap();
+    drop(c);
+    let o = bin()
+        .args(["sync", "--recheck", sources[0].1.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("INCOMPLETE (source changed"));
+}
