@@ -52,6 +52,10 @@ fn trajectory_json(s: &Schema, path: &Path) -> String {
 }
 
 fn start(s: &Schema, sources: &[(String, PathBuf, Fault)]) -> Fake {
+    start_with_latency(s, sources, 0)
+}
+
+fn start_with_latency(s: &Schema, sources: &[(String, PathBuf, Fault)], latency_ms: u64) -> Fake {
     let mut views: HashMap<String, (String, Fault, PathBuf)> = HashMap::new();
     for (id, path, fault) in sources {
         views.insert(id.clone(), (trajectory_json(s, path), *fault, path.clone()));
@@ -62,6 +66,9 @@ fn start(s: &Schema, sources: &[(String, PathBuf, Fault)]) -> Fake {
     let loaded = Arc::new(Mutex::new(std::collections::HashSet::new()));
     let thread = std::thread::spawn(move || {
         for mut req in srv.incoming_requests() {
+            if latency_ms > 0 {
+                std::thread::sleep(std::time::Duration::from_millis(latency_ms));
+            }
             let mut body = String::new();
             let _ = req.as_reader().read_to_string(&mut body);
             let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
@@ -353,4 +360,127 @@ fn sweep_qualify_report_and_sync_against_a_fake_daemon() {
         .unwrap();
     assert_eq!(o.status.code(), Some(4));
     assert!(String::from_utf8_lossy(&o.stdout).starts_with("INCOMPLETE (source changed"));
+}
+
+fn many_sources(s: &Schema, dir: &Path, n: usize) -> Vec<(String, PathBuf, Fault)> {
+    (0..n)
+        .map(|i| {
+            let id = format!("6f0c7a1e-2b3d-4c5e-8f90-a1b2c3d4{i:04x}");
+            let mut conv = Conv::basic(s);
+            conv.cascade_id = id.clone();
+            let path = dir.join(format!("{id}.db"));
+            write_db(s, &path, &conv, |_| {});
+            (id, path, Fault::None)
+        })
+        .collect()
+}
+
+fn sessions(out: &Path) -> (bool, serde_json::Value) {
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    (m["complete"].as_bool().unwrap(), m["sessions"].clone())
+}
+
+fn sweep_cmd(root: &Path, out: &Path, url: &str, extra: &[&str]) -> Command {
+    let mut c = bin();
+    c.args([
+        "audit-sweep",
+        "--quiet",
+        "--concurrency",
+        "1",
+        "--root",
+        root.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--daemon-url",
+        url,
+    ]);
+    c.args(extra);
+    c
+}
+
+#[cfg(unix)]
+#[test]
+fn kill_9_and_ctrl_c_mid_sweep_resume_to_the_same_manifest() {
+    let s = schema();
+    let (root, dir) = store();
+    let sources = many_sources(&s, &dir, 24);
+    let fake = start_with_latency(&s, &sources, 15);
+    let url = format!("http://127.0.0.1:{}", fake.port);
+    let before = tree(&dir);
+    // Reference: one uninterrupted run.
+    let reference = root.path().join("ref");
+    let o = sweep_cmd(root.path(), &reference, &url, &[])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let (complete, want) = sessions(&reference);
+    assert!(complete);
+    assert_eq!(want.as_array().unwrap().len(), 24);
+
+    for signal in ["-9", "-INT"] {
+        let out = root.path().join(format!("run{signal}"));
+        let mut child = sweep_cmd(root.path(), &out, &url, &[]).spawn().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        // Wait until some sessions are written, then interrupt.
+        loop {
+            let n = std::fs::read(out.join("manifest.json"))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                .and_then(|m| m["sessions"].as_array().map(|a| a.len()))
+                .unwrap_or(0);
+            if n >= 3 || std::time::Instant::now() > deadline {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        let status = child.wait().unwrap();
+        assert!(
+            !status.success(),
+            "{signal}: the sweep should not report success"
+        );
+        let (complete, partial) = sessions(&out);
+        assert!(
+            !complete,
+            "{signal}: an interrupted sweep leaves complete: false"
+        );
+        assert!(
+            partial.as_array().unwrap().len() < 24,
+            "{signal}: interrupted before the end"
+        );
+        for f in std::fs::read_dir(out.join("corpus")).unwrap() {
+            let f = f.unwrap().path();
+            assert!(
+                !f.to_string_lossy().ends_with(".tmp"),
+                "{signal}: no temp file left: {}",
+                f.display()
+            );
+            serde_json::from_slice::<serde_json::Value>(&std::fs::read(&f).unwrap()).unwrap();
+        }
+        let o = sweep_cmd(root.path(), &out, &url, &["--resume"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let (complete, got) = sessions(&out);
+        assert!(complete);
+        assert_eq!(
+            got, want,
+            "{signal}: resumed manifest equals the uninterrupted one"
+        );
+    }
+    assert_eq!(tree(&dir), before, "sources unchanged");
 }

@@ -67,7 +67,7 @@ fn accepted_shape_decodes_with_a_stable_digest() {
     );
     let b = read(&s, &path);
     assert_eq!(a.source_digest, b.source_digest);
-    let json = agy_audit::export::export_json(&a).unwrap();
+    let json = agy_audit::export::export_json(&a, None).unwrap();
     assert_eq!(json["cascadeId"], CASCADE);
     assert_eq!(
         json["steps"][1]["metadata"]["modelUsage"]["inputTokens"], "19268",

@@ -119,7 +119,7 @@ fn allow_unknown_lists_every_unknown_field_with_its_bytes() {
         paths,
         vec![("steps[0]", 90, "d00505"), ("steps[2]", 91, "d80506")]
     );
-    let json = agy_audit::export::export_json(&src).unwrap();
+    let json = agy_audit::export::export_json(&src, None).unwrap();
     assert_eq!(json["agyReader"]["offline"]["complete"], false);
     assert_eq!(json["agyReader"]["unknownFields"][1]["path"], "steps[2]");
 }

@@ -54,7 +54,18 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
         legacy_key: &key,
         collect_all: a.allow_unknown,
     };
-    let src = read_source(&path, &opts).with_context(|| format!("reading {}", path.display()))?;
+    let mut src =
+        read_source(&path, &opts).with_context(|| format!("reading {}", path.display()))?;
+    // The qualified presentation, as the daemon's ordinary RPC would show it.
+    let mut projection = None;
+    if src.qualified() {
+        if let Some(t) = &src.trajectory {
+            match crate::project::project(&schema, t) {
+                Ok(p) => projection = Some(p),
+                Err(r) => src.refusals.push(r.to_refusal()),
+            }
+        }
+    }
     let code = if src.qualified() {
         exit::OK
     } else {
@@ -69,7 +80,7 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
             return Ok(code);
         }
     }
-    let Some(json) = export_json(&src) else {
+    let Some(json) = export_json(&src, projection.as_ref().map(|p| &p.ordinary)) else {
         eprintln!(
             "agy-audit: {}: the source does not decode; nothing to export",
             path.display()

@@ -39,10 +39,14 @@ pub fn offline_record(src: &DecodedSource) -> Value {
     rec
 }
 
-/// The JSON export: the trajectory in the daemon's proto3 JSON plus `agyReader`.
-/// `None` when the source did not decode at all.
-pub fn export_json(src: &DecodedSource) -> Option<Value> {
-    let t = src.trajectory.as_ref()?;
+/// The JSON export: the presented trajectory (the projection when given, else
+/// the persisted one) in the daemon's proto3 JSON plus `agyReader`. `None`
+/// when the source did not decode at all.
+pub fn export_json(
+    src: &DecodedSource,
+    presented: Option<&prost_reflect::DynamicMessage>,
+) -> Option<Value> {
+    let t = presented.or(src.trajectory.as_ref())?;
     let mut v = to_daemon_json(t);
     let obj = v.as_object_mut()?;
     let mut reader = Map::new();
