@@ -5,6 +5,7 @@
 //! `compare` → `attest` → `manifest` / `report`; [`export`] writes offline exports.
 
 pub mod attest;
+pub mod bench;
 pub mod cli;
 pub mod compare;
 pub mod discover;

@@ -5,6 +5,7 @@
 use crate::verdict::exit;
 use clap::{Parser, Subcommand};
 
+mod bench_cmd;
 mod common;
 mod daemon_args;
 mod export_cmd;
@@ -46,6 +47,8 @@ pub enum Command {
     Report(report_cmd::ReportArgs),
     /// Verify one conversation and write its sidecar, or recheck it offline.
     Sync(sync_cmd::SyncArgs),
+    /// Measure decode throughput against SHA-256 and a peer decoder.
+    Bench(bench_cmd::BenchArgs),
 }
 
 /// Parses the process arguments, runs the command and returns the exit code.
@@ -69,6 +72,7 @@ pub fn main() -> i32 {
         Command::AuditQualify(a) => qualify_cmd::run(a),
         Command::Report(a) => report_cmd::run(a),
         Command::Sync(a) => sync_cmd::run(a),
+        Command::Bench(a) => bench_cmd::run(a),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,160 @@
+//! `agy-audit bench`: decode throughput against the hash limit and a peer.
+
+use super::common::DecodeArgs;
+use crate::bench::{offline_verify, peak_rss_bytes, sources, write_payloads};
+use anyhow::{bail, Context};
+use clap::Args;
+use serde_json::json;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Measure offline verify throughput (snapshot + strict decode + projection +
+/// digest) in conversations/s, steps/s and MB/s on one core, next to SHA-256
+/// over the same bytes in the same run, the Python protobuf (upb) peer when
+/// available, and peak RSS at 1× and 10× the corpus.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// A store root to measure (default: the default synthetic corpus,
+    /// generated once into target/bench-corpus).
+    #[arg(long, value_name = "DIR")]
+    pub corpus: Option<PathBuf>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Skip the Python protobuf (upb) peer measurement.
+    #[arg(long)]
+    pub no_peer: bool,
+    /// Skip the peak-RSS measurements (which re-run the verify in child processes).
+    #[arg(long)]
+    pub no_rss: bool,
+    /// Internal: verify the corpus this many times and print peak RSS (child process mode).
+    #[arg(long, hide = true)]
+    pub rss_probe: Option<usize>,
+    #[command(flatten)]
+    pub decode: DecodeArgs,
+}
+
+fn default_corpus() -> anyhow::Result<PathBuf> {
+    let dir = PathBuf::from("target").join("bench-corpus");
+    if dir.join("conversations").is_dir() {
+        return Ok(dir);
+    }
+    bail!(
+        "no --corpus given and no generated corpus at {}; run `agy-audit corpus generate --out {}` first",
+        dir.display(),
+        dir.display()
+    )
+}
+
+pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
+    let (schema, key) = a.decode.load()?;
+    let root = match &a.corpus {
+        Some(c) => c.clone(),
+        None => default_corpus()?,
+    };
+    let paths = sources(&root)?;
+    if paths.is_empty() {
+        bail!("{}: no conversations to measure", root.display());
+    }
+    if let Some(repeat) = a.rss_probe {
+        let _ = offline_verify(&schema, &key, &paths, repeat)?;
+        println!("{}", peak_rss_bytes().unwrap_or(0));
+        return Ok(0);
+    }
+    let (fig, encodings) = offline_verify(&schema, &key, &paths, 1)?;
+    let mut peer = serde_json::Value::Null;
+    if !a.no_peer {
+        peer = run_peer(&encodings).unwrap_or_else(|e| json!({"skipped": e.to_string()}));
+    }
+    let mut rss = serde_json::Value::Null;
+    if !a.no_rss {
+        let probe = |n: usize| -> anyhow::Result<u64> {
+            let exe = std::env::current_exe()?;
+            let mut c = Command::new(exe);
+            c.args(["bench", "--corpus"])
+                .arg(&root)
+                .args(["--rss-probe", &n.to_string()]);
+            if let Some(s) = &a.decode.schema {
+                c.arg("--schema").arg(s);
+            }
+            let o = c.output()?;
+            Ok(String::from_utf8_lossy(&o.stdout).trim().parse()?)
+        };
+        let one = probe(1)?;
+        let ten = probe(10)?;
+        rss = json!({"peakRss1x": one, "peakRss10x": ten, "ratio": ten as f64 / one.max(1) as f64});
+    }
+    let peer_ratio = peer
+        .get("mbPerSec")
+        .and_then(|v| v.as_f64())
+        .map(|p| fig.mb_per_sec / p);
+    if a.json {
+        let out = json!({"corpus": root, "offline": fig, "peer": peer, "verifyOverPeer": peer_ratio, "rss": rss});
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!(
+            "corpus: {} ({} conversations, {} qualified)",
+            root.display(),
+            fig.conversations,
+            fig.qualified
+        );
+        println!(
+            "offline verify (1 core): {:.1} conversations/s, {:.0} steps/s, {:.1} MB/s ({:.1} MB in {:.2} s)",
+            fig.conversations_per_sec, fig.steps_per_sec, fig.mb_per_sec, fig.bytes as f64 / 1e6, fig.seconds
+        );
+        println!(
+            "sha-256 over the same bytes: {:.1} MB/s; verify / sha-256 = {:.3}",
+            fig.sha256_mb_per_sec, fig.ratio_to_sha256
+        );
+        match (peer.get("mbPerSec").and_then(|v| v.as_f64()), peer_ratio) {
+            (Some(p), Some(r)) => println!(
+                "peer python-protobuf ({}): {p:.1} MB/s; verify / peer = {r:.3}",
+                peer["backend"].as_str().unwrap_or("?")
+            ),
+            _ => println!(
+                "peer: {}",
+                peer.get("skipped")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("skipped")
+            ),
+        }
+        if let (Some(one), Some(ten)) = (rss["peakRss1x"].as_u64(), rss["peakRss10x"].as_u64()) {
+            println!(
+                "peak RSS: 1× {:.1} MB, 10× {:.1} MB (ratio {:.2})",
+                one as f64 / 1e6,
+                ten as f64 / 1e6,
+                ten as f64 / one.max(1) as f64
+            );
+        }
+    }
+    Ok(0)
+}
+
+fn run_peer(encodings: &[Vec<u8>]) -> anyhow::Result<serde_json::Value> {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/peer_upb.py");
+    if !script.exists() {
+        bail!("benches/peer_upb.py not found");
+    }
+    let dir = tempfile::tempdir()?;
+    let set = dir.path().join("schema.pb");
+    std::fs::write(&set, crate::schema::MODELED_SET)?;
+    let payloads = dir.path().join("payloads.bin");
+    write_payloads(&payloads, encodings)?;
+    let o = Command::new("python3")
+        .arg(&script)
+        .arg(&set)
+        .arg(&payloads)
+        .arg("--json")
+        .output()
+        .context("running python3")?;
+    if !o.status.success() {
+        bail!(
+            "peer failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        );
+    }
+    Ok(serde_json::from_slice(&o.stdout)?)
+}
