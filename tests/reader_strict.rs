@@ -6,29 +6,16 @@
 mod common;
 
 use agy_audit::schema::Schema;
-use agy_audit::source::legacy::{encrypt, LegacyKey};
-use agy_audit::source::{read_source, DecodedSource, ReadOptions};
+use agy_audit::source::DecodedSource;
 use agy_audit::verdict::ReasonClass;
 use common::*;
 
 fn read_plain(s: &Schema, plaintext: &[u8]) -> DecodedSource {
-    read_plain_opts(s, plaintext, false)
+    read_sealed(s, plaintext, false)
 }
 
 fn read_plain_opts(s: &Schema, plaintext: &[u8], collect_all: bool) -> DecodedSource {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join(format!("{CASCADE}.pb"));
-    std::fs::write(&path, encrypt(plaintext, &LegacyKey::default(), [9; 12])).unwrap();
-    let key = LegacyKey::default();
-    read_source(
-        &path,
-        &ReadOptions {
-            schema: s,
-            legacy_key: &key,
-            collect_all,
-        },
-    )
-    .unwrap()
+    read_sealed(s, plaintext, collect_all)
 }
 
 fn refused(src: &DecodedSource, class: ReasonClass, display: &str) {

@@ -4,29 +4,16 @@
 mod common;
 
 use agy_audit::schema::Schema;
-use agy_audit::source::legacy::{encrypt, LegacyKey};
 use agy_audit::source::scan::Scanner;
 use agy_audit::source::source_only::{record, PLANNER50_SHAPES};
-use agy_audit::source::{read_source, DecodedSource, ReadOptions};
+use agy_audit::source::DecodedSource;
 use agy_audit::verdict::ReasonClass;
 use common::*;
 use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
 use std::collections::HashMap;
 
 fn read_plain(s: &Schema, plaintext: &[u8]) -> DecodedSource {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join(format!("{CASCADE}.pb"));
-    std::fs::write(&path, encrypt(plaintext, &LegacyKey::default(), [5; 12])).unwrap();
-    let key = LegacyKey::default();
-    read_source(
-        &path,
-        &ReadOptions {
-            schema: s,
-            legacy_key: &key,
-            collect_all: false,
-        },
-    )
-    .unwrap()
+    read_sealed(s, plaintext, false)
 }
 
 fn tnum(s: &Schema, f: &str) -> u32 {

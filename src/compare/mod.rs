@@ -59,24 +59,7 @@ pub fn compare_full(
     persisted: &DynamicMessage,
     full: &str,
 ) -> Result<(), Mismatch> {
-    let mismatch = |paths| Mismatch {
-        class: ReasonClass::FullMismatch,
-        paths,
-    };
-    if let Err(e) = parse_strict(schema, full) {
-        return Err(mismatch(vec![format!(
-            "not a strict {}: {e}",
-            schema.names.trajectory.full_name()
-        )]));
-    }
-    let actual = parse_value(full).map_err(|e| mismatch(vec![e]))?;
-    let expected = to_daemon_json(persisted);
-    let diffs = json_diff(&expected, &actual, MAX_REPORTED_PATHS);
-    if diffs.is_empty() {
-        Ok(())
-    } else {
-        Err(mismatch(diffs))
-    }
+    compare(schema, persisted, full, ReasonClass::FullMismatch)
 }
 
 /// Compares the ordinary RPC trajectory with the projection.
@@ -85,19 +68,25 @@ pub fn compare_ordinary(
     projection: &DynamicMessage,
     ordinary: &str,
 ) -> Result<(), Mismatch> {
-    let mismatch = |paths| Mismatch {
-        class: ReasonClass::OrdinaryMismatch,
-        paths,
-    };
-    if let Err(e) = parse_strict(schema, ordinary) {
+    compare(schema, projection, ordinary, ReasonClass::OrdinaryMismatch)
+}
+
+/// Strict parse of `response`, then the JSON-tree comparison with `expected`.
+fn compare(
+    schema: &Schema,
+    expected: &DynamicMessage,
+    response: &str,
+    class: ReasonClass,
+) -> Result<(), Mismatch> {
+    let mismatch = |paths| Mismatch { class, paths };
+    if let Err(e) = parse_strict(schema, response) {
         return Err(mismatch(vec![format!(
             "not a strict {}: {e}",
             schema.names.trajectory.full_name()
         )]));
     }
-    let actual = parse_value(ordinary).map_err(|e| mismatch(vec![e]))?;
-    let expected = to_daemon_json(projection);
-    let diffs = json_diff(&expected, &actual, MAX_REPORTED_PATHS);
+    let actual = parse_value(response).map_err(|e| mismatch(vec![e]))?;
+    let diffs = json_diff(&to_daemon_json(expected), &actual, MAX_REPORTED_PATHS);
     if diffs.is_empty() {
         Ok(())
     } else {

@@ -149,13 +149,14 @@ impl DaemonClient {
 
     fn call_once(&self, method: &'static str, url: &str, body: &str) -> Result<Vec<u8>, RpcError> {
         let endpoint = self.base.clone();
+        let timeout = || RpcError::Timeout {
+            endpoint: endpoint.clone(),
+            method,
+            seconds: self.opts.timeout.as_secs(),
+        };
         let transport = |e: reqwest::Error| {
             if e.is_timeout() {
-                RpcError::Timeout {
-                    endpoint: endpoint.clone(),
-                    method,
-                    seconds: self.opts.timeout.as_secs(),
-                }
+                timeout()
             } else {
                 RpcError::Transport {
                     endpoint: endpoint.clone(),
@@ -178,13 +179,8 @@ impl DaemonClient {
         resp.take(self.opts.max_body + 1)
             .read_to_end(&mut bytes)
             .map_err(|e| {
-                let timeout = e.to_string().contains("timed out");
-                if timeout {
-                    RpcError::Timeout {
-                        endpoint: endpoint.clone(),
-                        method,
-                        seconds: self.opts.timeout.as_secs(),
-                    }
+                if e.to_string().contains("timed out") {
+                    timeout()
                 } else {
                     RpcError::Transport {
                         endpoint: endpoint.clone(),

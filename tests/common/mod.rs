@@ -334,3 +334,22 @@ pub fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     out.sort();
     out
 }
+
+/// Reads a trajectory encoding sealed as a legacy `.pb` (its plaintext is the
+/// encoding itself, so every byte placement is exact).
+pub fn read_sealed(
+    s: &Schema,
+    plaintext: &[u8],
+    collect_all: bool,
+) -> agy_audit::source::DecodedSource {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(format!("{CASCADE}.pb"));
+    std::fs::write(&path, encrypt(plaintext, &LegacyKey::default(), [9; 12])).expect("write pb");
+    let key = LegacyKey::default();
+    let opts = agy_audit::source::ReadOptions {
+        schema: s,
+        legacy_key: &key,
+        collect_all,
+    };
+    agy_audit::source::read_source(&path, &opts).expect("read sealed source")
+}
