@@ -126,3 +126,15 @@ pub fn write_payloads(path: &Path, encodings: &[Vec<u8>]) -> Result<()> {
     }
     std::fs::write(path, out).map_err(|e| crate::Error::io(path, e))
 }
+
+/// Makes sure a synthetic corpus exists at `root` (the default corpus, generated once).
+pub fn ensure_corpus(root: &Path) -> Result<()> {
+    if root.join("conversations").is_dir() {
+        return Ok(());
+    }
+    Err(crate::Error::Usage(format!(
+        "no corpus at {}: run `agy-audit corpus generate --out {}`",
+        root.display(),
+        root.display()
+    )))
+}
