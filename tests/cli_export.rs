@@ -8,7 +8,9 @@ use std::process::{Command, Output};
 
 fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_agy-audit"));
-    c.env_remove("ANTIGRAVITY_CLI_ROOT").env_remove("AGY_AUDIT_SCHEMA").env_remove("AGY_AUDIT_LEGACY_KEY_FILE");
+    c.env_remove("ANTIGRAVITY_CLI_ROOT")
+        .env_remove("AGY_AUDIT_SCHEMA")
+        .env_remove("AGY_AUDIT_LEGACY_KEY_FILE");
     c
 }
 
@@ -25,7 +27,8 @@ fn stderr(o: &Output) -> String {
 }
 
 fn ide_set() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/schema/antigravity-ide-descriptors.protoset.gz")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/schema/antigravity-ide-descriptors.protoset.gz")
 }
 
 /// A store with one SQLite conversation (with a -wal) and one legacy source.
@@ -48,34 +51,69 @@ fn exports_json_and_markdown_and_never_touches_the_store() {
     let before = tree(root.path());
     let out_dir = tempfile::tempdir().unwrap();
     let json_out = out_dir.path().join("c.json");
-    let o = run(&["export-offline", db.to_str().unwrap(), "--out", json_out.to_str().unwrap()]);
+    let o = run(&[
+        "export-offline",
+        db.to_str().unwrap(),
+        "--out",
+        json_out.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json_out).unwrap()).unwrap();
     assert_eq!(v["cascadeId"], CASCADE);
     assert_eq!(v["trajectoryType"], "CORTEX_TRAJECTORY_TYPE_CASCADE");
     assert_eq!(v["source"], "CORTEX_TRAJECTORY_SOURCE_CLI");
-    assert_eq!(v["steps"][0]["metadata"]["createdAt"], "2026-11-01T10:00:00Z");
+    assert_eq!(
+        v["steps"][0]["metadata"]["createdAt"],
+        "2026-11-01T10:00:00Z"
+    );
     assert_eq!(v["agyReader"]["offline"]["version"], 1);
-    assert!(v["agyReader"]["offline"]["profile"].as_str().unwrap().starts_with("sqlite-v1-format0-modeled-"));
+    assert!(v["agyReader"]["offline"]["profile"]
+        .as_str()
+        .unwrap()
+        .starts_with("sqlite-v1-format0-modeled-"));
     assert!(v["agyReader"].get("completeness").is_none());
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        assert_eq!(std::fs::metadata(&json_out).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::metadata(&json_out).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
     }
     // By id under --root, Markdown to stdout.
-    let o = run(&["export-offline", "--format", "md", "--root", root.path().to_str().unwrap(), CASCADE]);
+    let o = run(&[
+        "export-offline",
+        "--format",
+        "md",
+        "--root",
+        root.path().to_str().unwrap(),
+        CASCADE,
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let md = stdout(&o);
-    for want in ["Offline export, unverified", "## 0. User", "List the files, please ✓", "**Command** `ls x`", "**Error:** exit status 2", "<details>"] {
+    for want in [
+        "Offline export, unverified",
+        "## 0. User",
+        "List the files, please ✓",
+        "**Command** `ls x`",
+        "**Error:** exit status 2",
+        "<details>",
+    ] {
         assert!(md.contains(want), "{want:?} missing:\n{md}");
     }
     // The legacy source.
     let o = run(&["export-offline", pb.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(v["agyReader"]["offline"]["profile"].as_str().unwrap().starts_with("legacy-aes256gcm-v1-"));
-    assert_eq!(tree(root.path()), before, "sources byte-identical, no new files beside them");
+    assert!(v["agyReader"]["offline"]["profile"]
+        .as_str()
+        .unwrap()
+        .starts_with("legacy-aes256gcm-v1-"));
+    assert_eq!(
+        tree(root.path()),
+        before,
+        "sources byte-identical, no new files beside them"
+    );
 }
 
 #[test]
@@ -85,14 +123,39 @@ fn output_protection() {
     let out_dir = tempfile::tempdir().unwrap();
     let out = out_dir.path().join("x.json");
     std::fs::write(&out, b"keep").unwrap();
-    let o = run(&["export-offline", db.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let o = run(&[
+        "export-offline",
+        db.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("refusing to overwrite"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("refusing to overwrite"),
+        "{}",
+        stderr(&o)
+    );
     assert_eq!(std::fs::read(&out).unwrap(), b"keep");
-    let o = run(&["export-offline", db.to_str().unwrap(), "--out", out.to_str().unwrap(), "--force"]);
+    let o = run(&[
+        "export-offline",
+        db.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--force",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    for protected in [db.clone(), PathBuf::from(format!("{}-wal", db.display())), PathBuf::from(format!("{}-shm", db.display()))] {
-        let o = run(&["export-offline", db.to_str().unwrap(), "--out", protected.to_str().unwrap(), "--force"]);
+    for protected in [
+        db.clone(),
+        PathBuf::from(format!("{}-wal", db.display())),
+        PathBuf::from(format!("{}-shm", db.display())),
+    ] {
+        let o = run(&[
+            "export-offline",
+            db.to_str().unwrap(),
+            "--out",
+            protected.to_str().unwrap(),
+            "--force",
+        ]);
         assert_eq!(o.status.code(), Some(1), "{}", protected.display());
         assert!(stderr(&o).contains("conversation source"), "{}", stderr(&o));
     }
@@ -100,7 +163,13 @@ fn output_protection() {
     {
         let link = out_dir.path().join("link.json");
         std::os::unix::fs::symlink(&out, &link).unwrap();
-        let o = run(&["export-offline", db.to_str().unwrap(), "--out", link.to_str().unwrap(), "--force"]);
+        let o = run(&[
+            "export-offline",
+            db.to_str().unwrap(),
+            "--out",
+            link.to_str().unwrap(),
+            "--force",
+        ]);
         assert_eq!(o.status.code(), Some(1));
         assert!(stderr(&o).contains("symbolic link"), "{}", stderr(&o));
     }
@@ -125,12 +194,19 @@ fn unknown_sources_are_refused_unless_allow_unknown() {
     let o = run(&["export-offline", db.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(3));
     assert!(stdout(&o).is_empty());
-    assert!(stderr(&o).contains("steps[1].metadata: unknown field 61 (varint) [unknown-field]"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("steps[1].metadata: unknown field 61 (varint) [unknown-field]"),
+        "{}",
+        stderr(&o)
+    );
     let o = run(&["export-offline", "--allow-unknown", db.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(3));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["agyReader"]["offline"]["complete"], false);
-    assert_eq!(v["agyReader"]["unknownFields"][0]["path"], "steps[1].metadata");
+    assert_eq!(
+        v["agyReader"]["unknownFields"][0]["path"],
+        "steps[1].metadata"
+    );
     assert_eq!(v["agyReader"]["unknownFields"][0]["bytes"], "e80303");
     assert_eq!(tree(root.path()), before);
 }
@@ -142,7 +218,14 @@ fn bad_input_gets_a_clear_error() {
     std::fs::write(&db, b"garbage").unwrap();
     let o = run(&["export-offline", db.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains(&format!("{}: corrupt: header: not a SQLite 3 database", db.display())), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!(
+            "{}: corrupt: header: not a SQLite 3 database",
+            db.display()
+        )),
+        "{}",
+        stderr(&o)
+    );
     let o = run(&["export-offline", "no-such-thing"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("neither an existing .db/.pb file nor a conversation id"));
@@ -157,7 +240,11 @@ fn bad_input_gets_a_clear_error() {
     std::fs::write(&bad_schema, b"\xff\xff\xff").unwrap();
     let o = run(&["schema", "info", "--schema", bad_schema.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("not a valid FileDescriptorSet"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not a valid FileDescriptorSet"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -169,12 +256,18 @@ fn schema_dump_and_info() {
     assert_eq!(std::fs::read(&out).unwrap(), agy_audit::schema::MODELED_SET);
     let o = run(&["schema", "info", "--schema", out.to_str().unwrap()]);
     let info = stdout(&o);
-    let sha = agy_audit::util::hex(&<sha2::Sha256 as sha2::Digest>::digest(agy_audit::schema::MODELED_SET));
+    let sha = agy_audit::util::hex(&<sha2::Sha256 as sha2::Digest>::digest(
+        agy_audit::schema::MODELED_SET,
+    ));
     assert!(info.contains(&format!("sha256: {sha}")), "{info}");
     assert!(info.contains("gemini_coder/proto/trajectory.proto"));
     if ide_set().exists() {
         let o = run(&["schema", "info", "--schema", ide_set().to_str().unwrap()]);
-        assert!(stdout(&o).contains("files: 29  messages: 1553  enums: 244"), "{}", stdout(&o));
+        assert!(
+            stdout(&o).contains("files: 29  messages: 1553  enums: 244"),
+            "{}",
+            stdout(&o)
+        );
     }
 }
 
@@ -188,34 +281,66 @@ fn schema_flag_drives_decoding_with_the_ide_set() {
     let (_root, dir) = store();
     // A step whose metadata records a CLI-only tool summary (field 30).
     let mut conv = Conv::basic(&s);
-    conv.steps[2] = step(&s, r#"{"type":"CORTEX_STEP_TYPE_RUN_COMMAND","status":"CORTEX_STEP_STATUS_DONE",
+    conv.steps[2] = step(
+        &s,
+        r#"{"type":"CORTEX_STEP_TYPE_RUN_COMMAND","status":"CORTEX_STEP_STATUS_DONE",
         "metadata":{"toolSummary":"list files","toolCall":{"id":"call_1","name":"run_command"}},
-        "runCommand":{"commandLine":"ls","cwd":"/work"}}"#);
+        "runCommand":{"commandLine":"ls","cwd":"/work"}}"#,
+    );
     let db = dir.join(format!("{CASCADE}.db"));
     write_db(&s, &db, &conv, |_| {});
     let ide = ide_set();
     let modeled = run(&["export-offline", db.to_str().unwrap()]);
     assert_eq!(modeled.status.code(), Some(0), "{}", stderr(&modeled));
-    let o = run(&["export-offline", "--schema", ide.to_str().unwrap(), db.to_str().unwrap()]);
+    let o = run(&[
+        "export-offline",
+        "--schema",
+        ide.to_str().unwrap(),
+        db.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(3));
-    assert!(stderr(&o).contains("steps[2].metadata: unknown field 30 (length-delimited)"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("steps[2].metadata: unknown field 30 (length-delimited)"),
+        "{}",
+        stderr(&o)
+    );
     // A legacy source whose task details carry the CLI-only command line (field 4).
     let mut legacy = Conv::basic(&s);
-    legacy.steps[2] = step(&s, r#"{"type":"CORTEX_STEP_TYPE_RUN_COMMAND","status":"CORTEX_STEP_STATUS_DONE",
-        "taskDetails":{"id":"x/task-2","commandLine":"sleep 60"},"runCommand":{"commandLine":"sleep 60"}}"#);
+    legacy.steps[2] = step(
+        &s,
+        r#"{"type":"CORTEX_STEP_TYPE_RUN_COMMAND","status":"CORTEX_STEP_STATUS_DONE",
+        "taskDetails":{"id":"x/task-2","commandLine":"sleep 60"},"runCommand":{"commandLine":"sleep 60"}}"#,
+    );
     let pb = dir.join("1b6b2f0e-1c1d-4a7e-9a5e-0d6f3f1f2a02.pb");
     write_pb(&s, &pb, &legacy);
-    let o = run(&["export-offline", "--schema", ide.to_str().unwrap(), pb.to_str().unwrap()]);
+    let o = run(&[
+        "export-offline",
+        "--schema",
+        ide.to_str().unwrap(),
+        pb.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(3));
-    assert!(stderr(&o).contains("steps[2].taskDetails: unknown field 4 (length-delimited)"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("steps[2].taskDetails: unknown field 4 (length-delimited)"),
+        "{}",
+        stderr(&o)
+    );
     // An enum value the IDE set lacks: the CLI trajectory source 17.
-    let o = run(&["export-offline", "--schema", ide.to_str().unwrap(), "--allow-unknown", pb.to_str().unwrap()]);
+    let o = run(&[
+        "export-offline",
+        "--schema",
+        ide.to_str().unwrap(),
+        "--allow-unknown",
+        pb.to_str().unwrap(),
+    ]);
     let err = stderr(&o);
     assert!(err.contains("unknown"), "{err}");
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let refusals = v["agyReader"]["offline"]["refusals"].as_array().unwrap();
     assert!(
-        refusals.iter().any(|r| r["location"] == "source" && r["class"] == "unknown-enum"),
+        refusals
+            .iter()
+            .any(|r| r["location"] == "source" && r["class"] == "unknown-enum"),
         "{refusals:?}"
     );
 }

@@ -10,7 +10,8 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 fn ide_set() -> Option<PathBuf> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/schema/antigravity-ide-descriptors.protoset");
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/schema/antigravity-ide-descriptors.protoset");
     p.exists().then_some(p)
 }
 
@@ -29,7 +30,12 @@ fn label(f: &FieldDescriptor) -> &'static str {
         match f.cardinality() {
             Cardinality::Repeated => "repeated",
             Cardinality::Required => "required",
-            Cardinality::Optional if f.supports_presence() && f.containing_oneof().is_some_and(|o| o.is_synthetic()) => "optional",
+            Cardinality::Optional
+                if f.supports_presence()
+                    && f.containing_oneof().is_some_and(|o| o.is_synthetic()) =>
+            {
+                "optional"
+            }
             Cardinality::Optional => "singular",
         }
     }
@@ -50,13 +56,23 @@ fn differences(modeled: &Schema, ide: &Schema) -> (BTreeSet<String>, Vec<String>
         for f in m.fields() {
             match im.get_field(f.number()) {
                 None => {
-                    listed_kind.insert(format!("field {}.{} = {}", m.full_name(), f.name(), f.number()));
+                    listed_kind.insert(format!(
+                        "field {}.{} = {}",
+                        m.full_name(),
+                        f.name(),
+                        f.number()
+                    ));
                 }
                 Some(g) => {
                     let a = (f.name(), kind_name(&f.kind()), label(&f), f.json_name());
                     let b = (g.name(), kind_name(&g.kind()), label(&g), g.json_name());
                     if a != b {
-                        conflicts.push(format!("{}.{} = {}: modeled {a:?}, IDE {b:?}", m.full_name(), f.name(), f.number()));
+                        conflicts.push(format!(
+                            "{}.{} = {}: modeled {a:?}, IDE {b:?}",
+                            m.full_name(),
+                            f.name(),
+                            f.number()
+                        ));
                     }
                 }
             }
@@ -73,7 +89,12 @@ fn differences(modeled: &Schema, ide: &Schema) -> (BTreeSet<String>, Vec<String>
         for v in e.values() {
             match ie.get_value(v.number()) {
                 None => {
-                    listed_kind.insert(format!("value {}.{} = {}", e.full_name(), v.name(), v.number()));
+                    listed_kind.insert(format!(
+                        "value {}.{} = {}",
+                        e.full_name(),
+                        v.name(),
+                        v.number()
+                    ));
                 }
                 Some(w) if w.name() != v.name() => conflicts.push(format!(
                     "{} = {}: modeled {}, IDE {}",
@@ -91,14 +112,25 @@ fn differences(modeled: &Schema, ide: &Schema) -> (BTreeSet<String>, Vec<String>
 
 /// The entries of CONFORMANCE.md: table rows `| \`entry\` | source |`.
 fn listed() -> BTreeSet<String> {
-    let text = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("proto/CONFORMANCE.md"))
-        .expect("proto/CONFORMANCE.md");
+    let text = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("proto/CONFORMANCE.md"),
+    )
+    .expect("proto/CONFORMANCE.md");
     let mut out = BTreeSet::new();
     for line in text.lines() {
-        let Some(rest) = line.strip_prefix("| `") else { continue };
-        let Some((entry, tail)) = rest.split_once('`') else { continue };
-        let source = tail.trim_start_matches([' ', '|']).trim_end_matches([' ', '|']);
-        assert!(!source.trim().is_empty(), "CONFORMANCE.md entry `{entry}` names no public source");
+        let Some(rest) = line.strip_prefix("| `") else {
+            continue;
+        };
+        let Some((entry, tail)) = rest.split_once('`') else {
+            continue;
+        };
+        let source = tail
+            .trim_start_matches([' ', '|'])
+            .trim_end_matches([' ', '|']);
+        assert!(
+            !source.trim().is_empty(),
+            "CONFORMANCE.md entry `{entry}` names no public source"
+        );
         out.insert(entry.to_string());
     }
     out
@@ -107,21 +139,37 @@ fn listed() -> BTreeSet<String> {
 #[test]
 fn modeled_schema_agrees_with_the_public_ide_set() {
     let Some(path) = ide_set() else {
-        println!("SKIP conformance: ../shared/schema/antigravity-ide-descriptors.protoset not found");
+        println!(
+            "SKIP conformance: ../shared/schema/antigravity-ide-descriptors.protoset not found"
+        );
         return;
     };
     let modeled = Schema::modeled().unwrap();
     let ide = Schema::from_file(&path).unwrap();
     let (diffs, conflicts) = differences(&modeled, &ide);
-    assert!(conflicts.is_empty(), "fields or values that disagree with the IDE set:\n{}", conflicts.join("\n"));
+    assert!(
+        conflicts.is_empty(),
+        "fields or values that disagree with the IDE set:\n{}",
+        conflicts.join("\n")
+    );
     let listed = listed();
     let unlisted: Vec<_> = diffs.difference(&listed).collect();
     let stale: Vec<_> = listed.difference(&diffs).collect();
     assert!(
         unlisted.is_empty(),
         "differences from the IDE set not listed in proto/CONFORMANCE.md:\n{}",
-        unlisted.iter().map(|d| format!("| `{d}` | SOURCE |")).collect::<Vec<_>>().join("\n")
+        unlisted
+            .iter()
+            .map(|d| format!("| `{d}` | SOURCE |"))
+            .collect::<Vec<_>>()
+            .join("\n")
     );
-    assert!(stale.is_empty(), "CONFORMANCE.md lists differences that no longer exist: {stale:?}");
-    println!("conformance: {} listed differences, 0 conflicts", diffs.len());
+    assert!(
+        stale.is_empty(),
+        "CONFORMANCE.md lists differences that no longer exist: {stale:?}"
+    );
+    println!(
+        "conformance: {} listed differences, 0 conflicts",
+        diffs.len()
+    );
 }

@@ -59,7 +59,10 @@ impl ProjectionRefusal {
 }
 
 /// Projects `trajectory` (decoded with `schema`) to its ordinary presentation.
-pub fn project(schema: &Schema, trajectory: &DynamicMessage) -> Result<Projection, ProjectionRefusal> {
+pub fn project(
+    schema: &Schema,
+    trajectory: &DynamicMessage,
+) -> Result<Projection, ProjectionRefusal> {
     let _ = schema;
     let steps = trajectory
         .descriptor()
