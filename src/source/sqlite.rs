@@ -7,6 +7,12 @@
 //! or `-journal` can appear beside it. Each copy is bracketed by a stat of the
 //! files (length and mtime) and retried when they moved.
 //!
+//! When there is no `-wal` (or it is empty) and no `-journal`, the database
+//! bytes alone are the whole state: they are read into memory and handed to
+//! `sqlite3_deserialize` read-only instead (header bytes 18-19, the WAL
+//! format markers, are set to legacy in that private image only), which saves
+//! the copy to disk.
+//!
 //! Why not `immutable=1`: it tells SQLite the file cannot change and makes it
 //! ignore the WAL entirely, so the uncheckpointed frames agy leaves in `-wal`
 //! (often the newest steps) would be silently missing. Why not a plain
@@ -137,7 +143,7 @@ pub const INDEXES: &[(&str, &str, &str)] = &[
 
 /// A private, consistent copy of a conversation database.
 pub struct Snapshot {
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
     pub conn: Connection,
     /// Whether a `-wal` was copied with the database.
     pub had_wal: bool,
@@ -182,13 +188,7 @@ fn read_plain(path: &Path) -> Result<Vec<u8>> {
 /// Copies `db` (and its `-wal`/`-journal`) into a private directory and opens the copy.
 pub fn snapshot(db: &Path) -> Result<Snapshot> {
     let [wal, _shm, journal] = companions(db);
-    let dir = tempfile::Builder::new()
-        .prefix("agy-audit-snapshot-")
-        .tempdir()
-        .map_err(|e| Error::io(std::env::temp_dir(), e))?;
-    let copy = dir.path().join("conversation.db");
-    let mut had_wal = false;
-    let mut stable = false;
+    let mut copied = None;
     for _attempt in 0..5 {
         let before = (stamp(db), stamp(&wal), stamp(&journal));
         let main = read_plain(db)?;
@@ -203,38 +203,54 @@ pub fn snapshot(db: &Path) -> Result<Snapshot> {
             None
         };
         let after = (stamp(db), stamp(&wal), stamp(&journal));
-        if before != after {
-            continue;
+        if before == after {
+            copied = Some((main, wal_bytes, journal_bytes));
+            break;
         }
-        if main.len() < 100 || !main.starts_with(b"SQLite format 3\0") {
-            return Err(Error::corrupt(db, "header", "not a SQLite 3 database"));
-        }
-        fs::write(&copy, &main).map_err(|e| Error::io(&copy, e))?;
-        if let Some(w) = wal_bytes {
-            had_wal = !w.is_empty();
-            fs::write(sibling(&copy, "-wal"), w).map_err(|e| Error::io(&copy, e))?;
-        }
-        if let Some(j) = journal_bytes {
-            fs::write(sibling(&copy, "-journal"), j).map_err(|e| Error::io(&copy, e))?;
-        }
-        stable = true;
-        break;
     }
-    if !stable {
+    let Some((mut main, wal_bytes, journal_bytes)) = copied else {
         return Err(Error::Sqlite {
             path: db.to_path_buf(),
             detail: "the database kept changing while it was copied (5 attempts)".into(),
         });
+    };
+    if main.len() < 100 || !main.starts_with(b"SQLite format 3\0") {
+        return Err(Error::corrupt(db, "header", "not a SQLite 3 database"));
     }
     let sql = |e: rusqlite::Error| Error::Sqlite {
         path: db.to_path_buf(),
         detail: e.to_string(),
     };
-    let conn = Connection::open_with_flags(
-        &copy,
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(sql)?;
+    let had_wal = wal_bytes.as_ref().is_some_and(|w| !w.is_empty());
+    let (conn, dir) = if !had_wal && journal_bytes.is_none() {
+        // The file is the whole state: open a private in-memory image of it.
+        main[18] = 1;
+        main[19] = 1;
+        let mut conn = Connection::open_in_memory().map_err(sql)?;
+        let len = main.len();
+        conn.deserialize_read_exact(rusqlite::MAIN_DB, main.as_slice(), len, true)
+            .map_err(|e| corrupt_db(db, e))?;
+        (conn, None)
+    } else {
+        let dir = tempfile::Builder::new()
+            .prefix("agy-audit-snapshot-")
+            .tempdir()
+            .map_err(|e| Error::io(std::env::temp_dir(), e))?;
+        let copy = dir.path().join("conversation.db");
+        fs::write(&copy, &main).map_err(|e| Error::io(&copy, e))?;
+        if let Some(w) = wal_bytes {
+            fs::write(sibling(&copy, "-wal"), w).map_err(|e| Error::io(&copy, e))?;
+        }
+        if let Some(j) = journal_bytes {
+            fs::write(sibling(&copy, "-journal"), j).map_err(|e| Error::io(&copy, e))?;
+        }
+        let conn = Connection::open_with_flags(
+            &copy,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(sql)?;
+        (conn, Some(dir))
+    };
     conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)
         .map_err(sql)?;
     conn.execute_batch("PRAGMA cell_size_check=ON; PRAGMA mmap_size=0; PRAGMA trusted_schema=OFF;")
