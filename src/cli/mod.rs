@@ -76,9 +76,18 @@ pub fn main() -> i32 {
     };
     match result {
         Ok(code) => code,
+        Err(e) if broken_pipe(&e) => exit::OK,
         Err(e) => {
             eprintln!("agy-audit: error: {e:#}");
             exit::ERROR
         }
     }
+}
+
+/// A reader that closed our standard output (`| head`) is not an error.
+fn broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
