@@ -15,13 +15,37 @@ use crate::source::legacy::LegacyKey;
 use crate::util::hex;
 use sha2::{Digest, Sha256};
 
-/// The rules this build qualifies (the source-level ones until projection lands).
+/// The rules this build qualifies: the source-level ones and the projection rules.
 pub const QUALIFIED_RULES: &[RuleId] = &[
     RuleId::Passthrough,
     RuleId::SourceOnlyPlanner50,
     RuleId::SourceOnlyPrompt23,
     RuleId::PerToolOutputMap,
     RuleId::CustomizationKindMap,
+    RuleId::EmbeddedNativeStep,
+    RuleId::CanceledCommandStatus,
+    RuleId::PermissionRunCommand,
+    RuleId::PermissionViewFile,
+    RuleId::ViewFileContentOffset,
+    RuleId::WriteToFileAppend,
+    RuleId::OuterError,
+    RuleId::FailedGenerateImage,
+    RuleId::EmbeddedImageSuccess,
+    RuleId::FailedListResources,
+    RuleId::CommandBridgeFormatFailure,
+    RuleId::ResultlessFailedBeforeRun,
+    RuleId::ResultlessHookDenied,
+    RuleId::MissingToolSummary,
+    RuleId::ResultlessRejectedPermission,
+    RuleId::ResultlessCanceledPrompt,
+    RuleId::ResultlessBuiltinViewFile,
+    RuleId::History2SkillRegistry,
+    RuleId::PayloadFreeManageTask,
+    RuleId::ManageTaskSendInput,
+    RuleId::PayloadFreeScheduleSubagents,
+    RuleId::PayloadFreeListPermissions,
+    RuleId::PayloadFreeAskPermission,
+    RuleId::GenerateImageAny,
 ];
 
 fn rules_digest(rules: &[RuleId]) -> String {
@@ -74,7 +98,7 @@ mod tests {
         let p = sqlite_profile(&s);
         assert!(p.starts_with("sqlite-v1-format0-modeled-"), "{p}");
         assert!(
-            p.ends_with("-planner50-prompt23-options145-compaction146"),
+            p.ends_with("-planner50-permission2-prompt23-history2-options145-compaction146"),
             "{p}"
         );
         let fewer = sqlite_profile_with(&s, &QUALIFIED_RULES[..3]);

@@ -11,6 +11,7 @@ mod daemon_args;
 mod export_cmd;
 mod qualify_cmd;
 mod report_cmd;
+mod rules_cmd;
 mod schema_cmd;
 mod sweep_cmd;
 mod sync_cmd;
@@ -49,6 +50,9 @@ pub enum Command {
     Sync(sync_cmd::SyncArgs),
     /// Measure decode throughput against SHA-256 and a peer decoder.
     Bench(bench_cmd::BenchArgs),
+    /// Print the qualified rule table: rule id, profile suffix, what each rule
+    /// accepts and its refusal reasons (--markdown writes docs/rules.md).
+    Rules(rules_cmd::RulesArgs),
 }
 
 /// Parses the process arguments, runs the command and returns the exit code.
@@ -73,6 +77,7 @@ pub fn main() -> i32 {
         Command::Report(a) => report_cmd::run(a),
         Command::Sync(a) => sync_cmd::run(a),
         Command::Bench(a) => bench_cmd::run(a),
+        Command::Rules(a) => rules_cmd::run(a),
     };
     match result {
         Ok(code) => code,

@@ -353,3 +353,206 @@ pub fn read_sealed(
     };
     agy_audit::source::read_source(&path, &opts).expect("read sealed source")
 }
+
+// ---------------------------------------------------------------------------
+// Projection fixtures (tests/project_*.rs): steps as serde_json values, so a
+// near-miss is one mutation of an accepted shape.
+// ---------------------------------------------------------------------------
+
+pub use serde_json::{json, Value as Json};
+
+/// The embedded native Step's Any type URL.
+pub const STEP_URL: &str = "type.googleapis.com/gemini_coder.Step";
+
+/// A Step encoded from a JSON value.
+pub fn step_v(s: &Schema, v: &Json) -> Vec<u8> {
+    step(s, &v.to_string())
+}
+
+/// A JSON value normalized through the schema as daemon JSON (what a step
+/// looks like once encoded and presented).
+pub fn normalized_step(s: &Schema, v: &Json) -> Json {
+    let bytes = step_v(s, v);
+    let m = DynamicMessage::decode(s.names.step.clone(), bytes.as_slice()).expect("decode step");
+    agy_audit::schema::to_daemon_json(&m)
+}
+
+/// The generic wrapper's `args` map: each argument's value JSON-rendered.
+pub fn rendered_args(args: &Json) -> Json {
+    let mut out = serde_json::Map::new();
+    if let Some(o) = args.as_object() {
+        for (k, v) in o {
+            out.insert(k.clone(), Json::String(v.to_string()));
+        }
+    }
+    Json::Object(out)
+}
+
+/// A metadata tool call for `name` with `args` as its arguments JSON.
+pub fn tool_call(name: &str, args: &Json) -> Json {
+    json!({"id": "call_7", "name": name, "argumentsJson": args.to_string()})
+}
+
+/// `v` as an Any of `url` (the `@type` member first).
+pub fn any_of(url: &str, v: &Json) -> Json {
+    let mut out = serde_json::Map::new();
+    out.insert("@type".into(), json!(url));
+    if let Some(o) = v.as_object() {
+        for (k, x) in o {
+            out.insert(k.clone(), x.clone());
+        }
+    }
+    Json::Object(out)
+}
+
+/// A GENERIC wrapper for `tool` with `args`, `status` and an optional result.
+pub fn wrapper(tool: &str, status: &str, args: &Json, result: Option<Json>) -> Json {
+    let mut w = json!({
+        "type": "CORTEX_STEP_TYPE_GENERIC",
+        "status": status,
+        "metadata": {"createdAt": "2026-11-01T10:00:03Z", "source": "CORTEX_STEP_SOURCE_MODEL",
+                     "toolCall": tool_call(tool, args)},
+        "generic": {"args": rendered_args(args)}
+    });
+    if let Some(r) = result {
+        w["generic"]["result"] = r;
+    }
+    w
+}
+
+/// A wrapper over the embedded native Step `native`.
+pub fn wrapper_over(tool: &str, status: &str, args: &Json, native: &Json) -> Json {
+    wrapper(
+        tool,
+        status,
+        args,
+        Some(json!({"result": "tool output", "payload": any_of(STEP_URL, native)})),
+    )
+}
+
+/// Sets the value at a JSON pointer, creating objects on the way.
+pub fn set_at(v: &mut Json, pointer: &str, new: Json) {
+    let parts: Vec<String> = pointer
+        .split('/')
+        .skip(1)
+        .map(|p| p.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    set_parts(v, &parts, new);
+}
+
+fn set_parts(cur: &mut Json, parts: &[String], new: Json) {
+    let Some((p, rest)) = parts.split_first() else {
+        *cur = new;
+        return;
+    };
+    if let (Some(a), Ok(i)) = (cur.as_array_mut(), p.parse::<usize>()) {
+        if i == a.len() {
+            a.push(Json::Null);
+        }
+        return set_parts(&mut a[i], rest, new);
+    }
+    if !cur.is_object() {
+        *cur = json!({});
+    }
+    let o = cur.as_object_mut().expect("object");
+    let next = o.entry(p.clone()).or_insert(Json::Null);
+    set_parts(next, rest, new);
+}
+
+/// Removes the member at a JSON pointer (no-op when absent).
+pub fn remove_at(v: &mut Json, pointer: &str) {
+    let (parent, key) = pointer.rsplit_once('/').expect("pointer");
+    if let Some(p) = v.pointer_mut(parent) {
+        if let Some(o) = p.as_object_mut() {
+            o.remove(key);
+        } else if let (Some(a), Ok(i)) = (p.as_array_mut(), key.parse::<usize>()) {
+            a.remove(i);
+        }
+    }
+}
+
+/// `v` with one mutation applied.
+pub fn with(v: &Json, pointer: &str, new: Json) -> Json {
+    let mut out = v.clone();
+    set_at(&mut out, pointer, new);
+    out
+}
+
+/// `v` without the member at `pointer`.
+pub fn without(v: &Json, pointer: &str) -> Json {
+    let mut out = v.clone();
+    remove_at(&mut out, pointer);
+    out
+}
+
+/// A trajectory of `conv` decoded as the reader decodes it.
+pub fn trajectory_of(s: &Schema, conv: &Conv) -> DynamicMessage {
+    DynamicMessage::decode(
+        s.names.trajectory.clone(),
+        conv.trajectory_bytes(s).as_slice(),
+    )
+    .expect("decode trajectory")
+}
+
+/// The basic conversation with `steps` instead of its own.
+pub fn conv_with(s: &Schema, steps: &[Json]) -> Conv {
+    let mut c = Conv::basic(s);
+    c.steps = steps.iter().map(|v| step_v(s, v)).collect();
+    c
+}
+
+/// Projects a conversation of `steps`.
+pub fn project_steps(
+    s: &Schema,
+    steps: &[Json],
+) -> Result<agy_audit::project::Projection, agy_audit::project::ProjectionRefusal> {
+    agy_audit::project::project(s, &trajectory_of(s, &conv_with(s, steps)))
+}
+
+/// The presented step `i` of a projection, as daemon JSON.
+pub fn presented(p: &agy_audit::project::Projection, i: usize) -> Json {
+    let steps = p
+        .ordinary
+        .get_field_by_name("steps")
+        .and_then(|v| v.as_list().map(|l| l.to_vec()))
+        .expect("steps");
+    agy_audit::schema::to_daemon_json(steps[i].as_message().expect("step message"))
+}
+
+/// Projects one step and returns its presentation and rule, panicking on refusal.
+pub fn accept_one(
+    s: &Schema,
+    v: &Json,
+) -> (
+    Json,
+    agy_audit::rules::RuleId,
+    agy_audit::project::Projection,
+) {
+    match project_steps(s, std::slice::from_ref(v)) {
+        Ok(p) => (presented(&p, 0), p.step_rules[0], p),
+        Err(r) => panic!("refused: {r}\n{v:#}"),
+    }
+}
+
+/// Projects one step and returns its refusal, panicking when it projects.
+pub fn refuse_one(s: &Schema, v: &Json) -> agy_audit::project::ProjectionRefusal {
+    match project_steps(s, std::slice::from_ref(v)) {
+        Ok(p) => panic!("projected under {:?}: {:#}", p.step_rules, presented(&p, 0)),
+        Err(r) => r,
+    }
+}
+
+/// Asserts that `v` refuses with `kind` (and, when given, under `rule`).
+pub fn assert_refuses(
+    s: &Schema,
+    v: &Json,
+    kind: agy_audit::project::Reason,
+    rule: Option<agy_audit::rules::RuleId>,
+) {
+    let r = refuse_one(s, v);
+    assert_eq!(r.kind, kind, "{r}");
+    assert_eq!(r.reason, kind.text());
+    if rule.is_some() {
+        assert_eq!(r.rule, rule, "{r}");
+    }
+}

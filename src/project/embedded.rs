@@ -1,0 +1,371 @@
+//! Generic wrappers over embedded native Steps
+//! (`type.googleapis.com/gemini_coder.Step` in `generic.result.payload`),
+//! the qualified CANCELED command cases and the outer-error rule. The
+//! argument rules (ContentOffset, Append), the permission records, and the
+//! type-specific mappings (bridge failure, failed list_resources, images)
+//! are checked from here but live in their own files.
+
+use super::fields::{
+    ensure, extra_field, has, only_short_full, reject, status, step_type, sub, text, Wrapper,
+    CANCELED, DONE, ERROR, R, RUNNING,
+};
+use super::table::RuleDoc;
+use super::{
+    command_bridge, generate_image, list_resources, permissions, view_file, write_to_file, Ctx,
+    Presented, Reason,
+};
+use crate::rules::RuleId;
+use prost_reflect::{DynamicMessage, Value};
+
+/// How a native type is qualified inside a wrapper.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Qualified {
+    /// run-command, code-action, view-file, invoke-subagent: replaced by the Step.
+    Recognized,
+    /// Only under an outer error (grep-search, MCP-tool, read-URL-content, search-web, list-resources).
+    OuterErrorOnly,
+    /// generate-image: failed (outer error) or successful (media) mapping.
+    Image,
+}
+
+/// Native types observed inside wrappers: type name, body field, how qualified.
+const NATIVE: &[(&str, &str, Qualified)] = &[
+    (
+        "CORTEX_STEP_TYPE_RUN_COMMAND",
+        "run_command",
+        Qualified::Recognized,
+    ),
+    (
+        "CORTEX_STEP_TYPE_CODE_ACTION",
+        "code_action",
+        Qualified::Recognized,
+    ),
+    (
+        "CORTEX_STEP_TYPE_VIEW_FILE",
+        "view_file",
+        Qualified::Recognized,
+    ),
+    (
+        "CORTEX_STEP_TYPE_INVOKE_SUBAGENT",
+        "invoke_subagent",
+        Qualified::Recognized,
+    ),
+    (
+        "CORTEX_STEP_TYPE_GENERATE_IMAGE",
+        "generate_image",
+        Qualified::Image,
+    ),
+    (
+        "CORTEX_STEP_TYPE_GREP_SEARCH",
+        "grep_search",
+        Qualified::OuterErrorOnly,
+    ),
+    (
+        "CORTEX_STEP_TYPE_MCP_TOOL",
+        "mcp_tool",
+        Qualified::OuterErrorOnly,
+    ),
+    (
+        "CORTEX_STEP_TYPE_READ_URL_CONTENT",
+        "read_url_content",
+        Qualified::OuterErrorOnly,
+    ),
+    (
+        "CORTEX_STEP_TYPE_SEARCH_WEB",
+        "search_web",
+        Qualified::OuterErrorOnly,
+    ),
+    (
+        "CORTEX_STEP_TYPE_LIST_RESOURCES",
+        "list_resources",
+        Qualified::OuterErrorOnly,
+    ),
+];
+
+pub(crate) const RUN_COMMAND: &str = "CORTEX_STEP_TYPE_RUN_COMMAND";
+pub(crate) const VIEW_FILE: &str = "CORTEX_STEP_TYPE_VIEW_FILE";
+pub(crate) const CODE_ACTION: &str = "CORTEX_STEP_TYPE_CODE_ACTION";
+const INVOKE_SUBAGENT: &str = "CORTEX_STEP_TYPE_INVOKE_SUBAGENT";
+const LIST_RESOURCES: &str = "CORTEX_STEP_TYPE_LIST_RESOURCES";
+const GENERATE_IMAGE: &str = "CORTEX_STEP_TYPE_GENERATE_IMAGE";
+
+/// Wrapper (Step) fields a wrapper over an embedded Step may set.
+const WRAPPER_FIELDS: &[&str] = &[
+    "type",
+    "status",
+    "metadata",
+    "error",
+    "task_details",
+    "permissions",
+    "completed_interactions",
+    "generic",
+];
+/// Native Step fields besides its body.
+const NATIVE_FIELDS: &[&str] = &[
+    "type",
+    "status",
+    "metadata",
+    "error",
+    "task_details",
+    "permissions",
+    "completed_interactions",
+];
+/// Wrapper result fields (media only for image Steps).
+const RESULT_FIELDS: &[&str] = &[
+    "result",
+    "metadata",
+    "step_render_info",
+    "full_output_uri",
+    "payload",
+];
+const IMAGE_RESULT_FIELDS: &[&str] = &[
+    "result",
+    "metadata",
+    "step_render_info",
+    "full_output_uri",
+    "payload",
+    "media",
+];
+
+pub(crate) const DOCS: &[RuleDoc] = &[
+    RuleDoc {
+        rule: RuleId::EmbeddedNativeStep,
+        accepts: "A GENERIC wrapper whose result payload is an Any `type.googleapis.com/gemini_coder.Step` holding a RUN_COMMAND, CODE_ACTION, VIEW_FILE or INVOKE_SUBAGENT Step with its matching body, with equal wrapper and native statuses and no outer error. Presented as the embedded Step; outer task details are preserved (inner task details must be absent or equal to them). Wrapper fields: type, status, metadata, task_details, generic{args, result{result, metadata, step_render_info, full_output_uri, payload}}; native fields: type, status, metadata, error, task_details and the body. Permission records, ContentOffset and Append arguments only under their own rules.",
+        reasons: &[
+            Reason::EmbeddedUndecodable,
+            Reason::EmbeddedType,
+            Reason::EmbeddedBody,
+            Reason::EmbeddedOuterOnlyType,
+            Reason::WrapperField,
+            Reason::NativeField,
+            Reason::WrapperResultField,
+            Reason::InnerOnlyTaskDetails,
+            Reason::ConflictingTaskDetails,
+            Reason::StatusMismatch,
+            Reason::CanceledCombination,
+        ],
+    },
+    RuleDoc {
+        rule: RuleId::CanceledCommandStatus,
+        accepts: "A CANCELED wrapper over an embedded RUN_COMMAND Step that is ERROR with error details, or RUNNING without an error; presented as the native Step with the outer CANCELED status. No outer error.",
+        reasons: &[Reason::CanceledCombination],
+    },
+    RuleDoc {
+        rule: RuleId::OuterError,
+        accepts: "An ERROR wrapper with an outer error of only short and full text over an embedded ERROR RUN_COMMAND, CODE_ACTION, VIEW_FILE, GREP_SEARCH, MCP_TOOL, READ_URL_CONTENT or SEARCH_WEB Step whose own error has the same nonempty short error; presented as the native Step with its inner error (the outer error is dropped). GENERATE_IMAGE and LIST_RESOURCES use their own rules; INVOKE_SUBAGENT and any other type fail.",
+        reasons: &[
+            Reason::OuterErrorStatus,
+            Reason::OuterErrorNativeType,
+            Reason::OuterErrorNativeStatus,
+            Reason::OuterErrorShortError,
+            Reason::OuterErrorText,
+        ],
+    },
+];
+
+/// The outer-error rule's shared bounds, under `rule`: "The outer error may
+/// hold only short and full error text", the native Step "must also be ERROR
+/// and its own error must have the same short error".
+pub(crate) fn outer_error_matches(rule: RuleId, w: &Wrapper, n: &DynamicMessage) -> R<()> {
+    let Some(oe) = &w.error else {
+        return reject(Some(rule), Reason::OuterErrorStatus, "no outer error");
+    };
+    ensure(only_short_full(oe), rule, Reason::OuterErrorText, || {
+        extra_field(oe, &["short_error", "full_error"]).unwrap_or_default()
+    })?;
+    let ns = status(n);
+    ensure(ns == ERROR, rule, Reason::OuterErrorNativeStatus, || {
+        ns.clone()
+    })?;
+    let outer = text(oe, "short_error");
+    let inner = sub(n, "error").map(|e| text(&e, "short_error"));
+    ensure(
+        !outer.is_empty() && inner.as_deref() == Some(outer.as_str()),
+        rule,
+        Reason::OuterErrorShortError,
+        || format!("outer {outer:?}, native {:?}", inner.unwrap_or_default()),
+    )
+}
+
+/// "Generic wrappers containing recognized run-command, code-action,
+/// view-file, or invoke-subagent native Steps are replaced with the embedded
+/// Step. Outer task details are preserved; conflicting or inner-only task
+/// details fail. Wrapper and native status must match except for the
+/// qualified command cases."
+///
+/// Bounds: the Any decodes as a Step whose type is one of [`NATIVE`] with its
+/// matching body; the wrapper sets only [`WRAPPER_FIELDS`], the native Step
+/// only [`NATIVE_FIELDS`] and its body, the result only [`RESULT_FIELDS`]
+/// (media only for images). Then, in order: ContentOffset and Append
+/// arguments ([`view_file`], [`write_to_file`]); permission records
+/// ([`permissions`]); with an outer error, the bridge failure, failed
+/// list_resources, failed generate_image or the outer-error rule; without
+/// one, the image mapping, equal statuses, or the CANCELED command cases.
+pub(crate) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &[u8]) -> R<Presented> {
+    let base = RuleId::EmbeddedNativeStep;
+    let n = DynamicMessage::decode(ctx.schema.names.step.clone(), bytes)
+        .or_else(|e| reject(Some(base), Reason::EmbeddedUndecodable, e.to_string()))?;
+    let ntype = step_type(&n);
+    let Some(&(_, body, qualified)) = NATIVE.iter().find(|t| t.0 == ntype) else {
+        return reject(Some(base), Reason::EmbeddedType, ntype);
+    };
+    ensure(has(&n, body), base, Reason::EmbeddedBody, || {
+        format!("{ntype} without {body}")
+    })?;
+    if let Some(f) = w.extra_step_field(WRAPPER_FIELDS) {
+        return reject(Some(base), Reason::WrapperField, f);
+    }
+    if let Some(f) = w.extra_generic_field(&["args", "result"]) {
+        return reject(Some(base), Reason::WrapperField, format!("generic.{f}"));
+    }
+    let mut native_fields = NATIVE_FIELDS.to_vec();
+    native_fields.push(body);
+    if let Some(f) = extra_field(&n, &native_fields) {
+        return reject(Some(base), Reason::NativeField, f);
+    }
+    let result_fields = if qualified == Qualified::Image {
+        IMAGE_RESULT_FIELDS
+    } else {
+        RESULT_FIELDS
+    };
+    if let Some(f) = w.extra_result_field(result_fields) {
+        return reject(Some(base), Reason::WrapperResultField, f);
+    }
+
+    // Task details: outer preserved, inner-only or conflicting fail.
+    let wt = sub(&w.step, "task_details");
+    let nt = sub(&n, "task_details");
+    match (&wt, &nt) {
+        (None, Some(_)) => return reject(Some(base), Reason::InnerOnlyTaskDetails, ""),
+        (Some(a), Some(b)) if !super::fields::same(a, b) => {
+            return reject(Some(base), Reason::ConflictingTaskDetails, "")
+        }
+        _ => {}
+    }
+
+    let mut rules: Vec<RuleId> = Vec::new();
+    if w.args.has("Append") {
+        write_to_file::check_append(w, &n)?;
+        rules.push(RuleId::WriteToFileAppend);
+    }
+    if w.args.has("ContentOffset") {
+        view_file::check_content_offset(w, &n)?;
+        rules.push(RuleId::ViewFileContentOffset);
+    }
+    if super::has_records(&w.step) || super::has_records(&n) {
+        rules.push(permissions::check(w, &n)?);
+    }
+
+    let ws = w.status.clone();
+    let ns = status(&n);
+    let mut presented_status: Option<&str> = None;
+    let route = if w.error.is_some() {
+        if ws != ERROR {
+            return reject(Some(RuleId::OuterError), Reason::OuterErrorStatus, ws);
+        }
+        match ntype.as_str() {
+            RUN_COMMAND if ns == DONE => {
+                command_bridge::check(w, &n)?;
+                presented_status = Some(ERROR);
+                RuleId::CommandBridgeFormatFailure
+            }
+            LIST_RESOURCES => {
+                list_resources::check(w, &n)?;
+                RuleId::FailedListResources
+            }
+            GENERATE_IMAGE => {
+                generate_image::check_failed(w, &n)?;
+                RuleId::FailedGenerateImage
+            }
+            INVOKE_SUBAGENT => {
+                return reject(
+                    Some(RuleId::OuterError),
+                    Reason::OuterErrorNativeType,
+                    ntype,
+                )
+            }
+            _ => {
+                outer_error_matches(RuleId::OuterError, w, &n)?;
+                RuleId::OuterError
+            }
+        }
+    } else {
+        match qualified {
+            Qualified::Image => {
+                generate_image::check_success(w, &n)?;
+                RuleId::EmbeddedImageSuccess
+            }
+            Qualified::OuterErrorOnly if ntype == LIST_RESOURCES => {
+                return reject(
+                    Some(RuleId::FailedListResources),
+                    Reason::ListResourcesOutcome,
+                    format!("{ws} wrapper without an outer error"),
+                )
+            }
+            Qualified::OuterErrorOnly => {
+                return reject(Some(base), Reason::EmbeddedOuterOnlyType, ntype)
+            }
+            Qualified::Recognized if ws == ns => base,
+            Qualified::Recognized if ws == CANCELED && ntype == RUN_COMMAND => {
+                let ok = (ns == ERROR && has(&n, "error")) || (ns == RUNNING && !has(&n, "error"));
+                ensure(
+                    ok,
+                    RuleId::CanceledCommandStatus,
+                    Reason::CanceledCombination,
+                    || format!("CANCELED over {ns}"),
+                )?;
+                presented_status = Some(CANCELED);
+                RuleId::CanceledCommandStatus
+            }
+            Qualified::Recognized if ws == CANCELED => {
+                return reject(
+                    Some(base),
+                    Reason::CanceledCombination,
+                    format!("CANCELED over {ntype} {ns}"),
+                )
+            }
+            Qualified::Recognized => {
+                return reject(
+                    Some(base),
+                    Reason::StatusMismatch,
+                    format!("{ws} over {ns}"),
+                )
+            }
+        }
+    };
+
+    let mut step = n;
+    if let Some(td) = wt {
+        super::fields::set(&mut step, "task_details", Value::Message(td));
+    }
+    if let Some(s) = presented_status {
+        super::fields::set_enum(&mut step, "status", s);
+    }
+    // The primary rule: the most specific one; the rest are extras.
+    let mut all = vec![route];
+    all.extend(rules);
+    if route != base && !all.contains(&base) && qualified == Qualified::Recognized {
+        all.push(base);
+    }
+    let primary = all
+        .iter()
+        .copied()
+        .find(|r| {
+            matches!(
+                r,
+                RuleId::PermissionRunCommand
+                    | RuleId::PermissionViewFile
+                    | RuleId::WriteToFileAppend
+                    | RuleId::ViewFileContentOffset
+            )
+        })
+        .unwrap_or(route);
+    let mut extra: Vec<RuleId> = all.into_iter().filter(|r| *r != primary).collect();
+    extra.dedup();
+    Ok(Presented {
+        step,
+        rule: primary,
+        extra,
+        carried: vec!["generic.result.payload"],
+    })
+}

@@ -1,0 +1,255 @@
+//! Approved permission records on run-command and view-file wrappers.
+
+use super::embedded::{RUN_COMMAND, VIEW_FILE};
+use super::fields::{
+    ensure, enum_name, extra_field, flag, has, messages, reject, same, same_list, same_opt,
+    set_fields, status, step_type, sub, text, Wrapper, DONE, R,
+};
+use super::table::RuleDoc;
+use super::Reason;
+use crate::rules::RuleId;
+use prost_reflect::DynamicMessage;
+
+const REASONS: &[Reason] = &[
+    Reason::PermissionOneCopy,
+    Reason::PermissionCopiesDiffer,
+    Reason::PermissionStatus,
+    Reason::PermissionTool,
+    Reason::PermissionGrant,
+    Reason::PermissionRequest,
+    Reason::PermissionTrigger,
+    Reason::PermissionRejected,
+    Reason::PermissionAnswer,
+];
+
+pub(crate) const DOCS: &[RuleDoc] = &[
+    RuleDoc {
+        rule: RuleId::PermissionRunCommand,
+        accepts: "A DONE run_command wrapper over a DONE embedded RUN_COMMAND Step, both carrying equal permissions and completed_interactions: one grant {action: \"command\", allow: true, target: C, resource: {action: \"command\", target: C}} where C is the native command_line; one completed interaction whose request is only {resource: the grant's resource, trigger_source: TYPE_FORCE_ASK_HOOK} and whose answer is {allow: true, persist_grants: {} (present, empty)} (the response may also carry its trajectory_id and step_index). Presented as the native Step with its copy; the wrapper's copy is dropped.",
+        reasons: REASONS,
+    },
+    RuleDoc {
+        rule: RuleId::PermissionViewFile,
+        accepts: "A DONE view_file wrapper over a DONE embedded VIEW_FILE Step, both carrying equal permissions and completed_interactions: one grant {action: \"read_file\", allow: true, target: P, resource: {action: \"read_file\", target: P}} where P is the AbsolutePath argument (a JSON string); one completed interaction whose request is only {resource: the grant's resource, action_description: nonempty} (no trigger) and whose answer is {allow: true, persist_grants: {} (present, empty)}. Presented as the native Step with its copy.",
+        reasons: REASONS,
+    },
+];
+
+/// "A run-command or view-file step whose call asked for permission and was
+/// approved stores the record on the wrapper and on the native Step:
+/// permissions (the grant) and completed_interactions (the request and its
+/// answer). The ordinary response presents the native Step's copy [...] and
+/// drops the wrapper's. Both copies must be present and equal, both steps
+/// DONE, and the record must be the shape observed in the agy 1.2.17 audit"
+/// (and, for view-file, agy 1.2.16, agy-reader#axnr).
+///
+/// Bounds (see [`DOCS`]): "Any other field in the grant, request or answer,
+/// a rejected request, another trigger, a record on one copy only, or a
+/// wrapper record for any other tool or over any other native type fails."
+/// Returns the rule that qualified the record.
+pub(crate) fn check(w: &Wrapper, n: &DynamicMessage) -> R<RuleId> {
+    let ntype = step_type(n);
+    let (rule, tool, action) = match ntype.as_str() {
+        RUN_COMMAND => (RuleId::PermissionRunCommand, "run_command", "command"),
+        VIEW_FILE => (RuleId::PermissionViewFile, "view_file", "read_file"),
+        _ => {
+            return reject(
+                Some(RuleId::PermissionRunCommand),
+                Reason::PermissionTool,
+                format!("record over {ntype}"),
+            )
+        }
+    };
+    ensure(w.tool == tool, rule, Reason::PermissionTool, || {
+        format!("record on a {} call", w.tool)
+    })?;
+    ensure(
+        !has(&w.step, "requested_interaction") && !has(n, "requested_interaction"),
+        rule,
+        Reason::PermissionRequest,
+        || "a pending requested_interaction".into(),
+    )?;
+    let wp = sub(&w.step, "permissions");
+    let np = sub(n, "permissions");
+    let wc = messages(&w.step, "completed_interactions");
+    let nc = messages(n, "completed_interactions");
+    ensure(
+        wp.is_some() && np.is_some() && !wc.is_empty() && !nc.is_empty(),
+        rule,
+        Reason::PermissionOneCopy,
+        || {
+            format!(
+                "wrapper: permissions {}, interactions {}; native: permissions {}, interactions {}",
+                wp.is_some(),
+                wc.len(),
+                np.is_some(),
+                nc.len()
+            )
+        },
+    )?;
+    ensure(
+        same_opt(&wp, &np) && same_list(&wc, &nc),
+        rule,
+        Reason::PermissionCopiesDiffer,
+        String::new,
+    )?;
+    let (ws, ns) = (status(&w.step), status(n));
+    ensure(
+        ws == DONE && ns == DONE,
+        rule,
+        Reason::PermissionStatus,
+        || format!("{ws} over {ns}"),
+    )?;
+    let target = if rule == RuleId::PermissionRunCommand {
+        sub(n, "run_command")
+            .map(|rc| text(&rc, "command_line"))
+            .unwrap_or_default()
+    } else {
+        match w.args.string("AbsolutePath") {
+            Some(p) => p,
+            None => {
+                return reject(
+                    Some(rule),
+                    Reason::PermissionGrant,
+                    "no AbsolutePath argument",
+                )
+            }
+        }
+    };
+    let Some(np) = np else {
+        return reject(Some(rule), Reason::PermissionOneCopy, "");
+    };
+    let grant = check_grant(rule, &np, action, &target)?;
+    ensure(nc.len() == 1, rule, Reason::PermissionRequest, || {
+        format!("{} completed interactions", nc.len())
+    })?;
+    let ci = &nc[0];
+    ensure(
+        extra_field(ci, &["request", "response"]).is_none()
+            && has(ci, "request")
+            && has(ci, "response"),
+        rule,
+        Reason::PermissionRequest,
+        || "interaction without exactly a request and a response".into(),
+    )?;
+    let request = sub(ci, "request").unwrap_or_else(|| ci.clone());
+    ensure(
+        set_fields(&request) == ["permission"],
+        rule,
+        Reason::PermissionRequest,
+        || format!("request fields {:?}", set_fields(&request)),
+    )?;
+    let perm = sub(&request, "permission").unwrap_or_else(|| request.clone());
+    let trigger = has(&perm, "trigger_source").then(|| enum_name(&perm, "trigger_source"));
+    let expected_fields: &[&str] = if rule == RuleId::PermissionRunCommand {
+        ensure(
+            trigger.as_deref() == Some("TYPE_FORCE_ASK_HOOK"),
+            rule,
+            Reason::PermissionTrigger,
+            || trigger.clone().unwrap_or_else(|| "no trigger".into()),
+        )?;
+        &["resource", "trigger_source"]
+    } else {
+        ensure(trigger.is_none(), rule, Reason::PermissionTrigger, || {
+            trigger.clone().unwrap_or_default()
+        })?;
+        ensure(
+            !text(&perm, "action_description").is_empty(),
+            rule,
+            Reason::PermissionRequest,
+            || "no action description".into(),
+        )?;
+        &["resource", "action_description"]
+    };
+    let pf = set_fields(&perm);
+    ensure(
+        pf.len() == expected_fields.len()
+            && expected_fields.iter().all(|f| pf.iter().any(|x| x == f)),
+        rule,
+        Reason::PermissionRequest,
+        || format!("request fields {pf:?}"),
+    )?;
+    ensure(
+        sub(&perm, "resource").is_some_and(|r| same(&r, &grant)),
+        rule,
+        Reason::PermissionRequest,
+        || "request resource differs from the grant's".into(),
+    )?;
+    check_answer(rule, ci)?;
+    Ok(rule)
+}
+
+/// The single allowing grant; returns its resource.
+fn check_grant(
+    rule: RuleId,
+    perms: &DynamicMessage,
+    action: &str,
+    target: &str,
+) -> R<DynamicMessage> {
+    let grants = messages(perms, "permission_grants");
+    ensure(
+        set_fields(perms) == ["permission_grants"] && grants.len() == 1,
+        rule,
+        Reason::PermissionGrant,
+        || format!("{} grants, fields {:?}", grants.len(), set_fields(perms)),
+    )?;
+    let g = &grants[0];
+    ensure(
+        set_fields(g) == ["action", "allow", "resource", "target"],
+        rule,
+        Reason::PermissionGrant,
+        || format!("grant fields {:?}", set_fields(g)),
+    )?;
+    let resource = sub(g, "resource").unwrap_or_else(|| g.clone());
+    ensure(
+        flag(g, "allow")
+            && text(g, "action") == action
+            && text(g, "target") == target
+            && set_fields(&resource) == ["action", "target"]
+            && text(&resource, "action") == action
+            && text(&resource, "target") == target,
+        rule,
+        Reason::PermissionGrant,
+        || {
+            format!(
+                "grant {:?} on {:?} (resource {:?} on {:?}), expected an allowing {action:?} grant on {target:?}",
+                text(g, "action"),
+                text(g, "target"),
+                text(&resource, "action"),
+                text(&resource, "target")
+            )
+        },
+    )?;
+    Ok(resource)
+}
+
+/// "answered with allow, with an empty persist_grants".
+fn check_answer(rule: RuleId, ci: &DynamicMessage) -> R<()> {
+    let Some(resp) = sub(ci, "response") else {
+        return reject(Some(rule), Reason::PermissionAnswer, "no answer");
+    };
+    if let Some(f) = extra_field(&resp, &["permission", "trajectory_id", "step_index"]) {
+        return reject(
+            Some(rule),
+            Reason::PermissionAnswer,
+            format!("response.{f}"),
+        );
+    }
+    let Some(answer) = sub(&resp, "permission") else {
+        return reject(Some(rule), Reason::PermissionAnswer, "no permission answer");
+    };
+    ensure(
+        has(&answer, "allow") && flag(&answer, "allow"),
+        rule,
+        Reason::PermissionRejected,
+        || "the answer does not allow".into(),
+    )?;
+    let pg = sub(&answer, "persist_grants");
+    ensure(
+        set_fields(&answer) == ["allow", "persist_grants"]
+            && pg.is_some_and(|p| set_fields(&p).is_empty()),
+        rule,
+        Reason::PermissionAnswer,
+        || format!("answer fields {:?}", set_fields(&answer)),
+    )
+}

@@ -1,0 +1,619 @@
+//! Resultless wrappers: generic steps with arguments but no result. Failed
+//! before the tool ran (presented unchanged), and the run_command shapes
+//! presented as RUN_COMMAND steps: hook-denied, rejected permission request,
+//! canceled while the prompt was open. The missing-toolSummary rejection and
+//! the BUILTIN view_file have their own files.
+
+use super::embedded::RUN_COMMAND;
+use super::fields::{
+    ensure, enum_name, extra_field, has, history, hooks, messages, new_sub, only_short_full,
+    plain_for_go_quote, reject, set, set_enum, set_fields, single_allow_hook, sub, text,
+    tool_source, Wrapper, CANCELED, ERROR, INVALID, R, RUNNING, WAITING,
+};
+use super::table::RuleDoc;
+use super::{missing_tool_summary, unqualified, view_file, Ctx, Presented, Reason};
+use crate::rules::RuleId;
+use prost_reflect::{DynamicMessage, ReflectMessage, Value};
+
+/// The prefix of a PreToolUse hook denial.
+pub(crate) const HOOK_DENIED_PREFIX: &str = "tool call denied by pre-tool hook:";
+/// The prefix of a rejected permission request's error.
+pub(crate) const PERMISSION_DENIED_PREFIX: &str = "permission check failed for command ";
+/// The prefix of a generate_image argument rejection.
+pub(crate) const INVALID_ARGUMENTS_PREFIX: &str = "invalid arguments:";
+
+/// Per-tool bounds of a wrapper that failed before its tool ran:
+/// (tool, statuses, required arguments, allowed arguments).
+type ToolBounds = (
+    &'static str,
+    &'static [&'static str],
+    &'static [&'static str],
+    &'static [&'static str],
+);
+
+pub(crate) const FAILED_BEFORE_RUN: &[ToolBounds] = &[
+    (
+        "write_to_file",
+        &[ERROR, INVALID],
+        &["TargetFile"],
+        &[
+            "TargetFile",
+            "CodeContent",
+            "EmptyFile",
+            "Overwrite",
+            "Description",
+            "Complexity",
+            "toolAction",
+            "toolSummary",
+        ],
+    ),
+    (
+        "view_file",
+        &[ERROR],
+        &["AbsolutePath"],
+        &[
+            "AbsolutePath",
+            "StartLine",
+            "EndLine",
+            "toolAction",
+            "toolSummary",
+        ],
+    ),
+    (
+        "find_by_name",
+        &[ERROR],
+        &["SearchDirectory", "Pattern"],
+        &[
+            "SearchDirectory",
+            "Pattern",
+            "Excludes",
+            "Type",
+            "MaxDepth",
+            "Extensions",
+            "FullPath",
+            "toolAction",
+            "toolSummary",
+        ],
+    ),
+    (
+        "list_dir",
+        &[ERROR],
+        &["DirectoryPath"],
+        &["DirectoryPath", "toolAction", "toolSummary"],
+    ),
+    (
+        "schedule",
+        &[ERROR],
+        &[],
+        &["DurationSeconds", "Prompt", "TimerCondition"],
+    ),
+    (
+        "generate_image",
+        &[INVALID],
+        &["AspectRatio", "ImageName", "Prompt"],
+        &["AspectRatio", "ImageName", "Prompt"],
+    ),
+];
+
+const COMMAND_ARGS: &[&str] = &["CommandLine", "Cwd", "WaitMsBeforeAsync"];
+
+pub(crate) const DOCS: &[RuleDoc] = &[
+    RuleDoc {
+        rule: RuleId::ResultlessFailedBeforeRun,
+        accepts: "A resultless wrapper (arguments, an outer error of only short and full text, no result; only the type, status, metadata, error and generic.args fields), presented unchanged: write_to_file (ERROR or INVALID; requires TargetFile; allows CodeContent, EmptyFile, Overwrite, Description, Complexity, toolAction, toolSummary), view_file without a recorded tool source (ERROR; requires AbsolutePath; allows StartLine, EndLine, toolAction, toolSummary), find_by_name (ERROR; requires SearchDirectory, Pattern; allows Excludes, Type, MaxDepth, Extensions, FullPath, toolAction, toolSummary), list_dir (ERROR; requires DirectoryPath; allows toolAction, toolSummary), schedule (ERROR; at least one of DurationSeconds, Prompt, TimerCondition and nothing else), generate_image (INVALID only; exactly AspectRatio, ImageName and Prompt; the outer error starts `invalid arguments:`).",
+        reasons: &[
+            Reason::ResultlessNoError,
+            Reason::ResultlessExtraField,
+            Reason::ResultlessTool,
+            Reason::ResultlessStatus,
+            Reason::ResultlessArguments,
+            Reason::ResultlessErrorPrefix,
+            Reason::OuterErrorText,
+        ],
+    },
+    RuleDoc {
+        rule: RuleId::ResultlessHookDenied,
+        accepts: "A resultless run_command wrapper with status ERROR, exactly the arguments CommandLine and Cwd (JSON strings) and WaitMsBeforeAsync (a canonical decimal), an outer error of only short and full text both starting `tool call denied by pre-tool hook:`, and exactly one pre-tool hook result: a deny with a nonempty reason that the short error repeats after the prefix. Presented as a RUN_COMMAND step keeping the status, metadata and error, with run_command {command_line and proposed_command_line: CommandLine, cwd: Cwd, blocking: true, combined_output: {}}.",
+        reasons: &[
+            Reason::ResultlessExtraField,
+            Reason::ResultlessArguments,
+            Reason::ResultlessErrorPrefix,
+            Reason::OuterErrorText,
+            Reason::HookDenyResult,
+        ],
+    },
+    RuleDoc {
+        rule: RuleId::ResultlessRejectedPermission,
+        accepts: "A resultless run_command wrapper with status ERROR, the arguments CommandLine, Cwd, WaitMsBeforeAsync (and optionally BypassSandbox \"false\") repeating the metadata tool call, no permissions grant, exactly one pre-tool hook result {decision: allow}, an outer error whose short and full text are both exactly `permission check failed for command \"C\": user denied permission to run command:` / C / a nonempty advice line mentioning circumvent (three lines, C plain printable ASCII without quote or backslash, so Go %q adds only the quotes), and one completed interaction: a request of exactly resource (target C), persist_suggestion_type, suggested_persist_pattern, action_description, shell_name and trigger_source TYPE_DEFAULT_FALLBACK (no trigger_detail), answered with no allow field and an empty persist_grants. Presented as a RUN_COMMAND step built like the hook-denied one, keeping status, metadata, error and the completed request.",
+        reasons: &[
+            Reason::ResultlessExtraField,
+            Reason::ResultlessArguments,
+            Reason::ResultlessErrorPrefix,
+            Reason::OuterErrorText,
+            Reason::ArgumentsRepeatToolCall,
+            Reason::HookAllowResult,
+            Reason::RejectedInteraction,
+            Reason::RejectedAnswer,
+            Reason::RejectedTrigger,
+            Reason::RejectedGrant,
+            Reason::RejectedBypass,
+        ],
+    },
+    RuleDoc {
+        rule: RuleId::ResultlessCanceledPrompt,
+        accepts: "A resultless run_command wrapper with status CANCELED, exactly the arguments CommandLine, Cwd and WaitMsBeforeAsync repeating the metadata tool call, no error, grant, interaction record (pending or completed) or task details, exactly one pre-tool hook result {decision: allow}, and a status history ending WAITING, RUNNING, CANCELED. Presented as a RUN_COMMAND step built like the hook-denied one, keeping status and metadata.",
+        reasons: &[
+            Reason::ResultlessExtraField,
+            Reason::ResultlessArguments,
+            Reason::ArgumentsRepeatToolCall,
+            Reason::HookAllowResult,
+            Reason::CanceledPromptRecord,
+            Reason::CanceledPromptHistory,
+        ],
+    },
+];
+
+/// Dispatches a resultless wrapper by tool, status and error text.
+pub(crate) fn project(ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
+    match w.tool.as_str() {
+        "run_command" => {
+            if w.status == INVALID {
+                return missing_tool_summary::project(ctx, w);
+            }
+            if w.status == CANCELED {
+                return canceled_prompt(w);
+            }
+            if w.status != ERROR {
+                return reject(
+                    None,
+                    Reason::ResultlessStatus,
+                    format!("run_command {}", w.status),
+                );
+            }
+            let Some(err) = &w.error else {
+                return reject(None, Reason::ResultlessNoError, "run_command");
+            };
+            let short = text(err, "short_error");
+            if short.starts_with(HOOK_DENIED_PREFIX) {
+                hook_denied(w)
+            } else if short.starts_with(PERMISSION_DENIED_PREFIX) {
+                rejected_permission(w)
+            } else {
+                reject(
+                    None,
+                    Reason::ResultlessErrorPrefix,
+                    format!("run_command error {short:?}"),
+                )
+            }
+        }
+        "view_file" => {
+            if w.status == INVALID {
+                missing_tool_summary::project(ctx, w)
+            } else if w.status == ERROR && tool_source(&w.step).is_none() {
+                failed_before_run(w)
+            } else {
+                view_file::project_builtin(ctx, w)
+            }
+        }
+        t if FAILED_BEFORE_RUN.iter().any(|b| b.0 == t) => failed_before_run(w),
+        "" => unqualified(w),
+        t => reject(None, Reason::ResultlessTool, t.to_string()),
+    }
+}
+
+/// Only type, status, metadata, error and generic.args (plus `extra`).
+fn only_resultless_fields(rule: RuleId, w: &Wrapper, extra: &[&str]) -> R<()> {
+    let mut allowed = vec!["type", "status", "metadata", "error", "generic"];
+    allowed.extend_from_slice(extra);
+    if let Some(f) = w.extra_step_field(&allowed) {
+        return reject(Some(rule), Reason::ResultlessExtraField, f);
+    }
+    if let Some(f) = w.extra_generic_field(&["args"]) {
+        return reject(
+            Some(rule),
+            Reason::ResultlessExtraField,
+            format!("generic.{f}"),
+        );
+    }
+    Ok(())
+}
+
+/// The outer error, required, of only short and full text.
+fn short_full_error(rule: RuleId, w: &Wrapper) -> R<DynamicMessage> {
+    let Some(err) = w.error.clone() else {
+        return reject(Some(rule), Reason::ResultlessNoError, w.tool.clone());
+    };
+    ensure(only_short_full(&err), rule, Reason::OuterErrorText, || {
+        extra_field(&err, &["short_error", "full_error"]).unwrap_or_default()
+    })?;
+    Ok(err)
+}
+
+/// "A wrapper that failed before its tool ran stores arguments and an outer
+/// error but no result. With status ERROR, the ordinary response presents it
+/// unchanged for write_to_file, view_file without a recorded tool source,
+/// find_by_name, list_dir and schedule, with arguments bounded per tool.
+/// write_to_file is also accepted with status INVALID. A generate_image call
+/// whose arguments the tool rejected has status INVALID only, an outer error
+/// starting invalid arguments: and the arguments AspectRatio, ImageName and
+/// Prompt; the ordinary response presents it unchanged. [...] Both outer
+/// errors may hold only short and full error text. A resultless wrapper
+/// without an outer error [...], with extra wrapper fields, or for any other
+/// tool fails."
+///
+/// Bounds: the per-tool statuses and arguments of [`FAILED_BEFORE_RUN`]
+/// (the specification does not list the other tools' arguments; these sets
+/// are this reader's bounds). For generate_image the short error, and the
+/// full error when set, start with `invalid arguments:`.
+fn failed_before_run(w: &Wrapper) -> R<Presented> {
+    let rule = RuleId::ResultlessFailedBeforeRun;
+    let Some(&(tool, statuses, required, allowed)) =
+        FAILED_BEFORE_RUN.iter().find(|b| b.0 == w.tool)
+    else {
+        return reject(Some(rule), Reason::ResultlessTool, w.tool.clone());
+    };
+    only_resultless_fields(rule, w, &[])?;
+    let err = short_full_error(rule, w)?;
+    ensure(
+        statuses.contains(&w.status.as_str()),
+        rule,
+        Reason::ResultlessStatus,
+        || format!("{tool} {}", w.status),
+    )?;
+    if let Some(k) = w.args.extra_key(allowed) {
+        return reject(
+            Some(rule),
+            Reason::ResultlessArguments,
+            format!("{tool} argument {k}"),
+        );
+    }
+    let missing: Vec<&str> = required
+        .iter()
+        .copied()
+        .filter(|k| !w.args.has(k))
+        .collect();
+    ensure(
+        missing.is_empty() && !w.args.0.is_empty(),
+        rule,
+        Reason::ResultlessArguments,
+        || format!("{tool} without {missing:?}"),
+    )?;
+    if tool == "generate_image" {
+        let (short, full) = (text(&err, "short_error"), text(&err, "full_error"));
+        ensure(
+            short.starts_with(INVALID_ARGUMENTS_PREFIX)
+                && (full.is_empty() || full.starts_with(INVALID_ARGUMENTS_PREFIX)),
+            rule,
+            Reason::ResultlessErrorPrefix,
+            || format!("{short:?}"),
+        )?;
+    }
+    Ok(Presented::unchanged(&w.step, rule))
+}
+
+/// CommandLine and Cwd as JSON strings, WaitMsBeforeAsync as a canonical decimal.
+fn command_args(rule: RuleId, w: &Wrapper) -> R<(String, String)> {
+    let cmd = w.args.string("CommandLine");
+    let cwd = w.args.string("Cwd");
+    match (cmd, cwd, w.args.canonical_uint("WaitMsBeforeAsync")) {
+        (Some(cmd), Some(cwd), Some(_)) => Ok((cmd, cwd)),
+        _ => reject(
+            Some(rule),
+            Reason::ResultlessArguments,
+            "CommandLine and Cwd must be JSON strings, WaitMsBeforeAsync a canonical decimal",
+        ),
+    }
+}
+
+/// The RUN_COMMAND step presented for a resultless run_command: the
+/// wrapper's status and metadata (and error and completed interactions when
+/// asked), with the command line (also as the proposed command line), the
+/// working directory, a blocking call and empty combined output.
+fn command_step(
+    w: &Wrapper,
+    cmd: &str,
+    cwd: &str,
+    keep_error: bool,
+    keep_interactions: bool,
+) -> R<DynamicMessage> {
+    let mut step = DynamicMessage::new(w.step.descriptor());
+    set_enum(&mut step, "type", RUN_COMMAND);
+    set_enum(&mut step, "status", &w.status);
+    if let Some(m) = w.metadata() {
+        set(&mut step, "metadata", Value::Message(m));
+    }
+    if keep_error {
+        if let Some(e) = &w.error {
+            set(&mut step, "error", Value::Message(e.clone()));
+        }
+    }
+    if keep_interactions {
+        if let Some(v) = w.step.get_field_by_name("completed_interactions") {
+            set(&mut step, "completed_interactions", v.into_owned());
+        }
+    }
+    let (Some(mut rc), Some(out)) = (
+        new_sub(&step, "run_command"),
+        new_sub(&step, "run_command").and_then(|rc| new_sub(&rc, "combined_output")),
+    ) else {
+        return reject(
+            None,
+            Reason::UnqualifiedGeneric,
+            "the schema has no Step.run_command",
+        );
+    };
+    set(&mut rc, "command_line", Value::String(cmd.to_string()));
+    set(
+        &mut rc,
+        "proposed_command_line",
+        Value::String(cmd.to_string()),
+    );
+    set(&mut rc, "cwd", Value::String(cwd.to_string()));
+    set(&mut rc, "blocking", Value::Bool(true));
+    set(&mut rc, "combined_output", Value::Message(out));
+    set(&mut step, "run_command", Value::Message(rc));
+    Ok(step)
+}
+
+/// "A run_command call that a PreToolUse hook denied has status ERROR, an
+/// outer error starting tool call denied by pre-tool hook: and the arguments
+/// CommandLine, Cwd and WaitMsBeforeAsync; its metadata must record exactly
+/// one hook result, a deny whose reason the error repeats. The ordinary
+/// response presents it as a RUN_COMMAND step that keeps the status, metadata
+/// and error, with the command line (also as the proposed command line),
+/// working directory, a blocking call and empty combined output taken from
+/// the arguments."
+///
+/// Bounds: exactly those three arguments; the short error (and the full
+/// error when set) starts with the prefix, and the short error's remainder
+/// contains the hook's nonempty reason; the one hook result sets only
+/// hook_name, decision (DENY) and reason; only short and full error text;
+/// no extra wrapper fields.
+fn hook_denied(w: &Wrapper) -> R<Presented> {
+    let rule = RuleId::ResultlessHookDenied;
+    only_resultless_fields(rule, w, &[])?;
+    let err = short_full_error(rule, w)?;
+    ensure(
+        w.args.keys_are(COMMAND_ARGS),
+        rule,
+        Reason::ResultlessArguments,
+        || format!("{:?}", w.args.keys()),
+    )?;
+    let (cmd, cwd) = command_args(rule, w)?;
+    let (short, full) = (text(&err, "short_error"), text(&err, "full_error"));
+    ensure(
+        full.is_empty() || full.starts_with(HOOK_DENIED_PREFIX),
+        rule,
+        Reason::ResultlessErrorPrefix,
+        || format!("full error {full:?}"),
+    )?;
+    let h = hooks(&w.step);
+    let deny = h.len() == 1
+        && extra_field(&h[0], &["hook_name", "decision", "reason"]).is_none()
+        && enum_name(&h[0], "decision") == "DECISION_DENY"
+        && !text(&h[0], "reason").is_empty()
+        && short
+            .strip_prefix(HOOK_DENIED_PREFIX)
+            .is_some_and(|rest| rest.contains(&text(&h[0], "reason")));
+    ensure(deny, rule, Reason::HookDenyResult, || {
+        format!("{} hook results", h.len())
+    })?;
+    Ok(Presented {
+        step: command_step(w, &cmd, &cwd, true, false)?,
+        rule,
+        extra: Vec::new(),
+        carried: Vec::new(),
+    })
+}
+
+/// The three-line error of a rejected request for `cmd`, minus the advice
+/// line: Go `%q` of a plain command is the command in double quotes.
+fn rejected_error_head(cmd: &str) -> String {
+    format!("permission check failed for command \"{cmd}\": user denied permission to run command:")
+}
+
+/// "A run_command call whose permission request was rejected (agy 1.3.1,
+/// agy-reader#xyfe) is also resultless. [...] The wrapper has status ERROR,
+/// the arguments CommandLine, Cwd and WaitMsBeforeAsync (the headless child
+/// also BypassSandbox "false"), no result and no permissions grant. Its
+/// metadata records exactly one pre-tool hook result, {decision: allow}, with
+/// no reason [...]. Its outer error holds only short and full text, both
+/// exactly permission check failed for command "<command>": user denied
+/// permission to run command:, the command, and agy's advice not to
+/// circumvent the denial, on three lines. It keeps the completed request in
+/// completed_interactions: one permission request for that command with only
+/// a resource, a suggested persist type and pattern, an action description,
+/// the shell name and a TYPE_DEFAULT_FALLBACK trigger with no detail,
+/// answered with no allow field and an empty persist_grants."
+///
+/// Bounds: "The dropped arguments must repeat the presented tool call. The
+/// quoted command in the error is taken to be Go %q quoting; only plain
+/// commands were observed, and a different quoting fails closed. An answer
+/// that allows, another trigger, a changed error, a missing or second
+/// interaction, a grant, a hook result other than the one allow, another
+/// status, BypassSandbox "true", or any other field fails." The advice
+/// line's exact wording is not in the specification: it must be nonempty
+/// and mention "circumvent", identical in the short and full text.
+fn rejected_permission(w: &Wrapper) -> R<Presented> {
+    let rule = RuleId::ResultlessRejectedPermission;
+    ensure(
+        !has(&w.step, "permissions"),
+        rule,
+        Reason::RejectedGrant,
+        String::new,
+    )?;
+    only_resultless_fields(rule, w, &["completed_interactions"])?;
+    let err = short_full_error(rule, w)?;
+    let with_bypass = w.args.has("BypassSandbox");
+    if with_bypass && w.args.raw("BypassSandbox") != Some("\"false\"") {
+        return reject(
+            Some(rule),
+            Reason::RejectedBypass,
+            w.args.raw("BypassSandbox").unwrap_or_default().to_string(),
+        );
+    }
+    let keys: &[&str] = if with_bypass {
+        &["CommandLine", "Cwd", "WaitMsBeforeAsync", "BypassSandbox"]
+    } else {
+        COMMAND_ARGS
+    };
+    ensure(
+        w.args.keys_are(keys),
+        rule,
+        Reason::ResultlessArguments,
+        || format!("{:?}", w.args.keys()),
+    )?;
+    let (cmd, cwd) = command_args(rule, w)?;
+    ensure(
+        w.args.repeat_tool_call(&w.step),
+        rule,
+        Reason::ArgumentsRepeatToolCall,
+        String::new,
+    )?;
+    ensure(
+        single_allow_hook(&w.step),
+        rule,
+        Reason::HookAllowResult,
+        || format!("{} hook results", hooks(&w.step).len()),
+    )?;
+    let (short, full) = (text(&err, "short_error"), text(&err, "full_error"));
+    let lines: Vec<&str> = short.split('\n').collect();
+    let ok = plain_for_go_quote(&cmd)
+        && short == full
+        && lines.len() == 3
+        && lines[0] == rejected_error_head(&cmd)
+        && lines[1] == cmd
+        && !lines[2].trim().is_empty()
+        && lines[2].contains("circumvent");
+    ensure(ok, rule, Reason::ResultlessErrorPrefix, || {
+        format!("{short:?}")
+    })?;
+    check_rejected_interaction(rule, w, &cmd)?;
+    Ok(Presented {
+        step: command_step(w, &cmd, &cwd, true, true)?,
+        rule,
+        extra: Vec::new(),
+        carried: Vec::new(),
+    })
+}
+
+fn check_rejected_interaction(rule: RuleId, w: &Wrapper, cmd: &str) -> R<()> {
+    let fail = |d: String| reject(Some(rule), Reason::RejectedInteraction, d);
+    let ci = messages(&w.step, "completed_interactions");
+    if ci.len() != 1 {
+        return fail(format!("{} completed interactions", ci.len()));
+    }
+    let ci = &ci[0];
+    if set_fields(ci) != ["request", "response"] {
+        return fail(format!("interaction fields {:?}", set_fields(ci)));
+    }
+    let Some(req) = sub(ci, "request").filter(|r| set_fields(r) == ["permission"]) else {
+        return fail("request other than one permission request".into());
+    };
+    let Some(perm) = sub(&req, "permission") else {
+        return fail("no permission request".into());
+    };
+    let trigger = enum_name(&perm, "trigger_source");
+    if trigger != "TYPE_DEFAULT_FALLBACK" {
+        return reject(Some(rule), Reason::RejectedTrigger, trigger);
+    }
+    let mut pf = set_fields(&perm);
+    pf.sort();
+    let mut want = vec![
+        "action_description",
+        "persist_suggestion_type",
+        "resource",
+        "shell_name",
+        "suggested_persist_pattern",
+        "trigger_source",
+    ];
+    want.sort_unstable();
+    if pf != want {
+        return fail(format!("request fields {pf:?}"));
+    }
+    let resource_ok = sub(&perm, "resource").is_some_and(|r| {
+        extra_field(&r, &["action", "target"]).is_none() && text(&r, "target") == cmd
+    });
+    if !resource_ok {
+        return fail("request resource is not the command".into());
+    }
+    let Some(resp) = sub(ci, "response") else {
+        return fail("no answer".into());
+    };
+    if let Some(f) = extra_field(&resp, &["permission", "trajectory_id", "step_index"]) {
+        return fail(format!("response.{f}"));
+    }
+    let Some(answer) = sub(&resp, "permission") else {
+        return fail("no permission answer".into());
+    };
+    if has(&answer, "allow") {
+        return reject(Some(rule), Reason::RejectedAnswer, "allow field present");
+    }
+    let empty_grants = sub(&answer, "persist_grants").is_some_and(|p| set_fields(&p).is_empty());
+    if set_fields(&answer) != ["persist_grants"] || !empty_grants {
+        return fail(format!("answer fields {:?}", set_fields(&answer)));
+    }
+    Ok(())
+}
+
+/// "A run_command call canceled while its permission prompt was still open
+/// (agy 1.3.1, agy-reader#3cxt) is the one resultless wrapper without an
+/// outer error. [...] The wrapper has status CANCELED, the arguments
+/// CommandLine, Cwd and WaitMsBeforeAsync, no result, no error, no
+/// permissions grant and no interaction record, pending or completed. Its
+/// metadata records exactly one pre-tool hook result, {decision: allow}, [...]
+/// and a status history whose last three entries are WAITING, RUNNING,
+/// CANCELED [...]. The ordinary response presents it as a RUN_COMMAND step
+/// built like the hook-denied one, keeping the status and metadata".
+///
+/// Bounds: "The dropped arguments must repeat the presented tool call. An
+/// outer error, a grant, an interaction record, task details, BypassSandbox
+/// or any other argument, a hook result other than the one allow, a status
+/// history that does not end that way, another status or another tool fails."
+fn canceled_prompt(w: &Wrapper) -> R<Presented> {
+    let rule = RuleId::ResultlessCanceledPrompt;
+    for f in [
+        "error",
+        "permissions",
+        "completed_interactions",
+        "requested_interaction",
+        "task_details",
+    ] {
+        ensure(!has(&w.step, f), rule, Reason::CanceledPromptRecord, || {
+            f.into()
+        })?;
+    }
+    only_resultless_fields(rule, w, &[])?;
+    ensure(
+        w.args.keys_are(COMMAND_ARGS),
+        rule,
+        Reason::ResultlessArguments,
+        || format!("{:?}", w.args.keys()),
+    )?;
+    let (cmd, cwd) = command_args(rule, w)?;
+    ensure(
+        w.args.repeat_tool_call(&w.step),
+        rule,
+        Reason::ArgumentsRepeatToolCall,
+        String::new,
+    )?;
+    ensure(
+        single_allow_hook(&w.step),
+        rule,
+        Reason::HookAllowResult,
+        || format!("{} hook results", hooks(&w.step).len()),
+    )?;
+    let h = history(&w.step);
+    ensure(
+        h.len() >= 3 && h[h.len() - 3..] == [WAITING, RUNNING, CANCELED],
+        rule,
+        Reason::CanceledPromptHistory,
+        || format!("{h:?}"),
+    )?;
+    Ok(Presented {
+        step: command_step(w, &cmd, &cwd, false, false)?,
+        rule,
+        extra: Vec::new(),
+        carried: Vec::new(),
+    })
+}

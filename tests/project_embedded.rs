@@ -1,0 +1,538 @@
+//! Embedded native Steps, canceled command status and the outer-error rule.
+
+mod common;
+
+use agy_audit::project::Reason;
+use agy_audit::rules::RuleId;
+use common::*;
+
+fn cmd_args() -> Json {
+    json!({"CommandLine": "ls", "Cwd": "/work", "WaitMsBeforeAsync": 5000})
+}
+
+fn native_cmd(status: &str) -> Json {
+    json!({
+        "type": "CORTEX_STEP_TYPE_RUN_COMMAND", "status": status,
+        "metadata": {"createdAt": "2026-11-01T10:00:03Z", "toolCall": tool_call("run_command", &cmd_args())},
+        "runCommand": {"commandLine": "ls", "cwd": "/work", "exitCode": 0, "combinedOutput": {"full": "a b"}}
+    })
+}
+
+fn cmd_wrapper(ws: &str, ns: &str) -> Json {
+    wrapper_over(
+        "run_command",
+        &format!("CORTEX_STEP_STATUS_{ws}"),
+        &cmd_args(),
+        &native_cmd(&format!("CORTEX_STEP_STATUS_{ns}")),
+    )
+}
+
+fn native(ty: &str, status: &str, body: &str, b: Json) -> Json {
+    let mut n = json!({"type": format!("CORTEX_STEP_TYPE_{ty}"), "status": format!("CORTEX_STEP_STATUS_{status}"),
+                       "metadata": {"createdAt": "2026-11-01T10:00:03Z"}});
+    n[body] = b;
+    n
+}
+
+const PAYLOAD: &str = "/generic/result/payload";
+
+#[test]
+fn ordinary_steps_pass_through_unchanged() {
+    let s = schema();
+    let conv = Conv::basic(&s);
+    let p = agy_audit::project::project(&s, &trajectory_of(&s, &conv)).expect("projects");
+    assert_eq!(p.step_rules, vec![RuleId::Passthrough; 3]);
+    assert!(p.dropped.is_empty(), "{:?}", p.dropped);
+    assert_eq!(
+        agy_audit::schema::to_daemon_json(&p.ordinary),
+        agy_audit::schema::to_daemon_json(&trajectory_of(&s, &conv))
+    );
+}
+
+#[test]
+fn run_command_wrapper_presents_the_embedded_step() {
+    let s = schema();
+    let (got, rule, p) = accept_one(&s, &cmd_wrapper("DONE", "DONE"));
+    assert_eq!(rule, RuleId::EmbeddedNativeStep);
+    assert_eq!(
+        got,
+        normalized_step(&s, &native_cmd("CORTEX_STEP_STATUS_DONE"))
+    );
+    assert_eq!(got["runCommand"]["combinedOutput"]["full"], "a b");
+    for d in [
+        "steps[0].generic.args.CommandLine",
+        "steps[0].generic.result.result",
+        "steps[0].type",
+    ] {
+        assert!(
+            p.dropped.iter().any(|x| x == d),
+            "{d} not in {:?}",
+            p.dropped
+        );
+    }
+    assert!(
+        !p.dropped.iter().any(|x| x.contains("payload")),
+        "{:?}",
+        p.dropped
+    );
+}
+
+#[test]
+fn code_action_view_file_and_invoke_subagent_wrappers_are_replaced() {
+    let s = schema();
+    for (tool, n) in [
+        (
+            "write_to_file",
+            native(
+                "CODE_ACTION",
+                "DONE",
+                "codeAction",
+                json!({"description": "create a.txt",
+            "actionSpec": {"createFile": {"path": {"absoluteUri": "file:///work/a.txt"}}}}),
+            ),
+        ),
+        (
+            "view_file",
+            native(
+                "VIEW_FILE",
+                "DONE",
+                "viewFile",
+                json!({"absolutePathUri": "file:///work/a.txt", "content": "x"}),
+            ),
+        ),
+        (
+            "invoke_subagent",
+            native(
+                "INVOKE_SUBAGENT",
+                "DONE",
+                "invokeSubagent",
+                json!({"subagentName": "r", "prompt": "p",
+            "results": [{"conversationId": "c1"}]}),
+            ),
+        ),
+    ] {
+        let w = wrapper_over(tool, "CORTEX_STEP_STATUS_DONE", &json!({"X": "y"}), &n);
+        let (got, rule, _) = accept_one(&s, &w);
+        assert_eq!(rule, RuleId::EmbeddedNativeStep, "{tool}");
+        assert_eq!(got, normalized_step(&s, &n), "{tool}");
+    }
+}
+
+#[test]
+fn outer_task_details_are_preserved() {
+    let s = schema();
+    let td = json!({"id": "conv/task-3", "commandLine": "ls", "shortDescription": "listing"});
+    let w = with(&cmd_wrapper("DONE", "DONE"), "/taskDetails", td.clone());
+    let (got, _, _) = accept_one(&s, &w);
+    assert_eq!(got["taskDetails"], td);
+    // Equal inner task details are not a conflict.
+    let both = with(&w, &format!("{PAYLOAD}/taskDetails"), td.clone());
+    assert_eq!(accept_one(&s, &both).0["taskDetails"], td);
+}
+
+#[test]
+fn inner_only_and_conflicting_task_details_fail() {
+    let s = schema();
+    let inner = with(
+        &cmd_wrapper("DONE", "DONE"),
+        &format!("{PAYLOAD}/taskDetails"),
+        json!({"id": "t"}),
+    );
+    assert_refuses(
+        &s,
+        &inner,
+        Reason::InnerOnlyTaskDetails,
+        Some(RuleId::EmbeddedNativeStep),
+    );
+    let conflicting = with(&inner, "/taskDetails", json!({"id": "other"}));
+    assert_refuses(
+        &s,
+        &conflicting,
+        Reason::ConflictingTaskDetails,
+        Some(RuleId::EmbeddedNativeStep),
+    );
+}
+
+#[test]
+fn wrapper_and_native_status_must_match() {
+    let s = schema();
+    assert_refuses(
+        &s,
+        &cmd_wrapper("DONE", "ERROR"),
+        Reason::StatusMismatch,
+        Some(RuleId::EmbeddedNativeStep),
+    );
+    assert_refuses(
+        &s,
+        &cmd_wrapper("ERROR", "DONE"),
+        Reason::StatusMismatch,
+        Some(RuleId::EmbeddedNativeStep),
+    );
+    // Equal non-DONE statuses are a match.
+    let (got, rule, _) = accept_one(&s, &cmd_wrapper("ERROR", "ERROR"));
+    assert_eq!(rule, RuleId::EmbeddedNativeStep);
+    assert_eq!(got["status"], "CORTEX_STEP_STATUS_ERROR");
+}
+
+#[test]
+fn canceled_command_over_native_error_with_details_presents_canceled() {
+    let s = schema();
+    let w = with(
+        &cmd_wrapper("CANCELED", "ERROR"),
+        &format!("{PAYLOAD}/error"),
+        json!({"shortError": "signal: killed"}),
+    );
+    let (got, rule, p) = accept_one(&s, &w);
+    assert_eq!(rule, RuleId::CanceledCommandStatus);
+    assert_eq!(got["status"], "CORTEX_STEP_STATUS_CANCELED");
+    assert_eq!(got["error"]["shortError"], "signal: killed");
+    assert!(p.rules().contains(&RuleId::EmbeddedNativeStep));
+}
+
+#[test]
+fn canceled_command_over_native_running_without_error_presents_canceled() {
+    let s = schema();
+    let (got, rule, _) = accept_one(&s, &cmd_wrapper("CANCELED", "RUNNING"));
+    assert_eq!(rule, RuleId::CanceledCommandStatus);
+    let mut want = normalized_step(&s, &native_cmd("CORTEX_STEP_STATUS_RUNNING"));
+    want["status"] = json!("CORTEX_STEP_STATUS_CANCELED");
+    assert_eq!(got, want);
+}
+
+#[test]
+fn other_canceled_combinations_fail() {
+    let s = schema();
+    // Native ERROR without error details.
+    assert_refuses(
+        &s,
+        &cmd_wrapper("CANCELED", "ERROR"),
+        Reason::CanceledCombination,
+        Some(RuleId::CanceledCommandStatus),
+    );
+    // Native RUNNING with an error.
+    let running_err = with(
+        &cmd_wrapper("CANCELED", "RUNNING"),
+        &format!("{PAYLOAD}/error"),
+        json!({"shortError": "x"}),
+    );
+    assert_refuses(
+        &s,
+        &running_err,
+        Reason::CanceledCombination,
+        Some(RuleId::CanceledCommandStatus),
+    );
+    // Native DONE.
+    assert_refuses(
+        &s,
+        &cmd_wrapper("CANCELED", "DONE"),
+        Reason::CanceledCombination,
+        Some(RuleId::CanceledCommandStatus),
+    );
+    // Another native type.
+    let vf = native(
+        "VIEW_FILE",
+        "ERROR",
+        "viewFile",
+        json!({"absolutePathUri": "file:///a"}),
+    );
+    let vf = with(&vf, "/error", json!({"shortError": "x"}));
+    let w = wrapper_over("view_file", "CORTEX_STEP_STATUS_CANCELED", &json!({}), &vf);
+    assert_refuses(
+        &s,
+        &w,
+        Reason::CanceledCombination,
+        Some(RuleId::EmbeddedNativeStep),
+    );
+}
+
+#[test]
+fn unrecognized_native_types_and_bodies_fail() {
+    let s = schema();
+    let n = native(
+        "USER_INPUT",
+        "DONE",
+        "userInput",
+        json!({"userResponse": "hi"}),
+    );
+    let w = wrapper_over("x", "CORTEX_STEP_STATUS_DONE", &json!({}), &n);
+    assert_refuses(
+        &s,
+        &w,
+        Reason::EmbeddedType,
+        Some(RuleId::EmbeddedNativeStep),
+    );
+    let n = native(
+        "RUN_COMMAND",
+        "DONE",
+        "viewFile",
+        json!({"absolutePathUri": "file:///a"}),
+    );
+    let w = wrapper_over("run_command", "CORTEX_STEP_STATUS_DONE", &json!({}), &n);
+    assert_refuses(
+        &s,
+        &w,
+        Reason::EmbeddedBody,
+        Some(RuleId::EmbeddedNativeStep),
+    );
+    // A type qualified only under an outer error, without one.
+    let n = native("GREP_SEARCH", "DONE", "grepSearch", json!({"query": "x"}));
+    let w = wrapper_over("grep_search", "CORTEX_STEP_STATUS_DONE", &json!({}), &n);
+    assert_refuses(
+        &s,
+        &w,
+        Reason::EmbeddedOuterOnlyType,
+        Some(RuleId::EmbeddedNativeStep),
+    );
+}
+
+#[test]
+fn extra_wrapper_native_and_result_fields_fail() {
+    let s = schema();
+    let w = with(
+        &cmd_wrapper("DONE", "DONE"),
+        "/subtrajectory",
+        json!({"trajectoryId": "t"}),
+    );
+    assert_refuses(
+        &s,
+        &w,
+        Reason::WrapperField,
+        Some(RuleId::EmbeddedNativeStep),
+    );
+    let w = with(
+        &cmd_wrapper("DONE", "DONE"),
+        &format!("{PAYLOAD}/subtrajectory"),
+        json!({"trajectoryId": "t"}),
+    );
+    assert_refuses(
+        &s,
+        &w,
+        Reason::NativeField,
+        Some(RuleId::EmbeddedNativeStep),
+    );
+    let w = with(
+        &cmd_wrapper("DONE", "DONE"),
+        "/generic/result/media",
+        json!([{"mimeType": "image/png", "uri": "file:///i.png"}]),
+    );
+    assert_refuses(
+        &s,
+        &w,
+        Reason::WrapperResultField,
+        Some(RuleId::EmbeddedNativeStep),
+    );
+}
+
+fn with_outer_error(w: &Json, short: &str) -> Json {
+    with(
+        w,
+        "/error",
+        json!({"shortError": short, "fullError": format!("{short}: details")}),
+    )
+}
+
+#[test]
+fn outer_error_over_each_listed_native_type_presents_the_native_error() {
+    let s = schema();
+    for (ty, body, b) in [
+        (
+            "RUN_COMMAND",
+            "runCommand",
+            json!({"commandLine": "ls", "exitCode": 2}),
+        ),
+        ("CODE_ACTION", "codeAction", json!({"description": "edit"})),
+        (
+            "VIEW_FILE",
+            "viewFile",
+            json!({"absolutePathUri": "file:///a"}),
+        ),
+        ("GREP_SEARCH", "grepSearch", json!({"query": "x"})),
+        ("MCP_TOOL", "mcpTool", json!({"serverName": "srv"})),
+        (
+            "READ_URL_CONTENT",
+            "readUrlContent",
+            json!({"url": "https://example.com"}),
+        ),
+        ("SEARCH_WEB", "searchWeb", json!({"query": "q"})),
+    ] {
+        let n = with(
+            &native(ty, "ERROR", body, b),
+            "/error",
+            json!({"shortError": "boom", "fullError": "inner boom"}),
+        );
+        let w = with_outer_error(
+            &wrapper_over("t", "CORTEX_STEP_STATUS_ERROR", &json!({}), &n),
+            "boom",
+        );
+        let (got, rule, p) = accept_one(&s, &w);
+        assert_eq!(rule, RuleId::OuterError, "{ty}");
+        assert_eq!(got, normalized_step(&s, &n), "{ty}");
+        assert!(
+            p.dropped.iter().any(|d| d == "steps[0].error.fullError"),
+            "{:?}",
+            p.dropped
+        );
+    }
+}
+
+fn outer_error_cmd() -> Json {
+    let w = cmd_wrapper("ERROR", "ERROR");
+    let w = with(
+        &w,
+        &format!("{PAYLOAD}/error"),
+        json!({"shortError": "exit status 2"}),
+    );
+    with_outer_error(&w, "exit status 2")
+}
+
+#[test]
+fn outer_error_near_misses_fail() {
+    let s = schema();
+    assert_eq!(accept_one(&s, &outer_error_cmd()).1, RuleId::OuterError);
+    // More than short and full text.
+    let w = with(
+        &outer_error_cmd(),
+        "/error/userErrorMessage",
+        json!("Something failed"),
+    );
+    assert_refuses(&s, &w, Reason::OuterErrorText, Some(RuleId::OuterError));
+    // Another short error.
+    let w = with(
+        &outer_error_cmd(),
+        &format!("{PAYLOAD}/error/shortError"),
+        json!("other"),
+    );
+    assert_refuses(
+        &s,
+        &w,
+        Reason::OuterErrorShortError,
+        Some(RuleId::OuterError),
+    );
+    // A native Step without its own error.
+    let w = without(&outer_error_cmd(), &format!("{PAYLOAD}/error"));
+    assert_refuses(
+        &s,
+        &w,
+        Reason::OuterErrorShortError,
+        Some(RuleId::OuterError),
+    );
+    // A native Step that is not ERROR.
+    let n = native(
+        "CODE_ACTION",
+        "DONE",
+        "codeAction",
+        json!({"description": "d"}),
+    );
+    let w = with_outer_error(
+        &wrapper_over("t", "CORTEX_STEP_STATUS_ERROR", &json!({}), &n),
+        "boom",
+    );
+    assert_refuses(
+        &s,
+        &w,
+        Reason::OuterErrorNativeStatus,
+        Some(RuleId::OuterError),
+    );
+    // An outer error on a wrapper that is not ERROR.
+    let w = with_outer_error(&cmd_wrapper("DONE", "DONE"), "boom");
+    assert_refuses(&s, &w, Reason::OuterErrorStatus, Some(RuleId::OuterError));
+    // Over invoke-subagent.
+    let n = with(
+        &native(
+            "INVOKE_SUBAGENT",
+            "ERROR",
+            "invokeSubagent",
+            json!({"subagentName": "r"}),
+        ),
+        "/error",
+        json!({"shortError": "boom"}),
+    );
+    let w = with_outer_error(
+        &wrapper_over(
+            "invoke_subagent",
+            "CORTEX_STEP_STATUS_ERROR",
+            &json!({}),
+            &n,
+        ),
+        "boom",
+    );
+    assert_refuses(
+        &s,
+        &w,
+        Reason::OuterErrorNativeType,
+        Some(RuleId::OuterError),
+    );
+    // Over any other native type.
+    let n = with(
+        &native(
+            "USER_INPUT",
+            "ERROR",
+            "userInput",
+            json!({"userResponse": "x"}),
+        ),
+        "/error",
+        json!({"shortError": "boom"}),
+    );
+    let w = with_outer_error(
+        &wrapper_over("t", "CORTEX_STEP_STATUS_ERROR", &json!({}), &n),
+        "boom",
+    );
+    assert_refuses(
+        &s,
+        &w,
+        Reason::EmbeddedType,
+        Some(RuleId::EmbeddedNativeStep),
+    );
+}
+
+#[test]
+fn generic_shapes_no_rule_covers_fail() {
+    let s = schema();
+    let w = json!({"type": "CORTEX_STEP_TYPE_GENERIC", "status": "CORTEX_STEP_STATUS_DONE"});
+    assert_refuses(&s, &w, Reason::GenericWithoutPayload, None);
+    let w = json!({"type": "CORTEX_STEP_TYPE_RUN_COMMAND", "status": "CORTEX_STEP_STATUS_DONE",
+                   "generic": {"args": {"A": "1"}}});
+    assert_refuses(&s, &w, Reason::GenericUnderOtherType, None);
+    let w = wrapper(
+        "run_command",
+        "CORTEX_STEP_STATUS_DONE",
+        &cmd_args(),
+        Some(json!({"result": "a b",
+        "payload": any_of("type.googleapis.com/exa.cortex.core.tools.RunCommand", &json!({"commandLine": "ls"}))})),
+    );
+    assert_refuses(&s, &w, Reason::ModernToolPayload, None);
+    let w = wrapper(
+        "grep_search",
+        "CORTEX_STEP_STATUS_DONE",
+        &json!({"Query": "x"}),
+        Some(json!({"result": "r"})),
+    );
+    assert_refuses(&s, &w, Reason::PayloadFreeTool, None);
+}
+
+#[test]
+fn an_embedded_wrapper_read_from_sqlite_projects() {
+    let s = schema();
+    let (_root, dir) = store();
+    let path = dir.join(format!("{CASCADE}.db"));
+    let conv = conv_with(&s, &[cmd_wrapper("DONE", "DONE")]);
+    write_db(&s, &path, &conv, |_| {});
+    let key = agy_audit::source::legacy::LegacyKey::default();
+    let src = agy_audit::source::read_source(
+        &path,
+        &agy_audit::source::ReadOptions {
+            schema: &s,
+            legacy_key: &key,
+            collect_all: false,
+        },
+    )
+    .expect("read");
+    assert!(src.qualified(), "{:?}", src.refusals);
+    let t = src.trajectory.expect("decoded");
+    let p = agy_audit::project::project(&s, &t).expect("projects");
+    assert_eq!(p.step_rules, vec![RuleId::EmbeddedNativeStep]);
+    assert_eq!(
+        presented(&p, 0),
+        normalized_step(&s, &native_cmd("CORTEX_STEP_STATUS_DONE"))
+    );
+}
