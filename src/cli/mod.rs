@@ -7,7 +7,9 @@ use clap::{Parser, Subcommand};
 
 mod bench_cmd;
 mod common;
+mod corpus_cmd;
 mod daemon_args;
+mod daemon_sim_cmd;
 mod export_cmd;
 mod qualify_cmd;
 mod report_cmd;
@@ -53,6 +55,11 @@ pub enum Command {
     /// Print the qualified rule table: rule id, profile suffix, what each rule
     /// accepts and its refusal reasons (--markdown writes docs/rules.md).
     Rules(rules_cmd::RulesArgs),
+    /// Generate a deterministic synthetic agy store with its ground truth.
+    #[command(subcommand)]
+    Corpus(corpus_cmd::CorpusCommand),
+    /// Serve a generated store like agy's language server (Connect-RPC JSON on 127.0.0.1), with faults.
+    DaemonSim(daemon_sim_cmd::DaemonSimArgs),
 }
 
 /// Parses the process arguments, runs the command and returns the exit code.
@@ -78,6 +85,8 @@ pub fn main() -> i32 {
         Command::Sync(a) => sync_cmd::run(a),
         Command::Bench(a) => bench_cmd::run(a),
         Command::Rules(a) => rules_cmd::run(a),
+        Command::Corpus(c) => corpus_cmd::run(c),
+        Command::DaemonSim(a) => daemon_sim_cmd::run(a),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,68 @@
+//! `agy-audit daemon-sim`: serve a generated store like agy's language server.
+
+use crate::sim::{DaemonSim, FaultSpec, SimOptions};
+use anyhow::Context;
+use clap::Args;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// `agy-audit daemon-sim`.
+#[derive(Debug, Args)]
+pub struct DaemonSimArgs {
+    /// The generated store root (with .truth/daemon/).
+    #[arg(long, value_name = "DIR")]
+    pub store: PathBuf,
+    /// Port on 127.0.0.1 (0: an ephemeral port, announced in DIR/cli.log).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Require this x-codeium-csrf-token header, like the IDE's daemon.
+    #[arg(long, value_name = "T")]
+    pub csrf_token: Option<String>,
+    /// A fault: ID:KIND[:ARG] or rate=R:KIND[:ARG] (repeatable). Kinds:
+    /// stale-cache, same-step-stale, dropped-field, extra-rpc-field,
+    /// version-skew, http-500, http-503, reset, latency:MS, jitter:MS, hang,
+    /// truncated-body, oversized-body[:BYTES], invalid-json, mutate-source,
+    /// not-loaded. DIR/.truth/faults.txt is loaded too.
+    #[arg(long = "fault", value_name = "SPEC")]
+    pub faults: Vec<String>,
+    /// Seed of rate faults and jitter.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Ignore DIR/.truth/faults.txt.
+    #[arg(long)]
+    pub no_fault_file: bool,
+    /// Stop after this many seconds (default: run until killed).
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<u64>,
+}
+
+/// Runs the simulated daemon in the foreground.
+pub fn run(a: DaemonSimArgs) -> anyhow::Result<i32> {
+    let faults = a
+        .faults
+        .iter()
+        .map(|f| FaultSpec::parse(f))
+        .collect::<Result<Vec<_>, _>>()
+        .context("parsing --fault")?;
+    let mut opts = SimOptions::new(&a.store);
+    opts.port = a.port;
+    opts.csrf_token = a.csrf_token.clone();
+    opts.faults = faults;
+    opts.seed = a.seed;
+    opts.load_fault_file = !a.no_fault_file;
+    let sim = DaemonSim::start(opts).context("starting the simulated daemon")?;
+    println!(
+        "daemon-sim: serving {} at {} ({} faults)",
+        a.store.display(),
+        sim.url(),
+        sim.faults().len()
+    );
+    match a.duration {
+        Some(s) => std::thread::sleep(Duration::from_secs(s)),
+        None => loop {
+            std::thread::park();
+        },
+    }
+    sim.stop();
+    Ok(0)
+}

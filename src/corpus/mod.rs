@@ -1,0 +1,377 @@
+//! The synthetic agy store generator (`agy-audit corpus generate`).
+//!
+//! A deterministic function of its options: the same seed gives
+//! byte-identical files, `-wal` included. The layout under `--out DIR`:
+//!
+//! * `conversations/<uuid>.db` (+ `<uuid>.db-wal` for conversations whose
+//!   newest steps agy left uncheckpointed), `conversations/<uuid>.pb` legacy
+//!   sources (a few ids have both; the `.db` wins);
+//! * `implicit/<uuid>.pb` (implicit trajectories, never selected);
+//! * `cli.log` (the simulated daemon appends its listening line);
+//! * `.truth/expected.jsonl` (one ground-truth line per selected
+//!   conversation), `.truth/daemon/<uuid>.full.json` and `.ordinary.json`
+//!   (what agy's daemon returns unrehydrated and rehydrated),
+//!   `.truth/scenario.json` (the plan), `.truth/faults.txt` (planned daemon
+//!   faults, when `--fault-rate` is nonzero).
+//!
+//! Stages: [`plan`] decides everything from the seed (cheap; the ground
+//! truth comes from it alone), [`content`] builds each conversation's stored
+//! and presented steps side by side, [`assemble`] encodes them and writes
+//! the declared source-only fields and near-misses as raw wire bytes,
+//! [`sqlite`] writes the database and its WAL deterministically.
+
+pub mod assemble;
+pub mod content;
+pub mod legacy;
+pub mod msg;
+pub mod plan;
+pub mod rng;
+pub mod sqlite;
+pub mod text;
+pub mod wire;
+
+pub use plan::{plan as plan_corpus, CorpusPlan, PlanOptions};
+
+use crate::schema::Schema;
+use msg::Builder;
+use plan::{ConvPlan, Format};
+use rayon::prelude::*;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Why generation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CorpusError {
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// SQLite refused an operation.
+    #[error("{path}: sqlite: {detail}")]
+    Sqlite {
+        /// The scratch database.
+        path: PathBuf,
+        /// SQLite's message.
+        detail: String,
+    },
+    /// The schema lacks a message or field the generator builds.
+    #[error("schema: {0}")]
+    Schema(String),
+    /// A message could not be built or encoded.
+    #[error("building a message: {0}")]
+    Build(String),
+    /// Bad options.
+    #[error("{0}")]
+    Usage(String),
+}
+
+impl From<crate::schema::SchemaError> for CorpusError {
+    fn from(e: crate::schema::SchemaError) -> Self {
+        CorpusError::Schema(e.to_string())
+    }
+}
+
+fn io(path: &Path, e: std::io::Error) -> CorpusError {
+    CorpusError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    }
+}
+
+/// Options of one generation.
+#[derive(Debug, Clone)]
+pub struct GenerateOptions {
+    /// The store root to write.
+    pub out: PathBuf,
+    /// What to generate.
+    pub plan: PlanOptions,
+    /// Replace a previous corpus in `out` (only the generated entries are removed).
+    pub force: bool,
+}
+
+/// What a generation wrote.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    /// Selected conversations.
+    pub conversations: usize,
+    /// SQLite sources.
+    pub sqlite: usize,
+    /// Legacy `.pb` sources.
+    pub protobuf: usize,
+    /// Ids with both a `.db` and a shadowed `.pb`.
+    pub both: usize,
+    /// `-wal` files with uncheckpointed frames.
+    pub wal_files: usize,
+    /// Total steps.
+    pub steps: usize,
+    /// Bytes of source files (`conversations/`, `implicit/`).
+    pub source_bytes: u64,
+    /// Bytes of every file written.
+    pub total_bytes: u64,
+    /// The largest source file.
+    pub largest_source: u64,
+    /// Steps by step-type name.
+    pub step_types: BTreeMap<String, usize>,
+    /// Truth lines by verdict.
+    pub verdicts: BTreeMap<String, usize>,
+    /// Truth lines by reason class.
+    pub reasons: BTreeMap<String, usize>,
+    /// Seconds taken.
+    pub seconds: f64,
+}
+
+/// The entries a generation owns inside the store root.
+const OWNED: &[&str] = &["conversations", "implicit", ".truth", "cli.log"];
+
+fn prepare_out(out: &Path, force: bool) -> Result<(), CorpusError> {
+    if out.exists() {
+        let non_empty = std::fs::read_dir(out)
+            .map_err(|e| io(out, e))?
+            .next()
+            .is_some();
+        if non_empty {
+            if !force {
+                return Err(CorpusError::Usage(format!(
+                    "{} is not empty; pass --force to replace a generated corpus",
+                    out.display()
+                )));
+            }
+            for name in OWNED {
+                let p = out.join(name);
+                if p.is_dir() {
+                    std::fs::remove_dir_all(&p).map_err(|e| io(&p, e))?;
+                } else if p.exists() {
+                    std::fs::remove_file(&p).map_err(|e| io(&p, e))?;
+                }
+            }
+        }
+    }
+    for d in ["conversations", "implicit", ".truth/daemon"] {
+        let p = out.join(d);
+        std::fs::create_dir_all(&p).map_err(|e| io(&p, e))?;
+    }
+    Ok(())
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<u64, CorpusError> {
+    std::fs::write(path, bytes).map_err(|e| io(path, e))?;
+    Ok(bytes.len() as u64)
+}
+
+fn nonce(seed: u64, label: &str, id: &str) -> [u8; 12] {
+    let b = rng::Rng::new(seed, &["nonce", label, id]).bytes(12);
+    let mut n = [0u8; 12];
+    n.copy_from_slice(&b);
+    n
+}
+
+struct ConvStats {
+    step_types: Vec<i64>,
+    source_bytes: u64,
+    view_bytes: u64,
+    largest: u64,
+    wal: bool,
+}
+
+fn generate_one(
+    b: &Builder,
+    cp: &ConvPlan,
+    seed: u64,
+    out: &Path,
+    scratch: &Path,
+) -> Result<ConvStats, CorpusError> {
+    let cj = content::build(cp, seed);
+    let asm = assemble::assemble(b, cp, cj)?;
+    let conv = out.join("conversations");
+    let mut source_bytes = 0;
+    let mut largest = 0;
+    let mut wal = false;
+    match cp.format {
+        Format::Sqlite => {
+            let salt = rng::derive(seed, &["wal-salt", &cp.id]);
+            let files = sqlite::build(&asm.rows, &scratch.join(format!("{}.tmp.db", cp.id)), salt)?;
+            let n = write(&conv.join(format!("{}.db", cp.id)), &files.db)?;
+            source_bytes += n;
+            largest = largest.max(n);
+            if let Some(w) = &files.wal {
+                source_bytes += write(&conv.join(format!("{}.db-wal", cp.id)), w)?;
+                wal = true;
+            }
+            if let Some(older) = &asm.older {
+                let sealed = legacy::seal(older, nonce(seed, "older", &cp.id))?;
+                source_bytes += write(&conv.join(format!("{}.pb", cp.id)), &sealed)?;
+            }
+        }
+        Format::Protobuf => {
+            let mut sealed = legacy::seal(&asm.trajectory, nonce(seed, "pb", &cp.id))?;
+            if let Some(plan::NearMiss::LegacyAuth(f)) = cp.near_miss {
+                let i = match f {
+                    plan::AuthFault::TagByte => sealed.len() - 1,
+                    plan::AuthFault::CiphertextByte => 12 + (sealed.len() - 28) / 2,
+                };
+                sealed[i] ^= 0x20;
+            }
+            let n = write(&conv.join(format!("{}.pb", cp.id)), &sealed)?;
+            source_bytes += n;
+            largest = largest.max(n);
+        }
+    }
+    let daemon = out.join(".truth/daemon");
+    let mut view_bytes = write(&daemon.join(format!("{}.full.json", cp.id)), &asm.full)?;
+    view_bytes += write(
+        &daemon.join(format!("{}.ordinary.json", cp.id)),
+        &asm.ordinary,
+    )?;
+    Ok(ConvStats {
+        step_types: asm.step_types,
+        source_bytes,
+        view_bytes,
+        largest,
+        wal,
+    })
+}
+
+fn implicit_trajectory(
+    b: &Builder,
+    ip: &plan::ImplicitPlan,
+    seed: u64,
+) -> Result<Vec<u8>, CorpusError> {
+    let mut r = rng::Rng::new(seed, &["implicit", &ip.id]);
+    let steps: Vec<serde_json::Value> = (0..ip.steps)
+        .map(|i| {
+            json!({"type": "CORTEX_STEP_TYPE_PLANNER_RESPONSE", "status": "CORTEX_STEP_STATUS_DONE",
+                "metadata": {"createdAt": "2026-07-01T10:00:00Z", "sourceTrajectoryStepInfo": {"stepIndex": i}},
+                "plannerResponse": {"response": text::sentence(&mut r, 8)}})
+        })
+        .collect();
+    b.encode(
+        "gemini_coder.Trajectory",
+        json!({"trajectoryId": r.uuid(), "cascadeId": ip.id,
+            "trajectoryType": "CORTEX_TRAJECTORY_TYPE_CHECKPOINT", "steps": steps,
+            "source": "CORTEX_TRAJECTORY_SOURCE_CLI"}),
+    )
+}
+
+/// The truth line of one conversation.
+pub fn truth_line(cp: &ConvPlan) -> serde_json::Value {
+    let (verdict, reason) = cp.expected();
+    json!({
+        "fileId": cp.id,
+        "cascadeId": cp.id,
+        "format": match cp.format { Format::Sqlite => "sqlite", Format::Protobuf => "protobuf" },
+        "verdict": verdict.as_str(),
+        "reasonClass": reason.map(|r| r.id()),
+        "rules": cp.rules().iter().map(|r| r.id()).collect::<Vec<_>>(),
+        "steps": cp.steps.len(),
+        "fault": cp.fault_text(),
+    })
+}
+
+/// The planned daemon faults, one `--fault` spec a line.
+pub fn faults_text(p: &CorpusPlan) -> String {
+    let mut s = String::new();
+    for cp in &p.conversations {
+        if let (Some(k), None) = (cp.fault, cp.near_miss) {
+            s.push_str(&crate::sim::fault::FaultSpec::for_id(&cp.id, k).to_string());
+            s.push('\n');
+        }
+    }
+    s
+}
+
+fn step_type_name(b: &Builder, n: i64) -> String {
+    b.schema
+        .pool
+        .get_enum_by_name("exa.cortex_pb.CortexStepType")
+        .and_then(|e| e.get_value(n as i32))
+        .map(|v| v.name().trim_start_matches("CORTEX_STEP_TYPE_").to_string())
+        .unwrap_or_else(|| n.to_string())
+}
+
+/// Generates a corpus.
+pub fn generate(opts: &GenerateOptions) -> Result<Summary, CorpusError> {
+    let started = Instant::now();
+    if opts.plan.conversations == 0 {
+        return Err(CorpusError::Usage(
+            "--conversations must be at least 1".into(),
+        ));
+    }
+    if !(opts.plan.scale > 0.0 && opts.plan.scale <= 4.0) {
+        return Err(CorpusError::Usage("--scale must be within (0, 4]".into()));
+    }
+    prepare_out(&opts.out, opts.force)?;
+    let plan = plan_corpus(&opts.plan);
+    let b = Builder::new(Schema::modeled()?);
+    let scratch = tempfile::tempdir().map_err(|e| io(Path::new("<tempdir>"), e))?;
+    let seed = plan.seed;
+    let stats: Vec<ConvStats> = plan
+        .conversations
+        .par_iter()
+        .map(|cp| generate_one(&b, cp, seed, &opts.out, scratch.path()))
+        .collect::<Result<_, _>>()?;
+
+    let mut summary = Summary {
+        conversations: plan.conversations.len(),
+        ..Summary::default()
+    };
+    for ip in &plan.implicit {
+        let t = implicit_trajectory(&b, ip, seed)?;
+        let sealed = legacy::seal(&t, nonce(seed, "implicit", &ip.id))?;
+        summary.source_bytes += write(
+            &opts.out.join("implicit").join(format!("{}.pb", ip.id)),
+            &sealed,
+        )?;
+    }
+    let log = "I1101 09:59:58.120311 41872 main.go:61] agy 1.4.7 (cli) starting\n\
+               I1101 09:59:58.301876 41872 server.go:210] language server initialising; store root ready\n\
+               I1101 09:59:58.402113 41872 server.go:244] loaded 0 cascades from conversation summaries\n";
+    let mut other_bytes = write(&opts.out.join("cli.log"), log.as_bytes())?;
+
+    let mut lines = String::new();
+    for (cp, st) in plan.conversations.iter().zip(&stats) {
+        let t = truth_line(cp);
+        lines.push_str(&t.to_string());
+        lines.push('\n');
+        let (v, r) = cp.expected();
+        *summary.verdicts.entry(v.as_str().to_string()).or_default() += 1;
+        if let Some(r) = r {
+            *summary.reasons.entry(r.id().to_string()).or_default() += 1;
+        }
+        match cp.format {
+            Format::Sqlite => summary.sqlite += 1,
+            Format::Protobuf => summary.protobuf += 1,
+        }
+        summary.both += usize::from(cp.also_pb);
+        summary.wal_files += usize::from(st.wal);
+        summary.steps += st.step_types.len();
+        summary.source_bytes += st.source_bytes;
+        summary.largest_source = summary.largest_source.max(st.largest);
+        other_bytes += st.view_bytes;
+        for t in &st.step_types {
+            *summary
+                .step_types
+                .entry(step_type_name(&b, *t))
+                .or_default() += 1;
+        }
+    }
+    let truth = opts.out.join(".truth");
+    other_bytes += write(&truth.join("expected.jsonl"), lines.as_bytes())?;
+    let scenario =
+        serde_json::to_vec_pretty(&plan).map_err(|e| CorpusError::Build(e.to_string()))?;
+    other_bytes += write(&truth.join("scenario.json"), &scenario)?;
+    let faults = faults_text(&plan);
+    if !faults.is_empty() {
+        other_bytes += write(&truth.join("faults.txt"), faults.as_bytes())?;
+    }
+    summary.total_bytes = summary.source_bytes + other_bytes;
+    summary.seconds = started.elapsed().as_secs_f64();
+    Ok(summary)
+}

@@ -1,0 +1,1336 @@
+//! The scenario plan: what each conversation is made of, decided from the
+//! seed alone and cheap to compute (no content is built here).
+//!
+//! The ground truth is derived from this plan and nothing else: a step's
+//! recipe names the rule it exercises, a near-miss names its refusal class,
+//! a planned daemon fault names its verdict.
+
+use super::rng::Rng;
+use crate::rules::RuleId;
+use crate::sim::fault::{FaultKind, FaultSpec};
+use crate::verdict::{ReasonClass, VerdictKind};
+use serde::Serialize;
+use std::collections::BTreeSet;
+
+/// How the generator is asked to run.
+#[derive(Debug, Clone)]
+pub struct PlanOptions {
+    /// Number of selected conversations.
+    pub conversations: usize,
+    /// The seed every choice derives from.
+    pub seed: u64,
+    /// Fraction of conversations carrying exactly one near-miss.
+    pub near_miss_rate: f64,
+    /// Fraction of conversations with a planned daemon fault.
+    pub fault_rate: f64,
+    /// Multiplier on content sizes (1.0 = the default corpus).
+    pub scale: f64,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        PlanOptions {
+            conversations: 405,
+            seed: 1,
+            near_miss_rate: 0.1,
+            fault_rate: 0.0,
+            scale: 1.0,
+        }
+    }
+}
+
+/// A source's storage format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Format {
+    /// `conversations/<id>.db`.
+    #[serde(rename = "sqlite")]
+    Sqlite,
+    /// `conversations/<id>.pb` (legacy, encrypted).
+    #[serde(rename = "protobuf")]
+    Protobuf,
+}
+
+/// Which native error an outer-error wrapper embeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum OuterKind {
+    /// run_command over a failed RUN_COMMAND.
+    RunCommand,
+    /// write_to_file over a failed CODE_ACTION.
+    CodeAction,
+    /// view_file over a failed VIEW_FILE.
+    ViewFile,
+    /// grep_search over a failed GREP_SEARCH.
+    GrepSearch,
+    /// An MCP tool over a failed MCP_TOOL.
+    McpTool,
+    /// read_url_content over a failed READ_URL_CONTENT.
+    ReadUrl,
+    /// search_web over a failed SEARCH_WEB.
+    SearchWeb,
+}
+
+/// Tools of the failed-before-run rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum BeforeRunKind {
+    /// write_to_file, status ERROR.
+    WriteToFile,
+    /// write_to_file, status INVALID.
+    WriteToFileInvalid,
+    /// view_file without a recorded tool source.
+    ViewFile,
+    /// find_by_name.
+    FindByName,
+    /// list_dir.
+    ListDir,
+    /// schedule.
+    Schedule,
+    /// generate_image with rejected arguments (status INVALID).
+    GenerateImageInvalid,
+}
+
+/// Payload-free manage_task / send_message shapes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum TaskKind {
+    /// Action=status.
+    Status,
+    /// Action=list.
+    List,
+    /// Action=kill.
+    Kill,
+    /// send_message.
+    SendMessage,
+    /// A failed manage_task with an outer error.
+    Error,
+}
+
+/// Wrapper shapes one bound outside a rule (the unqualified-projection near-miss).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum UnqKind {
+    /// A hook-denied command with an extra argument.
+    HookDeniedExtraArg,
+    /// A canceled permission prompt with BypassSandbox.
+    CanceledPromptBypass,
+    /// list_permissions with an argument.
+    ListPermissionsArg,
+    /// An approved command whose native step is still RUNNING.
+    PermissionNativeRunning,
+    /// manage_subagents with an extra result metadata key.
+    ManageSubagentsExtraKey,
+    /// An outer error over an invoke-subagent native step.
+    OuterErrorInvokeSubagent,
+    /// write_to_file Append neither true nor false.
+    AppendBadValue,
+    /// A payload-free step for an unqualified tool.
+    UnknownTool,
+    /// A schedule step with status INVALID.
+    ScheduleInvalid,
+}
+
+impl UnqKind {
+    const ALL: &'static [UnqKind] = &[
+        UnqKind::HookDeniedExtraArg,
+        UnqKind::CanceledPromptBypass,
+        UnqKind::ListPermissionsArg,
+        UnqKind::PermissionNativeRunning,
+        UnqKind::ManageSubagentsExtraKey,
+        UnqKind::OuterErrorInvokeSubagent,
+        UnqKind::AppendBadValue,
+        UnqKind::UnknownTool,
+        UnqKind::ScheduleInvalid,
+    ];
+
+    /// The rule whose bounds the shape falls outside of.
+    pub fn rule(self) -> RuleId {
+        match self {
+            UnqKind::HookDeniedExtraArg => RuleId::ResultlessHookDenied,
+            UnqKind::CanceledPromptBypass => RuleId::ResultlessCanceledPrompt,
+            UnqKind::ListPermissionsArg => RuleId::PayloadFreeListPermissions,
+            UnqKind::PermissionNativeRunning => RuleId::PermissionRunCommand,
+            UnqKind::ManageSubagentsExtraKey => RuleId::PayloadFreeScheduleSubagents,
+            UnqKind::OuterErrorInvokeSubagent => RuleId::OuterError,
+            UnqKind::AppendBadValue => RuleId::WriteToFileAppend,
+            UnqKind::UnknownTool => RuleId::PayloadFreeManageTask,
+            UnqKind::ScheduleInvalid => RuleId::PayloadFreeScheduleSubagents,
+        }
+    }
+}
+
+/// How one tool step is stored and presented.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Recipe {
+    /// A top-level VIEW_FILE step (legacy native).
+    NativeViewFile,
+    /// A top-level RUN_COMMAND step.
+    NativeRunCommand,
+    /// A top-level CODE_ACTION step.
+    NativeCodeAction,
+    /// A top-level GREP_SEARCH step; `prompt23` marks the field-23 source.
+    NativeGrep {
+        /// match_per_line.
+        per_line: bool,
+        /// A tool-result prompt carries field 23 derived from this step.
+        prompt23: bool,
+    },
+    /// A top-level LIST_DIRECTORY step.
+    NativeListDir,
+    /// A top-level MCP_TOOL step.
+    NativeMcp,
+    /// A top-level SEARCH_WEB step.
+    NativeSearchWeb,
+    /// A top-level READ_URL_CONTENT step.
+    NativeReadUrl,
+    /// A completed run_command wrapper over its native step.
+    RunCommand {
+        /// Moved to the background: outer task details.
+        background: bool,
+        /// Carries the conversation's large output.
+        big: bool,
+    },
+    /// A completed view_file wrapper.
+    ViewFile,
+    /// A completed write_to_file (create) or replace_file_content (edit) wrapper.
+    CodeAction {
+        /// CREATE rather than EDIT.
+        create: bool,
+    },
+    /// A completed invoke_subagent wrapper listing the children.
+    InvokeSubagent,
+    /// A canceled run_command wrapper.
+    CanceledCommand {
+        /// Over a native ERROR with error details (else a native RUNNING).
+        native_error: bool,
+    },
+    /// An approved run_command permission (both copies).
+    PermissionCommand,
+    /// An approved view_file permission (both copies).
+    PermissionView,
+    /// view_file with ContentOffset.
+    ContentOffset,
+    /// write_to_file with Append.
+    WriteAppend {
+        /// The Append value.
+        value: bool,
+    },
+    /// An outer error over a failed native step.
+    OuterError(OuterKind),
+    /// A failed generate_image over a native image step.
+    FailedImage,
+    /// A successful generate_image over a native image step.
+    ImageSuccess,
+    /// A failed list_resources.
+    FailedListResources,
+    /// A run_command bridge formatting failure.
+    BridgeFailure,
+    /// A wrapper that failed before its tool ran.
+    FailedBeforeRun(BeforeRunKind),
+    /// A run_command denied by a PreToolUse hook.
+    HookDenied,
+    /// A call rejected for missing toolSummary.
+    MissingToolSummary {
+        /// view_file rather than run_command.
+        read: bool,
+    },
+    /// A run_command whose permission request was rejected.
+    RejectedPermission {
+        /// The headless child shape (BypassSandbox "false").
+        headless: bool,
+    },
+    /// A run_command canceled while its permission prompt was open.
+    CanceledPrompt,
+    /// A resultless BUILTIN view_file rejected before running.
+    BuiltinViewFile {
+        /// StartLine and EndLine given.
+        lines: bool,
+        /// A registered skill file (history2 marks it).
+        skill: bool,
+    },
+    /// Payload-free manage_task / send_message.
+    ManageTask(TaskKind),
+    /// manage_task Action=send_input.
+    SendInput,
+    /// Payload-free schedule.
+    Schedule {
+        /// With outer task details.
+        task_details: bool,
+    },
+    /// A failed schedule with an outer error.
+    ScheduleError,
+    /// Payload-free manage_subagents.
+    ManageSubagents,
+    /// Payload-free define_subagent.
+    DefineSubagent {
+        /// The `definition` argument alone.
+        definition: bool,
+    },
+    /// Payload-free list_permissions.
+    ListPermissions,
+    /// Payload-free ask_permission.
+    AskPermission,
+    /// generate_image with a GenerateImage Any.
+    GenerateImageAny,
+    /// A near-miss shape (refused).
+    Unqualified(UnqKind),
+}
+
+impl Recipe {
+    /// The rule this step is presented under (for a near-miss shape, the rule
+    /// it falls outside of).
+    pub fn rule(self) -> RuleId {
+        use Recipe::*;
+        match self {
+            NativeViewFile
+            | NativeRunCommand
+            | NativeCodeAction
+            | NativeGrep { .. }
+            | NativeListDir
+            | NativeMcp
+            | NativeSearchWeb
+            | NativeReadUrl => RuleId::Passthrough,
+            RunCommand { .. } | ViewFile | CodeAction { .. } | InvokeSubagent => {
+                RuleId::EmbeddedNativeStep
+            }
+            CanceledCommand { .. } => RuleId::CanceledCommandStatus,
+            PermissionCommand => RuleId::PermissionRunCommand,
+            PermissionView => RuleId::PermissionViewFile,
+            ContentOffset => RuleId::ViewFileContentOffset,
+            WriteAppend { .. } => RuleId::WriteToFileAppend,
+            OuterError(_) => RuleId::OuterError,
+            FailedImage => RuleId::FailedGenerateImage,
+            ImageSuccess => RuleId::EmbeddedImageSuccess,
+            FailedListResources => RuleId::FailedListResources,
+            BridgeFailure => RuleId::CommandBridgeFormatFailure,
+            FailedBeforeRun(_) => RuleId::ResultlessFailedBeforeRun,
+            HookDenied => RuleId::ResultlessHookDenied,
+            MissingToolSummary { .. } => RuleId::MissingToolSummary,
+            RejectedPermission { .. } => RuleId::ResultlessRejectedPermission,
+            CanceledPrompt => RuleId::ResultlessCanceledPrompt,
+            BuiltinViewFile { skill: true, .. } => RuleId::History2SkillRegistry,
+            BuiltinViewFile { .. } => RuleId::ResultlessBuiltinViewFile,
+            ManageTask(_) => RuleId::PayloadFreeManageTask,
+            SendInput => RuleId::ManageTaskSendInput,
+            Schedule { .. } | ScheduleError | ManageSubagents | DefineSubagent { .. } => {
+                RuleId::PayloadFreeScheduleSubagents
+            }
+            ListPermissions => RuleId::PayloadFreeListPermissions,
+            AskPermission => RuleId::PayloadFreeAskPermission,
+            GenerateImageAny => RuleId::GenerateImageAny,
+            Unqualified(k) => k.rule(),
+        }
+    }
+
+    /// Whether the step carries a render card (steps.render_info).
+    pub fn has_render_info(self) -> bool {
+        use Recipe::*;
+        matches!(
+            self,
+            ManageTask(_)
+                | SendInput
+                | Schedule { .. }
+                | ScheduleError
+                | ManageSubagents
+                | DefineSubagent { .. }
+                | ListPermissions
+                | AskPermission
+        )
+    }
+}
+
+/// One step of a conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum StepKind {
+    /// USER_INPUT: starts a turn (an execution).
+    UserInput,
+    /// PLANNER_RESPONSE, with one tool call when a tool step follows.
+    Planner {
+        /// A tool step follows.
+        tool_call: bool,
+    },
+    /// SYSTEM_MESSAGE.
+    SystemMessage,
+    /// CHECKPOINT.
+    Checkpoint,
+    /// ERROR_MESSAGE.
+    ErrorMessage,
+    /// A tool step.
+    Tool(Recipe),
+}
+
+impl StepKind {
+    /// The rule the step is presented under.
+    pub fn rule(self) -> RuleId {
+        match self {
+            StepKind::Tool(r) => r.rule(),
+            _ => RuleId::Passthrough,
+        }
+    }
+}
+
+/// Where an unknown field is placed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum UnknownFieldAt {
+    /// A step's top level.
+    StepTop,
+    /// A step's metadata (and so its metadata column).
+    StepMetadata,
+    /// A wrapper's generic result.
+    GenericResult,
+    /// The native Step inside a wrapper's Any.
+    EmbeddedStep,
+    /// A chat prompt in generator metadata.
+    GenPrompt,
+    /// An executor's checkpoint configuration.
+    ExecConfig,
+    /// The trajectory metadata blob.
+    TrajectoryMetadata,
+}
+
+/// Where an unknown enum number is placed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum UnknownEnumAt {
+    /// A step's status (column and payload agree).
+    StepStatus,
+    /// A status transition in a step's metadata.
+    Transition,
+    /// A metadata source.
+    MetadataSource,
+}
+
+/// A malformed map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum MapFault {
+    /// A per_tool key repeated within one ToolOutputConfig.
+    DuplicateKey,
+    /// A per_tool key repeated across two occurrences of the singular tool_output.
+    SplitDuplicate,
+    /// A per_tool entry with an unknown member.
+    UnknownMember,
+    /// A per_tool key encoded with the wrong wire type.
+    WrongWireType,
+    /// A kind_enablement key repeated.
+    KindDuplicate,
+}
+
+/// A redundant column that disagrees with the payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum ColumnFault {
+    /// status column ≠ payload status.
+    Status,
+    /// step_type column ≠ payload type.
+    StepType,
+    /// render_info NULL though the payload has one.
+    RenderInfoMissing,
+    /// render_info set though the payload has none.
+    RenderInfoExtra,
+    /// metadata column differs from the payload's metadata.
+    Metadata,
+    /// error_details NULL though the payload has an error.
+    ErrorDetails,
+}
+
+/// A gap in row indices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum GapKind {
+    /// One idx skipped in the middle.
+    Middle,
+    /// Indices start at 1.
+    StartAtOne,
+}
+
+/// Schema drift.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum DriftKind {
+    /// An extra column on steps.
+    ExtraColumn,
+    /// An extra table.
+    ExtraTable,
+    /// An extra index.
+    ExtraIndex,
+}
+
+/// Field 50 outside its declared paths or shapes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Planner50Fault {
+    /// At ExecutorMetadata.request_override_config.planner_config.
+    RequestOverride,
+    /// A nonzero varint payload.
+    NonzeroPayload,
+    /// Fields 4 then 2.
+    WrongOrder,
+    /// Twice in one message.
+    Twice,
+    /// Wire type varint instead of length-delimited.
+    WireTypeVarint,
+    /// In an agent definition's planner inside a planner.
+    NestedAgentDefinition,
+}
+
+/// Field 23 with a bad shape or derivation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Prompt23Fault {
+    /// line_number not result line_number + 1.
+    WrongLineNumber,
+    /// One result missing from the list.
+    WrongCount,
+    /// On a prompt that is not a tool result.
+    NotToolPrompt,
+    /// num_elided_results missing although total_results exceeds the results.
+    MissingElided,
+    /// step_idx names a step that is not the GREP_SEARCH.
+    WrongStep,
+}
+
+/// Ill-formed wire data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum MalformedAt {
+    /// Trailing garbage on a step payload.
+    StepPayload,
+    /// Trailing garbage on a gen_metadata row.
+    GenMetadata,
+    /// A truncated trajectory metadata blob.
+    TrajectoryMetadata,
+}
+
+/// A legacy file that does not authenticate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum AuthFault {
+    /// A flipped tag byte.
+    TagByte,
+    /// A flipped ciphertext byte.
+    CiphertextByte,
+}
+
+/// Exactly one deliberate near-miss.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum NearMiss {
+    /// unknown-field.
+    UnknownField(UnknownFieldAt),
+    /// unknown-enum.
+    UnknownEnum(UnknownEnumAt),
+    /// bad-map-entry.
+    BadMapEntry(MapFault),
+    /// redundant-column.
+    RedundantColumn(ColumnFault),
+    /// index-gap.
+    IndexGap(GapKind),
+    /// step-format (one row with step_format 1).
+    StepFormat,
+    /// user-version.
+    UserVersion(i64),
+    /// schema-drift.
+    SchemaDrift(DriftKind),
+    /// subtrajectory.
+    Subtrajectory,
+    /// source-only-planner50.
+    Planner50(Planner50Fault),
+    /// source-only-prompt23.
+    Prompt23(Prompt23Fault),
+    /// invalid-utf8.
+    InvalidUtf8,
+    /// malformed-protobuf.
+    Malformed(MalformedAt),
+    /// unqualified-projection.
+    Unqualified(UnqKind),
+    /// legacy-authentication.
+    LegacyAuth(AuthFault),
+}
+
+/// The refusal classes near-misses cycle through, in order.
+pub const NEAR_MISS_CLASSES: &[ReasonClass] = &[
+    ReasonClass::UnknownField,
+    ReasonClass::UnknownEnum,
+    ReasonClass::BadMapEntry,
+    ReasonClass::RedundantColumn,
+    ReasonClass::IndexGap,
+    ReasonClass::StepFormat,
+    ReasonClass::UserVersion,
+    ReasonClass::SchemaDrift,
+    ReasonClass::Subtrajectory,
+    ReasonClass::SourceOnlyPlanner50,
+    ReasonClass::SourceOnlyPrompt23,
+    ReasonClass::InvalidUtf8,
+    ReasonClass::MalformedProtobuf,
+    ReasonClass::UnqualifiedProjection,
+    ReasonClass::LegacyAuthentication,
+];
+
+impl NearMiss {
+    /// The `variant`-th near-miss of `class` (cycling).
+    pub fn of(class: ReasonClass, variant: usize) -> Option<NearMiss> {
+        fn at<T: Copy>(v: &[T], i: usize) -> T {
+            v[i % v.len()]
+        }
+        use NearMiss as N;
+        Some(match class {
+            ReasonClass::UnknownField => N::UnknownField(at(
+                &[
+                    UnknownFieldAt::StepMetadata,
+                    UnknownFieldAt::GenericResult,
+                    UnknownFieldAt::EmbeddedStep,
+                    UnknownFieldAt::GenPrompt,
+                    UnknownFieldAt::StepTop,
+                    UnknownFieldAt::ExecConfig,
+                    UnknownFieldAt::TrajectoryMetadata,
+                ],
+                variant,
+            )),
+            ReasonClass::UnknownEnum => N::UnknownEnum(at(
+                &[
+                    UnknownEnumAt::StepStatus,
+                    UnknownEnumAt::Transition,
+                    UnknownEnumAt::MetadataSource,
+                ],
+                variant,
+            )),
+            ReasonClass::BadMapEntry => N::BadMapEntry(at(
+                &[
+                    MapFault::DuplicateKey,
+                    MapFault::SplitDuplicate,
+                    MapFault::UnknownMember,
+                    MapFault::KindDuplicate,
+                    MapFault::WrongWireType,
+                ],
+                variant,
+            )),
+            ReasonClass::RedundantColumn => N::RedundantColumn(at(
+                &[
+                    ColumnFault::Status,
+                    ColumnFault::RenderInfoMissing,
+                    ColumnFault::Metadata,
+                    ColumnFault::RenderInfoExtra,
+                    ColumnFault::StepType,
+                    ColumnFault::ErrorDetails,
+                ],
+                variant,
+            )),
+            ReasonClass::IndexGap => {
+                N::IndexGap(at(&[GapKind::Middle, GapKind::StartAtOne], variant))
+            }
+            ReasonClass::StepFormat => N::StepFormat,
+            ReasonClass::UserVersion => N::UserVersion(at(&[2, 0], variant)),
+            ReasonClass::SchemaDrift => N::SchemaDrift(at(
+                &[
+                    DriftKind::ExtraColumn,
+                    DriftKind::ExtraTable,
+                    DriftKind::ExtraIndex,
+                ],
+                variant,
+            )),
+            ReasonClass::Subtrajectory => N::Subtrajectory,
+            ReasonClass::SourceOnlyPlanner50 => N::Planner50(at(
+                &[
+                    Planner50Fault::RequestOverride,
+                    Planner50Fault::NonzeroPayload,
+                    Planner50Fault::WrongOrder,
+                    Planner50Fault::Twice,
+                    Planner50Fault::WireTypeVarint,
+                    Planner50Fault::NestedAgentDefinition,
+                ],
+                variant,
+            )),
+            ReasonClass::SourceOnlyPrompt23 => N::Prompt23(at(
+                &[
+                    Prompt23Fault::WrongLineNumber,
+                    Prompt23Fault::WrongCount,
+                    Prompt23Fault::NotToolPrompt,
+                    Prompt23Fault::MissingElided,
+                    Prompt23Fault::WrongStep,
+                ],
+                variant,
+            )),
+            ReasonClass::InvalidUtf8 => N::InvalidUtf8,
+            ReasonClass::MalformedProtobuf => N::Malformed(at(
+                &[
+                    MalformedAt::StepPayload,
+                    MalformedAt::GenMetadata,
+                    MalformedAt::TrajectoryMetadata,
+                ],
+                variant,
+            )),
+            ReasonClass::UnqualifiedProjection => N::Unqualified(at(UnqKind::ALL, variant)),
+            ReasonClass::LegacyAuthentication => N::LegacyAuth(at(
+                &[AuthFault::TagByte, AuthFault::CiphertextByte],
+                variant,
+            )),
+            _ => return None,
+        })
+    }
+
+    /// The refusal class a reader should report.
+    pub fn class(self) -> ReasonClass {
+        match self {
+            NearMiss::UnknownField(_) => ReasonClass::UnknownField,
+            NearMiss::UnknownEnum(_) => ReasonClass::UnknownEnum,
+            NearMiss::BadMapEntry(_) => ReasonClass::BadMapEntry,
+            NearMiss::RedundantColumn(_) => ReasonClass::RedundantColumn,
+            NearMiss::IndexGap(_) => ReasonClass::IndexGap,
+            NearMiss::StepFormat => ReasonClass::StepFormat,
+            NearMiss::UserVersion(_) => ReasonClass::UserVersion,
+            NearMiss::SchemaDrift(_) => ReasonClass::SchemaDrift,
+            NearMiss::Subtrajectory => ReasonClass::Subtrajectory,
+            NearMiss::Planner50(_) => ReasonClass::SourceOnlyPlanner50,
+            NearMiss::Prompt23(_) => ReasonClass::SourceOnlyPrompt23,
+            NearMiss::InvalidUtf8 => ReasonClass::InvalidUtf8,
+            NearMiss::Malformed(_) => ReasonClass::MalformedProtobuf,
+            NearMiss::Unqualified(_) => ReasonClass::UnqualifiedProjection,
+            NearMiss::LegacyAuth(_) => ReasonClass::LegacyAuthentication,
+        }
+    }
+
+    /// The format the near-miss needs.
+    pub fn format(self) -> Format {
+        match self {
+            NearMiss::LegacyAuth(_) => Format::Protobuf,
+            _ => Format::Sqlite,
+        }
+    }
+
+    /// A short description for the truth file's `fault` member.
+    pub fn describe(self) -> String {
+        let detail = match self {
+            NearMiss::UnknownField(a) => format!("{a:?}"),
+            NearMiss::UnknownEnum(a) => format!("{a:?}"),
+            NearMiss::BadMapEntry(a) => format!("{a:?}"),
+            NearMiss::RedundantColumn(a) => format!("{a:?}"),
+            NearMiss::IndexGap(a) => format!("{a:?}"),
+            NearMiss::StepFormat => "StepFormat1".into(),
+            NearMiss::UserVersion(v) => format!("UserVersion{v}"),
+            NearMiss::SchemaDrift(a) => format!("{a:?}"),
+            NearMiss::Subtrajectory => "Subtrajectory".into(),
+            NearMiss::Planner50(a) => format!("{a:?}"),
+            NearMiss::Prompt23(a) => format!("{a:?}"),
+            NearMiss::InvalidUtf8 => "SystemMessage".into(),
+            NearMiss::Malformed(a) => format!("{a:?}"),
+            NearMiss::Unqualified(k) => format!("{}:{k:?}", k.rule().id()),
+            NearMiss::LegacyAuth(a) => format!("{a:?}"),
+        };
+        format!("near-miss:{}:{detail}", self.class().id())
+    }
+}
+
+/// An accepted field-50 occurrence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Planner50Site {
+    /// generator_metadata[i].planner_config.
+    Gen(usize),
+    /// executor_metadatas[i].cascade_config.planner_config.
+    Exec(usize),
+}
+
+/// One conversation of the corpus.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConvPlan {
+    /// Position in the corpus.
+    pub index: usize,
+    /// Conversation id = file stem = cascade_id.
+    pub id: String,
+    /// trajectory_meta.trajectory_id (a different UUID).
+    pub trajectory_id: String,
+    /// Storage format.
+    pub format: Format,
+    /// A shadowed legacy `.pb` of the same id sits beside the `.db`.
+    pub also_pb: bool,
+    /// The steps, in idx order.
+    pub steps: Vec<StepKind>,
+    /// Accepted field-50 occurrences, with their payload shape (0..4).
+    pub planner50: Vec<(Planner50Site, u8)>,
+    /// Carries per_tool output limits.
+    pub per_tool_map: bool,
+    /// Carries the kind_enablement map.
+    pub kind_map: bool,
+    /// The near-miss, if any.
+    pub near_miss: Option<NearMiss>,
+    /// A planned daemon fault, if any.
+    #[serde(serialize_with = "ser_fault")]
+    pub fault: Option<FaultKind>,
+    /// Steps written as uncheckpointed WAL transactions (0: none).
+    pub wal_tail: usize,
+    /// The parent conversation and nesting depth of a subagent child.
+    pub parent: Option<(String, u32)>,
+    /// The root of the conversation tree.
+    pub root: String,
+    /// Subagent children this conversation invokes.
+    pub children: Vec<String>,
+    /// Carries a FORK parent reference.
+    pub fork_ref: bool,
+    /// Size of the large command output (0: none).
+    pub big_output: usize,
+    /// Content size multiplier.
+    pub scale: f64,
+}
+
+fn ser_fault<S: serde::Serializer>(f: &Option<FaultKind>, s: S) -> Result<S::Ok, S::Error> {
+    match f {
+        Some(k) => s.serialize_some(&k.to_string()),
+        None => s.serialize_none(),
+    }
+}
+
+impl ConvPlan {
+    /// Whether the source carries an accepted declared source-only field.
+    pub fn source_only(&self) -> bool {
+        !self.planner50.is_empty() || self.prompt23_steps().next().is_some()
+    }
+
+    /// Indices of the GREP_SEARCH steps a field-23 prompt is derived from.
+    pub fn prompt23_steps(&self) -> impl Iterator<Item = usize> + '_ {
+        self.steps.iter().enumerate().filter_map(|(i, s)| match s {
+            StepKind::Tool(Recipe::NativeGrep { prompt23: true, .. }) => Some(i),
+            _ => None,
+        })
+    }
+
+    /// Indices of the planner steps (one gen_metadata row each, in order).
+    pub fn gen_steps(&self) -> Vec<usize> {
+        self.steps
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| matches!(s, StepKind::Planner { .. }))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// (first, last) step of every turn (one executor_metadata row each).
+    pub fn turns(&self) -> Vec<(usize, usize)> {
+        let mut out: Vec<(usize, usize)> = Vec::new();
+        for (i, s) in self.steps.iter().enumerate() {
+            if matches!(s, StepKind::UserInput) || out.is_empty() {
+                out.push((i, i));
+            } else if let Some(last) = out.last_mut() {
+                last.1 = i;
+            }
+        }
+        out
+    }
+
+    /// The rules exercised in accepted shape, sorted.
+    pub fn rules(&self) -> Vec<RuleId> {
+        let mut set = BTreeSet::new();
+        for s in &self.steps {
+            if !matches!(s, StepKind::Tool(Recipe::Unqualified(_))) {
+                set.insert(s.rule());
+            }
+        }
+        if !self.planner50.is_empty() {
+            set.insert(RuleId::SourceOnlyPlanner50);
+        }
+        let prompt23_ok = !matches!(self.near_miss, Some(NearMiss::Prompt23(_)));
+        if prompt23_ok && self.prompt23_steps().next().is_some() {
+            set.insert(RuleId::SourceOnlyPrompt23);
+        }
+        let map_ok = !matches!(self.near_miss, Some(NearMiss::BadMapEntry(_)));
+        if self.per_tool_map && map_ok {
+            set.insert(RuleId::PerToolOutputMap);
+        }
+        if self.kind_map && map_ok {
+            set.insert(RuleId::CustomizationKindMap);
+        }
+        set.into_iter().collect()
+    }
+
+    /// The expected verdict and reason class.
+    pub fn expected(&self) -> (VerdictKind, Option<ReasonClass>) {
+        if let Some(n) = self.near_miss {
+            return (n.class().verdict(), Some(n.class()));
+        }
+        if let Some((v, c)) = self.fault.and_then(FaultKind::expected) {
+            return (v, Some(c));
+        }
+        if self.source_only() {
+            (VerdictKind::VerifiedSourceOnly, None)
+        } else {
+            (VerdictKind::Verified, None)
+        }
+    }
+
+    /// The truth file's `fault` member.
+    pub fn fault_text(&self) -> Option<String> {
+        match (self.near_miss, self.fault) {
+            (Some(n), _) => Some(n.describe()),
+            (None, Some(k)) => Some(FaultSpec::for_id(&self.id, k).to_string()),
+            (None, None) => None,
+        }
+    }
+}
+
+/// An implicit trajectory (never selected).
+#[derive(Debug, Clone, Serialize)]
+pub struct ImplicitPlan {
+    /// File stem.
+    pub id: String,
+    /// Number of steps.
+    pub steps: usize,
+}
+
+/// The whole corpus plan.
+#[derive(Debug, Clone, Serialize)]
+pub struct CorpusPlan {
+    /// The seed.
+    pub seed: u64,
+    /// Selected conversations, in index order.
+    pub conversations: Vec<ConvPlan>,
+    /// Files under `implicit/`.
+    pub implicit: Vec<ImplicitPlan>,
+}
+
+/// Feature slots cycled over the clean conversations so that every rule
+/// appears in accepted shape many times in the default corpus.
+#[derive(Debug, Clone, Copy)]
+enum Feature {
+    Step(Recipe),
+    Planner50,
+    Prompt23,
+    PerToolMap,
+    KindMap,
+}
+
+fn features() -> Vec<Feature> {
+    use Recipe as R;
+    let mut v = vec![
+        R::CanceledCommand { native_error: true },
+        R::CanceledCommand {
+            native_error: false,
+        },
+        R::PermissionCommand,
+        R::PermissionView,
+        R::ContentOffset,
+        R::WriteAppend { value: true },
+        R::WriteAppend { value: false },
+        R::FailedImage,
+        R::ImageSuccess,
+        R::FailedListResources,
+        R::BridgeFailure,
+        R::HookDenied,
+        R::MissingToolSummary { read: false },
+        R::MissingToolSummary { read: true },
+        R::RejectedPermission { headless: false },
+        R::RejectedPermission { headless: true },
+        R::CanceledPrompt,
+        R::BuiltinViewFile {
+            lines: true,
+            skill: false,
+        },
+        R::BuiltinViewFile {
+            lines: false,
+            skill: false,
+        },
+        R::BuiltinViewFile {
+            lines: true,
+            skill: true,
+        },
+        R::SendInput,
+        R::Schedule {
+            task_details: false,
+        },
+        R::Schedule { task_details: true },
+        R::ScheduleError,
+        R::ManageSubagents,
+        R::DefineSubagent { definition: true },
+        R::DefineSubagent { definition: false },
+        R::ListPermissions,
+        R::AskPermission,
+        R::GenerateImageAny,
+        R::RunCommand {
+            background: true,
+            big: false,
+        },
+    ];
+    for k in [
+        OuterKind::RunCommand,
+        OuterKind::CodeAction,
+        OuterKind::ViewFile,
+        OuterKind::GrepSearch,
+        OuterKind::McpTool,
+        OuterKind::ReadUrl,
+        OuterKind::SearchWeb,
+    ] {
+        v.push(R::OuterError(k));
+    }
+    for k in [
+        BeforeRunKind::WriteToFile,
+        BeforeRunKind::WriteToFileInvalid,
+        BeforeRunKind::ViewFile,
+        BeforeRunKind::FindByName,
+        BeforeRunKind::ListDir,
+        BeforeRunKind::Schedule,
+        BeforeRunKind::GenerateImageInvalid,
+    ] {
+        v.push(R::FailedBeforeRun(k));
+    }
+    for k in [
+        TaskKind::Status,
+        TaskKind::List,
+        TaskKind::Kill,
+        TaskKind::SendMessage,
+        TaskKind::Error,
+    ] {
+        v.push(R::ManageTask(k));
+    }
+    let mut out: Vec<Feature> = Vec::new();
+    for (i, r) in v.into_iter().enumerate() {
+        out.push(Feature::Step(r));
+        // interleave the conversation-level features
+        match i % 12 {
+            0 => out.push(Feature::Planner50),
+            4 => out.push(Feature::Prompt23),
+            7 => out.push(Feature::PerToolMap),
+            10 => out.push(Feature::KindMap),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Random ordinary tool recipes and their weights.
+const TOOL_MIX: &[(Recipe, u32)] = &[
+    (
+        Recipe::RunCommand {
+            background: false,
+            big: false,
+        },
+        22,
+    ),
+    (Recipe::ViewFile, 20),
+    (Recipe::CodeAction { create: false }, 10),
+    (Recipe::CodeAction { create: true }, 5),
+    (Recipe::ManageTask(TaskKind::Status), 2),
+    (Recipe::ManageTask(TaskKind::SendMessage), 2),
+    (Recipe::NativeViewFile, 9),
+    (Recipe::NativeRunCommand, 6),
+    (Recipe::NativeCodeAction, 6),
+    (
+        Recipe::NativeGrep {
+            per_line: true,
+            prompt23: false,
+        },
+        5,
+    ),
+    (
+        Recipe::NativeGrep {
+            per_line: false,
+            prompt23: false,
+        },
+        2,
+    ),
+    (Recipe::NativeListDir, 3),
+    (Recipe::NativeMcp, 1),
+    (Recipe::NativeSearchWeb, 1),
+    (Recipe::NativeReadUrl, 1),
+];
+
+fn shuffled(n: usize, rng: &mut Rng) -> Vec<usize> {
+    let mut v: Vec<usize> = (0..n).collect();
+    for i in (1..v.len()).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        v.swap(i, j);
+    }
+    v
+}
+
+/// Plans the corpus.
+pub fn plan(opts: &PlanOptions) -> CorpusPlan {
+    let n = opts.conversations;
+    let seed = opts.seed;
+    let mut ids: Vec<String> = Vec::with_capacity(n);
+    let mut seen = BTreeSet::new();
+    for i in 0..n {
+        let mut k = 0u32;
+        loop {
+            let id = Rng::new(seed, &["id", &i.to_string(), &k.to_string()]).uuid();
+            if seen.insert(id.clone()) {
+                ids.push(id);
+                break;
+            }
+            k += 1;
+        }
+    }
+
+    // near-misses
+    let mut nm_rng = Rng::new(seed, &["near-miss"]);
+    let n_near = ((opts.near_miss_rate.clamp(0.0, 1.0) * n as f64).round() as usize).min(n);
+    let nm_order = shuffled(n, &mut nm_rng);
+    let mut near: Vec<Option<NearMiss>> = vec![None; n];
+    for (m, &i) in nm_order.iter().take(n_near).enumerate() {
+        let class = NEAR_MISS_CLASSES[m % NEAR_MISS_CLASSES.len()];
+        near[i] = NearMiss::of(class, m / NEAR_MISS_CLASSES.len());
+    }
+    let clean: Vec<usize> = (0..n).filter(|i| near[*i].is_none()).collect();
+
+    // formats
+    let mut f_rng = Rng::new(seed, &["format"]);
+    let mut format = vec![Format::Sqlite; n];
+    let mut also_pb = vec![false; n];
+    for i in 0..n {
+        if let Some(nm) = near[i] {
+            format[i] = nm.format();
+        }
+    }
+    let order = {
+        let s = shuffled(clean.len(), &mut f_rng);
+        s.into_iter().map(|k| clean[k]).collect::<Vec<_>>()
+    };
+    let n_legacy = (n as f64 * 0.05).round() as usize;
+    let n_both = ((n as f64 * 0.008).round() as usize).max(usize::from(n >= 20));
+    for &i in order.iter().take(n_legacy) {
+        format[i] = Format::Protobuf;
+    }
+    for &i in order.iter().skip(n_legacy).take(n_both) {
+        also_pb[i] = true;
+    }
+
+    // planned daemon faults
+    let mut fault: Vec<Option<FaultKind>> = vec![None; n];
+    let n_fault = ((opts.fault_rate.clamp(0.0, 1.0) * n as f64).round() as usize).min(clean.len());
+    let mut fr = Rng::new(seed, &["faults"]);
+    let fault_order = shuffled(clean.len(), &mut fr);
+    for (m, &k) in fault_order.iter().take(n_fault).enumerate() {
+        fault[clean[k]] = Some(FaultKind::ALL[m % FaultKind::ALL.len()]);
+    }
+
+    // subagent trees
+    let mut t_rng = Rng::new(seed, &["trees"]);
+    let mut parent: Vec<Option<(String, u32)>> = vec![None; n];
+    let mut root: Vec<String> = ids.clone();
+    let mut children: Vec<Vec<String>> = vec![Vec::new(); n];
+    let tree_order = shuffled(clean.len(), &mut t_rng);
+    let n_parents = (n as f64 * 0.06).round() as usize;
+    let mut cursor = n_parents;
+    for &pk in tree_order.iter().take(n_parents) {
+        let p = clean[pk];
+        let k = t_rng.range(1, 2) as usize;
+        for _ in 0..k {
+            let Some(&ck) = tree_order.get(cursor) else {
+                break;
+            };
+            cursor += 1;
+            let c = clean[ck];
+            parent[c] = Some((ids[p].clone(), 1));
+            root[c] = ids[p].clone();
+            children[p].push(ids[c].clone());
+        }
+    }
+
+    // large outputs: a Zipf tail over a shuffled set of clean conversations
+    let mut b_rng = Rng::new(seed, &["big"]);
+    let big_order = shuffled(clean.len(), &mut b_rng);
+    let n_big = (n / 10).max(1).min(clean.len());
+    let mut big = vec![0usize; n];
+    for (rank, &k) in big_order.iter().take(n_big).enumerate() {
+        let bytes = 16.0 * 1024.0 * 1024.0 / ((rank + 1) as f64).powf(1.3);
+        big[clean[k]] = ((bytes * opts.scale) as usize).max(16 << 10);
+    }
+
+    // feature cycling over clean conversations in index order
+    let feats = features();
+    let mut feat_of: Vec<Vec<Feature>> = vec![Vec::new(); n];
+    let mut fi = 0usize;
+    for (j, &i) in clean.iter().enumerate() {
+        let count = 1 + (j % 2);
+        for _ in 0..count {
+            feat_of[i].push(feats[fi % feats.len()]);
+            fi += 1;
+        }
+    }
+
+    let mut convs = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut r = Rng::new(seed, &["conv", &i.to_string()]);
+        let tid = loop {
+            let t = r.uuid();
+            if t != ids[i] {
+                break t;
+            }
+        };
+        let mut cp = ConvPlan {
+            index: i,
+            id: ids[i].clone(),
+            trajectory_id: tid,
+            format: format[i],
+            also_pb: also_pb[i],
+            steps: Vec::new(),
+            planner50: Vec::new(),
+            per_tool_map: r.chance(0.08),
+            kind_map: r.chance(0.08),
+            near_miss: near[i],
+            fault: fault[i],
+            wal_tail: 0,
+            parent: parent[i].clone(),
+            root: root[i].clone(),
+            children: children[i].clone(),
+            fork_ref: r.chance(0.02),
+            big_output: big[i],
+            scale: opts.scale,
+        };
+        let mut must: Vec<Recipe> = Vec::new();
+        let mut want_p50 = near[i].is_none() && r.chance(0.16);
+        let mut want_p23 = near[i].is_none() && r.chance(0.03);
+        for f in &feat_of[i] {
+            match f {
+                Feature::Step(rec) => must.push(*rec),
+                Feature::Planner50 => want_p50 = true,
+                Feature::Prompt23 => want_p23 = true,
+                Feature::PerToolMap => cp.per_tool_map = true,
+                Feature::KindMap => cp.kind_map = true,
+            }
+        }
+        if !cp.children.is_empty() {
+            must.push(Recipe::InvokeSubagent);
+        }
+        if cp.big_output > 0 {
+            must.push(Recipe::RunCommand {
+                background: false,
+                big: true,
+            });
+        }
+        if want_p23 {
+            for _ in 0..r.range(1, 4) {
+                must.push(Recipe::NativeGrep {
+                    per_line: r.chance(0.7),
+                    prompt23: true,
+                });
+            }
+        }
+        // near-miss prerequisites
+        let mut need_system = false;
+        match near[i] {
+            Some(NearMiss::BadMapEntry(MapFault::KindDuplicate)) => cp.kind_map = true,
+            Some(NearMiss::BadMapEntry(_)) => cp.per_tool_map = true,
+            Some(NearMiss::RedundantColumn(ColumnFault::RenderInfoMissing)) => {
+                must.push(Recipe::ManageTask(TaskKind::Status))
+            }
+            Some(NearMiss::RedundantColumn(ColumnFault::ErrorDetails)) => {
+                must.push(Recipe::OuterError(OuterKind::RunCommand))
+            }
+            Some(NearMiss::UnknownField(UnknownFieldAt::GenericResult))
+            | Some(NearMiss::UnknownField(UnknownFieldAt::EmbeddedStep)) => {
+                must.push(Recipe::ViewFile)
+            }
+            Some(NearMiss::UnknownEnum(UnknownEnumAt::Transition)) => {
+                must.push(Recipe::CanceledPrompt)
+            }
+            Some(NearMiss::Prompt23(_)) => must.push(Recipe::NativeGrep {
+                per_line: true,
+                prompt23: true,
+            }),
+            Some(NearMiss::Unqualified(k)) => must.push(Recipe::Unqualified(k)),
+            Some(NearMiss::InvalidUtf8) => need_system = true,
+            _ => {}
+        }
+        cp.steps = plan_steps(&mut r, &must, need_system, opts.scale);
+        if want_p50 {
+            let gens = cp.gen_steps().len();
+            let execs = cp.turns().len();
+            for g in 0..gens {
+                if g == gens - 1 || r.chance(0.3) {
+                    cp.planner50.push((Planner50Site::Gen(g), r.below(4) as u8));
+                }
+            }
+            for e in 0..execs {
+                if r.chance(0.5) {
+                    cp.planner50
+                        .push((Planner50Site::Exec(e), r.below(4) as u8));
+                }
+            }
+        }
+        if cp.format == Format::Sqlite && cp.steps.len() > 3 && r.chance(0.3) {
+            cp.wal_tail = r.range(1, (cp.steps.len() as u64 - 2).min(6)) as usize;
+        }
+        convs.push(cp);
+    }
+
+    let mut i_rng = Rng::new(seed, &["implicit"]);
+    let implicit = (0..3)
+        .map(|_| ImplicitPlan {
+            id: i_rng.uuid(),
+            steps: i_rng.range(2, 6) as usize,
+        })
+        .collect();
+    CorpusPlan {
+        seed,
+        conversations: convs,
+        implicit,
+    }
+}
+
+/// The step sequence: turns of USER_INPUT, planner/tool pairs and a final
+/// planner response, with the `must` recipes placed at random tool slots.
+fn plan_steps(r: &mut Rng, must: &[Recipe], need_system: bool, scale: f64) -> Vec<StepKind> {
+    let target = {
+        let x = r.normal(3.3, 0.85).exp();
+        let s = (6.0 + x * scale.clamp(0.05, 1.0).sqrt()).min(650.0);
+        s as usize
+    };
+    let weights: Vec<u32> = TOOL_MIX.iter().map(|(_, w)| *w).collect();
+    let n_tools_est = (target / 2).max(must.len() + 1);
+    let mut tools: Vec<Recipe> = (0..n_tools_est)
+        .map(|_| TOOL_MIX[r.weighted(&weights)].0)
+        .collect();
+    for m in must {
+        let pos = r.below(tools.len() as u64 + 1) as usize;
+        tools.insert(pos, *m);
+    }
+    let mut steps = Vec::with_capacity(target + must.len() * 2 + 8);
+    let mut t = 0;
+    while t < tools.len() {
+        steps.push(StepKind::UserInput);
+        if r.chance(0.25) {
+            steps.push(StepKind::SystemMessage);
+        }
+        let in_turn = r.range(1, 8) as usize;
+        for _ in 0..in_turn {
+            if t >= tools.len() {
+                break;
+            }
+            if r.chance(0.12) {
+                steps.push(StepKind::Planner { tool_call: false });
+            }
+            steps.push(StepKind::Planner { tool_call: true });
+            steps.push(StepKind::Tool(tools[t]));
+            t += 1;
+            if r.chance(0.02) {
+                steps.push(StepKind::ErrorMessage);
+            }
+        }
+        steps.push(StepKind::Planner { tool_call: false });
+        if r.chance(0.08) {
+            steps.push(StepKind::Checkpoint);
+        }
+    }
+    if need_system && !steps.contains(&StepKind::SystemMessage) {
+        steps.insert(1, StepKind::SystemMessage);
+    }
+    steps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_are_deterministic_and_seed_dependent() {
+        let o = PlanOptions {
+            conversations: 40,
+            ..PlanOptions::default()
+        };
+        let a = serde_json::to_string(&plan(&o)).unwrap();
+        let b = serde_json::to_string(&plan(&o)).unwrap();
+        assert_eq!(a, b);
+        let c = serde_json::to_string(&plan(&PlanOptions { seed: 2, ..o })).unwrap();
+        assert_ne!(a, c);
+    }
+
+    #[test]
+    fn every_near_miss_class_has_a_variant_and_turns_start_with_user_input() {
+        for c in NEAR_MISS_CLASSES {
+            assert_eq!(NearMiss::of(*c, 0).map(|n| n.class()), Some(*c));
+        }
+        let p = plan(&PlanOptions {
+            conversations: 20,
+            ..PlanOptions::default()
+        });
+        for c in &p.conversations {
+            assert_eq!(c.steps.first(), Some(&StepKind::UserInput));
+            assert_eq!(c.turns().first().map(|t| t.0), Some(0));
+        }
+    }
+}

@@ -1,0 +1,301 @@
+//! The simulated agy daemon (`agy-audit daemon-sim`): a real HTTP/1.1 server
+//! on 127.0.0.1 (tiny_http) answering agy's Connect-RPC JSON calls from a
+//! generated store's `.truth/daemon/` views, with faults on demand.
+//!
+//! * `POST /exa.language_server_pb.LanguageServerService/LoadTrajectory`
+//!   `{cascadeId}` → `{}`;
+//! * `POST .../GetCascadeTrajectory` `{cascadeId, trajectoryVerbosity,
+//!   disableRehydration}` → `{"trajectory": <view>, "status":
+//!   "CASCADE_RUN_STATUS_IDLE", "numTotalSteps": "<n>"}`, the view being the
+//!   full (unrehydrated) one for verbosity FULL with rehydration disabled and
+//!   the ordinary one otherwise. The view's bytes are spliced verbatim.
+//! * Errors are Connect envelopes `{code, message}`: an unknown id or an id
+//!   not loaded yet is 404 `not_found`; a bad body 400 `invalid_argument`; a
+//!   wrong HTTP method 405; a wrong content type 415; with `--csrf-token` a
+//!   missing `x-codeium-csrf-token` is 401 `unauthenticated`, a wrong one 403
+//!   `permission_denied`; an unknown procedure 404 `unimplemented`.
+//!
+//! On start the listening line is appended to the store's `cli.log` (after
+//! an HTTPS decoy line), so discovery works as with agy. [`DaemonSim::stop`]
+//! (or drop) stops the workers, wakes hung requests and shuts every accepted
+//! connection, so no thread outlives the server for long (tiny_http's idle
+//! pool threads exit within its 5 s idle timeout).
+
+pub mod fault;
+mod mutate;
+mod serve;
+
+pub use fault::{FaultKind, FaultSpec, FaultTarget};
+
+use crossbeam_channel::{Receiver, Sender};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// The Connect service path prefix.
+pub const SERVICE_PREFIX: &str = "/exa.language_server_pb.LanguageServerService/";
+
+/// Why the simulated daemon could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// A store file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The store has no daemon views.
+    #[error(
+        "{0}: not a generated store (no .truth/daemon/); run `agy-audit corpus generate` first"
+    )]
+    NotAStore(PathBuf),
+    /// The listening socket could not be bound.
+    #[error("cannot listen on 127.0.0.1:{port}: {detail}")]
+    Bind {
+        /// The requested port.
+        port: u16,
+        /// The cause.
+        detail: String,
+    },
+    /// A fault specification (from `--fault` or `.truth/faults.txt`) is invalid.
+    #[error(transparent)]
+    Fault(#[from] fault::FaultParseError),
+}
+
+/// How to run the simulated daemon.
+#[derive(Debug, Clone)]
+pub struct SimOptions {
+    /// The generated store root.
+    pub store: PathBuf,
+    /// Port on 127.0.0.1 (0: an ephemeral one).
+    pub port: u16,
+    /// Require this `x-codeium-csrf-token`.
+    pub csrf_token: Option<String>,
+    /// Faults, in addition to `.truth/faults.txt`.
+    pub faults: Vec<FaultSpec>,
+    /// Seed of rate faults and jitter.
+    pub seed: u64,
+    /// Worker threads.
+    pub workers: usize,
+    /// Append the listening line to `<store>/cli.log`.
+    pub write_cli_log: bool,
+    /// Load `<store>/.truth/faults.txt` when present.
+    pub load_fault_file: bool,
+    /// How long a `hang` lasts at most (the server's stop ends it earlier).
+    pub hang_limit: Duration,
+}
+
+impl SimOptions {
+    /// Defaults for a store.
+    pub fn new(store: impl Into<PathBuf>) -> SimOptions {
+        SimOptions {
+            store: store.into(),
+            port: 0,
+            csrf_token: None,
+            faults: Vec::new(),
+            seed: 1,
+            workers: 16,
+            write_cli_log: true,
+            load_fault_file: true,
+            hang_limit: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// State shared by the workers.
+pub(crate) struct Shared {
+    pub store: PathBuf,
+    pub csrf: Option<String>,
+    pub faults: Vec<FaultSpec>,
+    pub seed: u64,
+    pub port: u16,
+    pub hang_limit: Duration,
+    pub loaded: Mutex<HashSet<String>>,
+    pub answered: Mutex<HashSet<String>>,
+    pub counter: AtomicU64,
+    pub stopping: AtomicBool,
+    /// Never receives: disconnects when the server stops (wakes sleepers).
+    pub stop_rx: Receiver<()>,
+}
+
+/// A running simulated daemon.
+pub struct DaemonSim {
+    port: u16,
+    shared: Arc<Shared>,
+    server: Option<Arc<tiny_http::Server>>,
+    workers: Vec<JoinHandle<()>>,
+    stop_tx: Option<Sender<()>>,
+}
+
+impl std::fmt::Debug for DaemonSim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DaemonSim")
+            .field("port", &self.port)
+            .field("store", &self.shared.store)
+            .finish()
+    }
+}
+
+fn io(path: &Path, e: std::io::Error) -> SimError {
+    SimError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    }
+}
+
+/// Reads `.truth/faults.txt` (one `--fault` spec a line; `#` comments).
+pub fn read_fault_file(store: &Path) -> Result<Vec<FaultSpec>, SimError> {
+    let p = store.join(".truth").join("faults.txt");
+    if !p.exists() {
+        return Ok(Vec::new());
+    }
+    let text = std::fs::read_to_string(&p).map_err(|e| io(&p, e))?;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        out.push(FaultSpec::parse(l)?);
+    }
+    Ok(out)
+}
+
+impl DaemonSim {
+    /// Binds 127.0.0.1:`opts.port`, starts the workers and writes the
+    /// listening line to the store's `cli.log`.
+    pub fn start(opts: SimOptions) -> Result<DaemonSim, SimError> {
+        let views = opts.store.join(".truth").join("daemon");
+        if !views.is_dir() {
+            return Err(SimError::NotAStore(opts.store.clone()));
+        }
+        let mut faults = if opts.load_fault_file {
+            read_fault_file(&opts.store)?
+        } else {
+            Vec::new()
+        };
+        faults.extend(opts.faults.iter().cloned());
+        let server =
+            tiny_http::Server::http(("127.0.0.1", opts.port)).map_err(|e| SimError::Bind {
+                port: opts.port,
+                detail: e.to_string(),
+            })?;
+        let port = server
+            .server_addr()
+            .to_ip()
+            .map(|a| a.port())
+            .ok_or_else(|| SimError::Bind {
+                port: opts.port,
+                detail: "not an IP listener".into(),
+            })?;
+        let server = Arc::new(server);
+        let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(0);
+        let shared = Arc::new(Shared {
+            store: opts.store.clone(),
+            csrf: opts.csrf_token.clone(),
+            faults,
+            seed: opts.seed,
+            port,
+            hang_limit: opts.hang_limit,
+            loaded: Mutex::new(HashSet::new()),
+            answered: Mutex::new(HashSet::new()),
+            counter: AtomicU64::new(0),
+            stopping: AtomicBool::new(false),
+            stop_rx,
+        });
+        let mut workers = Vec::new();
+        for i in 0..opts.workers.max(1) {
+            let server = Arc::clone(&server);
+            let shared = Arc::clone(&shared);
+            let h = std::thread::Builder::new()
+                .name(format!("daemon-sim-{i}"))
+                .spawn(move || serve::worker(&server, &shared))
+                .map_err(|e| io(&opts.store, e))?;
+            workers.push(h);
+        }
+        let sim = DaemonSim {
+            port,
+            shared,
+            server: Some(server),
+            workers,
+            stop_tx: Some(stop_tx),
+        };
+        if opts.write_cli_log {
+            append_cli_log(&opts.store, port)?;
+        }
+        Ok(sim)
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The bound port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The faults in force (command line and fault file).
+    pub fn faults(&self) -> &[FaultSpec] {
+        &self.shared.faults
+    }
+
+    /// Stops the server: workers exit, hung requests are released, accepted
+    /// connections are shut down.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        if self.server.is_none() {
+            return;
+        }
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        drop(self.stop_tx.take());
+        if let Some(s) = &self.server {
+            for _ in 0..self.workers.len() {
+                s.unblock();
+            }
+        }
+        for h in self.workers.drain(..) {
+            let _ = h.join();
+        }
+        serve::shutdown_connections(self.port, None);
+        // the last reference: tiny_http stops its accept thread on drop
+        drop(self.server.take());
+        serve::shutdown_connections(self.port, None);
+    }
+}
+
+impl Drop for DaemonSim {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn append_cli_log(store: &Path, port: u16) -> Result<(), SimError> {
+    use std::io::Write;
+    let p = store.join("cli.log");
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&p)
+        .map_err(|e| io(&p, e))?;
+    let now = crate::util::time::now_rfc3339();
+    let decoy = if port == u16::MAX {
+        port - 1
+    } else {
+        port.wrapping_add(1).max(1)
+    };
+    let text = format!(
+        "{now} listening on random port at {decoy} for HTTPS (gRPC)\n{now} listening on random port at {port} for HTTP\n"
+    );
+    f.write_all(text.as_bytes()).map_err(|e| io(&p, e))
+}

@@ -1,0 +1,519 @@
+//! Request handling of the simulated daemon.
+
+use super::fault::FaultKind;
+use super::{Shared, SERVICE_PREFIX};
+use crate::corpus::rng;
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use tiny_http::{Header, Request, Response, StatusCode};
+
+/// Largest request body read.
+const MAX_REQUEST: u64 = 1 << 20;
+
+pub(crate) fn worker(server: &tiny_http::Server, shared: &Shared) {
+    while !shared.stopping.load(Ordering::SeqCst) {
+        match server.recv_timeout(Duration::from_millis(100)) {
+            Ok(Some(req)) => handle(req, shared),
+            Ok(None) => {}
+            Err(_) => break,
+        }
+    }
+}
+
+fn header(name: &str, value: &str) -> Option<Header> {
+    Header::from_bytes(name.as_bytes(), value.as_bytes()).ok()
+}
+
+fn respond_json(req: Request, status: u16, body: Vec<u8>) {
+    let mut r = Response::from_data(body).with_status_code(StatusCode(status));
+    if let Some(h) = header("Content-Type", "application/json") {
+        r.add_header(h);
+    }
+    let _ = req.respond(r);
+}
+
+fn error(req: Request, status: u16, code: &str, message: &str) {
+    let body = json!({"code": code, "message": message})
+        .to_string()
+        .into_bytes();
+    respond_json(req, status, body);
+}
+
+fn header_value<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
+    req.headers()
+        .iter()
+        .find(|h| h.field.as_str().as_str().eq_ignore_ascii_case(name))
+        .map(|h| h.value.as_str())
+}
+
+/// Sleeps up to `d`, returning early when the server stops.
+fn pause(shared: &Shared, d: Duration) {
+    let _ = shared.stop_rx.recv_timeout(d);
+}
+
+fn handle(mut req: Request, shared: &Shared) {
+    if *req.method() != tiny_http::Method::Post {
+        return error(req, 405, "unimplemented", "only POST is supported");
+    }
+    let url = req.url().to_string();
+    let Some(method) = url.strip_prefix(SERVICE_PREFIX).map(str::to_string) else {
+        return error(
+            req,
+            404,
+            "unimplemented",
+            &format!("unknown procedure {url}"),
+        );
+    };
+    if let Some(expected) = &shared.csrf {
+        match header_value(&req, "x-codeium-csrf-token") {
+            None => return error(req, 401, "unauthenticated", "missing x-codeium-csrf-token"),
+            Some(t) if t != expected => {
+                return error(
+                    req,
+                    403,
+                    "permission_denied",
+                    "invalid x-codeium-csrf-token",
+                )
+            }
+            Some(_) => {}
+        }
+    }
+    let ct = header_value(&req, "Content-Type")
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if ct.split(';').next().map(str::trim) != Some("application/json") {
+        return error(
+            req,
+            415,
+            "invalid_argument",
+            &format!("unsupported content type `{ct}`; use application/json"),
+        );
+    }
+    let mut body = Vec::new();
+    if req
+        .as_reader()
+        .take(MAX_REQUEST)
+        .read_to_end(&mut body)
+        .is_err()
+    {
+        return error(req, 400, "invalid_argument", "cannot read the request body");
+    }
+    let Ok(Value::Object(args)) = serde_json::from_slice::<Value>(&body) else {
+        return error(
+            req,
+            400,
+            "invalid_argument",
+            "the body is not a JSON object",
+        );
+    };
+    let Some(id) = args
+        .get("cascadeId")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+    else {
+        return error(req, 400, "invalid_argument", "cascadeId is required");
+    };
+    if !valid_id(&id) {
+        return error(
+            req,
+            400,
+            "invalid_argument",
+            "cascadeId is not a conversation id",
+        );
+    }
+    let faults: Vec<FaultKind> = shared
+        .faults
+        .iter()
+        .filter(|f| f.applies(&id, shared.seed))
+        .map(|f| f.kind)
+        .collect();
+    for f in &faults {
+        match f {
+            FaultKind::Latency(ms) => pause(shared, Duration::from_millis(*ms)),
+            FaultKind::Jitter(ms) => {
+                let n = shared.counter.fetch_add(1, Ordering::SeqCst);
+                let d = rng::derive(shared.seed, &["jitter", &id, &n.to_string()]) % (ms + 1);
+                pause(shared, Duration::from_millis(d));
+            }
+            _ => {}
+        }
+    }
+    match method.as_str() {
+        "LoadTrajectory" => load(req, shared, &id, &faults),
+        "GetCascadeTrajectory" => {
+            let full = args.get("trajectoryVerbosity").and_then(Value::as_str)
+                == Some("CLIENT_TRAJECTORY_VERBOSITY_FULL")
+                && args.get("disableRehydration").and_then(Value::as_bool) == Some(true);
+            get(req, shared, &id, full, &faults)
+        }
+        other => error(
+            req,
+            404,
+            "unimplemented",
+            &format!("unknown method {other}"),
+        ),
+    }
+}
+
+fn valid_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')
+}
+
+fn known(shared: &Shared, id: &str) -> bool {
+    let conv = shared.store.join("conversations");
+    let views = shared.store.join(".truth").join("daemon");
+    (conv.join(format!("{id}.db")).exists() || conv.join(format!("{id}.pb")).exists())
+        && views.join(format!("{id}.full.json")).exists()
+        && views.join(format!("{id}.ordinary.json")).exists()
+}
+
+fn load(req: Request, shared: &Shared, id: &str, faults: &[FaultKind]) {
+    if !known(shared, id) {
+        return error(
+            req,
+            404,
+            "not_found",
+            &format!("conversation {id} not found"),
+        );
+    }
+    if faults.contains(&FaultKind::NotLoaded) {
+        return error(
+            req,
+            500,
+            "internal",
+            &format!("failed to load trajectory {id}: loading conversation: cipher: message authentication failed"),
+        );
+    }
+    if let Ok(mut l) = shared.loaded.lock() {
+        l.insert(id.to_string());
+    }
+    respond_json(req, 200, b"{}".to_vec());
+}
+
+#[derive(serde::Deserialize)]
+struct StepsOnly {
+    #[serde(default)]
+    steps: Vec<serde::de::IgnoredAny>,
+}
+
+fn get(req: Request, shared: &Shared, id: &str, full: bool, faults: &[FaultKind]) {
+    if !known(shared, id) {
+        return error(
+            req,
+            404,
+            "not_found",
+            &format!("conversation {id} not found"),
+        );
+    }
+    let loaded = shared
+        .loaded
+        .lock()
+        .map(|l| l.contains(id))
+        .unwrap_or(false);
+    if !loaded {
+        return error(
+            req,
+            404,
+            "not_found",
+            &format!("cascade {id} is not loaded; call LoadTrajectory first"),
+        );
+    }
+    for f in faults {
+        match f {
+            FaultKind::Http500 => return error(req, 500, "internal", "internal error"),
+            FaultKind::Http503 => return error(req, 503, "unavailable", "language server is busy"),
+            FaultKind::Reset => return reset(req, shared),
+            FaultKind::Hang => {
+                pause(shared, shared.hang_limit);
+                if shared.stopping.load(Ordering::SeqCst) {
+                    return reset(req, shared);
+                }
+                return error(req, 504, "deadline_exceeded", "request hung");
+            }
+            _ => {}
+        }
+    }
+    let which = if full { "full" } else { "ordinary" };
+    let path = shared
+        .store
+        .join(".truth")
+        .join("daemon")
+        .join(format!("{id}.{which}.json"));
+    let view = match std::fs::read(&path) {
+        Ok(v) => v,
+        Err(e) => {
+            return error(
+                req,
+                500,
+                "internal",
+                &format!("reading the trajectory: {e}"),
+            )
+        }
+    };
+    let (view, steps) = match transform(shared, id, full, faults, view) {
+        Ok(v) => v,
+        Err(m) => return error(req, 500, "internal", &m),
+    };
+    let mut body = Vec::with_capacity(view.len() + 96);
+    body.extend_from_slice(b"{\"trajectory\":");
+    body.extend_from_slice(&view);
+    body.extend_from_slice(
+        format!(",\"status\":\"CASCADE_RUN_STATUS_IDLE\",\"numTotalSteps\":\"{steps}\"}}")
+            .as_bytes(),
+    );
+    let mut answered_now = false;
+    if faults.contains(&FaultKind::MutateSource) {
+        if let Ok(mut a) = shared.answered.lock() {
+            answered_now = a.insert(id.to_string());
+        }
+    }
+    if faults.contains(&FaultKind::TruncatedBody) {
+        truncated(req, shared, &body);
+    } else if faults.contains(&FaultKind::InvalidJson) {
+        let cut = (body.len() / 2).max(1);
+        let mut b = body[..cut].to_vec();
+        b.extend_from_slice(b"\x00<!-- language server: template error -->");
+        respond_json(req, 200, b);
+    } else if let Some(FaultKind::OversizedBody(n)) = faults
+        .iter()
+        .find(|f| matches!(f, FaultKind::OversizedBody(_)))
+        .copied()
+    {
+        oversized(req, body, n);
+    } else {
+        respond_json(req, 200, body);
+    }
+    if answered_now {
+        let _ = super::mutate::mutate_source(&shared.store, id, shared.seed);
+    }
+}
+
+/// Applies the content faults to a view; returns it and its step count.
+fn transform(
+    shared: &Shared,
+    id: &str,
+    full: bool,
+    faults: &[FaultKind],
+    view: Vec<u8>,
+) -> Result<(Vec<u8>, usize), String> {
+    let content = faults.iter().any(|f| {
+        matches!(
+            f,
+            FaultKind::StaleCache
+                | FaultKind::SameStepStale
+                | FaultKind::DroppedField
+                | FaultKind::ExtraRpcField
+                | FaultKind::VersionSkew
+        )
+    });
+    if !content {
+        let n = serde_json::from_slice::<StepsOnly>(&view)
+            .map(|s| s.steps.len())
+            .map_err(|e| format!("stored view is not JSON: {e}"))?;
+        return Ok((view, n));
+    }
+    let mut v: Value =
+        serde_json::from_slice(&view).map_err(|e| format!("stored view is not JSON: {e}"))?;
+    let pick =
+        |n: usize| (rng::derive(shared.seed, &["fault-step", id]) % n.max(1) as u64) as usize;
+    let Some(Value::Array(steps)) = v.get_mut("steps") else {
+        return Err("stored view has no steps".into());
+    };
+    for f in faults {
+        let n = steps.len();
+        match f {
+            FaultKind::StaleCache if n > 1 => {
+                let keep = n - (n / 5).max(1);
+                steps.truncate(keep.max(1));
+            }
+            FaultKind::SameStepStale if n > 0 => {
+                let k = pick(n);
+                older_step(&mut steps[k]);
+            }
+            FaultKind::DroppedField if !full && n > 0 => {
+                let k = pick(n);
+                if let Some(Value::Object(m)) = steps[k].get_mut("metadata") {
+                    m.remove("createdAt");
+                }
+            }
+            FaultKind::ExtraRpcField if full && n > 0 => {
+                let k = pick(n);
+                if let Value::Object(m) = &mut steps[k] {
+                    m.insert(
+                        "rpcRenderHints".into(),
+                        json!({"collapsed": true, "renderVersion": 3}),
+                    );
+                }
+            }
+            FaultKind::VersionSkew if !full && n > 1 => {
+                steps.truncate(n - 1);
+                if let Some(last) = steps.last_mut() {
+                    older_step(last);
+                }
+            }
+            _ => {}
+        }
+    }
+    let count = steps.len();
+    let bytes = serde_json::to_vec(&v).map_err(|e| e.to_string())?;
+    Ok((bytes, count))
+}
+
+/// The step as an older cache would hold it: still running.
+fn older_step(step: &mut Value) {
+    let Value::Object(m) = step else { return };
+    let was_running = m.get("status").and_then(Value::as_str) == Some("CORTEX_STEP_STATUS_RUNNING");
+    m.insert(
+        "status".into(),
+        Value::String(
+            if was_running {
+                "CORTEX_STEP_STATUS_PENDING"
+            } else {
+                "CORTEX_STEP_STATUS_RUNNING"
+            }
+            .into(),
+        ),
+    );
+    if let Some(Value::Object(meta)) = m.get_mut("metadata") {
+        meta.remove("completedAt");
+        if let Some(Value::Array(t)) = meta
+            .get_mut("internalMetadata")
+            .and_then(|i| i.get_mut("statusTransitions"))
+        {
+            if t.len() > 1 {
+                t.pop();
+            }
+        }
+    }
+}
+
+/// Closes the connection without a response.
+fn reset(req: Request, shared: &Shared) {
+    let peer = req.remote_addr().copied();
+    let w = req.into_writer();
+    shutdown_connections(shared.port, peer);
+    drop(w);
+}
+
+/// Announces the whole body, sends half of it, then closes the connection.
+fn truncated(req: Request, shared: &Shared, body: &[u8]) {
+    let peer = req.remote_addr().copied();
+    let mut w = req.into_writer();
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    let _ = w.write_all(head.as_bytes());
+    let _ = w.write_all(&body[..body.len() / 2]);
+    let _ = w.flush();
+    shutdown_connections(shared.port, peer);
+    drop(w);
+}
+
+/// A body padded to about `total` bytes, produced lazily.
+struct Padded {
+    head: Vec<u8>,
+    pos: usize,
+    padding: u64,
+    tail: &'static [u8],
+    tail_pos: usize,
+}
+
+impl Read for Padded {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.pos < self.head.len() {
+            let n = buf.len().min(self.head.len() - self.pos);
+            buf[..n].copy_from_slice(&self.head[self.pos..self.pos + n]);
+            self.pos += n;
+            return Ok(n);
+        }
+        if self.padding > 0 {
+            let n = (buf.len() as u64).min(self.padding) as usize;
+            buf[..n].fill(b' ');
+            self.padding -= n as u64;
+            return Ok(n);
+        }
+        let n = buf.len().min(self.tail.len() - self.tail_pos);
+        buf[..n].copy_from_slice(&self.tail[self.tail_pos..self.tail_pos + n]);
+        self.tail_pos += n;
+        Ok(n)
+    }
+}
+
+fn oversized(req: Request, body: Vec<u8>, total: u64) {
+    // the body's closing brace moves after the padding (whitespace is valid JSON)
+    let mut head = body;
+    head.pop();
+    let tail: &'static [u8] = b"}";
+    let padding = total.saturating_sub(head.len() as u64 + 1);
+    let len = head.len() as u64 + padding + 1;
+    let reader = Padded {
+        head,
+        pos: 0,
+        padding,
+        tail,
+        tail_pos: 0,
+    };
+    let headers: Vec<Header> = header("Content-Type", "application/json")
+        .into_iter()
+        .collect();
+    let r = Response::new(
+        StatusCode(200),
+        headers,
+        reader,
+        usize::try_from(len).ok(),
+        None,
+    );
+    let _ = req.respond(r);
+}
+
+/// Shuts down accepted connections on `port` (all, or the one from `peer`).
+///
+/// tiny_http gives a handler no way to close its connection; this finds the
+/// socket among the process's open descriptors (`/proc/self/fd`), duplicates
+/// it and shuts the duplicate down, which ends the TCP connection for every
+/// descriptor sharing it. Only sockets whose local port is the server's and
+/// that have a peer are touched.
+#[cfg(unix)]
+pub(crate) fn shutdown_connections(port: u16, peer: Option<SocketAddr>) {
+    use std::os::fd::BorrowedFd;
+    let dir = if std::path::Path::new("/proc/self/fd").is_dir() {
+        "/proc/self/fd"
+    } else {
+        "/dev/fd"
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let fds: Vec<i32> = entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            std::fs::read_link(e.path())
+                .map(|t| t.to_string_lossy().starts_with("socket:"))
+                .unwrap_or(dir == "/dev/fd")
+        })
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse().ok()))
+        .collect();
+    for fd in fds {
+        // SAFETY: `fd` was listed as open a moment ago and is only borrowed for
+        // the duplicate below; if it was closed meanwhile the dup fails, and if
+        // the number was reused the address checks reject it.
+        let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+        let Ok(owned) = borrowed.try_clone_to_owned() else {
+            continue;
+        };
+        let s = std::net::TcpStream::from(owned);
+        let local_ok = s.local_addr().map(|a| a.port() == port).unwrap_or(false);
+        let Ok(p) = s.peer_addr() else { continue };
+        if local_ok && peer.is_none_or(|want| want == p) {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+/// Without descriptor access, connections end when their clients close them.
+#[cfg(not(unix))]
+pub(crate) fn shutdown_connections(_port: u16, _peer: Option<SocketAddr>) {}
