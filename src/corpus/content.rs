@@ -211,8 +211,10 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// A size in `lo..=hi`, log-uniform (many small, a few large), scaled.
     fn sized(&mut self, lo: usize, hi: usize) -> usize {
-        let n = self.r.range(lo as u64, hi as u64) as f64 * self.scale.max(0.1);
+        let (l, h) = (lo.max(1) as f64, hi.max(lo + 1) as f64);
+        let n = l * (h / l).powf(self.r.unit()) * self.scale.max(0.1);
         (n as usize).max(lo.min(16))
     }
 
@@ -311,9 +313,9 @@ impl<'a> Ctx<'a> {
     }
 
     fn planner(&mut self, idx: usize, call: Option<&Call>) -> StepJson {
-        let paras = self.r.range(1, 4) as usize;
+        let paras = self.r.range(1, 2) as usize;
         let response = text::markdown(&mut self.r, paras);
-        let th = self.r.range(1, 6) as usize;
+        let th = self.r.range(1, 2) as usize;
         let thinking = text::paragraph(&mut self.r, th);
         let usage = json!({
             "inputTokens": self.r.range(2_000, 120_000).to_string(),
@@ -322,11 +324,13 @@ impl<'a> Ctx<'a> {
         });
         let mut body = json!({
             "response": response,
-            "modifiedResponse": response,
             "thinking": thinking,
             "messageId": format!("msg_{}", self.r.next_u64() % 1_000_000_000),
             "thinkingDuration": format!("{}.{:03}s", self.r.below(20), self.r.below(1000)),
         });
+        if self.r.chance(0.4) {
+            body["modifiedResponse"] = body["response"].clone();
+        }
         if let Some(c) = call {
             body["toolCalls"] =
                 json!([{"id": c.id, "name": c.name, "argumentsJson": c.args_json()}]);
@@ -522,7 +526,7 @@ impl<'a> Ctx<'a> {
         } else {
             text::abs_path(&mut self.r, &self.ws.clone())
         };
-        let lines = self.sized(5, 220);
+        let lines = self.sized(5, 160);
         let start = self.r.below(40) as usize;
         let content = text::file_content(&mut self.r, lines);
         let call = self.call(
@@ -571,7 +575,7 @@ impl<'a> Ctx<'a> {
         let args = self.cmd_args(&cmd, 5000);
         let call = self.call("run_command", args);
         let planner = self.planner(pidx, Some(&call));
-        let n = self.sized(80, 6000);
+        let n = self.sized(60, 4000);
         let out = text::output(&mut self.r, n);
         let exit = if self.r.chance(0.1) { 1 } else { 0 };
         let meta = self.meta(
@@ -819,7 +823,7 @@ impl<'a> Ctx<'a> {
         let size = if big {
             self.plan.big_output
         } else {
-            self.sized(60, 5000)
+            self.sized(40, 4000)
         };
         let out = text::output(&mut self.r, size);
         let meta = self.meta(
@@ -838,7 +842,7 @@ impl<'a> Ctx<'a> {
         let native = json!({"type": ty("RUN_COMMAND"), "status": status("DONE"),
             "metadata": Self::native_meta(&meta, &format!("Run {cmd}"), "Running command"),
             "runCommand": rc});
-        let shown = truncate(&out, 2000);
+        let shown = truncate(&out, 1000);
         let mut result = json!({"result": shown, "payload": any_of(STEP_ANY, &native)});
         if big || out.len() > 4000 {
             result["fullOutputUri"] = Value::String(format!(
@@ -868,7 +872,7 @@ impl<'a> Ctx<'a> {
 
     fn view_file(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
         let path = text::abs_path(&mut self.r, &self.ws.clone());
-        let lines = self.sized(5, 250);
+        let lines = self.sized(5, 160);
         let start = self.r.range(1, 60) as usize;
         let call = self.call(
             "view_file",
@@ -889,7 +893,7 @@ impl<'a> Ctx<'a> {
         let (body, content) = self.view_body(&path, start, lines);
         let native = json!({"type": ty("VIEW_FILE"), "status": status("DONE"),
             "metadata": Self::native_meta(&meta, &format!("Read {path}"), "Reading file"), "viewFile": body});
-        let shown = truncate(&content, 1500);
+        let shown = truncate(&content, 800);
         let stored = Self::generic(
             "DONE",
             meta,

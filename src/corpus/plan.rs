@@ -995,9 +995,9 @@ const TOOL_MIX: &[(Recipe, u32)] = &[
     (Recipe::CodeAction { create: true }, 5),
     (Recipe::ManageTask(TaskKind::Status), 2),
     (Recipe::ManageTask(TaskKind::SendMessage), 2),
-    (Recipe::NativeViewFile, 9),
-    (Recipe::NativeRunCommand, 6),
-    (Recipe::NativeCodeAction, 6),
+    (Recipe::NativeViewFile, 14),
+    (Recipe::NativeRunCommand, 9),
+    (Recipe::NativeCodeAction, 11),
     (
         Recipe::NativeGrep {
             per_line: true,
@@ -1113,10 +1113,10 @@ pub fn plan(opts: &PlanOptions) -> CorpusPlan {
     // large outputs: a Zipf tail over a shuffled set of clean conversations
     let mut b_rng = Rng::new(seed, &["big"]);
     let big_order = shuffled(clean.len(), &mut b_rng);
-    let n_big = (n / 10).max(1).min(clean.len());
+    let n_big = (n / 12).max(1).min(clean.len());
     let mut big = vec![0usize; n];
     for (rank, &k) in big_order.iter().take(n_big).enumerate() {
-        let bytes = 16.0 * 1024.0 * 1024.0 / ((rank + 1) as f64).powf(1.3);
+        let bytes = 20.0 * 1024.0 * 1024.0 / ((rank + 1) as f64).powf(2.0);
         big[clean[k]] = ((bytes * opts.scale) as usize).max(16 << 10);
     }
 
@@ -1162,7 +1162,7 @@ pub fn plan(opts: &PlanOptions) -> CorpusPlan {
             scale: opts.scale,
         };
         let mut must: Vec<Recipe> = Vec::new();
-        let mut want_p50 = near[i].is_none() && r.chance(0.16);
+        let mut want_p50 = near[i].is_none() && r.chance(0.08);
         let mut want_p23 = near[i].is_none() && r.chance(0.03);
         for f in &feat_of[i] {
             match f {
@@ -1256,7 +1256,7 @@ pub fn plan(opts: &PlanOptions) -> CorpusPlan {
 /// planner response, with the `must` recipes placed at random tool slots.
 fn plan_steps(r: &mut Rng, must: &[Recipe], need_system: bool, scale: f64) -> Vec<StepKind> {
     let target = {
-        let x = r.normal(3.3, 0.85).exp();
+        let x = r.normal(3.2, 0.85).exp();
         let s = (6.0 + x * scale.clamp(0.05, 1.0).sqrt()).min(650.0);
         s as usize
     };
@@ -1276,7 +1276,7 @@ fn plan_steps(r: &mut Rng, must: &[Recipe], need_system: bool, scale: f64) -> Ve
         if r.chance(0.25) {
             steps.push(StepKind::SystemMessage);
         }
-        let in_turn = r.range(1, 8) as usize;
+        let in_turn = r.range(2, 30) as usize;
         for _ in 0..in_turn {
             if t >= tools.len() {
                 break;
