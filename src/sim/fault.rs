@@ -36,7 +36,7 @@ pub enum FaultKind {
     OversizedBody(u64),
     /// A body that is not JSON.
     InvalidJson,
-    /// After the first GetCascadeTrajectory answer, the source is rewritten.
+    /// With each GetCascadeTrajectory answer (the first included), the source is rewritten.
     MutateSource,
     /// LoadTrajectory fails.
     NotLoaded,

@@ -28,7 +28,7 @@ mod serve;
 pub use fault::{FaultKind, FaultSpec, FaultTarget};
 
 use crossbeam_channel::{Receiver, Sender};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -117,7 +117,8 @@ pub(crate) struct Shared {
     pub port: u16,
     pub hang_limit: Duration,
     pub loaded: Mutex<HashSet<String>>,
-    pub answered: Mutex<HashSet<String>>,
+    /// Source rewrites done per id (mutate-source).
+    pub mutations: Mutex<HashMap<String, u64>>,
     pub counter: AtomicU64,
     pub stopping: AtomicBool,
     /// Never receives: disconnects when the server stops (wakes sleepers).
@@ -204,7 +205,7 @@ impl DaemonSim {
             port,
             hang_limit: opts.hang_limit,
             loaded: Mutex::new(HashSet::new()),
-            answered: Mutex::new(HashSet::new()),
+            mutations: Mutex::new(HashMap::new()),
             counter: AtomicU64::new(0),
             stopping: AtomicBool::new(false),
             stop_rx,

@@ -1,11 +1,12 @@
 //! The `mutate-source` fault: agy rewrites a conversation while it is being
-//! audited. A `.db` gets one step's payload (and its metadata column)
+//! audited (with every answer for it). A `.db` gets one step's payload (and its metadata column)
 //! updated through an ordinary SQLite write; a legacy `.pb` is re-sealed with
 //! a new nonce (same plaintext, different ciphertext).
 
 use crate::corpus::{legacy, rng, wire};
 use crate::schema::Schema;
 use std::path::Path;
+use std::sync::OnceLock;
 
 /// Why a mutation failed (the sim logs nothing; the test observes the file).
 #[derive(Debug, thiserror::Error)]
@@ -21,8 +22,8 @@ pub enum MutateError {
     Other(String),
 }
 
-/// Rewrites the source of `id` in `store` once.
-pub fn mutate_source(store: &Path, id: &str, seed: u64) -> Result<(), MutateError> {
+/// Rewrites the source of `id` in `store` (the `n`-th rewrite).
+pub fn mutate_source(store: &Path, id: &str, seed: u64, n: u64) -> Result<(), MutateError> {
     let conv = store.join("conversations");
     let db = conv.join(format!("{id}.db"));
     if db.exists() {
@@ -31,7 +32,7 @@ pub fn mutate_source(store: &Path, id: &str, seed: u64) -> Result<(), MutateErro
     let pb = conv.join(format!("{id}.pb"));
     let sealed = std::fs::read(&pb)?;
     let plain = legacy::open(&sealed).map_err(|e| MutateError::Other(e.to_string()))?;
-    let b = rng::Rng::new(seed, &["mutated-nonce", id]).bytes(12);
+    let b = rng::Rng::new(seed, &["mutated-nonce", id, &n.to_string()]).bytes(12);
     let mut nonce = [0u8; 12];
     nonce.copy_from_slice(&b);
     let resealed = legacy::seal(&plain, nonce).map_err(|e| MutateError::Other(e.to_string()))?;
@@ -39,21 +40,31 @@ pub fn mutate_source(store: &Path, id: &str, seed: u64) -> Result<(), MutateErro
     Ok(())
 }
 
+/// (Step.metadata, CortexStepMetadata.step_generation_version), by name.
+fn numbers() -> Result<(u32, u32), MutateError> {
+    static NUMS: OnceLock<Option<(u32, u32)>> = OnceLock::new();
+    let nums = NUMS.get_or_init(|| {
+        let schema = Schema::modeled().ok()?;
+        let num = |m: &str, f: &str| {
+            schema
+                .pool
+                .get_message_by_name(m)
+                .and_then(|d| d.get_field_by_name(f))
+                .map(|f| f.number())
+        };
+        Some((
+            num("gemini_coder.Step", "metadata")?,
+            num(
+                "exa.cortex_pb.CortexStepMetadata",
+                "step_generation_version",
+            )?,
+        ))
+    });
+    nums.ok_or_else(|| MutateError::Other("the modeled schema lacks Step.metadata".into()))
+}
+
 fn mutate_db(db: &Path) -> Result<(), MutateError> {
-    let schema = Schema::modeled().map_err(|e| MutateError::Other(e.to_string()))?;
-    let num = |m: &str, f: &str| -> Result<u32, MutateError> {
-        schema
-            .pool
-            .get_message_by_name(m)
-            .and_then(|d| d.get_field_by_name(f))
-            .map(|f| f.number())
-            .ok_or_else(|| MutateError::Other(format!("no field {m}.{f}")))
-    };
-    let meta_num = num("gemini_coder.Step", "metadata")?;
-    let sgv = num(
-        "exa.cortex_pb.CortexStepMetadata",
-        "step_generation_version",
-    )?;
+    let (meta_num, sgv) = numbers()?;
     let c = rusqlite::Connection::open(db)?;
     c.busy_timeout(std::time::Duration::from_secs(5))?;
     let (idx, payload): (i64, Vec<u8>) = c.query_row(

@@ -28,7 +28,10 @@ fn header(name: &str, value: &str) -> Option<Header> {
 }
 
 fn respond_json(req: Request, status: u16, body: Vec<u8>) {
-    let mut r = Response::from_data(body).with_status_code(StatusCode(status));
+    // always announce Content-Length (tiny_http would chunk bodies over 32 KiB)
+    let mut r = Response::from_data(body)
+        .with_status_code(StatusCode(status))
+        .with_chunked_threshold(usize::MAX);
     if let Some(h) = header("Content-Type", "application/json") {
         r.add_header(h);
     }
@@ -264,11 +267,22 @@ fn get(req: Request, shared: &Shared, id: &str, full: bool, faults: &[FaultKind]
         format!(",\"status\":\"CASCADE_RUN_STATUS_IDLE\",\"numTotalSteps\":\"{steps}\"}}")
             .as_bytes(),
     );
-    let mut answered_now = false;
+    // mutate-source: the source is rewritten with every answer for the id
+    // (the first included), as while agy keeps writing the conversation, so
+    // a reader that re-brackets its fetch sees it change every time. The
+    // answer's content is the view from before the change; the write is done
+    // before the body is sent, so no client can see the answer first.
     if faults.contains(&FaultKind::MutateSource) {
-        if let Ok(mut a) = shared.answered.lock() {
-            answered_now = a.insert(id.to_string());
-        }
+        let n = shared
+            .mutations
+            .lock()
+            .map(|mut m| {
+                let n = m.entry(id.to_string()).or_insert(0);
+                *n += 1;
+                *n
+            })
+            .unwrap_or(1);
+        let _ = super::mutate::mutate_source(&shared.store, id, shared.seed, n);
     }
     if faults.contains(&FaultKind::TruncatedBody) {
         truncated(req, shared, &body);
@@ -285,9 +299,6 @@ fn get(req: Request, shared: &Shared, id: &str, full: bool, faults: &[FaultKind]
         oversized(req, body, n);
     } else {
         respond_json(req, 200, body);
-    }
-    if answered_now {
-        let _ = super::mutate::mutate_source(&shared.store, id, shared.seed);
     }
 }
 
@@ -466,7 +477,8 @@ fn oversized(req: Request, body: Vec<u8>, total: u64) {
         reader,
         usize::try_from(len).ok(),
         None,
-    );
+    )
+    .with_chunked_threshold(usize::MAX);
     let _ = req.respond(r);
 }
 
