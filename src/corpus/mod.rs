@@ -20,6 +20,8 @@
 //! the declared source-only fields and near-misses as raw wire bytes,
 //! [`sqlite`] writes the database and its WAL deterministically.
 
+#![warn(missing_docs)]
+
 pub mod assemble;
 pub mod content;
 pub mod legacy;

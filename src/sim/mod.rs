@@ -21,6 +21,8 @@
 //! connection, so no thread outlives the server for long (tiny_http's idle
 //! pool threads exit within its 5 s idle timeout).
 
+#![warn(missing_docs)]
+
 pub mod fault;
 mod mutate;
 mod serve;
