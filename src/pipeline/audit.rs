@@ -195,6 +195,20 @@ fn daemon_unavailable(r: SessionResult, e: &RpcError) -> SessionResult {
 /// The bracketed fetch, comparison and attestation of a prepared source.
 pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> SessionResult {
     let mut attempt = 0;
+    // A source that changed during an earlier bracket: a mismatch on the
+    // re-fetch is reported as the change it most likely is (the daemon has
+    // not caught up with the new source), with the mismatch as detail.
+    let refuse_after_change = |r: SessionResult, m: &crate::compare::Mismatch, attempt: u32| {
+        if attempt == 0 {
+            refuse(r, &m.to_refusal())
+        } else {
+            let detail = format!(
+                "source changed during fetch; on re-fetch: {}",
+                m.to_refusal().detail
+            );
+            refuse(r, &Refusal::new(ReasonClass::SourceChanged, "", detail))
+        }
+    };
     loop {
         let mut result = base_result(&prepared);
         if let Some(r) = prepared.refusal() {
@@ -254,10 +268,10 @@ pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Session
             );
         }
         if let Err(m) = compare_full(ctx.schema, persisted, &full.trajectory) {
-            return refuse(result, &m.to_refusal());
+            return refuse_after_change(result, &m, attempt);
         }
         if let Err(m) = compare_ordinary(ctx.schema, &projection.ordinary, &ordinary.trajectory) {
-            return refuse(result, &m.to_refusal());
+            return refuse_after_change(result, &m, attempt);
         }
         let ordinary_value = match parse_value(&ordinary.trajectory) {
             Ok(v) => v,
