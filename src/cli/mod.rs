@@ -10,6 +10,7 @@ mod common;
 mod corpus_cmd;
 mod daemon_args;
 mod daemon_sim_cmd;
+mod demo_cmd;
 mod export_cmd;
 mod qualify_cmd;
 mod report_cmd;
@@ -52,6 +53,10 @@ pub enum Command {
     Sync(sync_cmd::SyncArgs),
     /// Measure decode throughput against SHA-256 and a peer decoder.
     Bench(bench_cmd::BenchArgs),
+    /// The main job on the embedded default: generate the synthetic corpus,
+    /// serve it with the simulated daemon, sweep it, report, and check the
+    /// verdicts against the ground truth.
+    Demo(demo_cmd::DemoArgs),
     /// Print the qualified rule table: rule id, profile suffix, what each rule
     /// accepts and its refusal reasons (--markdown writes docs/rules.md).
     Rules(rules_cmd::RulesArgs),
@@ -84,6 +89,7 @@ pub fn main() -> i32 {
         Command::Report(a) => report_cmd::run(a),
         Command::Sync(a) => sync_cmd::run(a),
         Command::Bench(a) => bench_cmd::run(a),
+        Command::Demo(a) => demo_cmd::run(a),
         Command::Rules(a) => rules_cmd::run(a),
         Command::Corpus(c) => corpus_cmd::run(c),
         Command::DaemonSim(a) => daemon_sim_cmd::run(a),
