@@ -27,14 +27,8 @@ pub struct WireError {
     pub detail: &'static str,
 }
 
-/// Appends a varint.
-pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
+/// The varint encoders are the reader's own primitives.
+pub use crate::source::wire::{put_varint, put_varint_field};
 
 /// Appends a field key.
 pub fn put_key(out: &mut Vec<u8>, number: u32, wire_type: u8) {
@@ -43,15 +37,7 @@ pub fn put_key(out: &mut Vec<u8>, number: u32, wire_type: u8) {
 
 /// Appends a length-delimited field.
 pub fn put_len(out: &mut Vec<u8>, number: u32, payload: &[u8]) {
-    put_key(out, number, LEN);
-    put_varint(out, payload.len() as u64);
-    out.extend_from_slice(payload);
-}
-
-/// Appends a varint field.
-pub fn put_varint_field(out: &mut Vec<u8>, number: u32, v: u64) {
-    put_key(out, number, VARINT);
-    put_varint(out, v);
+    crate::source::wire::put_len_field(out, number, payload);
 }
 
 /// A length-delimited field as bytes.

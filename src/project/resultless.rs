@@ -463,19 +463,7 @@ fn rejected_permission(w: &Wrapper) -> R<Presented> {
         Reason::ResultlessArguments,
         || format!("{:?}", w.args.keys()),
     )?;
-    let (cmd, cwd) = command_args(rule, w)?;
-    ensure(
-        w.args.repeat_tool_call(&w.step),
-        rule,
-        Reason::ArgumentsRepeatToolCall,
-        String::new,
-    )?;
-    ensure(
-        single_allow_hook(&w.step),
-        rule,
-        Reason::HookAllowResult,
-        || format!("{} hook results", hooks(&w.step).len()),
-    )?;
+    let (cmd, cwd) = command_call_with_allow_hook(rule, w)?;
     let (short, full) = (text(&err, "short_error"), text(&err, "full_error"));
     let lines: Vec<&str> = short.split('\n').collect();
     let ok = plain_for_go_quote(&cmd)
@@ -590,19 +578,7 @@ fn canceled_prompt(w: &Wrapper) -> R<Presented> {
         Reason::ResultlessArguments,
         || format!("{:?}", w.args.keys()),
     )?;
-    let (cmd, cwd) = command_args(rule, w)?;
-    ensure(
-        w.args.repeat_tool_call(&w.step),
-        rule,
-        Reason::ArgumentsRepeatToolCall,
-        String::new,
-    )?;
-    ensure(
-        single_allow_hook(&w.step),
-        rule,
-        Reason::HookAllowResult,
-        || format!("{} hook results", hooks(&w.step).len()),
-    )?;
+    let (cmd, cwd) = command_call_with_allow_hook(rule, w)?;
     let h = history(&w.step);
     ensure(
         h.len() >= 3 && h[h.len() - 3..] == [WAITING, RUNNING, CANCELED],
@@ -616,4 +592,24 @@ fn canceled_prompt(w: &Wrapper) -> R<Presented> {
         extra: Vec::new(),
         carried: Vec::new(),
     })
+}
+
+/// The command line and working directory of a resultless command whose
+/// arguments repeat the tool call and whose metadata records exactly one
+/// allow hook (the rejected-permission and canceled-prompt shapes).
+fn command_call_with_allow_hook(rule: RuleId, w: &Wrapper) -> R<(String, String)> {
+    let (cmd, cwd) = command_args(rule, w)?;
+    ensure(
+        w.args.repeat_tool_call(&w.step),
+        rule,
+        Reason::ArgumentsRepeatToolCall,
+        String::new,
+    )?;
+    ensure(
+        single_allow_hook(&w.step),
+        rule,
+        Reason::HookAllowResult,
+        || format!("{} hook results", hooks(&w.step).len()),
+    )?;
+    Ok((cmd, cwd))
 }
