@@ -10,6 +10,8 @@
 //! `0.1000000000000000055` are not): no float round trip. The first differing
 //! paths are reported.
 
+pub mod stream;
+
 use crate::schema::{to_daemon_json, Schema};
 use crate::verdict::{ReasonClass, Refusal};
 use prost_reflect::DynamicMessage;
@@ -39,13 +41,54 @@ impl Mismatch {
     }
 }
 
-/// Parses a trajectory JSON strictly against the schema.
+/// Parses a trajectory JSON strictly against the schema: an unknown field,
+/// an unknown enum name or a value of the wrong type is an error.
+///
+/// Numbers are handed to the message parser as decimal strings (which the
+/// protobuf JSON mapping accepts for every numeric type), integral values
+/// spelled plainly (`1.0` and `1e0` as `1`): exact numbers are kept as text
+/// throughout, and the parser would otherwise see them as opaque values.
+/// Whether a number stands where the schema wants one is the tree
+/// comparison's to decide (a number is never equal to a string there).
 pub fn parse_strict(schema: &Schema, text: &str) -> Result<DynamicMessage, String> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    let msg = DynamicMessage::deserialize(schema.names.trajectory.clone(), &mut de)
-        .map_err(|e| e.to_string())?;
-    de.end().map_err(|e| e.to_string())?;
-    Ok(msg)
+    parse_strict_as(schema.names.trajectory.clone(), text)
+}
+
+/// [`parse_strict`] for any message type.
+pub fn parse_strict_as(
+    desc: prost_reflect::MessageDescriptor,
+    text: &str,
+) -> Result<DynamicMessage, String> {
+    let value: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    DynamicMessage::deserialize(desc, strict_view(value)).map_err(|e| e.to_string())
+}
+
+/// `v` with every number replaced by its decimal string (see [`parse_strict`]).
+fn strict_view(v: Value) -> Value {
+    match v {
+        Value::Number(n) => {
+            let text = n.to_string();
+            Value::String(integral_text(&text).unwrap_or(text))
+        }
+        Value::Array(a) => Value::Array(a.into_iter().map(strict_view).collect()),
+        Value::Object(m) => {
+            Value::Object(m.into_iter().map(|(k, v)| (k, strict_view(v))).collect())
+        }
+        other => other,
+    }
+}
+
+/// The plain integer spelling of an integral number (`1.0`, `1e3`), if it is one.
+fn integral_text(text: &str) -> Option<String> {
+    let (neg, digits, exp) = decimal(text)?;
+    if digits.is_empty() {
+        return Some("0".into());
+    }
+    if !(0..=400).contains(&exp) {
+        return None;
+    }
+    let sign = if neg { "-" } else { "" };
+    Some(format!("{sign}{digits}{}", "0".repeat(exp as usize)))
 }
 
 /// Parses JSON keeping exact numbers.
@@ -71,8 +114,23 @@ pub fn compare_ordinary(
     compare(schema, projection, ordinary, ReasonClass::OrdinaryMismatch)
 }
 
-/// Strict parse of `response`, then the JSON-tree comparison with `expected`.
+/// The one-pass check of [`stream::equals`]; when it does not confirm
+/// equality, the strict parse of `response` and the JSON-tree comparison
+/// with `expected` decide and name the differing paths.
 fn compare(
+    schema: &Schema,
+    expected: &DynamicMessage,
+    response: &str,
+    class: ReasonClass,
+) -> Result<(), Mismatch> {
+    if stream::equals(expected, response) {
+        return Ok(());
+    }
+    compare_slow(schema, expected, response, class)
+}
+
+/// The strict parse and the JSON-tree comparison, without the fast path.
+pub fn compare_slow(
     schema: &Schema,
     expected: &DynamicMessage,
     response: &str,
@@ -95,7 +153,7 @@ fn compare(
 }
 
 /// A number's exact decimal value: sign, significant digits, exponent.
-fn decimal(text: &str) -> Option<(bool, String, i64)> {
+pub(crate) fn decimal(text: &str) -> Option<(bool, String, i64)> {
     let (neg, rest) = match text.strip_prefix('-') {
         Some(r) => (true, r),
         None => (false, text),
@@ -259,6 +317,49 @@ mod tests {
             &n("9007199254740993"),
             &n("9007199254740992")
         ));
+    }
+
+    #[test]
+    fn integral_numbers_are_spelled_plainly_for_the_strict_parse() {
+        assert_eq!(integral_text("1.0").as_deref(), Some("1"));
+        assert_eq!(integral_text("1e3").as_deref(), Some("1000"));
+        assert_eq!(integral_text("-20.00").as_deref(), Some("-20"));
+        assert_eq!(integral_text("-0.0").as_deref(), Some("0"));
+        assert_eq!(integral_text("0.5"), None);
+        assert_eq!(integral_text("1e-3"), None);
+    }
+
+    #[test]
+    fn strict_parse_takes_exact_numbers_of_every_spelling() {
+        let s = Schema::modeled().unwrap();
+        let value = s.pool.get_message_by_name("genai.Value").unwrap();
+        for ok in [
+            r#"{"numberValue": 0.5}"#,
+            r#"{"numberValue": 1}"#,
+            r#"{"numberValue": 1e3}"#,
+            r#"{"numberValue": -2.5E-3}"#,
+        ] {
+            assert!(parse_strict_as(value.clone(), ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            r#"{"numberValue": 0.5, "nope": 1}"#,
+            r#"{"numberValue": {}}"#,
+            r#"{"nullValue": "NOT_A_NAME"}"#,
+        ] {
+            assert!(parse_strict_as(value.clone(), bad).is_err(), "{bad}");
+        }
+        let t = &s.names.trajectory;
+        let int_field = t.fields().find(|f| {
+            matches!(
+                f.kind(),
+                prost_reflect::Kind::Int32 | prost_reflect::Kind::Uint32
+            )
+        });
+        if let Some(f) = int_field {
+            let name = f.json_name();
+            assert!(parse_strict_as(t.clone(), &format!(r#"{{"{name}": 2.0}}"#)).is_ok());
+            assert!(parse_strict_as(t.clone(), &format!(r#"{{"{name}": 2.5}}"#)).is_err());
+        }
     }
 
     #[test]

@@ -1,0 +1,365 @@
+//! The fast path of the comparison: one pass over the response text that
+//! checks it against the expected message while the JSON is read, building
+//! no tree and no message.
+//!
+//! It answers one question: is the response exactly the expected message's
+//! daemon JSON ([`crate::schema::daemon_json_options`]), up to key order,
+//! whitespace and the spelling of numbers (compared by exact decimal value)?
+//! It is deliberately at least as strict as the tree comparison
+//! ([`super::json_diff`]) and the strict parse together: any key that is not
+//! the JSON name of a field the expected message has set, a duplicate key, a
+//! missing field, a different type or value, or trailing data answers "no".
+//! A "no" is never reported as such: the caller then runs the slow path
+//! (strict parse and tree diff), which decides and names the paths. So the
+//! fast path can only make an equal response cheaper to confirm; it cannot
+//! change a verdict.
+//!
+//! Well-known types (`google.protobuf.*`, whose JSON forms are special) and
+//! messages carrying extensions are compared through their tree form, with
+//! the same serializer as the slow path.
+
+use super::{decimal, json_diff};
+use crate::schema::to_daemon_json;
+use base64::Engine;
+use prost_reflect::{DynamicMessage, FieldDescriptor, Kind, MapKey, ReflectMessage, Value};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::fmt;
+
+/// Whether `text` is exactly the daemon JSON of `expected` (see the module
+/// documentation). `false` means "take the slow path", not "different".
+pub fn equals(expected: &DynamicMessage, text: &str) -> bool {
+    check(expected, text).is_ok()
+}
+
+/// [`equals`], with where the one pass stopped (line and column of the text).
+pub fn check(expected: &DynamicMessage, text: &str) -> Result<(), serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    MessageSeed(expected).deserialize(&mut de)?;
+    de.end()
+}
+
+fn differ<E: de::Error>() -> E {
+    E::custom("not the expected value")
+}
+
+/// The JSON of one message.
+struct MessageSeed<'a>(&'a DynamicMessage);
+
+impl<'de> DeserializeSeed<'de> for MessageSeed<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        let msg = self.0;
+        let desc = msg.descriptor();
+        if desc.full_name().starts_with("google.protobuf.") || msg.extensions().next().is_some() {
+            let actual = serde_json::Value::deserialize(d)?;
+            return if json_diff(&to_daemon_json(msg), &actual, 1).is_empty() {
+                Ok(())
+            } else {
+                Err(differ())
+            };
+        }
+        d.deserialize_map(MessageVisitor(msg))
+    }
+}
+
+struct MessageVisitor<'a>(&'a DynamicMessage);
+
+impl<'de> Visitor<'de> for MessageVisitor<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a message object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let msg = self.0;
+        let desc = msg.descriptor();
+        let mut seen: Vec<u32> = Vec::new();
+        while let Some(field) = map.next_key_seed(FieldKey(&desc))? {
+            if !msg.has_field(&field) || seen.contains(&field.number()) {
+                return Err(differ());
+            }
+            seen.push(field.number());
+            let value = msg.get_field(&field);
+            map.next_value_seed(FieldValue {
+                value: &value,
+                field: &field,
+            })?;
+        }
+        if seen.len() == msg.fields().count() {
+            Ok(())
+        } else {
+            Err(differ())
+        }
+    }
+}
+
+/// A key of a message object: the JSON name of one of its fields.
+struct FieldKey<'a>(&'a prost_reflect::MessageDescriptor);
+
+impl<'de> DeserializeSeed<'de> for FieldKey<'_> {
+    type Value = FieldDescriptor;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<FieldDescriptor, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FieldKey<'_> {
+    type Value = FieldDescriptor;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a field name")
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<FieldDescriptor, E> {
+        self.0.get_field_by_json_name(key).ok_or_else(differ)
+    }
+}
+
+/// The JSON of one set field: a list, a map or a single value.
+struct FieldValue<'a> {
+    value: &'a Value,
+    field: &'a FieldDescriptor,
+}
+
+impl<'de> DeserializeSeed<'de> for FieldValue<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        let kind = self.field.kind();
+        match self.value {
+            Value::List(items) => d.deserialize_seq(ListVisitor { items, kind: &kind }),
+            Value::Map(entries) => {
+                let Kind::Message(entry) = &kind else {
+                    return Err(differ());
+                };
+                d.deserialize_map(MapVisitor {
+                    entries,
+                    key_kind: entry.map_entry_key_field().kind(),
+                    value_kind: entry.map_entry_value_field().kind(),
+                })
+            }
+            v => SingleSeed {
+                value: v,
+                kind: &kind,
+            }
+            .deserialize(d),
+        }
+    }
+}
+
+struct ListVisitor<'a> {
+    items: &'a [Value],
+    kind: &'a Kind,
+}
+
+impl<'de> Visitor<'de> for ListVisitor<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        for item in self.items {
+            seq.next_element_seed(SingleSeed {
+                value: item,
+                kind: self.kind,
+            })?
+            .ok_or_else(differ)?;
+        }
+        match seq.next_element::<de::IgnoredAny>()? {
+            None => Ok(()),
+            Some(_) => Err(differ()),
+        }
+    }
+}
+
+struct MapVisitor<'a> {
+    entries: &'a std::collections::HashMap<MapKey, Value>,
+    key_kind: Kind,
+    value_kind: Kind,
+}
+
+impl<'de> Visitor<'de> for MapVisitor<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a map object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key_seed(MapKeySeed(&self.key_kind))? {
+            let value = self.entries.get(&key).ok_or_else(differ)?;
+            map.next_value_seed(SingleSeed {
+                value,
+                kind: &self.value_kind,
+            })?;
+            if !seen.insert(key) {
+                return Err(differ());
+            }
+        }
+        if seen.len() == self.entries.len() {
+            Ok(())
+        } else {
+            Err(differ())
+        }
+    }
+}
+
+/// A map key, which must be spelled exactly as the serializer spells it.
+struct MapKeySeed<'a>(&'a Kind);
+
+impl<'de> DeserializeSeed<'de> for MapKeySeed<'_> {
+    type Value = MapKey;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<MapKey, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for MapKeySeed<'_> {
+    type Value = MapKey;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a map key")
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<MapKey, E> {
+        fn canonical<T: std::str::FromStr + ToString, E: de::Error>(s: &str) -> Result<T, E> {
+            let v: T = s.parse().map_err(|_| differ())?;
+            if v.to_string() == s {
+                Ok(v)
+            } else {
+                Err(differ())
+            }
+        }
+        Ok(match self.0 {
+            Kind::String => MapKey::String(s.to_string()),
+            Kind::Bool => match s {
+                "true" => MapKey::Bool(true),
+                "false" => MapKey::Bool(false),
+                _ => return Err(differ()),
+            },
+            Kind::Int32 | Kind::Sint32 | Kind::Sfixed32 => MapKey::I32(canonical(s)?),
+            Kind::Int64 | Kind::Sint64 | Kind::Sfixed64 => MapKey::I64(canonical(s)?),
+            Kind::Uint32 | Kind::Fixed32 => MapKey::U32(canonical(s)?),
+            Kind::Uint64 | Kind::Fixed64 => MapKey::U64(canonical(s)?),
+            _ => return Err(differ()),
+        })
+    }
+}
+
+/// One value that is not a list or a map.
+struct SingleSeed<'a> {
+    value: &'a Value,
+    kind: &'a Kind,
+}
+
+impl<'de> DeserializeSeed<'de> for SingleSeed<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        match self.value {
+            Value::Message(m) => MessageSeed(m).deserialize(d),
+            Value::Bool(b) => d.deserialize_any(Expect::Bool(*b)),
+            Value::String(s) => d.deserialize_any(Expect::Str(s)),
+            Value::I64(v) => d.deserialize_any(Expect::Str(&v.to_string())),
+            Value::U64(v) => d.deserialize_any(Expect::Str(&v.to_string())),
+            Value::I32(v) => number(d, &v.to_string()),
+            Value::U32(v) => number(d, &v.to_string()),
+            Value::F32(v) => match serde_json::Number::from_f64(f64::from(*v)) {
+                Some(_) => number(d, &serde_json::Value::from(*v).to_string()),
+                None => d.deserialize_any(Expect::Str(non_finite(f64::from(*v)))),
+            },
+            Value::F64(v) => match serde_json::Number::from_f64(*v) {
+                Some(n) => number(d, &n.to_string()),
+                None => d.deserialize_any(Expect::Str(non_finite(*v))),
+            },
+            Value::Bytes(b) => {
+                let text = base64::engine::general_purpose::STANDARD.encode(b);
+                d.deserialize_any(Expect::Str(&text))
+            }
+            Value::EnumNumber(n) => {
+                let Kind::Enum(e) = self.kind else {
+                    return Err(differ());
+                };
+                if e.full_name() == "google.protobuf.NullValue" {
+                    d.deserialize_any(Expect::Null)
+                } else if let Some(v) = e.get_value(*n) {
+                    d.deserialize_any(Expect::Str(v.name()))
+                } else {
+                    number(d, &n.to_string())
+                }
+            }
+            Value::List(_) | Value::Map(_) => Err(differ()),
+        }
+    }
+}
+
+fn non_finite(v: f64) -> &'static str {
+    if v.is_nan() {
+        "NaN"
+    } else if v > 0.0 {
+        "Infinity"
+    } else {
+        "-Infinity"
+    }
+}
+
+/// A JSON number (not a quoted one) with the exact decimal value of `want`.
+fn number<'de, D: Deserializer<'de>>(d: D, want: &str) -> Result<(), D::Error> {
+    let raw = <&RawValue>::deserialize(d)?;
+    let got = raw.get();
+    if !got.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
+        return Err(differ());
+    }
+    if got == want {
+        return Ok(());
+    }
+    match (decimal(got), decimal(want)) {
+        (Some(a), Some(b)) if a == b => Ok(()),
+        _ => Err(differ()),
+    }
+}
+
+/// A JSON scalar that must be exactly this.
+enum Expect<'a> {
+    Bool(bool),
+    Str(&'a str),
+    Null,
+}
+
+impl<'de> Visitor<'de> for Expect<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("the expected scalar")
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<(), E> {
+        match self {
+            Expect::Bool(b) if b == v => Ok(()),
+            _ => Err(differ()),
+        }
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
+        match self {
+            Expect::Str(s) if s == v => Ok(()),
+            _ => Err(differ()),
+        }
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        match self {
+            Expect::Null => Ok(()),
+            _ => Err(differ()),
+        }
+    }
+}
