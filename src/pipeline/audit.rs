@@ -235,12 +235,12 @@ pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Session
             });
         // The bracket: snapshot the source again after both answers.
         let after = digest_of(&prepared.source.path, &ctx.read_options());
-        let (full, ordinary) = match fetched {
+        let (mut full, mut ordinary) = match fetched {
             Ok(x) => x,
             Err(e) => return daemon_unavailable(result, &e),
         };
-        result.full_body = Some(full.body.clone());
-        result.ordinary_body = Some(ordinary.body.clone());
+        result.full_body = Some(std::mem::take(&mut full.body));
+        result.ordinary_body = Some(std::mem::take(&mut ordinary.body));
         let changed = match &after {
             Ok(d) => *d != prepared.source.source_digest,
             Err(_) => true,

@@ -150,7 +150,11 @@ pub fn sweep(
     let bars = Progress::new(opts.progress, total);
     let (tx_src, rx_src) = bounded::<SourceRef>(jobs * 2);
     let (tx_prep, rx_prep) = bounded(concurrency * 2);
-    let (tx_res, rx_res) = bounded::<SessionResult>(concurrency * 2);
+    // Results travel to the writer with their files already written (by the
+    // stage that made them, so that the fsyncs of many sessions overlap) and
+    // their bodies dropped: the writer only records.
+    let (tx_res, rx_res) = bounded::<(SessionResult, Result<()>)>(concurrency * 2);
+    let corpus = &corpus;
     let mut write_error: Option<Error> = None;
     let mut last_write = Instant::now();
     let mut interrupted = false;
@@ -181,10 +185,12 @@ pub fn sweep(
                             for s in rx_src.iter() {
                                 let sent = match prepare(ctx, &s.path) {
                                     Ok(p) if p.refusal().is_none() => tx_prep.send(p).is_ok(),
-                                    Ok(p) => tx_res.send(audit_prepared(ctx, p)).is_ok(),
-                                    Err(e) => {
-                                        tx_res.send(error_result(&s.path, s.format, &e)).is_ok()
+                                    Ok(p) => {
+                                        tx_res.send(written(corpus, audit_prepared(ctx, p))).is_ok()
                                     }
+                                    Err(e) => tx_res
+                                        .send(written(corpus, error_result(&s.path, s.format, &e)))
+                                        .is_ok(),
                                 };
                                 bars.decoded.inc(1);
                                 if !sent {
@@ -204,7 +210,7 @@ pub fn sweep(
             let bars = &bars;
             scope.spawn(move || {
                 for p in rx_prep.iter() {
-                    let r = audit_prepared(ctx, p);
+                    let r = written(corpus, audit_prepared(ctx, p));
                     bars.fetched.inc(1);
                     if tx_res.send(r).is_err() {
                         break;
@@ -215,9 +221,10 @@ pub fn sweep(
         drop(tx_res);
         drop(rx_prep);
         // Stage 4: the one writer.
-        for r in rx_res.iter() {
-            if let Err(e) = write_session(&corpus, &r) {
+        for (r, files) in rx_res.iter() {
+            if let Err(e) = files {
                 write_error.get_or_insert(e);
+                continue;
             }
             bars.line(&r);
             manifest.add(SessionRecord::from_result(&r));
@@ -248,6 +255,15 @@ pub fn sweep(
         out: opts.out.clone(),
         interrupted,
     })
+}
+
+/// Writes a session's files, then drops its bodies and sidecar.
+fn written(corpus: &Path, mut r: SessionResult) -> (SessionResult, Result<()>) {
+    let files = write_session(corpus, &r);
+    r.full_body = None;
+    r.ordinary_body = None;
+    r.sidecar = None;
+    (r, files)
 }
 
 fn write_session(corpus: &Path, r: &SessionResult) -> Result<()> {
