@@ -28,7 +28,10 @@ pub struct OfflineFigures {
     pub sha256_mb_per_sec: f64,
     /// verify MB/s ÷ SHA-256 MB/s.
     pub ratio_to_sha256: f64,
+    /// Sources that qualified (and were timed).
     pub qualified: usize,
+    /// Sources refused in the untimed first pass (not timed).
+    pub refused: usize,
 }
 
 fn mbps(bytes: u64, secs: f64) -> f64 {
@@ -44,8 +47,14 @@ pub fn sources(root: &Path) -> Result<Vec<PathBuf>> {
         .collect())
 }
 
-/// Verifies every source once on the calling thread; returns the figures and
-/// the canonical encodings (for the hash and peer comparisons).
+/// Verifies the qualified sources of `paths` on the calling thread, `repeat`
+/// times; returns the figures and their canonical encodings (for the hash
+/// and peer comparisons, which are thus measured over exactly the bytes the
+/// verify accepted).
+///
+/// An untimed first pass sorts the sources: refused ones (deliberate
+/// near-misses of a synthetic corpus) are counted, not timed, since a peer
+/// decoder would reject their bytes too.
 pub fn offline_verify(
     schema: &Schema,
     key: &LegacyKey,
@@ -58,25 +67,29 @@ pub fn offline_verify(
         client: None,
         bracket_retries: 0,
     };
+    let mut qualified_paths = Vec::with_capacity(paths.len());
     let mut encodings = Vec::with_capacity(paths.len());
+    for p in paths {
+        let prepared = prepare(&ctx, p)?;
+        if prepared.refusal().is_none() {
+            qualified_paths.push(p.clone());
+            encodings.push(prepared.source.encoding);
+        }
+    }
     let mut steps = 0u64;
     let mut bytes = 0u64;
-    let mut qualified = 0;
     let start = Instant::now();
-    for round in 0..repeat.max(1) {
-        for p in paths {
+    for _ in 0..repeat.max(1) {
+        for p in &qualified_paths {
             let prepared = prepare(&ctx, p)?;
             steps += prepared.source.steps as u64;
             bytes += prepared.source.encoding.len() as u64;
-            if round == 0 {
-                qualified += usize::from(prepared.refusal().is_none());
-                encodings.push(prepared.source.encoding);
-            }
+            std::hint::black_box(&prepared);
         }
     }
     let seconds = start.elapsed().as_secs_f64();
     let hash_secs = sha256_seconds(&encodings, repeat);
-    let n = paths.len() * repeat.max(1);
+    let n = qualified_paths.len() * repeat.max(1);
     let mb = mbps(bytes, seconds);
     let sha = mbps(bytes, hash_secs);
     Ok((
@@ -90,7 +103,8 @@ pub fn offline_verify(
             mb_per_sec: mb,
             sha256_mb_per_sec: sha,
             ratio_to_sha256: mb / sha.max(1e-9),
-            qualified,
+            qualified: qualified_paths.len(),
+            refused: paths.len() - qualified_paths.len(),
         },
         encodings,
     ))
@@ -127,14 +141,112 @@ pub fn write_payloads(path: &Path, encodings: &[Vec<u8>]) -> Result<()> {
     std::fs::write(path, out).map_err(|e| crate::Error::io(path, e))
 }
 
-/// Makes sure a synthetic corpus exists at `root` (the default corpus, generated once).
+/// Makes sure a synthetic corpus exists at `root`: the default corpus
+/// (405 conversations, seed 1) is generated there once, and reused after.
 pub fn ensure_corpus(root: &Path) -> Result<()> {
     if root.join("conversations").is_dir() {
         return Ok(());
     }
-    Err(crate::Error::Usage(format!(
-        "no corpus at {}: run `agy-audit corpus generate --out {}`",
-        root.display(),
-        root.display()
-    )))
+    let opts = crate::corpus::GenerateOptions {
+        out: root.to_path_buf(),
+        plan: crate::corpus::PlanOptions::default(),
+        force: false,
+    };
+    crate::corpus::generate(&opts).map(|_| ()).map_err(|e| {
+        crate::Error::Usage(format!(
+            "generating the bench corpus in {}: {e}",
+            root.display()
+        ))
+    })
+}
+
+/// End-to-end sweep figures against the simulated daemon.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SweepFigures {
+    pub conversations: u64,
+    pub latency_ms: u64,
+    pub concurrency: usize,
+    pub jobs: usize,
+    pub wall_seconds: f64,
+    /// 2 × conversations × latency / concurrency: both RPCs of every
+    /// conversation, fully overlapped, with nothing else costing time.
+    pub ideal_seconds: f64,
+    /// wall ÷ ideal (the target is ≤ 1.25).
+    pub ratio_to_ideal: f64,
+    pub verified: u64,
+    pub unknown: u64,
+    pub incomplete: u64,
+    pub error: u64,
+}
+
+/// Sweeps the generated store at `root` against an in-process simulated
+/// daemon that delays every answer by `latency_ms`, writing the audit into a
+/// temporary directory; the store itself is only read (no `cli.log` line,
+/// no fault file).
+pub fn sweep_vs_sim(
+    schema: &Schema,
+    key: &LegacyKey,
+    root: &Path,
+    latency_ms: u64,
+    concurrency: usize,
+    jobs: usize,
+) -> Result<SweepFigures> {
+    use crate::pipeline::sweep::{sweep, ProgressMode, SweepOptions};
+    use crate::sim::fault::{FaultKind, FaultSpec, FaultTarget};
+    use crate::sim::{DaemonSim, SimOptions};
+    let concurrency = concurrency.max(1);
+    let mut sim_opts = SimOptions::new(root);
+    sim_opts.write_cli_log = false;
+    sim_opts.load_fault_file = false;
+    sim_opts.workers = concurrency.max(4);
+    sim_opts.faults = vec![FaultSpec {
+        target: FaultTarget::Rate(1.0),
+        kind: FaultKind::Latency(latency_ms),
+    }];
+    let sim = DaemonSim::start(sim_opts)
+        .map_err(|e| crate::Error::Usage(format!("{}: cannot serve it: {e}", root.display())))?;
+    let tmp = std::env::temp_dir().join(format!(
+        "agy-audit-bench-sweep-{}-{}",
+        std::process::id(),
+        crate::util::time::now_rfc3339().replace(':', "")
+    ));
+    let opts = SweepOptions {
+        root: root.to_path_buf(),
+        out: tmp.clone(),
+        endpoint: sim.url(),
+        client: crate::rpc::ClientOptions::default(),
+        concurrency,
+        jobs: jobs.max(1),
+        resume: false,
+        shard: None,
+        bracket_retries: 2,
+        progress: ProgressMode::Quiet,
+    };
+    let result = sweep(
+        schema,
+        key,
+        &opts,
+        std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    );
+    sim.stop();
+    let _ = std::fs::remove_dir_all(&tmp);
+    let summary = result?;
+    let c = &summary.manifest.counts;
+    let n = c.selected;
+    let wall = summary.manifest.timing.wall_seconds;
+    let ideal = 2.0 * n as f64 * latency_ms as f64 / 1000.0 / concurrency as f64;
+    Ok(SweepFigures {
+        conversations: n,
+        latency_ms,
+        concurrency,
+        jobs: jobs.max(1),
+        wall_seconds: wall,
+        ideal_seconds: ideal,
+        ratio_to_ideal: wall / ideal.max(1e-9),
+        verified: c.verified + c.verified_source_only,
+        unknown: c.unknown,
+        incomplete: c.incomplete,
+        error: c.error,
+    })
 }

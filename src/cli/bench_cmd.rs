@@ -1,7 +1,9 @@
 //! `agy-audit bench`: decode throughput against the hash limit and a peer.
 
 use super::common::DecodeArgs;
-use crate::bench::{offline_verify, peak_rss_bytes, sources, write_payloads};
+use crate::bench::{
+    ensure_corpus, offline_verify, peak_rss_bytes, sources, sweep_vs_sim, write_payloads,
+};
 use anyhow::{bail, Context};
 use clap::Args;
 use serde_json::json;
@@ -11,11 +13,14 @@ use std::process::Command;
 /// Measure offline verify throughput (snapshot + strict decode + projection +
 /// digest) in conversations/s, steps/s and MB/s on one core, next to SHA-256
 /// over the same bytes in the same run, the Python protobuf (upb) peer when
-/// available, and peak RSS at 1× and 10× the corpus.
+/// available, peak RSS at 1× and 10× the corpus, and an end-to-end sweep
+/// against the simulated daemon at a fixed latency (wall time next to the
+/// ideal 2 × N × latency / concurrency).
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// A store root to measure (default: the default synthetic corpus,
-    /// generated once into target/bench-corpus).
+    /// generated once into target/bench-corpus). The sweep needs a generated
+    /// store (with `.truth/daemon` views for the simulated daemon).
     #[arg(long, value_name = "DIR")]
     pub corpus: Option<PathBuf>,
     /// Print one JSON object instead of text.
@@ -27,6 +32,15 @@ pub struct BenchArgs {
     /// Skip the peak-RSS measurements (which re-run the verify in child processes).
     #[arg(long)]
     pub no_rss: bool,
+    /// Skip the end-to-end sweep against the simulated daemon.
+    #[arg(long)]
+    pub no_sweep: bool,
+    /// Latency the simulated daemon adds to every answer in the sweep, in ms.
+    #[arg(long, default_value_t = 20)]
+    pub latency_ms: u64,
+    /// Requests in flight in the sweep.
+    #[arg(long, default_value_t = 16)]
+    pub concurrency: usize,
     /// Internal: verify the corpus this many times and print peak RSS (child process mode).
     #[arg(long, hide = true)]
     pub rss_probe: Option<usize>,
@@ -36,14 +50,14 @@ pub struct BenchArgs {
 
 fn default_corpus() -> anyhow::Result<PathBuf> {
     let dir = PathBuf::from("target").join("bench-corpus");
-    if dir.join("conversations").is_dir() {
-        return Ok(dir);
+    if !dir.join("conversations").is_dir() {
+        eprintln!(
+            "agy-audit bench: generating the default corpus into {} (once)",
+            dir.display()
+        );
     }
-    bail!(
-        "no --corpus given and no generated corpus at {}; run `agy-audit corpus generate --out {}` first",
-        dir.display(),
-        dir.display()
-    )
+    ensure_corpus(&dir)?;
+    Ok(dir)
 }
 
 pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
@@ -84,19 +98,38 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         let ten = probe(10)?;
         rss = json!({"peakRss1x": one, "peakRss10x": ten, "ratio": ten as f64 / one.max(1) as f64});
     }
+    let mut sweep = serde_json::Value::Null;
+    if !a.no_sweep {
+        sweep = if root.join(".truth").join("daemon").is_dir() {
+            let jobs = std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2);
+            serde_json::to_value(sweep_vs_sim(
+                &schema,
+                &key,
+                &root,
+                a.latency_ms,
+                a.concurrency,
+                jobs,
+            )?)?
+        } else {
+            json!({"skipped": format!("{}: not a generated store (no .truth/daemon views to serve)", root.display())})
+        };
+    }
     let peer_ratio = peer
         .get("mbPerSec")
         .and_then(|v| v.as_f64())
         .map(|p| fig.mb_per_sec / p);
     if a.json {
-        let out = json!({"corpus": root, "offline": fig, "peer": peer, "verifyOverPeer": peer_ratio, "rss": rss});
+        let out = json!({"corpus": root, "offline": fig, "peer": peer, "verifyOverPeer": peer_ratio, "rss": rss, "sweep": sweep});
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         println!(
-            "corpus: {} ({} conversations, {} qualified)",
+            "corpus: {} ({} sources: {} qualified and timed, {} refused in an untimed pass)",
             root.display(),
-            fig.conversations,
-            fig.qualified
+            fig.qualified + fig.refused,
+            fig.qualified,
+            fig.refused
         );
         println!(
             "offline verify (1 core): {:.1} conversations/s, {:.0} steps/s, {:.1} MB/s ({:.1} MB in {:.2} s)",
@@ -125,6 +158,17 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
                 ten as f64 / 1e6,
                 ten as f64 / one.max(1) as f64
             );
+        }
+        if let Some(w) = sweep.get("wallSeconds").and_then(|v| v.as_f64()) {
+            println!(
+                "sweep vs daemon-sim ({} conversations, {} ms latency, concurrency {}, {} jobs): wall {w:.2} s, ideal {:.2} s, wall / ideal = {:.2} ({} verified, {} unknown, {} incomplete, {} error)",
+                sweep["conversations"], sweep["latencyMs"], sweep["concurrency"], sweep["jobs"],
+                sweep["idealSeconds"].as_f64().unwrap_or(0.0),
+                sweep["ratioToIdeal"].as_f64().unwrap_or(0.0),
+                sweep["verified"], sweep["unknown"], sweep["incomplete"], sweep["error"]
+            );
+        } else if let Some(s) = sweep.get("skipped").and_then(|v| v.as_str()) {
+            println!("sweep: skipped: {s}");
         }
     }
     Ok(0)

@@ -1,0 +1,92 @@
+//! `agy-audit bench` on a small generated store: the figures are measured,
+//! not printed constants (they follow the corpus), and the end-to-end sweep
+//! runs against the simulated daemon without touching the store.
+
+use std::path::Path;
+use std::process::Command;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_agy-audit"));
+    c.env_remove("ANTIGRAVITY_DAEMON_URL")
+        .env_remove("ANTIGRAVITY_CLI_ROOT");
+    c
+}
+
+fn generate(store: &Path, n: usize) {
+    let o = bin()
+        .args(["corpus", "generate", "--out"])
+        .arg(store)
+        .args(["--conversations", &n.to_string()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn bench_json(store: &Path, extra: &[&str]) -> serde_json::Value {
+    let o = bin()
+        .args(["bench", "--json", "--no-peer", "--no-rss", "--corpus"])
+        .arg(store)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn bench_measures_the_corpus_and_sweeps_it_against_the_simulated_daemon() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    generate(&store, 30);
+    let log_before = std::fs::read(store.join("cli.log")).ok();
+    let v = bench_json(&store, &["--latency-ms", "5", "--concurrency", "4"]);
+    let off = &v["offline"];
+    let truth = std::fs::read_to_string(store.join(".truth/expected.jsonl")).unwrap();
+    // No daemon faults in this corpus: exactly the truly verified sources
+    // pass the offline verify.
+    let qualified_truth = truth
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|t| t["verdict"].as_str().unwrap().starts_with("verified"))
+        .count() as u64;
+    let qualified = off["qualified"].as_u64().unwrap();
+    let refused = off["refused"].as_u64().unwrap();
+    assert_eq!(qualified + refused, 30);
+    assert!(qualified > 0);
+    assert_eq!(qualified, qualified_truth);
+    assert!(off["bytes"].as_u64().unwrap() > 0);
+    assert!(off["mbPerSec"].as_f64().unwrap() > 0.0);
+    assert!(off["sha256MbPerSec"].as_f64().unwrap() > 0.0);
+    let s = &v["sweep"];
+    assert_eq!(s["conversations"], 30);
+    assert_eq!(s["error"], 0);
+    assert_eq!(s["incomplete"], 0);
+    assert_eq!(s["latencyMs"], 5);
+    assert_eq!(s["concurrency"], 4);
+    // 2 × 30 × 5 ms / 4
+    assert!((s["idealSeconds"].as_f64().unwrap() - 0.075).abs() < 1e-9);
+    assert!(s["wallSeconds"].as_f64().unwrap() >= 0.075);
+    assert_eq!(
+        std::fs::read(store.join("cli.log")).ok(),
+        log_before,
+        "the bench's daemon leaves cli.log alone"
+    );
+}
+
+#[test]
+fn bench_skips_the_sweep_for_a_store_without_daemon_views() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    generate(&store, 5);
+    std::fs::remove_dir_all(store.join(".truth")).unwrap();
+    let v = bench_json(&store, &[]);
+    assert!(v["sweep"]["skipped"]
+        .as_str()
+        .unwrap()
+        .contains("not a generated store"));
+    assert_eq!(
+        v["offline"]["qualified"].as_u64().unwrap() + v["offline"]["refused"].as_u64().unwrap(),
+        5
+    );
+}
