@@ -186,9 +186,18 @@ pub fn project(
         extra_rules.extend(p.extra.iter().map(|r| (index, *r)));
         presented.push(Value::Message(p.step));
     }
-    let mut ordinary = trajectory.clone();
-    if let Some(fd) = ordinary.descriptor().get_field_by_name("steps") {
-        ordinary.set_field(&fd, Value::List(presented));
+    // Every field but the steps as stored (copied one by one, so that the
+    // stored steps are not cloned only to be replaced), then the presented steps.
+    let desc = trajectory.descriptor();
+    let steps_field = desc.get_field_by_name("steps");
+    let mut ordinary = DynamicMessage::new(desc);
+    for (fd, v) in trajectory.fields() {
+        if Some(&fd) != steps_field.as_ref() {
+            ordinary.set_field(&fd, v.clone());
+        }
+    }
+    if let Some(fd) = &steps_field {
+        ordinary.set_field(fd, Value::List(presented));
     }
     Ok(Projection {
         ordinary,
