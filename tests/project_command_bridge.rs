@@ -47,9 +47,9 @@ fn bridge_failure_presents_the_native_command_as_error() {
     assert_eq!(got, normalized_step(&s, &want));
     assert!(got.get("error").is_none());
     assert!(
-        p.dropped.iter().any(|d| d == "steps[0].error"),
+        p.dropped().iter().any(|d| d == "steps[0].error"),
         "{:?}",
-        p.dropped
+        p.dropped()
     );
 }
 

@@ -42,7 +42,7 @@ fn ordinary_steps_pass_through_unchanged() {
     let conv = Conv::basic(&s);
     let p = agy_audit::project::project(&s, &trajectory_of(&s, &conv)).expect("projects");
     assert_eq!(p.step_rules, vec![RuleId::Passthrough; 3]);
-    assert!(p.dropped.is_empty(), "{:?}", p.dropped);
+    assert!(p.dropped().is_empty(), "{:?}", p.dropped());
     assert_eq!(
         agy_audit::schema::to_daemon_json(&p.ordinary),
         agy_audit::schema::to_daemon_json(&trajectory_of(&s, &conv))
@@ -65,15 +65,15 @@ fn run_command_wrapper_presents_the_embedded_step() {
         "steps[0].type",
     ] {
         assert!(
-            p.dropped.iter().any(|x| x == d),
+            p.dropped().iter().any(|x| x == d),
             "{d} not in {:?}",
-            p.dropped
+            p.dropped()
         );
     }
     assert!(
-        !p.dropped.iter().any(|x| x.contains("payload")),
+        !p.dropped().iter().any(|x| x.contains("payload")),
         "{:?}",
-        p.dropped
+        p.dropped()
     );
 }
 
@@ -368,9 +368,9 @@ fn outer_error_over_each_listed_native_type_presents_the_native_error() {
         assert_eq!(rule, RuleId::OuterError, "{ty}");
         assert_eq!(got, normalized_step(&s, &n), "{ty}");
         assert!(
-            p.dropped.iter().any(|d| d == "steps[0].error.fullError"),
+            p.dropped().iter().any(|d| d == "steps[0].error.fullError"),
             "{:?}",
-            p.dropped
+            p.dropped()
         );
     }
 }

@@ -197,18 +197,18 @@ fn generate_image_any_becomes_a_native_image_step() {
     );
     assert_eq!(got, want);
     assert!(
-        p.dropped
+        p.dropped()
             .iter()
             .any(|d| d == "steps[0].generic.result.result"),
         "{:?}",
-        p.dropped
+        p.dropped()
     );
     assert!(
-        !p.dropped
+        !p.dropped()
             .iter()
             .any(|d| d.contains("payload") || d.contains("media")),
         "{:?}",
-        p.dropped
+        p.dropped()
     );
 }
 

@@ -32,11 +32,11 @@ fn failed_list_resources_presents_the_native_step() {
         normalized_step(&s, &without(w.pointer(N).expect("payload"), "/@type"))
     );
     assert!(
-        p.dropped
+        p.dropped()
             .iter()
             .any(|d| d == "steps[0].generic.result.fullOutputUri"),
         "{:?}",
-        p.dropped
+        p.dropped()
     );
 }
 

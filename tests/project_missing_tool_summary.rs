@@ -49,7 +49,7 @@ fn missing_tool_summary_rejections_stay_generic() {
         let (got, rule, p) = accept_one(&s, &w);
         assert_eq!(rule, RuleId::MissingToolSummary);
         assert_eq!(got, normalized_step(&s, &w));
-        assert!(p.dropped.is_empty());
+        assert!(p.dropped().is_empty());
     }
 }
 

@@ -117,7 +117,7 @@ fn payload_free_steps_are_presented_unchanged() {
         let (got, r, p) = accept_one(&s, &w);
         assert_eq!(r, rule, "{w}");
         assert_eq!(got, normalized_step(&s, &w));
-        assert!(p.dropped.is_empty());
+        assert!(p.dropped().is_empty());
     }
     // A failed manage_task with an outer error; a failed schedule.
     let e = json!({"shortError": "no such task", "fullError": "manage_task: no such task"});

@@ -71,7 +71,7 @@ fn failed_before_the_tool_ran_is_presented_unchanged() {
         let (got, rule, p) = accept_one(&s, &w);
         assert_eq!(rule, RuleId::ResultlessFailedBeforeRun, "{w}");
         assert_eq!(got, normalized_step(&s, &w));
-        assert!(p.dropped.is_empty(), "{:?}", p.dropped);
+        assert!(p.dropped().is_empty(), "{:?}", p.dropped());
     }
 }
 
@@ -195,7 +195,7 @@ fn hook_denied_run_command_is_presented_as_a_command() {
     assert_eq!(got["runCommand"]["combinedOutput"], json!({}));
     assert!(got["runCommand"].get("exitCode").is_none());
     assert!(p
-        .dropped
+        .dropped()
         .iter()
         .any(|d| d == "steps[0].generic.args.WaitMsBeforeAsync"));
 }

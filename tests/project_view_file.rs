@@ -37,7 +37,7 @@ fn content_offset_matching_the_native_step_is_accepted() {
             assert_eq!(got["viewFile"]["contentOffset"], 120);
         }
         assert!(p
-            .dropped
+            .dropped()
             .iter()
             .any(|d| d == "steps[0].generic.args.ContentOffset"));
     }
@@ -112,11 +112,11 @@ fn resultless_builtin_view_file_is_presented_as_view_file() {
     assert_eq!(got, want);
     assert!(got.get("generic").is_none());
     assert!(
-        p.dropped
+        p.dropped()
             .iter()
             .any(|d| d == "steps[0].generic.args.AbsolutePath"),
         "{:?}",
-        p.dropped
+        p.dropped()
     );
     // Neither line.
     let (got, _, _) = accept_one(&s, &device_read(json!({"AbsolutePath": "/tmp/fifo_1.p@+"})));

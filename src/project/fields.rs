@@ -103,6 +103,23 @@ pub(crate) fn messages(m: &DynamicMessage, name: &str) -> Vec<DynamicMessage> {
     }
 }
 
+/// The elements of a repeated message field, borrowed (no copies: the
+/// trajectory's steps are walked this way).
+pub(crate) fn message_refs<'a>(m: &'a DynamicMessage, name: &str) -> Vec<&'a DynamicMessage> {
+    let Some(fd) = m.descriptor().get_field_by_name(name) else {
+        return Vec::new();
+    };
+    if !m.has_field(&fd) {
+        return Vec::new();
+    }
+    match m.get_field(&fd) {
+        std::borrow::Cow::Borrowed(Value::List(items)) => {
+            items.iter().filter_map(|v| v.as_message()).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// A `map<string, string>` field, ordered by key.
 pub(crate) fn string_map(m: &DynamicMessage, name: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();

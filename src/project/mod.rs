@@ -49,7 +49,7 @@ pub use reasons::Reason;
 use crate::rules::RuleId;
 use crate::schema::{to_daemon_json, Schema};
 use crate::verdict::{ReasonClass, Refusal};
-use fields::{has, messages, reject, step_type, sub, Reject, Wrapper, R};
+use fields::{has, message_refs, reject, step_type, sub, Reject, Wrapper, R};
 use prost_reflect::{DynamicMessage, ReflectMessage, Value};
 
 /// The ordinary presentation predicted for one trajectory.
@@ -62,13 +62,38 @@ pub struct Projection {
     /// Further rules a step's presentation also relied on (step index, rule),
     /// e.g. the ContentOffset rule under an embedded view-file.
     pub extra_rules: Vec<(usize, RuleId)>,
-    /// JSON-style paths of stored content the ordinary presentation omits
-    /// (wrapper results, arguments, outer errors, ...): full raw equality
-    /// must still cover them.
-    pub dropped: Vec<String>,
+    /// Each step presented under a rule other than pass-through: its index,
+    /// its stored form and the stored paths (relative to the step) the
+    /// presentation shows in another form. [`Projection::dropped`] derives
+    /// from these.
+    rewritten: Vec<(usize, DynamicMessage, Vec<&'static str>)>,
 }
 
 impl Projection {
+    /// JSON-style paths of stored content the ordinary presentation omits
+    /// (wrapper results, arguments, outer errors, ...): full raw equality
+    /// must still cover them. Computed on demand: it renders both forms of
+    /// every rewritten step as JSON, which the verify itself does not need.
+    pub fn dropped(&self) -> Vec<String> {
+        let presented = message_refs(&self.ordinary, "steps");
+        let mut out = Vec::new();
+        for (index, s, carried) in &self.rewritten {
+            let Some(p) = presented.get(*index) else {
+                continue;
+            };
+            let prefix = format!("steps[{index}]");
+            let carried: Vec<String> = carried.iter().map(|c| format!("{prefix}.{c}")).collect();
+            diff_paths(
+                &to_daemon_json(s),
+                &to_daemon_json(p),
+                &prefix,
+                &carried,
+                &mut out,
+            );
+        }
+        out
+    }
+
     /// The distinct rules this projection used, sorted.
     pub fn rules(&self) -> Vec<RuleId> {
         let mut r = self.step_rules.clone();
@@ -153,11 +178,11 @@ pub fn project(
     schema: &Schema,
     trajectory: &DynamicMessage,
 ) -> Result<Projection, ProjectionRefusal> {
-    let steps = messages(trajectory, "steps");
+    let steps = message_refs(trajectory, "steps");
     let mut presented = Vec::with_capacity(steps.len());
     let mut step_rules = Vec::with_capacity(steps.len());
     let mut extra_rules = Vec::new();
-    let mut dropped = Vec::new();
+    let mut rewritten = Vec::new();
     for (index, step) in steps.iter().enumerate() {
         let ctx = Ctx {
             schema,
@@ -172,15 +197,7 @@ pub fn project(
             detail: r.detail,
         })?;
         if p.rule != RuleId::Passthrough {
-            let prefix = format!("steps[{index}]");
-            let carried: Vec<String> = p.carried.iter().map(|c| format!("{prefix}.{c}")).collect();
-            diff_paths(
-                &to_daemon_json(step),
-                &to_daemon_json(&p.step),
-                &prefix,
-                &carried,
-                &mut dropped,
-            );
+            rewritten.push((index, (*step).clone(), p.carried.clone()));
         }
         step_rules.push(p.rule);
         extra_rules.extend(p.extra.iter().map(|r| (index, *r)));
@@ -203,7 +220,7 @@ pub fn project(
         ordinary,
         step_rules,
         extra_rules,
-        dropped,
+        rewritten,
     })
 }
 
