@@ -206,14 +206,13 @@ pub fn sweep_vs_sim(
     }];
     let sim = DaemonSim::start(sim_opts)
         .map_err(|e| crate::Error::Usage(format!("{}: cannot serve it: {e}", root.display())))?;
-    let tmp = std::env::temp_dir().join(format!(
-        "agy-audit-bench-sweep-{}-{}",
-        std::process::id(),
-        crate::util::time::now_rfc3339().replace(':', "")
-    ));
+    // The sweep wants an output directory that does not exist yet: one
+    // inside a fresh temporary directory, removed with it.
+    let scratch = tempfile::tempdir().map_err(|e| crate::Error::io(Path::new("<tempdir>"), e))?;
+    let out = scratch.path().join("sweep");
     let opts = SweepOptions {
         root: root.to_path_buf(),
-        out: tmp.clone(),
+        out,
         endpoint: sim.url(),
         client: crate::rpc::ClientOptions::default(),
         concurrency,
@@ -230,7 +229,7 @@ pub fn sweep_vs_sim(
         std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
     );
     sim.stop();
-    let _ = std::fs::remove_dir_all(&tmp);
+    drop(scratch);
     let summary = result?;
     let c = &summary.manifest.counts;
     let n = c.selected;

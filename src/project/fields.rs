@@ -92,15 +92,9 @@ pub(crate) fn int(m: &DynamicMessage, name: &str) -> Option<i128> {
     }
 }
 
-/// The elements of a repeated message field.
+/// The elements of a repeated message field, copied (see [`message_refs`]).
 pub(crate) fn messages(m: &DynamicMessage, name: &str) -> Vec<DynamicMessage> {
-    match m.get_field_by_name(name).as_deref() {
-        Some(Value::List(items)) => items
-            .iter()
-            .filter_map(|v| v.as_message().cloned())
-            .collect(),
-        _ => Vec::new(),
-    }
+    message_refs(m, name).into_iter().cloned().collect()
 }
 
 /// The elements of a repeated message field, borrowed (no copies: the

@@ -197,7 +197,7 @@ pub fn project(
             detail: r.detail,
         })?;
         if p.rule != RuleId::Passthrough {
-            rewritten.push((index, (*step).clone(), p.carried.clone()));
+            rewritten.push((index, (*step).clone(), p.carried));
         }
         step_rules.push(p.rule);
         extra_rules.extend(p.extra.iter().map(|r| (index, *r)));
