@@ -199,7 +199,6 @@ pub fn sweep_vs_sim(
     let mut sim_opts = SimOptions::new(root);
     sim_opts.write_cli_log = false;
     sim_opts.load_fault_file = false;
-    sim_opts.workers = concurrency.max(4);
     sim_opts.faults = vec![FaultSpec {
         target: FaultTarget::Rate(1.0),
         kind: FaultKind::Latency(latency_ms),

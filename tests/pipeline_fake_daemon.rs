@@ -5,6 +5,7 @@
 mod common;
 
 use agy_audit::schema::{to_daemon_json, Schema};
+use agy_audit::sim::http::{Handler, HttpServer, Limits, Reply, Request};
 use agy_audit::source::legacy::LegacyKey;
 use agy_audit::source::{read_source, ReadOptions};
 use common::*;
@@ -24,17 +25,7 @@ enum Fault {
 
 struct Fake {
     port: u16,
-    server: Arc<tiny_http::Server>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Drop for Fake {
-    fn drop(&mut self) {
-        self.server.unblock();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
+    _server: HttpServer,
 }
 
 fn trajectory_json(s: &Schema, path: &Path) -> String {
@@ -60,78 +51,67 @@ fn start_with_latency(s: &Schema, sources: &[(String, PathBuf, Fault)], latency_
     for (id, path, fault) in sources {
         views.insert(id.clone(), (trajectory_json(s, path), *fault, path.clone()));
     }
-    let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
-    let port = server.server_addr().to_ip().unwrap().port();
-    let srv = server.clone();
     let loaded = Arc::new(Mutex::new(std::collections::HashSet::new()));
-    let thread = std::thread::spawn(move || {
-        for mut req in srv.incoming_requests() {
-            if latency_ms > 0 {
-                std::thread::sleep(std::time::Duration::from_millis(latency_ms));
+    let handler: Handler = Arc::new(move |req: &Request| {
+        if latency_ms > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(latency_ms));
+        }
+        let v: serde_json::Value = serde_json::from_slice(&req.body).unwrap_or_default();
+        let id = v["cascadeId"].as_str().unwrap_or("").to_string();
+        let method = req.path.rsplit('/').next().unwrap_or("").to_string();
+        let respond = |status: u16, text: String| Reply::Json {
+            status,
+            body: text.into_bytes(),
+        };
+        let Some((json, fault, path)) = views.get(&id) else {
+            return respond(
+                404,
+                r#"{"code":"not_found","message":"no such cascade"}"#.into(),
+            );
+        };
+        match method.as_str() {
+            "LoadTrajectory" => {
+                loaded.lock().unwrap().insert(id.clone());
+                respond(200, "{}".into())
             }
-            let mut body = String::new();
-            let _ = req.as_reader().read_to_string(&mut body);
-            let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
-            let id = v["cascadeId"].as_str().unwrap_or("").to_string();
-            let method = req.url().rsplit('/').next().unwrap_or("").to_string();
-            let respond = |req: tiny_http::Request, code: u16, text: String| {
-                let _ = req.respond(tiny_http::Response::from_string(text).with_status_code(code));
-            };
-            let Some((json, fault, path)) = views.get(&id) else {
-                respond(
-                    req,
-                    404,
-                    r#"{"code":"not_found","message":"no such cascade"}"#.into(),
-                );
-                continue;
-            };
-            match method.as_str() {
-                "LoadTrajectory" => {
-                    loaded.lock().unwrap().insert(id.clone());
-                    respond(req, 200, "{}".into())
-                }
-                "GetCascadeTrajectory" if !loaded.lock().unwrap().contains(&id) => respond(
-                    req,
-                    400,
-                    r#"{"code":"failed_precondition","message":"not loaded"}"#.into(),
-                ),
-                "GetCascadeTrajectory" => {
-                    let full = v["trajectoryVerbosity"] == "CLIENT_TRAJECTORY_VERBOSITY_FULL";
-                    let mut t: serde_json::Value = serde_json::from_str(json).unwrap();
-                    match fault {
-                        Fault::Http500 => {
-                            respond(req, 500, r#"{"code":"internal","message":"boom"}"#.into());
-                            continue;
-                        }
-                        Fault::Stale if full => {
-                            t["steps"].as_array_mut().unwrap().pop();
-                        }
-                        Fault::ExtraField if !full => {
-                            t["rpcOnlyField"] = serde_json::json!(1);
-                        }
-                        Fault::Mutate if !full => {
-                            let c = rusqlite::Connection::open(path).unwrap();
-                            c.execute_batch("PRAGMA journal_mode=DELETE; UPDATE gen_metadata SET data = x'2000', size = 2").unwrap();
-                        }
-                        _ => {}
+            "GetCascadeTrajectory" if !loaded.lock().unwrap().contains(&id) => respond(
+                400,
+                r#"{"code":"failed_precondition","message":"not loaded"}"#.into(),
+            ),
+            "GetCascadeTrajectory" => {
+                let full = v["trajectoryVerbosity"] == "CLIENT_TRAJECTORY_VERBOSITY_FULL";
+                let mut t: serde_json::Value = serde_json::from_str(json).unwrap();
+                match fault {
+                    Fault::Http500 => {
+                        return respond(500, r#"{"code":"internal","message":"boom"}"#.into());
                     }
-                    let n = t["steps"].as_array().map(|a| a.len()).unwrap_or(0);
-                    respond(
-                        req,
-                        200,
-                        format!(
-                            r#"{{"trajectory":{t},"status":"CASCADE_RUN_STATUS_IDLE","numTotalSteps":"{n}"}}"#
-                        ),
-                    )
+                    Fault::Stale if full => {
+                        t["steps"].as_array_mut().unwrap().pop();
+                    }
+                    Fault::ExtraField if !full => {
+                        t["rpcOnlyField"] = serde_json::json!(1);
+                    }
+                    Fault::Mutate if !full => {
+                        let c = rusqlite::Connection::open(path).unwrap();
+                        c.execute_batch("PRAGMA journal_mode=DELETE; UPDATE gen_metadata SET data = x'2000', size = 2").unwrap();
+                    }
+                    _ => {}
                 }
-                _ => respond(req, 404, r#"{"code":"unimplemented","message":"?"}"#.into()),
+                let n = t["steps"].as_array().map(|a| a.len()).unwrap_or(0);
+                respond(
+                    200,
+                    format!(
+                        r#"{{"trajectory":{t},"status":"CASCADE_RUN_STATUS_IDLE","numTotalSteps":"{n}"}}"#
+                    ),
+                )
             }
+            _ => respond(404, r#"{"code":"unimplemented","message":"?"}"#.into()),
         }
     });
+    let server = HttpServer::start(0, Limits::default(), handler).unwrap();
     Fake {
-        port,
-        server,
-        thread: Some(thread),
+        port: server.addr().port(),
+        _server: server,
     }
 }
 

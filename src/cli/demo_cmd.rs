@@ -135,7 +135,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
         csrf_token: None,
         faults,
         seed: a.seed,
-        workers: a.concurrency.max(4) * 2,
+        max_connections: 512,
         write_cli_log: true,
         load_fault_file: true,
         hang_limit: Duration::from_secs(60),

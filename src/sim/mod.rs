@@ -1,5 +1,5 @@
 //! The simulated agy daemon (`agy-audit daemon-sim`): a real HTTP/1.1 server
-//! on 127.0.0.1 (tiny_http) answering agy's Connect-RPC JSON calls from a
+//! on 127.0.0.1 ([`http`], one thread per connection) answering agy's Connect-RPC JSON calls from a
 //! generated store's `.truth/daemon/` views, with faults on demand.
 //!
 //! * `POST /exa.language_server_pb.LanguageServerService/LoadTrajectory`
@@ -17,13 +17,13 @@
 //!
 //! On start the listening line is appended to the store's `cli.log` (after
 //! an HTTPS decoy line), so discovery works as with agy. [`DaemonSim::stop`]
-//! (or drop) stops the workers, wakes hung requests and shuts every accepted
-//! connection, so no thread outlives the server for long (tiny_http's idle
-//! pool threads exit within its 5 s idle timeout).
+//! (or drop) wakes hung requests, shuts every accepted connection down and
+//! joins every thread the server started, so none outlives it.
 
 #![warn(missing_docs)]
 
 pub mod fault;
+pub mod http;
 mod mutate;
 mod serve;
 
@@ -34,7 +34,6 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// The Connect service path prefix.
@@ -83,8 +82,8 @@ pub struct SimOptions {
     pub faults: Vec<FaultSpec>,
     /// Seed of rate faults and jitter.
     pub seed: u64,
-    /// Worker threads.
-    pub workers: usize,
+    /// Most connections open at once (one more is answered 503 and closed).
+    pub max_connections: usize,
     /// Append the listening line to `<store>/cli.log`.
     pub write_cli_log: bool,
     /// Load `<store>/.truth/faults.txt` when present.
@@ -102,7 +101,7 @@ impl SimOptions {
             csrf_token: None,
             faults: Vec::new(),
             seed: 1,
-            workers: 16,
+            max_connections: http::Limits::default().max_connections,
             write_cli_log: true,
             load_fault_file: true,
             hang_limit: Duration::from_secs(3600),
@@ -110,13 +109,12 @@ impl SimOptions {
     }
 }
 
-/// State shared by the workers.
+/// State shared by the connection threads.
 pub(crate) struct Shared {
     pub store: PathBuf,
     pub csrf: Option<String>,
     pub faults: Vec<FaultSpec>,
     pub seed: u64,
-    pub port: u16,
     pub hang_limit: Duration,
     pub loaded: Mutex<HashSet<String>>,
     /// Source rewrites done per id (mutate-source).
@@ -131,8 +129,7 @@ pub(crate) struct Shared {
 pub struct DaemonSim {
     port: u16,
     shared: Arc<Shared>,
-    server: Option<Arc<tiny_http::Server>>,
-    workers: Vec<JoinHandle<()>>,
+    server: Option<http::HttpServer>,
     stop_tx: Option<Sender<()>>,
 }
 
@@ -171,7 +168,7 @@ pub fn read_fault_file(store: &Path) -> Result<Vec<FaultSpec>, SimError> {
 }
 
 impl DaemonSim {
-    /// Binds 127.0.0.1:`opts.port`, starts the workers and writes the
+    /// Binds 127.0.0.1:`opts.port`, starts serving and writes the
     /// listening line to the store's `cli.log`.
     pub fn start(opts: SimOptions) -> Result<DaemonSim, SimError> {
         let views = opts.store.join(".truth").join("daemon");
@@ -184,27 +181,12 @@ impl DaemonSim {
             Vec::new()
         };
         faults.extend(opts.faults.iter().cloned());
-        let server =
-            tiny_http::Server::http(("127.0.0.1", opts.port)).map_err(|e| SimError::Bind {
-                port: opts.port,
-                detail: e.to_string(),
-            })?;
-        let port = server
-            .server_addr()
-            .to_ip()
-            .map(|a| a.port())
-            .ok_or_else(|| SimError::Bind {
-                port: opts.port,
-                detail: "not an IP listener".into(),
-            })?;
-        let server = Arc::new(server);
         let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(0);
         let shared = Arc::new(Shared {
             store: opts.store.clone(),
             csrf: opts.csrf_token.clone(),
             faults,
             seed: opts.seed,
-            port,
             hang_limit: opts.hang_limit,
             loaded: Mutex::new(HashSet::new()),
             mutations: Mutex::new(HashMap::new()),
@@ -212,21 +194,22 @@ impl DaemonSim {
             stopping: AtomicBool::new(false),
             stop_rx,
         });
-        let mut workers = Vec::new();
-        for i in 0..opts.workers.max(1) {
-            let server = Arc::clone(&server);
-            let shared = Arc::clone(&shared);
-            let h = std::thread::Builder::new()
-                .name(format!("daemon-sim-{i}"))
-                .spawn(move || serve::worker(&server, &shared))
-                .map_err(|e| io(&opts.store, e))?;
-            workers.push(h);
-        }
+        let sh = Arc::clone(&shared);
+        let handler: http::Handler = Arc::new(move |req| serve::handle(req, &sh));
+        let limits = http::Limits {
+            max_body: serve::MAX_REQUEST,
+            max_connections: opts.max_connections.max(1),
+        };
+        let server =
+            http::HttpServer::start(opts.port, limits, handler).map_err(|e| SimError::Bind {
+                port: opts.port,
+                detail: e.to_string(),
+            })?;
+        let port = server.addr().port();
         let sim = DaemonSim {
             port,
             shared,
             server: Some(server),
-            workers,
             stop_tx: Some(stop_tx),
         };
         if opts.write_cli_log {
@@ -250,30 +233,20 @@ impl DaemonSim {
         &self.shared.faults
     }
 
-    /// Stops the server: workers exit, hung requests are released, accepted
-    /// connections are shut down.
+    /// Stops the server: hung requests are released, accepted connections
+    /// are shut down, every server thread is joined.
     pub fn stop(mut self) {
         self.shutdown();
     }
 
     fn shutdown(&mut self) {
-        if self.server.is_none() {
+        let Some(server) = self.server.take() else {
             return;
-        }
+        };
         self.shared.stopping.store(true, Ordering::SeqCst);
+        // wakes every paused request (latency, jitter, hang)
         drop(self.stop_tx.take());
-        if let Some(s) = &self.server {
-            for _ in 0..self.workers.len() {
-                s.unblock();
-            }
-        }
-        for h in self.workers.drain(..) {
-            let _ = h.join();
-        }
-        serve::shutdown_connections(self.port, None);
-        // the last reference: tiny_http stops its accept thread on drop
-        drop(self.server.take());
-        serve::shutdown_connections(self.port, None);
+        server.stop();
     }
 }
 

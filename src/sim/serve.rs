@@ -1,55 +1,26 @@
 //! Request handling of the simulated daemon.
 
 use super::fault::FaultKind;
+use super::http::{Reply, Request};
 use super::{Shared, SERVICE_PREFIX};
 use crate::corpus::rng;
 use serde_json::{json, Value};
-use std::io::{Read, Write};
-use std::net::SocketAddr;
+use std::io::Read;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-use tiny_http::{Header, Request, Response, StatusCode};
 
 /// Largest request body read.
-const MAX_REQUEST: u64 = 1 << 20;
+pub(crate) const MAX_REQUEST: u64 = 1 << 20;
 
-pub(crate) fn worker(server: &tiny_http::Server, shared: &Shared) {
-    while !shared.stopping.load(Ordering::SeqCst) {
-        match server.recv_timeout(Duration::from_millis(100)) {
-            Ok(Some(req)) => handle(req, shared),
-            Ok(None) => {}
-            Err(_) => break,
-        }
-    }
+fn respond_json(status: u16, body: Vec<u8>) -> Reply {
+    Reply::Json { status, body }
 }
 
-fn header(name: &str, value: &str) -> Option<Header> {
-    Header::from_bytes(name.as_bytes(), value.as_bytes()).ok()
-}
-
-fn respond_json(req: Request, status: u16, body: Vec<u8>) {
-    // always announce Content-Length (tiny_http would chunk bodies over 32 KiB)
-    let mut r = Response::from_data(body)
-        .with_status_code(StatusCode(status))
-        .with_chunked_threshold(usize::MAX);
-    if let Some(h) = header("Content-Type", "application/json") {
-        r.add_header(h);
-    }
-    let _ = req.respond(r);
-}
-
-fn error(req: Request, status: u16, code: &str, message: &str) {
+fn error(status: u16, code: &str, message: &str) -> Reply {
     let body = json!({"code": code, "message": message})
         .to_string()
         .into_bytes();
-    respond_json(req, status, body);
-}
-
-fn header_value<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
-    req.headers()
-        .iter()
-        .find(|h| h.field.as_str().as_str().eq_ignore_ascii_case(name))
-        .map(|h| h.value.as_str())
+    respond_json(status, body)
 }
 
 /// Sleeps up to `d`, returning early when the server stops.
@@ -57,71 +28,46 @@ fn pause(shared: &Shared, d: Duration) {
     let _ = shared.stop_rx.recv_timeout(d);
 }
 
-fn handle(mut req: Request, shared: &Shared) {
-    if *req.method() != tiny_http::Method::Post {
-        return error(req, 405, "unimplemented", "only POST is supported");
+/// Answers one request.
+pub(crate) fn handle(req: &Request, shared: &Shared) -> Reply {
+    if req.method != "POST" {
+        return error(405, "unimplemented", "only POST is supported");
     }
-    let url = req.url().to_string();
-    let Some(method) = url.strip_prefix(SERVICE_PREFIX).map(str::to_string) else {
+    let Some(method) = req.path.strip_prefix(SERVICE_PREFIX) else {
         return error(
-            req,
             404,
             "unimplemented",
-            &format!("unknown procedure {url}"),
+            &format!("unknown procedure {}", req.path),
         );
     };
     if let Some(expected) = &shared.csrf {
-        match header_value(&req, "x-codeium-csrf-token") {
-            None => return error(req, 401, "unauthenticated", "missing x-codeium-csrf-token"),
+        match req.header("x-codeium-csrf-token") {
+            None => return error(401, "unauthenticated", "missing x-codeium-csrf-token"),
             Some(t) if t != expected => {
-                return error(
-                    req,
-                    403,
-                    "permission_denied",
-                    "invalid x-codeium-csrf-token",
-                )
+                return error(403, "permission_denied", "invalid x-codeium-csrf-token")
             }
             Some(_) => {}
         }
     }
-    let ct = header_value(&req, "Content-Type")
+    let ct = req
+        .header("Content-Type")
         .unwrap_or("")
         .to_ascii_lowercase();
     if ct.split(';').next().map(str::trim) != Some("application/json") {
         return error(
-            req,
             415,
             "invalid_argument",
             &format!("unsupported content type `{ct}`; use application/json"),
         );
     }
-    let mut body = Vec::new();
-    if req
-        .as_reader()
-        .take(MAX_REQUEST)
-        .read_to_end(&mut body)
-        .is_err()
-    {
-        return error(req, 400, "invalid_argument", "cannot read the request body");
-    }
-    let Ok(Value::Object(args)) = serde_json::from_slice::<Value>(&body) else {
-        return error(
-            req,
-            400,
-            "invalid_argument",
-            "the body is not a JSON object",
-        );
+    let Ok(Value::Object(args)) = serde_json::from_slice::<Value>(&req.body) else {
+        return error(400, "invalid_argument", "the body is not a JSON object");
     };
-    let Some(id) = args
-        .get("cascadeId")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-    else {
-        return error(req, 400, "invalid_argument", "cascadeId is required");
+    let Some(id) = args.get("cascadeId").and_then(Value::as_str) else {
+        return error(400, "invalid_argument", "cascadeId is required");
     };
-    if !valid_id(&id) {
+    if !valid_id(id) {
         return error(
-            req,
             400,
             "invalid_argument",
             "cascadeId is not a conversation id",
@@ -130,7 +76,7 @@ fn handle(mut req: Request, shared: &Shared) {
     let faults: Vec<FaultKind> = shared
         .faults
         .iter()
-        .filter(|f| f.applies(&id, shared.seed))
+        .filter(|f| f.applies(id, shared.seed))
         .map(|f| f.kind)
         .collect();
     for f in &faults {
@@ -138,26 +84,21 @@ fn handle(mut req: Request, shared: &Shared) {
             FaultKind::Latency(ms) => pause(shared, Duration::from_millis(*ms)),
             FaultKind::Jitter(ms) => {
                 let n = shared.counter.fetch_add(1, Ordering::SeqCst);
-                let d = rng::derive(shared.seed, &["jitter", &id, &n.to_string()]) % (ms + 1);
+                let d = rng::derive(shared.seed, &["jitter", id, &n.to_string()]) % (ms + 1);
                 pause(shared, Duration::from_millis(d));
             }
             _ => {}
         }
     }
-    match method.as_str() {
-        "LoadTrajectory" => load(req, shared, &id, &faults),
+    match method {
+        "LoadTrajectory" => load(shared, id, &faults),
         "GetCascadeTrajectory" => {
             let full = args.get("trajectoryVerbosity").and_then(Value::as_str)
                 == Some("CLIENT_TRAJECTORY_VERBOSITY_FULL")
                 && args.get("disableRehydration").and_then(Value::as_bool) == Some(true);
-            get(req, shared, &id, full, &faults)
+            get(shared, id, full, &faults)
         }
-        other => error(
-            req,
-            404,
-            "unimplemented",
-            &format!("unknown method {other}"),
-        ),
+        other => error(404, "unimplemented", &format!("unknown method {other}")),
     }
 }
 
@@ -173,19 +114,12 @@ fn known(shared: &Shared, id: &str) -> bool {
         && views.join(format!("{id}.ordinary.json")).exists()
 }
 
-fn load(req: Request, shared: &Shared, id: &str, faults: &[FaultKind]) {
+fn load(shared: &Shared, id: &str, faults: &[FaultKind]) -> Reply {
     if !known(shared, id) {
-        return error(
-            req,
-            404,
-            "not_found",
-            &format!("conversation {id} not found"),
-        );
+        return error(404, "not_found", &format!("conversation {id} not found"));
     }
     if faults.contains(&FaultKind::NotLoaded) {
-        return error(
-            req,
-            500,
+        return error(500,
             "internal",
             &format!("failed to load trajectory {id}: loading conversation: cipher: message authentication failed"),
         );
@@ -193,7 +127,7 @@ fn load(req: Request, shared: &Shared, id: &str, faults: &[FaultKind]) {
     if let Ok(mut l) = shared.loaded.lock() {
         l.insert(id.to_string());
     }
-    respond_json(req, 200, b"{}".to_vec());
+    respond_json(200, b"{}".to_vec())
 }
 
 #[derive(serde::Deserialize)]
@@ -202,14 +136,9 @@ struct StepsOnly {
     steps: Vec<serde::de::IgnoredAny>,
 }
 
-fn get(req: Request, shared: &Shared, id: &str, full: bool, faults: &[FaultKind]) {
+fn get(shared: &Shared, id: &str, full: bool, faults: &[FaultKind]) -> Reply {
     if !known(shared, id) {
-        return error(
-            req,
-            404,
-            "not_found",
-            &format!("conversation {id} not found"),
-        );
+        return error(404, "not_found", &format!("conversation {id} not found"));
     }
     let loaded = shared
         .loaded
@@ -218,7 +147,6 @@ fn get(req: Request, shared: &Shared, id: &str, full: bool, faults: &[FaultKind]
         .unwrap_or(false);
     if !loaded {
         return error(
-            req,
             404,
             "not_found",
             &format!("cascade {id} is not loaded; call LoadTrajectory first"),
@@ -226,15 +154,15 @@ fn get(req: Request, shared: &Shared, id: &str, full: bool, faults: &[FaultKind]
     }
     for f in faults {
         match f {
-            FaultKind::Http500 => return error(req, 500, "internal", "internal error"),
-            FaultKind::Http503 => return error(req, 503, "unavailable", "language server is busy"),
-            FaultKind::Reset => return reset(req, shared),
+            FaultKind::Http500 => return error(500, "internal", "internal error"),
+            FaultKind::Http503 => return error(503, "unavailable", "language server is busy"),
+            FaultKind::Reset => return Reply::Reset,
             FaultKind::Hang => {
                 pause(shared, shared.hang_limit);
                 if shared.stopping.load(Ordering::SeqCst) {
-                    return reset(req, shared);
+                    return Reply::Reset;
                 }
-                return error(req, 504, "deadline_exceeded", "request hung");
+                return error(504, "deadline_exceeded", "request hung");
             }
             _ => {}
         }
@@ -247,18 +175,11 @@ fn get(req: Request, shared: &Shared, id: &str, full: bool, faults: &[FaultKind]
         .join(format!("{id}.{which}.json"));
     let view = match std::fs::read(&path) {
         Ok(v) => v,
-        Err(e) => {
-            return error(
-                req,
-                500,
-                "internal",
-                &format!("reading the trajectory: {e}"),
-            )
-        }
+        Err(e) => return error(500, "internal", &format!("reading the trajectory: {e}")),
     };
     let (view, steps) = match transform(shared, id, full, faults, view) {
         Ok(v) => v,
-        Err(m) => return error(req, 500, "internal", &m),
+        Err(m) => return error(500, "internal", &m),
     };
     let mut body = Vec::with_capacity(view.len() + 96);
     body.extend_from_slice(b"{\"trajectory\":");
@@ -285,20 +206,21 @@ fn get(req: Request, shared: &Shared, id: &str, full: bool, faults: &[FaultKind]
         let _ = super::mutate::mutate_source(&shared.store, id, shared.seed, n);
     }
     if faults.contains(&FaultKind::TruncatedBody) {
-        truncated(req, shared, &body);
+        let sent = body.len() / 2;
+        Reply::Truncated { body, sent }
     } else if faults.contains(&FaultKind::InvalidJson) {
         let cut = (body.len() / 2).max(1);
         let mut b = body[..cut].to_vec();
         b.extend_from_slice(b"\x00<!-- language server: template error -->");
-        respond_json(req, 200, b);
+        respond_json(200, b)
     } else if let Some(FaultKind::OversizedBody(n)) = faults
         .iter()
         .find(|f| matches!(f, FaultKind::OversizedBody(_)))
         .copied()
     {
-        oversized(req, body, n);
+        oversized(body, n)
     } else {
-        respond_json(req, 200, body);
+        respond_json(200, body)
     }
 }
 
@@ -401,29 +323,6 @@ fn older_step(step: &mut Value) {
     }
 }
 
-/// Closes the connection without a response.
-fn reset(req: Request, shared: &Shared) {
-    let peer = req.remote_addr().copied();
-    let w = req.into_writer();
-    shutdown_connections(shared.port, peer);
-    drop(w);
-}
-
-/// Announces the whole body, sends half of it, then closes the connection.
-fn truncated(req: Request, shared: &Shared, body: &[u8]) {
-    let peer = req.remote_addr().copied();
-    let mut w = req.into_writer();
-    let head = format!(
-        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    );
-    let _ = w.write_all(head.as_bytes());
-    let _ = w.write_all(&body[..body.len() / 2]);
-    let _ = w.flush();
-    shutdown_connections(shared.port, peer);
-    drop(w);
-}
-
 /// A body padded to about `total` bytes, produced lazily.
 struct Padded {
     head: Vec<u8>,
@@ -454,7 +353,7 @@ impl Read for Padded {
     }
 }
 
-fn oversized(req: Request, body: Vec<u8>, total: u64) {
+fn oversized(body: Vec<u8>, total: u64) -> Reply {
     // the body's closing brace moves after the padding (whitespace is valid JSON)
     let mut head = body;
     head.pop();
@@ -468,64 +367,9 @@ fn oversized(req: Request, body: Vec<u8>, total: u64) {
         tail,
         tail_pos: 0,
     };
-    let headers: Vec<Header> = header("Content-Type", "application/json")
-        .into_iter()
-        .collect();
-    let r = Response::new(
-        StatusCode(200),
-        headers,
-        reader,
-        usize::try_from(len).ok(),
-        None,
-    )
-    .with_chunked_threshold(usize::MAX);
-    let _ = req.respond(r);
-}
-
-/// Shuts down accepted connections on `port` (all, or the one from `peer`).
-///
-/// tiny_http gives a handler no way to close its connection; this finds the
-/// socket among the process's open descriptors (`/proc/self/fd`), duplicates
-/// it and shuts the duplicate down, which ends the TCP connection for every
-/// descriptor sharing it. Only sockets whose local port is the server's and
-/// that have a peer are touched.
-#[cfg(unix)]
-pub(crate) fn shutdown_connections(port: u16, peer: Option<SocketAddr>) {
-    use std::os::fd::BorrowedFd;
-    let dir = if std::path::Path::new("/proc/self/fd").is_dir() {
-        "/proc/self/fd"
-    } else {
-        "/dev/fd"
-    };
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let fds: Vec<i32> = entries
-        .filter_map(Result::ok)
-        .filter(|e| {
-            std::fs::read_link(e.path())
-                .map(|t| t.to_string_lossy().starts_with("socket:"))
-                .unwrap_or(dir == "/dev/fd")
-        })
-        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse().ok()))
-        .collect();
-    for fd in fds {
-        // SAFETY: `fd` was listed as open a moment ago and is only borrowed for
-        // the duplicate below; if it was closed meanwhile the dup fails, and if
-        // the number was reused the address checks reject it.
-        let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
-        let Ok(owned) = borrowed.try_clone_to_owned() else {
-            continue;
-        };
-        let s = std::net::TcpStream::from(owned);
-        let local_ok = s.local_addr().map(|a| a.port() == port).unwrap_or(false);
-        let Ok(p) = s.peer_addr() else { continue };
-        if local_ok && peer.is_none_or(|want| want == p) {
-            let _ = s.shutdown(std::net::Shutdown::Both);
-        }
+    Reply::Stream {
+        status: 200,
+        len,
+        body: Box::new(reader),
     }
 }
-
-/// Without descriptor access, connections end when their clients close them.
-#[cfg(not(unix))]
-pub(crate) fn shutdown_connections(_port: u16, _peer: Option<SocketAddr>) {}
