@@ -250,13 +250,10 @@ fn fast_path_never_confirms_what_the_slow_path_refuses() {
         }
         let id = &name[..name.len() - 3];
         let views = dir.join(".truth").join("daemon");
+        let ordinary = projection.ordinary(persisted);
         for (view, expected, class) in [
             ("full", persisted, ReasonClass::FullMismatch),
-            (
-                "ordinary",
-                &projection.ordinary,
-                ReasonClass::OrdinaryMismatch,
-            ),
+            ("ordinary", &ordinary, ReasonClass::OrdinaryMismatch),
         ] {
             let Ok(text) = std::fs::read_to_string(views.join(format!("{id}.{view}.json"))) else {
                 continue;

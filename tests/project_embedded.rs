@@ -40,7 +40,7 @@ const PAYLOAD: &str = "/generic/result/payload";
 fn ordinary_steps_pass_through_unchanged() {
     let s = schema();
     let conv = Conv::basic(&s);
-    let p = agy_audit::project::project(&s, &trajectory_of(&s, &conv)).expect("projects");
+    let p = project_of(&s, &trajectory_of(&s, &conv)).expect("projects");
     assert_eq!(p.step_rules, vec![RuleId::Passthrough; 3]);
     assert!(p.dropped().is_empty(), "{:?}", p.dropped());
     assert_eq!(
@@ -529,7 +529,7 @@ fn an_embedded_wrapper_read_from_sqlite_projects() {
     .expect("read");
     assert!(src.qualified(), "{:?}", src.refusals);
     let t = src.trajectory.expect("decoded");
-    let p = agy_audit::project::project(&s, &t).expect("projects");
+    let p = project_of(&s, &t).expect("projects");
     assert_eq!(p.step_rules, vec![RuleId::EmbeddedNativeStep]);
     assert_eq!(
         presented(&p, 0),

@@ -48,7 +48,7 @@ fn flag(read: &Json, execs: &[Json]) -> Result<bool, agy_audit::project::Project
         .iter()
         .map(|e| msg(&s, "exa.cortex_pb.ExecutorMetadata", &e.to_string()))
         .collect();
-    let p = agy_audit::project::project(&s, &trajectory_of(&s, &conv))?;
+    let p = project_of(&s, &trajectory_of(&s, &conv))?;
     assert_eq!(p.step_rules[2], RuleId::ResultlessBuiltinViewFile);
     assert!(p.extra_rules.contains(&(2, RuleId::History2SkillRegistry)));
     let v = presented(&p, 2);

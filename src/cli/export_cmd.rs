@@ -80,7 +80,11 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
             return Ok(code);
         }
     }
-    let Some(json) = export_json(&src, projection.as_ref().map(|p| &p.ordinary)) else {
+    let ordinary = match (&projection, &src.trajectory) {
+        (Some(p), Some(t)) => Some(p.ordinary(t)),
+        _ => None,
+    };
+    let Some(json) = export_json(&src, ordinary.as_ref()) else {
         eprintln!(
             "agy-audit: {}: the source does not decode; nothing to export",
             path.display()

@@ -216,8 +216,8 @@ pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Session
         }
         let (Some(client), Some(projection), Some(persisted)) = (
             ctx.client,
-            prepared.projection.as_ref(),
-            prepared.source.trajectory.as_ref(),
+            prepared.projection.as_mut(),
+            prepared.source.trajectory.as_mut(),
         ) else {
             return refuse(
                 result,
@@ -270,7 +270,12 @@ pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Session
         if let Err(m) = compare_full(ctx.schema, persisted, &full.trajectory) {
             return refuse_after_change(result, &m, attempt);
         }
-        if let Err(m) = compare_ordinary(ctx.schema, &projection.ordinary, &ordinary.trajectory) {
+        let compared = compare_ordinary(
+            ctx.schema,
+            &projection.present(persisted),
+            &ordinary.trajectory,
+        );
+        if let Err(m) = compared {
             return refuse_after_change(result, &m, attempt);
         }
         let ordinary_value = match parse_value(&ordinary.trajectory) {

@@ -363,7 +363,7 @@ pub(crate) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &[u8]) -> R<Presented> 
     let mut extra: Vec<RuleId> = all.into_iter().filter(|r| *r != primary).collect();
     extra.dedup();
     Ok(Presented {
-        step,
+        step: Some(step),
         rule: primary,
         extra,
         carried: vec!["generic.result.payload"],

@@ -184,7 +184,7 @@ pub(crate) fn project_any(ctx: &Ctx<'_>, w: &Wrapper, bytes: &[u8]) -> R<Present
     set(&mut gi, "generated_media", Value::Message(media[0].clone()));
     set(&mut step, "generate_image", Value::Message(gi));
     Ok(Presented {
-        step,
+        step: Some(step),
         rule,
         extra: Vec::new(),
         carried: vec!["generic.result.payload", "generic.result.media"],

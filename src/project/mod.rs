@@ -3,9 +3,12 @@
 //! fails closed with a named reason.
 //!
 //! The boundary: [`project`] takes the decoded persisted trajectory and
-//! returns a [`Projection`] (a Trajectory message of the same type, the rule
-//! each step was presented under, and the stored fields the presentation
-//! omits) or a [`ProjectionRefusal`].
+//! returns a [`Projection`] (the rule each step was presented under and the
+//! presented form of every step a rule rewrote; every other step is shown as
+//! stored, so it is not copied) or a [`ProjectionRefusal`].
+//! [`Projection::present`] shows the ordinary trajectory in place (the
+//! rewritten steps swapped into the stored trajectory, swapped back after);
+//! [`Projection::ordinary`] builds it as a new message.
 //!
 //! One rule family per file; each rule's doc comment quotes the
 //! specification's name for it and states its bounds:
@@ -50,23 +53,65 @@ use crate::rules::RuleId;
 use crate::schema::{to_daemon_json, Schema};
 use crate::verdict::{ReasonClass, Refusal};
 use fields::{has, message_refs, reject, step_type, sub, Reject, Wrapper, R};
-use prost_reflect::{DynamicMessage, ReflectMessage, Value};
+use prost_reflect::{DynamicMessage, Value};
 
 /// The ordinary presentation predicted for one trajectory.
 #[derive(Debug, Clone)]
 pub struct Projection {
-    /// The presented trajectory (same message type as the persisted one).
-    pub ordinary: DynamicMessage,
     /// The rule each step was presented under, by step index.
     pub step_rules: Vec<RuleId>,
     /// Further rules a step's presentation also relied on (step index, rule),
     /// e.g. the ContentOffset rule under an embedded view-file.
     pub extra_rules: Vec<(usize, RuleId)>,
-    /// Each step presented under a rule other than pass-through: its index,
-    /// its stored form and the stored paths (relative to the step) the
-    /// presentation shows in another form. [`Projection::dropped`] derives
-    /// from these.
-    rewritten: Vec<(usize, DynamicMessage, Vec<&'static str>)>,
+    /// Each step a rule presents in another form than stored, by index.
+    rewritten: Vec<Rewrite>,
+}
+
+/// One step presented in another form than stored.
+#[derive(Debug, Clone)]
+struct Rewrite {
+    index: usize,
+    /// The presented step (a `Value::Message`); while a [`Present`] guard
+    /// lives, the stored one, swapped out of the trajectory.
+    step: Value,
+    /// Stored paths (relative to the step, daemon JSON names) whose content
+    /// the presentation shows in another form, so they are not "dropped".
+    carried: Vec<&'static str>,
+}
+
+/// The ordinary trajectory shown in place: the projection's rewritten steps
+/// are swapped into the stored trajectory while this guard lives and swapped
+/// back when it drops. Derefs to the presented trajectory.
+pub struct Present<'a> {
+    trajectory: &'a mut DynamicMessage,
+    rewritten: &'a mut [Rewrite],
+}
+
+impl<'a> Present<'a> {
+    fn swap(&mut self) {
+        let Some(Value::List(steps)) = self.trajectory.get_field_by_name_mut("steps") else {
+            return;
+        };
+        for r in self.rewritten.iter_mut() {
+            if let Some(slot) = steps.get_mut(r.index) {
+                std::mem::swap(slot, &mut r.step);
+            }
+        }
+    }
+}
+
+impl std::ops::Deref for Present<'_> {
+    type Target = DynamicMessage;
+    fn deref(&self) -> &DynamicMessage {
+        self.trajectory
+    }
+}
+
+impl Drop for Present<'_> {
+    fn drop(&mut self) {
+        // a swap is its own inverse
+        self.swap();
+    }
 }
 
 impl Projection {
@@ -74,15 +119,16 @@ impl Projection {
     /// (wrapper results, arguments, outer errors, ...): full raw equality
     /// must still cover them. Computed on demand: it renders both forms of
     /// every rewritten step as JSON, which the verify itself does not need.
-    pub fn dropped(&self) -> Vec<String> {
-        let presented = message_refs(&self.ordinary, "steps");
+    /// `trajectory` is the one projected.
+    pub fn dropped(&self, trajectory: &DynamicMessage) -> Vec<String> {
+        let stored = message_refs(trajectory, "steps");
         let mut out = Vec::new();
-        for (index, s, carried) in &self.rewritten {
-            let Some(p) = presented.get(*index) else {
+        for r in &self.rewritten {
+            let (Some(s), Some(p)) = (stored.get(r.index), r.step.as_message()) else {
                 continue;
             };
-            let prefix = format!("steps[{index}]");
-            let carried: Vec<String> = carried.iter().map(|c| format!("{prefix}.{c}")).collect();
+            let prefix = format!("steps[{}]", r.index);
+            let carried: Vec<String> = r.carried.iter().map(|c| format!("{prefix}.{c}")).collect();
             diff_paths(
                 &to_daemon_json(s),
                 &to_daemon_json(p),
@@ -92,6 +138,43 @@ impl Projection {
             );
         }
         out
+    }
+
+    /// Shows the ordinary trajectory in place of `trajectory` (the one
+    /// projected) for the guard's lifetime, without copying any step.
+    pub fn present<'a>(&'a mut self, trajectory: &'a mut DynamicMessage) -> Present<'a> {
+        let mut p = Present {
+            trajectory,
+            rewritten: &mut self.rewritten,
+        };
+        p.swap();
+        p
+    }
+
+    /// The ordinary trajectory as a new message (`trajectory`: the one
+    /// projected). Copies every step; the verify uses [`Projection::present`].
+    pub fn ordinary(&self, trajectory: &DynamicMessage) -> DynamicMessage {
+        let mut out = trajectory.clone();
+        if let Some(Value::List(steps)) = out.get_field_by_name_mut("steps") {
+            for r in &self.rewritten {
+                if let Some(slot) = steps.get_mut(r.index) {
+                    *slot = r.step.clone();
+                }
+            }
+        }
+        out
+    }
+
+    /// The presented form of step `index` (`trajectory`: the one projected).
+    pub fn presented_step<'a>(
+        &'a self,
+        trajectory: &'a DynamicMessage,
+        index: usize,
+    ) -> Option<&'a DynamicMessage> {
+        if let Some(r) = self.rewritten.iter().find(|r| r.index == index) {
+            return r.step.as_message();
+        }
+        message_refs(trajectory, "steps").get(index).copied()
     }
 
     /// The distinct rules this projection used, sorted.
@@ -153,7 +236,8 @@ pub(crate) struct Ctx<'a> {
 
 /// One presented step.
 pub(crate) struct Presented {
-    pub step: DynamicMessage,
+    /// The presented form; `None`: exactly as stored.
+    pub step: Option<DynamicMessage>,
     pub rule: RuleId,
     pub extra: Vec<RuleId>,
     /// Stored paths (relative to the step, daemon JSON names) whose content
@@ -163,9 +247,9 @@ pub(crate) struct Presented {
 
 impl Presented {
     /// A generic step presented exactly as stored.
-    pub fn unchanged(step: &DynamicMessage, rule: RuleId) -> Presented {
+    pub fn unchanged(_step: &DynamicMessage, rule: RuleId) -> Presented {
         Presented {
-            step: step.clone(),
+            step: None,
             rule,
             extra: Vec::new(),
             carried: Vec::new(),
@@ -179,7 +263,6 @@ pub fn project(
     trajectory: &DynamicMessage,
 ) -> Result<Projection, ProjectionRefusal> {
     let steps = message_refs(trajectory, "steps");
-    let mut presented = Vec::with_capacity(steps.len());
     let mut step_rules = Vec::with_capacity(steps.len());
     let mut extra_rules = Vec::new();
     let mut rewritten = Vec::new();
@@ -196,28 +279,17 @@ pub fn project(
             kind: r.kind,
             detail: r.detail,
         })?;
-        if p.rule != RuleId::Passthrough {
-            rewritten.push((index, (*step).clone(), p.carried));
+        if let Some(presented) = p.step {
+            rewritten.push(Rewrite {
+                index,
+                step: Value::Message(presented),
+                carried: p.carried,
+            });
         }
         step_rules.push(p.rule);
         extra_rules.extend(p.extra.iter().map(|r| (index, *r)));
-        presented.push(Value::Message(p.step));
-    }
-    // Every field but the steps as stored (copied one by one, so that the
-    // stored steps are not cloned only to be replaced), then the presented steps.
-    let desc = trajectory.descriptor();
-    let steps_field = desc.get_field_by_name("steps");
-    let mut ordinary = DynamicMessage::new(desc);
-    for (fd, v) in trajectory.fields() {
-        if Some(&fd) != steps_field.as_ref() {
-            ordinary.set_field(&fd, v.clone());
-        }
-    }
-    if let Some(fd) = &steps_field {
-        ordinary.set_field(fd, Value::List(presented));
     }
     Ok(Projection {
-        ordinary,
         step_rules,
         extra_rules,
         rewritten,

@@ -399,7 +399,7 @@ fn hook_denied(w: &Wrapper) -> R<Presented> {
         format!("{} hook results", h.len())
     })?;
     Ok(Presented {
-        step: command_step(w, &cmd, &cwd, true, false)?,
+        step: Some(command_step(w, &cmd, &cwd, true, false)?),
         rule,
         extra: Vec::new(),
         carried: Vec::new(),
@@ -478,7 +478,7 @@ fn rejected_permission(w: &Wrapper) -> R<Presented> {
     })?;
     check_rejected_interaction(rule, w, &cmd)?;
     Ok(Presented {
-        step: command_step(w, &cmd, &cwd, true, true)?,
+        step: Some(command_step(w, &cmd, &cwd, true, true)?),
         rule,
         extra: Vec::new(),
         carried: Vec::new(),
@@ -587,7 +587,7 @@ fn canceled_prompt(w: &Wrapper) -> R<Presented> {
         || format!("{h:?}"),
     )?;
     Ok(Presented {
-        step: command_step(w, &cmd, &cwd, false, false)?,
+        step: Some(command_step(w, &cmd, &cwd, false, false)?),
         rule,
         extra: Vec::new(),
         carried: Vec::new(),

@@ -194,7 +194,7 @@ pub(crate) fn project_builtin(ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
     }
     set(&mut step, "view_file", Value::Message(vf));
     Ok(Presented {
-        step,
+        step: Some(step),
         rule,
         extra: vec![RuleId::History2SkillRegistry],
         carried: Vec::new(),

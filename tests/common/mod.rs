@@ -501,33 +501,77 @@ pub fn conv_with(s: &Schema, steps: &[Json]) -> Conv {
     c
 }
 
+/// A projection together with the trajectory it was made from, with the
+/// ordinary trajectory built, for assertions.
+#[derive(Debug, Clone)]
+pub struct Projected {
+    pub trajectory: DynamicMessage,
+    pub projection: agy_audit::project::Projection,
+    pub step_rules: Vec<agy_audit::rules::RuleId>,
+    pub extra_rules: Vec<(usize, agy_audit::rules::RuleId)>,
+    pub ordinary: DynamicMessage,
+}
+
+impl Projected {
+    pub fn dropped(&self) -> Vec<String> {
+        self.projection.dropped(&self.trajectory)
+    }
+
+    pub fn rules(&self) -> Vec<agy_audit::rules::RuleId> {
+        self.projection.rules()
+    }
+}
+
+/// Projects `t`, checking the in-place presentation against the built one
+/// and that the stored trajectory is restored after it.
+pub fn project_of(
+    s: &Schema,
+    t: &DynamicMessage,
+) -> Result<Projected, agy_audit::project::ProjectionRefusal> {
+    let mut projection = agy_audit::project::project(s, t)?;
+    let ordinary = projection.ordinary(t);
+    let mut trajectory = t.clone();
+    {
+        let shown = projection.present(&mut trajectory);
+        assert_eq!(*shown, ordinary, "present() shows the ordinary trajectory");
+    }
+    assert_eq!(&trajectory, t, "present() restores the stored trajectory");
+    Ok(Projected {
+        trajectory,
+        step_rules: projection.step_rules.clone(),
+        extra_rules: projection.extra_rules.clone(),
+        projection,
+        ordinary,
+    })
+}
+
 /// Projects a conversation of `steps`.
 pub fn project_steps(
     s: &Schema,
     steps: &[Json],
-) -> Result<agy_audit::project::Projection, agy_audit::project::ProjectionRefusal> {
-    agy_audit::project::project(s, &trajectory_of(s, &conv_with(s, steps)))
+) -> Result<Projected, agy_audit::project::ProjectionRefusal> {
+    project_of(s, &trajectory_of(s, &conv_with(s, steps)))
 }
 
 /// The presented step `i` of a projection, as daemon JSON.
-pub fn presented(p: &agy_audit::project::Projection, i: usize) -> Json {
+pub fn presented(p: &Projected, i: usize) -> Json {
+    let step = p
+        .projection
+        .presented_step(&p.trajectory, i)
+        .expect("step message");
     let steps = p
         .ordinary
         .get_field_by_name("steps")
         .and_then(|v| v.as_list().map(|l| l.to_vec()))
         .expect("steps");
-    agy_audit::schema::to_daemon_json(steps[i].as_message().expect("step message"))
+    let built = agy_audit::schema::to_daemon_json(steps[i].as_message().expect("step message"));
+    let shown = agy_audit::schema::to_daemon_json(step);
+    assert_eq!(shown, built, "presented_step agrees with ordinary()");
+    shown
 }
 
 /// Projects one step and returns its presentation and rule, panicking on refusal.
-pub fn accept_one(
-    s: &Schema,
-    v: &Json,
-) -> (
-    Json,
-    agy_audit::rules::RuleId,
-    agy_audit::project::Projection,
-) {
+pub fn accept_one(s: &Schema, v: &Json) -> (Json, agy_audit::rules::RuleId, Projected) {
     match project_steps(s, std::slice::from_ref(v)) {
         Ok(p) => (presented(&p, 0), p.step_rules[0], p),
         Err(r) => panic!("refused: {r}\n{v:#}"),
