@@ -12,6 +12,7 @@ pub mod reconstruct;
 pub mod scan;
 pub mod source_only;
 pub mod sqlite;
+pub mod wal;
 pub mod wire;
 
 use crate::error::{Error, Result};

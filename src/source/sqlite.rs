@@ -1,17 +1,20 @@
 //! The SQLite snapshot reader.
 //!
-//! **Snapshot choice.** The `.db` and its `-wal` (and a `-journal`, if any) are
-//! copied byte for byte into a private temporary directory (mode 0700), the
-//! copy is opened, and SQLite replays the WAL *there*. The source is only ever
-//! read as plain files: no SQLite connection touches it, so no `-wal`, `-shm`
-//! or `-journal` can appear beside it. Each copy is bracketed by a stat of the
-//! files (length and mtime) and retried when they moved.
+//! **Snapshot choice.** The `.db` and its `-wal` (and a `-journal`, if any)
+//! are read byte for byte as plain files: no SQLite connection touches the
+//! source, so no `-wal`, `-shm` or `-journal` can appear beside it. The reads
+//! are bracketed by a stat of the files (length and mtime) and retried when
+//! they moved.
 //!
-//! When there is no `-wal` (or it is empty) and no `-journal`, the database
-//! bytes alone are the whole state: they are read into memory and handed to
-//! `sqlite3_deserialize` read-only instead (header bytes 18-19, the WAL
-//! format markers, are set to legacy in that private image only), which saves
-//! the copy to disk.
+//! The state is then built in memory and handed to `sqlite3_deserialize`
+//! read-only (header bytes 18-19, the WAL format markers, are set to legacy
+//! in that private image only): the database bytes alone when there is no
+//! `-wal` (or it commits nothing), else the database with the log's committed
+//! frames replayed by [`super::wal`] exactly as SQLite's recovery does. When
+//! the log is one that module defers (an unusual header), or there is a
+//! `-journal`, the files are instead copied into a private temporary
+//! directory (mode 0700) and SQLite replays them *there*
+//! ([`SnapshotVia::Disk`]).
 //!
 //! Why not `immutable=1`: it tells SQLite the file cannot change and makes it
 //! ignore the WAL entirely, so the uncheckpointed frames agy leaves in `-wal`
@@ -145,8 +148,31 @@ pub const INDEXES: &[(&str, &str, &str)] = &[
 pub struct Snapshot {
     _dir: Option<tempfile::TempDir>,
     pub conn: Connection,
-    /// Whether a `-wal` was copied with the database.
+    /// Whether a non-empty `-wal` was read with the database.
     pub had_wal: bool,
+    /// How the state was built.
+    pub via: SnapshotVia,
+}
+
+/// How a snapshot's state was built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SnapshotVia {
+    /// The database bytes alone, in memory.
+    Memory,
+    /// The database with this many committed log frames replayed, in memory.
+    Replayed(usize),
+    /// A private copy on disk, replayed by SQLite.
+    Disk,
+}
+
+/// Where [`snapshot_with`] may build the state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    /// In memory when possible (what [`snapshot`] does).
+    Auto,
+    /// Always a private copy on disk (the reference the in-memory replay is
+    /// tested against).
+    Disk,
 }
 
 fn stamp(path: &Path) -> Option<(u64, Option<SystemTime>)> {
@@ -185,8 +211,13 @@ fn read_plain(path: &Path) -> Result<Vec<u8>> {
     fs::read(path).map_err(|e| Error::io(path, e))
 }
 
-/// Copies `db` (and its `-wal`/`-journal`) into a private directory and opens the copy.
+/// Reads `db` (and its `-wal`/`-journal`) and opens a private image of its state.
 pub fn snapshot(db: &Path) -> Result<Snapshot> {
+    snapshot_with(db, Strategy::Auto)
+}
+
+/// [`snapshot`], choosing where the state is built.
+pub fn snapshot_with(db: &Path, strategy: Strategy) -> Result<Snapshot> {
     let [wal, _shm, journal] = companions(db);
     let mut copied = None;
     for _attempt in 0..5 {
@@ -222,15 +253,30 @@ pub fn snapshot(db: &Path) -> Result<Snapshot> {
         detail: e.to_string(),
     };
     let had_wal = wal_bytes.as_ref().is_some_and(|w| !w.is_empty());
-    let (conn, dir) = if !had_wal && journal_bytes.is_none() {
-        // The file is the whole state: open a private in-memory image of it.
+    let in_memory = match (strategy, &wal_bytes, &journal_bytes) {
+        (Strategy::Disk, _, _) | (_, _, Some(_)) => None,
+        (Strategy::Auto, None, None) => Some(SnapshotVia::Memory),
+        (Strategy::Auto, Some(w), None) => match super::wal::replay(&main, w) {
+            super::wal::Replay::NothingCommitted => Some(SnapshotVia::Memory),
+            super::wal::Replay::Applied { image, frames } => {
+                main = image;
+                Some(SnapshotVia::Replayed(frames))
+            }
+            super::wal::Replay::Defer(_) => None,
+        },
+    };
+    let (conn, dir, via) = if let Some(via) = in_memory {
+        // The bytes are the whole state: open a private in-memory image.
+        if main.len() < 100 {
+            return Err(Error::corrupt(db, "header", "not a SQLite 3 database"));
+        }
         main[18] = 1;
         main[19] = 1;
         let mut conn = Connection::open_in_memory().map_err(sql)?;
         let len = main.len();
         conn.deserialize_read_exact(rusqlite::MAIN_DB, main.as_slice(), len, true)
             .map_err(|e| corrupt_db(db, e))?;
-        (conn, None)
+        (conn, None, via)
     } else {
         let dir = tempfile::Builder::new()
             .prefix("agy-audit-snapshot-")
@@ -249,7 +295,7 @@ pub fn snapshot(db: &Path) -> Result<Snapshot> {
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(sql)?;
-        (conn, Some(dir))
+        (conn, Some(dir), SnapshotVia::Disk)
     };
     conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)
         .map_err(sql)?;
@@ -272,6 +318,7 @@ pub fn snapshot(db: &Path) -> Result<Snapshot> {
         _dir: dir,
         conn,
         had_wal,
+        via,
     })
 }
 
