@@ -436,16 +436,10 @@ pub fn check_prompt23_derivations(
     pending: &[Prompt23Pending],
 ) -> Vec<Refusal> {
     let mut out = Vec::new();
-    let steps: Vec<DynamicMessage> = trajectory
-        .descriptor()
-        .get_field_by_name("steps")
-        .and_then(|fd| {
-            trajectory
-                .get_field(&fd)
-                .as_list()
-                .map(|l| l.iter().filter_map(|v| v.as_message().cloned()).collect())
-        })
-        .unwrap_or_default();
+    if pending.is_empty() {
+        return out;
+    }
+    let steps = crate::project::fields::message_refs(trajectory, "steps");
     for p in pending {
         if let Err(detail) = derive_one(&steps, p) {
             out.push(Refusal::new(
@@ -458,7 +452,7 @@ pub fn check_prompt23_derivations(
     out
 }
 
-fn derive_one(steps: &[DynamicMessage], p: &Prompt23Pending) -> Result<(), String> {
+fn derive_one(steps: &[&DynamicMessage], p: &Prompt23Pending) -> Result<(), String> {
     let step = usize::try_from(p.step_idx)
         .ok()
         .and_then(|i| steps.get(i))
@@ -475,15 +469,7 @@ fn derive_one(steps: &[DynamicMessage], p: &Prompt23Pending) -> Result<(), Strin
             p.tool_call_id, p.step_idx, call_id
         ));
     }
-    let results: Vec<DynamicMessage> = grep
-        .descriptor()
-        .get_field_by_name("results")
-        .and_then(|fd| {
-            grep.get_field(&fd)
-                .as_list()
-                .map(|l| l.iter().filter_map(|v| v.as_message().cloned()).collect())
-        })
-        .unwrap_or_default();
+    let results = crate::project::fields::message_refs(&grep, "results");
     if results.len() != p.entries.len() {
         return Err(format!(
             "field 23 lists {} results, step {} has {}",
