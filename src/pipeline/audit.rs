@@ -148,16 +148,7 @@ fn base_result(p: &Prepared) -> SessionResult {
 pub fn step_types(t: &prost_reflect::DynamicMessage) -> BTreeMap<String, u64> {
     use prost_reflect::ReflectMessage;
     let mut out = BTreeMap::new();
-    let Some(steps) = t.descriptor().get_field_by_name("steps") else {
-        return out;
-    };
-    let value = t.get_field(&steps);
-    for step in value
-        .as_list()
-        .into_iter()
-        .flatten()
-        .filter_map(|v| v.as_message())
-    {
+    for step in crate::schema::message_refs(t, "steps") {
         let name = step
             .descriptor()
             .get_field_by_name("type")

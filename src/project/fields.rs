@@ -4,6 +4,7 @@
 
 use super::reasons::Reason;
 use crate::rules::RuleId;
+pub(crate) use crate::schema::message_refs;
 use crate::schema::to_daemon_json;
 use prost_reflect::{DynamicMessage, MapKey, ReflectMessage, Value};
 use std::collections::BTreeMap;
@@ -95,23 +96,6 @@ pub(crate) fn int(m: &DynamicMessage, name: &str) -> Option<i128> {
 /// The elements of a repeated message field, copied (see [`message_refs`]).
 pub(crate) fn messages(m: &DynamicMessage, name: &str) -> Vec<DynamicMessage> {
     message_refs(m, name).into_iter().cloned().collect()
-}
-
-/// The elements of a repeated message field, borrowed (no copies: the
-/// trajectory's steps are walked this way).
-pub(crate) fn message_refs<'a>(m: &'a DynamicMessage, name: &str) -> Vec<&'a DynamicMessage> {
-    let Some(fd) = m.descriptor().get_field_by_name(name) else {
-        return Vec::new();
-    };
-    if !m.has_field(&fd) {
-        return Vec::new();
-    }
-    match m.get_field(&fd) {
-        std::borrow::Cow::Borrowed(Value::List(items)) => {
-            items.iter().filter_map(|v| v.as_message()).collect()
-        }
-        _ => Vec::new(),
-    }
 }
 
 /// A `map<string, string>` field, ordered by key.

@@ -167,6 +167,27 @@ impl SchemaOrigin {
     }
 }
 
+/// The elements of a repeated message field, borrowed (no copies: the
+/// trajectory's steps are walked this way). Empty when `m` has no such field.
+pub fn message_refs<'a>(
+    m: &'a prost_reflect::DynamicMessage,
+    name: &str,
+) -> Vec<&'a prost_reflect::DynamicMessage> {
+    use prost_reflect::ReflectMessage;
+    let Some(fd) = m.descriptor().get_field_by_name(name) else {
+        return Vec::new();
+    };
+    if !m.has_field(&fd) {
+        return Vec::new();
+    }
+    match m.get_field(&fd) {
+        std::borrow::Cow::Borrowed(prost_reflect::Value::List(items)) => {
+            items.iter().filter_map(|v| v.as_message()).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// The proto3 JSON conventions of agy's daemon (public-format-facts §4.3):
 /// lowerCamelCase names, enum names, 64-bit integers as strings, RFC 3339
 /// timestamps, default-valued fields omitted. Everything that writes or

@@ -7,6 +7,7 @@
 //! records them (see [`SourceOnlyEntry`]).
 
 use super::scan::Scanner;
+use crate::schema::message_refs;
 use crate::util::hex;
 use crate::verdict::{ReasonClass, Refusal};
 use prost::Message;
@@ -341,15 +342,7 @@ fn prompt23_shape(s: &DynamicMessage) -> Result<(Vec<Prompt23Entry>, Option<f64>
         Some((k, Value::Message(l))) if k == "list_value" => l,
         _ => return Err("results is not a list".into()),
     };
-    let values: Vec<DynamicMessage> = list
-        .descriptor()
-        .get_field_by_name("values")
-        .and_then(|fd| {
-            list.get_field(&fd)
-                .as_list()
-                .map(|l| l.iter().filter_map(|v| v.as_message().cloned()).collect())
-        })
-        .unwrap_or_default();
+    let values = message_refs(&list, "values");
     if values.is_empty() || values.len() > PROMPT23_MAX_RESULTS {
         return Err(format!(
             "results lists {} objects, not 1 to {PROMPT23_MAX_RESULTS}",
@@ -439,7 +432,7 @@ pub fn check_prompt23_derivations(
     if pending.is_empty() {
         return out;
     }
-    let steps = crate::project::fields::message_refs(trajectory, "steps");
+    let steps = message_refs(trajectory, "steps");
     for p in pending {
         if let Err(detail) = derive_one(&steps, p) {
             out.push(Refusal::new(
@@ -469,7 +462,7 @@ fn derive_one(steps: &[&DynamicMessage], p: &Prompt23Pending) -> Result<(), Stri
             p.tool_call_id, p.step_idx, call_id
         ));
     }
-    let results = crate::project::fields::message_refs(&grep, "results");
+    let results = message_refs(&grep, "results");
     if results.len() != p.entries.len() {
         return Err(format!(
             "field 23 lists {} results, step {} has {}",
