@@ -107,5 +107,5 @@ pub(crate) fn project(_ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
         Reason::ArgumentsRepeatToolCall,
         String::new,
     )?;
-    Ok(Presented::unchanged(&w.step, rule))
+    Ok(Presented::unchanged(rule))
 }

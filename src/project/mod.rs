@@ -247,7 +247,7 @@ pub(crate) struct Presented {
 
 impl Presented {
     /// A generic step presented exactly as stored.
-    pub fn unchanged(_step: &DynamicMessage, rule: RuleId) -> Presented {
+    pub fn unchanged(rule: RuleId) -> Presented {
         Presented {
             step: None,
             rule,
@@ -305,7 +305,7 @@ fn project_step(ctx: &Ctx<'_>, step: &DynamicMessage) -> R<Presented> {
     let is_generic_type = step_type(step) == "CORTEX_STEP_TYPE_GENERIC";
     let generic = sub(step, "generic");
     let generic = match (is_generic_type, generic) {
-        (false, None) => return Ok(Presented::unchanged(step, RuleId::Passthrough)),
+        (false, None) => return Ok(Presented::unchanged(RuleId::Passthrough)),
         (true, None) => return reject(None, Reason::GenericWithoutPayload, String::new()),
         (false, Some(_)) => {
             return reject(None, Reason::GenericUnderOtherType, step_type(step));

@@ -205,7 +205,7 @@ fn manage_task(w: &Wrapper) -> R<Presented> {
     result_fields(rule, w, RESULT_WITH_METADATA)?;
     metadata_keys(rule, w, TASK_METADATA_KEYS)?;
     status_and_error(rule, w, w.tool == "manage_task", true)?;
-    Ok(Presented::unchanged(&w.step, rule))
+    Ok(Presented::unchanged(rule))
 }
 
 /// "A payload-free manage_task with Action=send_input remains generic when
@@ -269,7 +269,7 @@ fn send_input(w: &Wrapper) -> R<Presented> {
         Reason::SendInputExecution,
         String::new,
     )?;
-    Ok(Presented::unchanged(&w.step, rule))
+    Ok(Presented::unchanged(rule))
 }
 
 /// "Payload-free schedule, manage_subagents, and define_subagent steps also
@@ -313,7 +313,7 @@ fn schedule_subagents(w: &Wrapper) -> R<Presented> {
         result_fields(rule, w, RESULT_TEXT_URI_RENDER)?;
     }
     status_and_error(rule, w, schedule, false)?;
-    Ok(Presented::unchanged(&w.step, rule))
+    Ok(Presented::unchanged(rule))
 }
 
 /// "A payload-free list_permissions step also remains generic and is
@@ -331,7 +331,7 @@ fn list_permissions(w: &Wrapper) -> R<Presented> {
     )?;
     result_fields(rule, w, RESULT_TEXT_RENDER)?;
     status_and_error(rule, w, false, false)?;
-    Ok(Presented::unchanged(&w.step, rule))
+    Ok(Presented::unchanged(rule))
 }
 
 /// "A payload-free ask_permission step also remains generic and is
@@ -350,5 +350,5 @@ fn ask_permission(w: &Wrapper) -> R<Presented> {
     )?;
     result_fields(rule, w, RESULT_TEXT_RENDER)?;
     status_and_error(rule, w, false, false)?;
-    Ok(Presented::unchanged(&w.step, rule))
+    Ok(Presented::unchanged(rule))
 }

@@ -288,7 +288,7 @@ fn failed_before_run(w: &Wrapper) -> R<Presented> {
             || format!("{short:?}"),
         )?;
     }
-    Ok(Presented::unchanged(&w.step, rule))
+    Ok(Presented::unchanged(rule))
 }
 
 /// CommandLine and Cwd as JSON strings, WaitMsBeforeAsync as a canonical decimal.

@@ -266,10 +266,9 @@ pub fn snapshot_with(db: &Path, strategy: Strategy) -> Result<Snapshot> {
         },
     };
     let (conn, dir, via) = if let Some(via) = in_memory {
-        // The bytes are the whole state: open a private in-memory image.
-        if main.len() < 100 {
-            return Err(Error::corrupt(db, "header", "not a SQLite 3 database"));
-        }
+        // The bytes are the whole state: open a private in-memory image (a
+        // replayed image is whole pages of at least 512 bytes; the file's
+        // length was checked above).
         main[18] = 1;
         main[19] = 1;
         let mut conn = Connection::open_in_memory().map_err(sql)?;
