@@ -52,28 +52,32 @@ fn dump(c: &Connection) -> Vec<String> {
     out
 }
 
-/// Snapshots `db` both ways; asserts the same state and returns how the
-/// in-memory one was built.
+/// Snapshots `db` both ways; asserts the same state (every row, and what
+/// the reader makes of it) and returns how the in-memory one was built.
 fn same_both_ways(db: &Path) -> SnapshotVia {
     let mem = snapshot_with(db, Strategy::Auto).unwrap();
     let disk = snapshot_with(db, Strategy::Disk).unwrap();
     assert_eq!(disk.via, SnapshotVia::Disk);
     assert_eq!(dump(&mem.conn), dump(&disk.conn), "{}", db.display());
+    let (a, b) = (read_rows(db, &mem).unwrap(), read_rows(db, &disk).unwrap());
+    assert_eq!(format!("{a:?}"), format!("{b:?}"), "{}", db.display());
     mem.via
 }
 
-/// A live WAL database under `work` written by `writes`; the database and
-/// its log are copied (while the writer is still open, so nothing is
-/// checkpointed) to `out/conversation.db{,-wal}`.
-fn live_copy(work: &Path, out: &Path, page: u32, writes: impl FnOnce(&Connection)) -> PathBuf {
-    std::fs::create_dir_all(work).unwrap();
-    std::fs::create_dir_all(out).unwrap();
+/// A live WAL database with table `t (k, v)` under a fresh `tmp(name)`,
+/// written by `writes`; the database and its log are copied (while the
+/// writer is still open, so nothing is checkpointed) to
+/// `out/conversation.db{,-wal}`. Returns the copy and its directory.
+fn live_copy(name: &str, page: u32, writes: impl FnOnce(&Connection)) -> (PathBuf, PathBuf) {
+    let base = tmp(name);
+    let (work, out) = (base.join("work"), base.join("out"));
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
     let live = work.join("live.db");
-    let _ = std::fs::remove_file(&live);
-    let _ = std::fs::remove_file(work.join("live.db-wal"));
     let c = Connection::open(&live).unwrap();
     c.execute_batch(&format!(
-        "PRAGMA page_size={page}; PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;"
+        "PRAGMA page_size={page}; PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;
+         CREATE TABLE t (k INTEGER, v BLOB);"
     ))
     .unwrap();
     writes(&c);
@@ -81,7 +85,7 @@ fn live_copy(work: &Path, out: &Path, page: u32, writes: impl FnOnce(&Connection
     std::fs::copy(&live, &db).unwrap();
     std::fs::copy(work.join("live.db-wal"), out.join("conversation.db-wal")).unwrap();
     drop(c);
-    db
+    (db, out)
 }
 
 fn blob(n: usize, seed: u8) -> Vec<u8> {
@@ -119,10 +123,8 @@ fn tmp(name: &str) -> PathBuf {
 #[test]
 fn real_sqlite_logs_replay_to_the_state_sqlite_reads() {
     for page in [512u32, 1024, 4096, 65536] {
-        let base = tmp(&format!("many-{page}"));
-        let db = live_copy(&base.join("work"), &base.join("out"), page, |c| {
-            c.execute_batch("CREATE TABLE t (k INTEGER, v BLOB); PRAGMA user_version=7;")
-                .unwrap();
+        let (db, _) = live_copy(&format!("many-{page}"), page, |c| {
+            c.execute_batch("PRAGMA user_version=7;").unwrap();
             transactions(c, 0, 40);
         });
         assert!(
@@ -134,10 +136,7 @@ fn real_sqlite_logs_replay_to_the_state_sqlite_reads() {
 
 #[test]
 fn a_log_restarted_after_a_checkpoint_replays_only_its_new_frames() {
-    let base = tmp("restart");
-    let db = live_copy(&base.join("work"), &base.join("out"), 4096, |c| {
-        c.execute_batch("CREATE TABLE t (k INTEGER, v BLOB);")
-            .unwrap();
+    let (db, out) = live_copy("restart", 4096, |c| {
         transactions(c, 0, 30);
         // a complete checkpoint; the next writer restarts the log from its
         // start with new salts, leaving older frames after the new ones
@@ -148,7 +147,7 @@ fn a_log_restarted_after_a_checkpoint_replays_only_its_new_frames() {
             .unwrap();
         transactions(c, 30, 3);
     });
-    let wal = std::fs::read(base.join("out").join("conversation.db-wal")).unwrap();
+    let wal = std::fs::read(out.join("conversation.db-wal")).unwrap();
     let frames_in_file = (wal.len() - 32) / (24 + 4096);
     match same_both_ways(&db) {
         SnapshotVia::Replayed(n) => assert!(
@@ -161,13 +160,8 @@ fn a_log_restarted_after_a_checkpoint_replays_only_its_new_frames() {
 
 #[test]
 fn uncommitted_and_torn_tails_replay_like_sqlite() {
-    let base = tmp("tails");
-    let db = live_copy(&base.join("work"), &base.join("out"), 1024, |c| {
-        c.execute_batch("CREATE TABLE t (k INTEGER, v BLOB);")
-            .unwrap();
-        transactions(c, 0, 12);
-    });
-    let wal_path = base.join("out").join("conversation.db-wal");
+    let (db, out) = live_copy("tails", 1024, |c| transactions(c, 0, 12));
+    let wal_path = out.join("conversation.db-wal");
     let wal = std::fs::read(&wal_path).unwrap();
     let frame = 24 + 1024;
     // cut at every frame boundary and inside frames, from the end backwards
@@ -203,12 +197,7 @@ fn every_log_of_a_generated_corpus_replays_like_sqlite() {
     for e in std::fs::read_dir(root.join("conversations")).unwrap() {
         let p = e.unwrap().path();
         if p.extension().is_some_and(|x| x == "db") {
-            let mem = snapshot_with(&p, Strategy::Auto).unwrap();
-            let disk = snapshot_with(&p, Strategy::Disk).unwrap();
-            assert_eq!(dump(&mem.conn), dump(&disk.conn), "{}", p.display());
-            let (a, b) = (read_rows(&p, &mem).unwrap(), read_rows(&p, &disk).unwrap());
-            assert_eq!(format!("{a:?}"), format!("{b:?}"), "{}", p.display());
-            replayed += usize::from(matches!(mem.via, SnapshotVia::Replayed(_)));
+            replayed += usize::from(matches!(same_both_ways(&p), SnapshotVia::Replayed(_)));
         }
     }
     assert!(replayed > 0, "the corpus has logs to replay");
