@@ -78,11 +78,8 @@ fn benches(c: &mut Criterion) {
         b.iter(|| {
             for s in &k.sources {
                 std::hint::black_box(
-                    DynamicMessage::decode(
-                        k.schema.names.trajectory.clone(),
-                        s.encoding.as_slice(),
-                    )
-                    .ok(),
+                    DynamicMessage::decode(k.schema.names.trajectory.clone(), s.encoding.clone())
+                        .ok(),
                 );
             }
         })

@@ -73,7 +73,7 @@ pub fn offline_verify(
         let prepared = prepare(&ctx, p)?;
         if prepared.refusal().is_none() {
             qualified_paths.push(p.clone());
-            encodings.push(prepared.source.encoding);
+            encodings.push(prepared.source.encoding.to_vec());
         }
     }
     let mut steps = 0u64;

@@ -18,6 +18,7 @@ pub mod wire;
 use crate::error::{Error, Result};
 use crate::schema::Schema;
 use crate::verdict::{ReasonClass, Refusal};
+use bytes::Bytes;
 use legacy::LegacyKey;
 use prost_reflect::{DynamicMessage, ReflectMessage};
 use scan::{Scanner, UnknownFieldRecord};
@@ -73,8 +74,10 @@ pub struct DecodedSource {
     /// `sha256:<hex>` over the profile and the canonical encoding (SQLite) or
     /// the exact file bytes (legacy).
     pub source_digest: String,
-    /// The canonical Trajectory encoding (see [`reconstruct`]) or the legacy plaintext.
-    pub encoding: Vec<u8>,
+    /// The canonical Trajectory encoding (see [`reconstruct`]) or the legacy
+    /// plaintext. Shared, so the decoded message's `bytes` fields are slices
+    /// of it rather than copies.
+    pub encoding: Bytes,
     /// The decoded trajectory, when the encoding decodes at all.
     pub trajectory: Option<DynamicMessage>,
     pub source_only: Vec<SourceOnlyOccurrence>,
@@ -174,7 +177,7 @@ fn read_sqlite(path: &Path, opts: &ReadOptions<'_>) -> Result<DecodedSource> {
         file_id: id,
         profile,
         source_digest: digest,
-        encoding,
+        encoding: Bytes::from(encoding),
         trajectory: None,
         source_only: Vec::new(),
         refusals,
@@ -198,7 +201,7 @@ fn read_legacy(path: &Path, opts: &ReadOptions<'_>) -> Result<DecodedSource> {
         file_id: file_id(path),
         profile,
         source_digest: digest,
-        encoding: Vec::new(),
+        encoding: Bytes::new(),
         trajectory: None,
         source_only: Vec::new(),
         refusals: Vec::new(),
@@ -208,7 +211,7 @@ fn read_legacy(path: &Path, opts: &ReadOptions<'_>) -> Result<DecodedSource> {
     };
     match legacy::decrypt(path, &file, opts.legacy_key)? {
         Ok(plain) => {
-            out.encoding = plain;
+            out.encoding = Bytes::from(plain);
             decode_into(&mut out, opts);
         }
         Err(r) => out.refusals.push(r),
@@ -229,7 +232,7 @@ fn decode_into(out: &mut DecodedSource, opts: &ReadOptions<'_>) {
     if !scan_ok && !opts.collect_all {
         return;
     }
-    match DynamicMessage::decode(traj_desc, out.encoding.as_slice()) {
+    match DynamicMessage::decode(traj_desc, out.encoding.clone()) {
         Ok(t) => {
             if out.format == Format::Protobuf {
                 out.steps = t
