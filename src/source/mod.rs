@@ -10,6 +10,7 @@ pub mod columns;
 pub mod legacy;
 pub mod reconstruct;
 pub mod scan;
+pub mod scan_plan;
 pub mod source_only;
 pub mod sqlite;
 pub mod wal;

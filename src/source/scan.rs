@@ -16,13 +16,17 @@
 //! names (`ToolOutputConfig.per_tool`, `CustomizationDiscoveryConfig.kind_enablement`):
 //! strictness elsewhere can only refuse, never admit.
 
+use super::scan_plan::{FieldKind, FieldPlan, MapValue, MsgId, ScanPlan};
 use super::source_only::{self, DeclaredField, Prompt23Pending, SourceOnlyOccurrence};
 use super::wire::{FieldIter, RawField, WireType};
 use crate::util::hex;
 use crate::verdict::{ReasonClass, Refusal};
-use prost_reflect::{DescriptorPool, FieldDescriptor, Kind, MessageDescriptor};
+use prost_reflect::{DescriptorPool, MessageDescriptor};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 
 /// Deepest message nesting accepted (prost's own limit).
 pub const MAX_DEPTH: usize = 100;
@@ -44,15 +48,46 @@ pub struct Stop;
 
 type Step = Result<(), Stop>;
 
+/// FNV-1a: the scanner's path-keyed tables hash short strings it builds
+/// itself, so a DoS-resistant hasher buys nothing there.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type FnvMap<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
+
 /// One strict pass over one encoding.
 pub struct Scanner<'p> {
     pool: &'p DescriptorPool,
+    plan: Arc<ScanPlan>,
     struct_pool: Option<&'p DescriptorPool>,
     collect_all: bool,
     display: String,
-    chain: Vec<Option<FieldDescriptor>>,
-    rep_counts: HashMap<String, usize>,
-    map_keys: HashMap<String, HashSet<Vec<u8>>>,
+    /// The field (message id, index in its plan) entered at each level;
+    /// `None` for an Any's payload.
+    chain: Vec<Option<(MsgId, u32)>>,
+    /// Scratch for building path keys without allocating.
+    key: String,
+    rep_counts: FnvMap<String, usize>,
+    map_keys: FnvMap<String, HashSet<Vec<u8>>>,
     seen_source_only: HashSet<(DeclaredField, String)>,
     pub refusals: Vec<Refusal>,
     pub unknown_fields: Vec<UnknownFieldRecord>,
@@ -72,12 +107,14 @@ impl<'p> Scanner<'p> {
     ) -> Self {
         Scanner {
             pool,
+            plan: ScanPlan::for_pool(pool),
             struct_pool,
             collect_all,
             display: String::new(),
             chain: Vec::new(),
-            rep_counts: HashMap::new(),
-            map_keys: HashMap::new(),
+            key: String::new(),
+            rep_counts: FnvMap::default(),
+            map_keys: FnvMap::default(),
             seen_source_only: HashSet::new(),
             refusals: Vec::new(),
             unknown_fields: Vec::new(),
@@ -88,7 +125,22 @@ impl<'p> Scanner<'p> {
 
     /// Scans `bytes` as a `desc` message at the root.
     pub fn scan_root(&mut self, bytes: &[u8], desc: &MessageDescriptor) {
-        let _ = self.scan_message(bytes, desc, 0);
+        match self.plan.message_id(desc.full_name()) {
+            Some(id) => {
+                let plan = Arc::clone(&self.plan);
+                let _ = self.scan_message(&plan, bytes, id, 0);
+            }
+            None => {
+                let _ = self.fatal(
+                    ReasonClass::MalformedProtobuf,
+                    String::new(),
+                    format!(
+                        "{} is not a message of the scanner's pool",
+                        desc.full_name()
+                    ),
+                );
+            }
+        }
     }
 
     /// Whether any refusal was recorded.
@@ -104,6 +156,16 @@ impl<'p> Scanner<'p> {
         } else {
             format!("{}.{leaf}", self.display)
         }
+    }
+
+    /// [`Self::location`] into the scratch key.
+    fn key_of(&mut self, leaf: &str) {
+        self.key.clear();
+        self.key.push_str(&self.display);
+        if !self.display.is_empty() && !leaf.is_empty() {
+            self.key.push('.');
+        }
+        self.key.push_str(leaf);
     }
 
     fn refuse(&mut self, class: ReasonClass, location: String, detail: String) -> Step {
@@ -129,12 +191,8 @@ impl<'p> Scanner<'p> {
         });
     }
 
-    pub(super) fn scan_message(
-        &mut self,
-        bytes: &[u8],
-        desc: &MessageDescriptor,
-        depth: usize,
-    ) -> Step {
+    fn scan_message(&mut self, plan: &ScanPlan, bytes: &[u8], id: MsgId, depth: usize) -> Step {
+        let msg = plan.message(id);
         if depth > MAX_DEPTH {
             let loc = self.location("");
             return self.fatal(
@@ -155,36 +213,41 @@ impl<'p> Scanner<'p> {
                     return self.fatal(
                         ReasonClass::MalformedProtobuf,
                         loc,
-                        format!("{e} at byte {offset} of a {}", desc.full_name()),
+                        format!("{e} at byte {offset} of a {}", msg.desc.full_name()),
                     );
                 }
             };
-            match desc.get_field(f.number) {
-                Some(fd) => self.scan_known(&fd, &f, depth)?,
+            match msg.field_at(f.number) {
+                Some((i, fp)) => self.scan_known(plan, Some((id, i)), fp, &f, depth)?,
                 None => unknown.push(f),
             }
         }
         if !unknown.is_empty() {
-            self.scan_unknown(desc, bytes, &unknown)?;
+            self.scan_unknown(&msg.desc, bytes, &unknown)?;
         }
         Ok(())
     }
 
     fn next_index(&mut self, name: &str) -> usize {
-        let key = self.location(name);
-        let c = self.rep_counts.entry(key).or_insert(0);
-        let i = *c;
-        *c += 1;
-        i
+        self.key_of(name);
+        if let Some(c) = self.rep_counts.get_mut(self.key.as_str()) {
+            let i = *c;
+            *c += 1;
+            return i;
+        }
+        self.rep_counts.insert(self.key.clone(), 1);
+        0
     }
 
-    fn enter(&mut self, fd: Option<&FieldDescriptor>, segment: &str) -> usize {
+    /// Appends one path segment to the display: a field (`name`, `name[i]`,
+    /// after a `.`) or, for `None`, an Any's payload type (`(Type)`, no `.`).
+    fn enter(&mut self, field: Option<(MsgId, u32)>, push: impl FnOnce(&mut String)) -> usize {
         let saved = self.display.len();
-        if !self.display.is_empty() && !segment.starts_with('[') && !segment.starts_with('(') {
+        if field.is_some() && !self.display.is_empty() {
             self.display.push('.');
         }
-        self.display.push_str(segment);
-        self.chain.push(fd.cloned());
+        push(&mut self.display);
+        self.chain.push(field);
         saved
     }
 
@@ -193,7 +256,8 @@ impl<'p> Scanner<'p> {
         self.chain.pop();
     }
 
-    fn mismatch(&mut self, fd: &FieldDescriptor, f: &RawField<'_>) -> Step {
+    fn mismatch(&mut self, fp: &FieldPlan, f: &RawField<'_>) -> Step {
+        let fd = &fp.fd;
         let loc = self.location(fd.json_name());
         self.record_unknown(loc.clone(), f);
         self.refuse(
@@ -209,105 +273,108 @@ impl<'p> Scanner<'p> {
         )
     }
 
-    fn scan_known(&mut self, fd: &FieldDescriptor, f: &RawField<'_>, depth: usize) -> Step {
-        if fd.is_map() {
-            if f.wire_type != WireType::Len {
-                return self.mismatch(fd, f);
-            }
-            return self.scan_map_entry(fd, f, depth);
-        }
-        let kind = fd.kind();
-        match &kind {
-            Kind::Message(m) => {
+    fn scan_known(
+        &mut self,
+        plan: &ScanPlan,
+        at: Option<(MsgId, u32)>,
+        fp: &FieldPlan,
+        f: &RawField<'_>,
+        depth: usize,
+    ) -> Step {
+        match fp.kind {
+            FieldKind::Map(map) => {
                 if f.wire_type != WireType::Len {
-                    return self.mismatch(fd, f);
+                    return self.mismatch(fp, f);
                 }
-                let segment = if fd.is_list() {
-                    let i = self.next_index(fd.json_name());
-                    format!("{}[{i}]", fd.json_name())
+                self.scan_map_entry(plan, at, fp, map, f, depth)
+            }
+            FieldKind::Message(child) | FieldKind::Any(child) => {
+                if f.wire_type != WireType::Len {
+                    return self.mismatch(fp, f);
+                }
+                let name = fp.fd.json_name();
+                let saved = if fp.list {
+                    let i = self.next_index(name);
+                    self.enter(at, |d| {
+                        let _ = write!(d, "{name}[{i}]");
+                    })
                 } else {
-                    fd.json_name().to_string()
+                    self.enter(at, |d| d.push_str(name))
                 };
-                let saved = self.enter(Some(fd), &segment);
-                let r = if m.full_name() == "google.protobuf.Any" {
-                    self.scan_any(m, f.value, depth + 1)
+                let r = if matches!(fp.kind, FieldKind::Any(_)) {
+                    self.scan_any(plan, child, f.value, depth + 1)
                 } else {
-                    self.scan_message(f.value, m, depth + 1)
+                    self.scan_message(plan, f.value, child, depth + 1)
                 };
                 self.leave(saved);
                 r
             }
-            Kind::String => {
+            FieldKind::String => {
                 if f.wire_type != WireType::Len {
-                    return self.mismatch(fd, f);
+                    return self.mismatch(fp, f);
                 }
                 if std::str::from_utf8(f.value).is_err() {
-                    let loc = self.location(fd.json_name());
+                    let loc = self.location(fp.fd.json_name());
                     self.record_unknown(loc.clone(), f);
                     return self.refuse(
                         ReasonClass::InvalidUtf8,
                         loc,
-                        format!("field {} is not valid UTF-8", fd.name()),
+                        format!("field {} is not valid UTF-8", fp.fd.name()),
                     );
                 }
                 Ok(())
             }
-            Kind::Bytes => {
+            FieldKind::Bytes => {
                 if f.wire_type != WireType::Len {
-                    return self.mismatch(fd, f);
+                    return self.mismatch(fp, f);
                 }
                 Ok(())
             }
-            Kind::Enum(e) => match f.wire_type {
-                WireType::Varint => self.check_enum(fd, e, f.value),
-                WireType::Len if fd.is_list() => {
+            FieldKind::Enum(e) => match f.wire_type {
+                WireType::Varint => self.check_enum(plan, fp.fd.json_name(), e, f.value),
+                WireType::Len if fp.list => {
                     let mut pos = 0;
                     while pos < f.value.len() {
                         let start = pos;
                         if super::wire::read_varint(f.value, &mut pos).is_err() {
-                            return self.mismatch(fd, f);
+                            return self.mismatch(fp, f);
                         }
-                        self.check_enum(fd, e, &f.value[start..pos])?;
+                        self.check_enum(plan, fp.fd.json_name(), e, &f.value[start..pos])?;
                     }
                     Ok(())
                 }
-                _ => self.mismatch(fd, f),
+                _ => self.mismatch(fp, f),
             },
-            scalar => {
-                let want = scalar_wire_type(scalar);
+            FieldKind::Scalar(want) => {
                 if f.wire_type == want {
                     return Ok(());
                 }
-                if f.wire_type == WireType::Len && fd.is_list() && packed_ok(want, f.value) {
+                if f.wire_type == WireType::Len && fp.list && packed_ok(want, f.value) {
                     return Ok(());
                 }
-                self.mismatch(fd, f)
+                self.mismatch(fp, f)
             }
         }
     }
 
-    fn check_enum(
-        &mut self,
-        fd: &FieldDescriptor,
-        e: &prost_reflect::EnumDescriptor,
-        varint: &[u8],
-    ) -> Step {
+    fn check_enum(&mut self, plan: &ScanPlan, json_name: &str, e: u32, varint: &[u8]) -> Step {
         let mut pos = 0;
         let raw = super::wire::read_varint(varint, &mut pos).unwrap_or(0);
         let n = raw as i64 as i32;
-        if e.get_value(n).is_some() {
+        let ep = &plan.enums[e as usize];
+        if ep.defines(n) {
             return Ok(());
         }
-        let loc = self.location(fd.json_name());
+        let loc = self.location(json_name);
         self.refuse(
             ReasonClass::UnknownEnum,
             loc,
-            format!("unknown enum value {n} for {}", e.full_name()),
+            format!("unknown enum value {n} for {}", ep.desc.full_name()),
         )
     }
 
-    fn scan_any(&mut self, any: &MessageDescriptor, bytes: &[u8], depth: usize) -> Step {
-        self.scan_message(bytes, any, depth)?;
+    fn scan_any(&mut self, plan: &ScanPlan, any: MsgId, bytes: &[u8], depth: usize) -> Step {
+        self.scan_message(plan, bytes, any, depth)?;
         let mut type_url: Option<&[u8]> = None;
         let mut value: Option<&[u8]> = None;
         for f in FieldIter::new(bytes).flatten() {
@@ -333,10 +400,7 @@ impl<'p> Scanner<'p> {
             return Ok(());
         }
         let name = url.strip_prefix("type.googleapis.com/").unwrap_or("");
-        let Some(target) = (!name.is_empty())
-            .then(|| self.pool.get_message_by_name(name))
-            .flatten()
-        else {
+        let Some(target) = (!name.is_empty()).then(|| plan.message_id(name)).flatten() else {
             let loc = self.location("");
             return self.refuse(
                 ReasonClass::UnknownAnyType,
@@ -344,48 +408,55 @@ impl<'p> Scanner<'p> {
                 format!("unknown Any type URL `{url}`"),
             );
         };
-        let saved = self.enter(None, &format!("({})", target.full_name()));
-        let r = self.scan_message(value, &target, depth + 1);
+        let full_name = plan.message(target).desc.full_name();
+        let saved = self.enter(None, |d| {
+            let _ = write!(d, "({full_name})");
+        });
+        let r = self.scan_message(plan, value, target, depth + 1);
         self.leave(saved);
         r
     }
 
-    fn bad_entry(&mut self, fd: &FieldDescriptor, f: &RawField<'_>, detail: String) -> Step {
-        let loc = self.location(fd.json_name());
+    fn bad_entry(&mut self, fp: &FieldPlan, f: &RawField<'_>, detail: String) -> Step {
+        let loc = self.location(fp.fd.json_name());
         self.record_unknown(loc.clone(), f);
         self.refuse(ReasonClass::BadMapEntry, loc, detail)
     }
 
-    fn scan_map_entry(&mut self, fd: &FieldDescriptor, f: &RawField<'_>, depth: usize) -> Step {
-        let Kind::Message(entry) = fd.kind() else {
-            return self.mismatch(fd, f);
-        };
-        let key_fd = entry.map_entry_key_field();
-        let val_fd = entry.map_entry_value_field();
+    fn scan_map_entry(
+        &mut self,
+        plan: &ScanPlan,
+        at: Option<(MsgId, u32)>,
+        fp: &FieldPlan,
+        map: u32,
+        f: &RawField<'_>,
+        depth: usize,
+    ) -> Step {
+        let mp = &plan.maps[map as usize];
         let mut key: Option<RawField<'_>> = None;
         let mut val: Option<RawField<'_>> = None;
         for m in FieldIter::new(f.value) {
             let m = match m {
                 Ok(m) => m,
-                Err(e) => return self.bad_entry(fd, f, format!("malformed map entry: {e}")),
+                Err(e) => return self.bad_entry(fp, f, format!("malformed map entry: {e}")),
             };
-            let (slot, member_fd, what) = match m.number {
-                1 => (&mut key, &key_fd, "key"),
-                2 => (&mut val, &val_fd, "value"),
+            let (slot, wire, what) = match m.number {
+                1 => (&mut key, mp.key_wire, "key"),
+                2 => (&mut val, mp.val_wire, "value"),
                 n => {
                     return self.bad_entry(
-                        fd,
+                        fp,
                         f,
                         format!("unknown map entry member {n} ({})", m.wire_type.name()),
                     )
                 }
             };
             if slot.is_some() {
-                return self.bad_entry(fd, f, format!("duplicate map entry {what} member"));
+                return self.bad_entry(fp, f, format!("duplicate map entry {what} member"));
             }
-            if m.wire_type != entry_wire_type(&member_fd.kind()) {
+            if m.wire_type != wire {
                 return self.bad_entry(
-                    fd,
+                    fp,
                     f,
                     format!("map entry {what} encoded as {}", m.wire_type.name()),
                 );
@@ -393,29 +464,43 @@ impl<'p> Scanner<'p> {
             *slot = Some(m);
         }
         // The key's canonical form: string bytes, or the integer's varint/fixed bytes.
-        let key_bytes: Vec<u8> = key.map(|k| k.value.to_vec()).unwrap_or_default();
-        let key_text = match key_fd.kind() {
-            Kind::String => match std::str::from_utf8(&key_bytes) {
+        let key_bytes: &[u8] = key.map(|k| k.value).unwrap_or_default();
+        let key_text = if mp.key_is_string {
+            match std::str::from_utf8(key_bytes) {
                 Ok(s) => format!("{s:?}"),
-                Err(_) => return self.bad_entry(fd, f, "map key is not valid UTF-8".to_string()),
-            },
-            _ => format!("0x{}", hex(&key_bytes)),
+                Err(_) => return self.bad_entry(fp, f, "map key is not valid UTF-8".to_string()),
+            }
+        } else {
+            format!("0x{}", hex(key_bytes))
         };
-        let map_path = self.location(fd.json_name());
-        if !self.map_keys.entry(map_path).or_default().insert(key_bytes) {
-            return self.bad_entry(fd, f, format!("duplicate map key {key_text}"));
+        let name = fp.fd.json_name();
+        self.key_of(name);
+        let fresh = match self.map_keys.get_mut(self.key.as_str()) {
+            Some(keys) => keys.insert(key_bytes.to_vec()),
+            None => {
+                let keys = HashSet::from([key_bytes.to_vec()]);
+                self.map_keys.insert(self.key.clone(), keys);
+                true
+            }
+        };
+        if !fresh {
+            return self.bad_entry(fp, f, format!("duplicate map key {key_text}"));
         }
         let value_bytes = val.map(|v| v.value).unwrap_or(&[]);
-        match val_fd.kind() {
-            Kind::Message(m) => {
-                let saved = self.enter(Some(fd), &format!("{}[{key_text}]", fd.json_name()));
-                let r = self.scan_message(value_bytes, &m, depth + 2);
+        match mp.value {
+            MapValue::Message(m) => {
+                let saved = self.enter(at, |d| {
+                    let _ = write!(d, "{name}[{key_text}]");
+                });
+                let r = self.scan_message(plan, value_bytes, m, depth + 2);
                 self.leave(saved);
                 r
             }
-            Kind::Enum(e) if val.is_some() => self.check_enum(&val_fd, &e, value_bytes),
-            Kind::String if std::str::from_utf8(value_bytes).is_err() => self.bad_entry(
-                fd,
+            MapValue::Enum(e) if val.is_some() => {
+                self.check_enum(plan, mp.val_fd.json_name(), e, value_bytes)
+            }
+            MapValue::String if std::str::from_utf8(value_bytes).is_err() => self.bad_entry(
+                fp,
                 f,
                 format!("map value for key {key_text} is not valid UTF-8"),
             ),
@@ -427,7 +512,7 @@ impl<'p> Scanner<'p> {
     fn chain_names(&self) -> Option<Vec<&str>> {
         self.chain
             .iter()
-            .map(|f| f.as_ref().map(|f| f.name()))
+            .map(|f| f.map(|(m, i)| self.plan.message(m).fields[i as usize].fd.name()))
             .collect()
     }
 
@@ -524,22 +609,6 @@ impl<'p> Scanner<'p> {
             payload: f.value.to_vec(),
         });
         Ok(())
-    }
-}
-
-fn scalar_wire_type(kind: &Kind) -> WireType {
-    match kind {
-        Kind::Double | Kind::Fixed64 | Kind::Sfixed64 => WireType::Fixed64,
-        Kind::Float | Kind::Fixed32 | Kind::Sfixed32 => WireType::Fixed32,
-        Kind::String | Kind::Bytes | Kind::Message(_) => WireType::Len,
-        _ => WireType::Varint,
-    }
-}
-
-fn entry_wire_type(kind: &Kind) -> WireType {
-    match kind {
-        Kind::Enum(_) => WireType::Varint,
-        k => scalar_wire_type(k),
     }
 }
 
