@@ -71,12 +71,12 @@ pub(crate) fn check(w: &Wrapper, n: &DynamicMessage) -> R<()> {
         "requested_interaction",
     ];
     ensure(
-        !has_any(&w.step, &records) && !has_any(n, &records) && !has_any(n, &["error"]),
+        !has_any(w.step, &records) && !has_any(n, &records) && !has_any(n, &["error"]),
         rule,
         Reason::BridgeRecords,
         String::new,
     )?;
-    let rc = sub(n, "run_command").unwrap_or_else(|| n.clone());
+    let rc = sub(n, "run_command").unwrap_or(n);
     let cmd = w.args.string("CommandLine");
     let cwd = w.args.string("Cwd");
     let allowed = [
@@ -86,31 +86,31 @@ pub(crate) fn check(w: &Wrapper, n: &DynamicMessage) -> R<()> {
         "toolAction",
         "toolSummary",
     ];
-    let native_cmd = text(&rc, "command_line");
-    let outcome_ok = int(&rc, "exit_code") == Some(0)
-        && flag(&rc, "blocking")
-        && flag(&rc, "ran_in_sandbox")
-        && text(&rc, "shell") == SHELL
-        && int(&rc, "wait_ms_before_async") == Some(i128::from(WAIT_MS))
+    let native_cmd = text(rc, "command_line");
+    let outcome_ok = int(rc, "exit_code") == Some(0)
+        && flag(rc, "blocking")
+        && flag(rc, "ran_in_sandbox")
+        && text(rc, "shell") == SHELL
+        && int(rc, "wait_ms_before_async") == Some(i128::from(WAIT_MS))
         && cmd.as_deref() == Some(native_cmd.as_str())
-        && text(&rc, "proposed_command_line") == native_cmd
-        && (text(&rc, "command").is_empty() || text(&rc, "command") == native_cmd)
-        && cwd.as_deref() == Some(text(&rc, "cwd").as_str())
+        && text(rc, "proposed_command_line") == native_cmd
+        && (text(rc, "command").is_empty() || text(rc, "command") == native_cmd)
+        && cwd.as_deref() == Some(text(rc, "cwd").as_str())
         && w.args.canonical_uint("WaitMsBeforeAsync") == Some(WAIT_MS)
         && w.args.extra_key(&allowed).is_none()
-        && w.args.repeat_tool_call(&w.step)
+        && w.args.repeat_tool_call(w.step)
         && w.args.repeat_tool_call(n);
     ensure(outcome_ok, rule, Reason::BridgeCommand, || {
         format!("command {native_cmd:?}, arguments {:?}", w.args.keys())
     })?;
-    let exec_ok = tool_source(&w.step).as_deref() == Some(BUILTIN)
+    let exec_ok = tool_source(w.step).as_deref() == Some(BUILTIN)
         && tool_source(n).as_deref() == Some(BUILTIN)
-        && single_allow_hook(&w.step)
+        && single_allow_hook(w.step)
         && single_allow_hook(n);
     ensure(exec_ok, rule, Reason::BridgeCommand, || {
         "tool source or hook results".into()
     })?;
-    let (wh, nh) = (history(&w.step), history(n));
+    let (wh, nh) = (history(w.step), history(n));
     ensure(
         wh == [PENDING, RUNNING, ERROR] && nh == [PENDING, RUNNING],
         rule,

@@ -15,6 +15,7 @@ use super::{
     Presented, Reason,
 };
 use crate::rules::RuleId;
+use bytes::Bytes;
 use prost_reflect::{DynamicMessage, Value};
 
 /// How a native type is qualified inside a wrapper.
@@ -178,7 +179,7 @@ pub(crate) fn outer_error_matches(rule: RuleId, w: &Wrapper, n: &DynamicMessage)
         ns.clone()
     })?;
     let outer = text(oe, "short_error");
-    let inner = sub(n, "error").map(|e| text(&e, "short_error"));
+    let inner = sub(n, "error").map(|e| text(e, "short_error"));
     ensure(
         !outer.is_empty() && inner.as_deref() == Some(outer.as_str()),
         rule,
@@ -201,9 +202,9 @@ pub(crate) fn outer_error_matches(rule: RuleId, w: &Wrapper, n: &DynamicMessage)
 /// ([`permissions`]); with an outer error, the bridge failure, failed
 /// list_resources, failed generate_image or the outer-error rule; without
 /// one, the image mapping, equal statuses, or the CANCELED command cases.
-pub(crate) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &[u8]) -> R<Presented> {
+pub(crate) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     let base = RuleId::EmbeddedNativeStep;
-    let n = DynamicMessage::decode(ctx.schema.names.step.clone(), bytes)
+    let n = DynamicMessage::decode(ctx.schema.names.step.clone(), bytes.clone())
         .or_else(|e| reject(Some(base), Reason::EmbeddedUndecodable, e.to_string()))?;
     let ntype = step_type(&n);
     let Some(&(_, body, qualified)) = NATIVE.iter().find(|t| t.0 == ntype) else {
@@ -233,7 +234,7 @@ pub(crate) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &[u8]) -> R<Presented> 
     }
 
     // Task details: outer preserved, inner-only or conflicting fail.
-    let wt = sub(&w.step, "task_details");
+    let wt = sub(w.step, "task_details");
     let nt = sub(&n, "task_details");
     match (&wt, &nt) {
         (None, Some(_)) => return reject(Some(base), Reason::InnerOnlyTaskDetails, ""),
@@ -252,7 +253,7 @@ pub(crate) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &[u8]) -> R<Presented> 
         view_file::check_content_offset(w, &n)?;
         rules.push(RuleId::ViewFileContentOffset);
     }
-    if super::has_records(&w.step) || super::has_records(&n) {
+    if super::has_records(w.step) || super::has_records(&n) {
         rules.push(permissions::check(w, &n)?);
     }
 
@@ -336,7 +337,7 @@ pub(crate) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &[u8]) -> R<Presented> 
 
     let mut step = n;
     if let Some(td) = wt {
-        super::fields::set(&mut step, "task_details", Value::Message(td));
+        super::fields::set(&mut step, "task_details", Value::Message(td.clone()));
     }
     if let Some(s) = presented_status {
         super::fields::set_enum(&mut step, "status", s);

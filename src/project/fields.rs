@@ -6,7 +6,9 @@ use super::reasons::Reason;
 use crate::rules::RuleId;
 pub(crate) use crate::schema::message_refs;
 use crate::schema::to_daemon_json;
+use bytes::Bytes;
 use prost_reflect::{DynamicMessage, MapKey, ReflectMessage, Value};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// Why a rule refused a step (the step index is added by the engine).
@@ -54,13 +56,13 @@ pub(crate) fn has_any(m: &DynamicMessage, names: &[&str]) -> bool {
     names.iter().any(|n| has(m, n))
 }
 
-/// A set message-typed field, cloned.
-pub(crate) fn sub(m: &DynamicMessage, name: &str) -> Option<DynamicMessage> {
+/// A set message-typed field, borrowed.
+pub(crate) fn sub<'m>(m: &'m DynamicMessage, name: &str) -> Option<&'m DynamicMessage> {
     if !has(m, name) {
         return None;
     }
-    match m.get_field_by_name(name)?.as_ref() {
-        Value::Message(x) => Some(x.clone()),
+    match m.get_field_by_name(name)? {
+        Cow::Borrowed(Value::Message(x)) => Some(x),
         _ => None,
     }
 }
@@ -172,7 +174,7 @@ pub(crate) fn same(a: &DynamicMessage, b: &DynamicMessage) -> bool {
 }
 
 /// Semantic equality of two optional messages (both absent counts as equal).
-pub(crate) fn same_opt(a: &Option<DynamicMessage>, b: &Option<DynamicMessage>) -> bool {
+pub(crate) fn same_opt(a: Option<&DynamicMessage>, b: Option<&DynamicMessage>) -> bool {
     match (a, b) {
         (None, None) => true,
         (Some(a), Some(b)) => same(a, b),
@@ -207,9 +209,9 @@ pub(crate) fn step_type(step: &DynamicMessage) -> String {
 /// The status names of a step's metadata.internal_metadata.status_transitions.
 pub(crate) fn history(step: &DynamicMessage) -> Vec<String> {
     sub(step, "metadata")
-        .and_then(|m| sub(&m, "internal_metadata"))
+        .and_then(|m| sub(m, "internal_metadata"))
         .map(|im| {
-            messages(&im, "status_transitions")
+            messages(im, "status_transitions")
                 .iter()
                 .map(|t| enum_name(t, "updated_status"))
                 .collect()
@@ -220,7 +222,7 @@ pub(crate) fn history(step: &DynamicMessage) -> Vec<String> {
 /// The tool source name recorded in a step's metadata, when set.
 pub(crate) fn tool_source(step: &DynamicMessage) -> Option<String> {
     let m = sub(step, "metadata")?;
-    has(&m, "tool_source").then(|| enum_name(&m, "tool_source"))
+    has(m, "tool_source").then(|| enum_name(m, "tool_source"))
 }
 
 /// The BUILTIN tool source's value name.
@@ -229,7 +231,7 @@ pub(crate) const BUILTIN: &str = "TOOL_SOURCE_BUILTIN";
 /// A step's metadata.pre_tool_hook_results.
 pub(crate) fn hooks(step: &DynamicMessage) -> Vec<DynamicMessage> {
     sub(step, "metadata")
-        .map(|m| messages(&m, "pre_tool_hook_results"))
+        .map(|m| messages(m, "pre_tool_hook_results"))
         .unwrap_or_default()
 }
 
@@ -247,8 +249,8 @@ pub(crate) fn only_short_full(err: &DynamicMessage) -> bool {
 }
 
 /// The tool-call name and parsed arguments of a step's metadata.
-pub(crate) fn tool_call(step: &DynamicMessage) -> Option<DynamicMessage> {
-    sub(step, "metadata").and_then(|m| sub(&m, "tool_call"))
+pub(crate) fn tool_call(step: &DynamicMessage) -> Option<&DynamicMessage> {
+    sub(step, "metadata").and_then(|m| sub(m, "tool_call"))
 }
 
 /// The tool call's arguments_json parsed as a JSON object.
@@ -256,7 +258,7 @@ pub(crate) fn tool_call_args(
     step: &DynamicMessage,
 ) -> Option<serde_json::Map<String, serde_json::Value>> {
     let tc = tool_call(step)?;
-    match serde_json::from_str::<serde_json::Value>(&text(&tc, "arguments_json")) {
+    match serde_json::from_str::<serde_json::Value>(&text(tc, "arguments_json")) {
         Ok(serde_json::Value::Object(o)) => Some(o),
         _ => None,
     }
@@ -332,40 +334,41 @@ pub(crate) fn canonical_uint(s: &str) -> Option<u64> {
 
 /// A generic wrapper step, its arguments and its result.
 #[derive(Debug, Clone)]
-pub(crate) struct Wrapper {
-    pub step: DynamicMessage,
-    pub generic: DynamicMessage,
-    pub result: Option<DynamicMessage>,
+pub(crate) struct Wrapper<'a> {
+    pub step: &'a DynamicMessage,
+    pub generic: &'a DynamicMessage,
+    pub result: Option<&'a DynamicMessage>,
     pub args: Args,
     /// metadata.tool_call.name ("" when unset).
     pub tool: String,
     pub status: String,
-    pub error: Option<DynamicMessage>,
+    pub error: Option<&'a DynamicMessage>,
 }
 
-impl Wrapper {
-    pub fn new(step: &DynamicMessage, generic: DynamicMessage) -> Wrapper {
+impl<'a> Wrapper<'a> {
+    pub fn new(step: &'a DynamicMessage, generic: &'a DynamicMessage) -> Wrapper<'a> {
         let tool = tool_call(step)
-            .map(|tc| text(&tc, "name"))
+            .map(|tc| text(tc, "name"))
             .unwrap_or_default();
         Wrapper {
-            result: sub(&generic, "result"),
-            args: Args(string_map(&generic, "args")),
+            result: sub(generic, "result"),
+            args: Args(string_map(generic, "args")),
             status: status(step),
             error: sub(step, "error"),
-            step: step.clone(),
+            step,
             generic,
             tool,
         }
     }
 
-    /// The result's payload Any (type URL, value bytes), when set.
-    pub fn payload(&self) -> Option<(String, Vec<u8>)> {
-        let any = sub(self.result.as_ref()?, "payload")?;
-        let url = text(&any, "type_url");
+    /// The result's payload Any (type URL, value bytes), when set. The bytes
+    /// share the decoded source's buffer.
+    pub fn payload(&self) -> Option<(String, Bytes)> {
+        let any = sub(self.result?, "payload")?;
+        let url = text(any, "type_url");
         let bytes = any
             .get_field_by_name("value")
-            .and_then(|v| v.as_bytes().map(|b| b.to_vec()))
+            .and_then(|v| v.as_bytes().cloned())
             .unwrap_or_default();
         Some((url, bytes))
     }
@@ -377,12 +380,12 @@ impl Wrapper {
 
     /// The first wrapper (Step) field outside `allowed`.
     pub fn extra_step_field(&self, allowed: &[&str]) -> Option<String> {
-        extra_field(&self.step, allowed)
+        extra_field(self.step, allowed)
     }
 
     /// The first generic field outside `allowed` (`args`, `result`).
     pub fn extra_generic_field(&self, allowed: &[&str]) -> Option<String> {
-        extra_field(&self.generic, allowed)
+        extra_field(self.generic, allowed)
     }
 
     /// Whether the result sets exactly `fields`.
@@ -400,8 +403,8 @@ impl Wrapper {
             .unwrap_or_default()
     }
 
-    pub fn metadata(&self) -> Option<DynamicMessage> {
-        sub(&self.step, "metadata")
+    pub fn metadata(&self) -> Option<&'a DynamicMessage> {
+        sub(self.step, "metadata")
     }
 }
 

@@ -9,6 +9,7 @@ use super::fields::{
 use super::table::RuleDoc;
 use super::{Ctx, Presented, Reason};
 use crate::rules::RuleId;
+use bytes::Bytes;
 use prost_reflect::{DynamicMessage, ReflectMessage, Value};
 
 /// The GenerateImage payload's type URL.
@@ -70,13 +71,13 @@ pub(crate) const DOCS: &[RuleDoc] = &[
 pub(crate) fn check_failed(w: &Wrapper, n: &DynamicMessage) -> R<()> {
     let rule = RuleId::FailedGenerateImage;
     outer_error_matches(rule, w, n)?;
-    let gi = sub(n, "generate_image").unwrap_or_else(|| n.clone());
+    let gi = sub(n, "generate_image").unwrap_or(n);
     let keys: Vec<&str> = IMAGE_ARGS.iter().map(|a| a.0).collect();
     let args_ok = w.tool == "generate_image"
         && w.args.keys_are(&keys)
         && IMAGE_ARGS
             .iter()
-            .all(|(arg, field)| w.args.string(arg).as_deref() == Some(text(&gi, field).as_str()));
+            .all(|(arg, field)| w.args.string(arg).as_deref() == Some(text(gi, field).as_str()));
     ensure(args_ok, rule, Reason::FailedImage, || {
         format!("{} arguments {:?}", w.tool, w.args.keys())
     })?;
@@ -86,7 +87,7 @@ pub(crate) fn check_failed(w: &Wrapper, n: &DynamicMessage) -> R<()> {
         .map(|r| messages(r, "media").len())
         .unwrap_or(0);
     ensure(
-        sub(&gi, "generated_media").is_none() && media == 0,
+        sub(gi, "generated_media").is_none() && media == 0,
         rule,
         Reason::FailedImage,
         || "media on a failed image".into(),
@@ -110,9 +111,9 @@ pub(crate) fn check_success(w: &Wrapper, n: &DynamicMessage) -> R<()> {
         .as_ref()
         .map(|r| messages(r, "media"))
         .unwrap_or_default();
-    let native = sub(n, "generate_image").and_then(|gi| sub(&gi, "generated_media"));
+    let native = sub(n, "generate_image").and_then(|gi| sub(gi, "generated_media"));
     ensure(
-        media.len() == 1 && native.is_some_and(|m| same(&m, &media[0])),
+        media.len() == 1 && native.is_some_and(|m| same(m, &media[0])),
         rule,
         Reason::ImageMedia,
         || format!("{} wrapper media items", media.len()),
@@ -129,12 +130,12 @@ pub(crate) fn check_success(w: &Wrapper, n: &DynamicMessage) -> R<()> {
 /// records; the result holds only text, the payload, media and an output URI
 /// (the arguments, result text and output URI are dropped); image_uri is
 /// nonempty.
-pub(crate) fn project_any(ctx: &Ctx<'_>, w: &Wrapper, bytes: &[u8]) -> R<Presented> {
+pub(crate) fn project_any(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     let rule = RuleId::GenerateImageAny;
     let Some(md) = ctx.schema.pool.get_message_by_name(GENERATE_IMAGE_MESSAGE) else {
         return reject(None, Reason::UnsupportedAnyType, GENERATE_IMAGE_URL);
     };
-    let payload = DynamicMessage::decode(md, bytes)
+    let payload = DynamicMessage::decode(md, bytes.clone())
         .or_else(|e| reject(Some(rule), Reason::ImagePayloadField, e.to_string()))?;
     if let Some(f) = extra_field(&payload, PAYLOAD_FIELDS) {
         return reject(Some(rule), Reason::ImagePayloadField, f);
@@ -169,7 +170,7 @@ pub(crate) fn project_any(ctx: &Ctx<'_>, w: &Wrapper, bytes: &[u8]) -> R<Present
     set_enum(&mut step, "type", IMAGE_TYPE);
     set_enum(&mut step, "status", &w.status);
     if let Some(m) = w.metadata() {
-        set(&mut step, "metadata", Value::Message(m));
+        set(&mut step, "metadata", Value::Message(m.clone()));
     }
     let Some(mut gi) = new_sub(&step, "generate_image") else {
         return reject(

@@ -21,7 +21,7 @@ pub(crate) const DOCS: &[RuleDoc] = &[RuleDoc {
 
 fn registrations(executor: &DynamicMessage) -> Vec<DynamicMessage> {
     sub(executor, "customization_registry")
-        .map(|r| messages(&r, "registrations"))
+        .map(|r| messages(r, "registrations"))
         .unwrap_or_default()
 }
 
@@ -63,7 +63,7 @@ pub(crate) fn skill_flag(ctx: &Ctx<'_>, w: &Wrapper, path: &str) -> R<bool> {
     let rule = Some(RuleId::History2SkillRegistry);
     let exec_id = w
         .metadata()
-        .map(|m| text(&m, "execution_id"))
+        .map(|m| text(m, "execution_id"))
         .unwrap_or_default();
     if exec_id.is_empty() {
         return Ok(false);
@@ -99,9 +99,9 @@ pub(crate) fn skill_flag(ctx: &Ctx<'_>, w: &Wrapper, path: &str) -> R<bool> {
     let cascade_id = text(ctx.trajectory, "cascade_id");
     let identifies = |r: &DynamicMessage| {
         sub(r, "source_step").is_some_and(|s| {
-            text(&s, "trajectory_id") == trajectory_id
-                && text(&s, "cascade_id") == cascade_id
-                && int(&s, "step_index").unwrap_or(0) == i
+            text(s, "trajectory_id") == trajectory_id
+                && text(s, "cascade_id") == cascade_id
+                && int(s, "step_index").unwrap_or(0) == i
         })
     };
     let positioned = executors[..c].iter().all(|e| end(e) < i) && end(&executors[c]) >= i;

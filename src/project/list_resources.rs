@@ -42,13 +42,13 @@ pub(crate) fn check(w: &Wrapper, n: &DynamicMessage) -> R<()> {
         "requested_interaction",
     ];
     ensure(
-        !has_any(&w.step, &records) && !has_any(n, &records),
+        !has_any(w.step, &records) && !has_any(n, &records),
         rule,
         Reason::ListResourcesRecords,
         String::new,
     )?;
     let server = sub(n, "list_resources")
-        .map(|lr| text(&lr, "server_name"))
+        .map(|lr| text(lr, "server_name"))
         .unwrap_or_default();
     ensure(
         w.args.string("ServerName").as_deref() == Some(server.as_str())
@@ -62,7 +62,7 @@ pub(crate) fn check(w: &Wrapper, n: &DynamicMessage) -> R<()> {
             )
         },
     )?;
-    let body_extra = sub(n, "list_resources").and_then(|lr| extra_field(&lr, &["server_name"]));
+    let body_extra = sub(n, "list_resources").and_then(|lr| extra_field(lr, &["server_name"]));
     ensure(
         body_extra.is_none(),
         rule,

@@ -70,8 +70,8 @@ pub(crate) fn project(_ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
             .map(|e| format!("{:?}", text(e, "short_error")))
             .unwrap_or_else(|| "no error".into())
     })?;
-    let src = tool_source(&w.step);
-    let h = history(&w.step);
+    let src = tool_source(w.step);
+    let h = history(w.step);
     ensure(
         w.status == INVALID && src.as_deref() == Some(BUILTIN) && h == [PENDING, INVALID],
         rule,
@@ -102,7 +102,7 @@ pub(crate) fn project(_ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
         format!("{} arguments {:?}", w.tool, a.keys())
     })?;
     ensure(
-        a.repeat_tool_call(&w.step),
+        a.repeat_tool_call(w.step),
         rule,
         Reason::ArgumentsRepeatToolCall,
         String::new,

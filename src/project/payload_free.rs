@@ -103,7 +103,7 @@ pub(crate) fn project(_ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
 /// No permission or interaction records; task details only when `task_details`.
 fn records(rule: RuleId, w: &Wrapper, task_details: bool) -> R<()> {
     ensure(
-        !has_records(&w.step) && (task_details || !has(&w.step, "task_details")),
+        !has_records(w.step) && (task_details || !has(w.step, "task_details")),
         rule,
         Reason::PayloadFreeRecords,
         String::new,
@@ -237,7 +237,7 @@ fn send_input(w: &Wrapper) -> R<Presented> {
         w.args.keys_are(&["Action", "TaskId", "Input"])
             && task.is_some()
             && input.is_some()
-            && w.args.repeat_tool_call(&w.step),
+            && w.args.repeat_tool_call(w.step),
         rule,
         Reason::SendInputArguments,
         || format!("arguments {:?}", w.args.keys()),
@@ -264,7 +264,7 @@ fn send_input(w: &Wrapper) -> R<Presented> {
         || md.get("tool_name").cloned().unwrap_or_default(),
     )?;
     ensure(
-        tool_source(&w.step).as_deref() == Some(BUILTIN) && single_allow_hook(&w.step),
+        tool_source(w.step).as_deref() == Some(BUILTIN) && single_allow_hook(w.step),
         rule,
         Reason::SendInputExecution,
         String::new,

@@ -64,14 +64,14 @@ pub(crate) fn check(w: &Wrapper, n: &DynamicMessage) -> R<RuleId> {
         format!("record on a {} call", w.tool)
     })?;
     ensure(
-        !has(&w.step, "requested_interaction") && !has(n, "requested_interaction"),
+        !has(w.step, "requested_interaction") && !has(n, "requested_interaction"),
         rule,
         Reason::PermissionRequest,
         || "a pending requested_interaction".into(),
     )?;
-    let wp = sub(&w.step, "permissions");
+    let wp = sub(w.step, "permissions");
     let np = sub(n, "permissions");
-    let wc = messages(&w.step, "completed_interactions");
+    let wc = messages(w.step, "completed_interactions");
     let nc = messages(n, "completed_interactions");
     ensure(
         wp.is_some() && np.is_some() && !wc.is_empty() && !nc.is_empty(),
@@ -88,12 +88,12 @@ pub(crate) fn check(w: &Wrapper, n: &DynamicMessage) -> R<RuleId> {
         },
     )?;
     ensure(
-        same_opt(&wp, &np) && same_list(&wc, &nc),
+        same_opt(wp, np) && same_list(&wc, &nc),
         rule,
         Reason::PermissionCopiesDiffer,
         String::new,
     )?;
-    let (ws, ns) = (status(&w.step), status(n));
+    let (ws, ns) = (status(w.step), status(n));
     ensure(
         ws == DONE && ns == DONE,
         rule,
@@ -102,7 +102,7 @@ pub(crate) fn check(w: &Wrapper, n: &DynamicMessage) -> R<RuleId> {
     )?;
     let target = if rule == RuleId::PermissionRunCommand {
         sub(n, "run_command")
-            .map(|rc| text(&rc, "command_line"))
+            .map(|rc| text(rc, "command_line"))
             .unwrap_or_default()
     } else {
         match w.args.string("AbsolutePath") {
@@ -119,7 +119,7 @@ pub(crate) fn check(w: &Wrapper, n: &DynamicMessage) -> R<RuleId> {
     let Some(np) = np else {
         return reject(Some(rule), Reason::PermissionOneCopy, "");
     };
-    let grant = check_grant(rule, &np, action, &target)?;
+    let grant = check_grant(rule, np, action, &target)?;
     ensure(nc.len() == 1, rule, Reason::PermissionRequest, || {
         format!("{} completed interactions", nc.len())
     })?;
@@ -132,15 +132,15 @@ pub(crate) fn check(w: &Wrapper, n: &DynamicMessage) -> R<RuleId> {
         Reason::PermissionRequest,
         || "interaction without exactly a request and a response".into(),
     )?;
-    let request = sub(ci, "request").unwrap_or_else(|| ci.clone());
+    let request = sub(ci, "request").unwrap_or(ci);
     ensure(
-        set_fields(&request) == ["permission"],
+        set_fields(request) == ["permission"],
         rule,
         Reason::PermissionRequest,
-        || format!("request fields {:?}", set_fields(&request)),
+        || format!("request fields {:?}", set_fields(request)),
     )?;
-    let perm = sub(&request, "permission").unwrap_or_else(|| request.clone());
-    let trigger = has(&perm, "trigger_source").then(|| enum_name(&perm, "trigger_source"));
+    let perm = sub(request, "permission").unwrap_or(request);
+    let trigger = has(perm, "trigger_source").then(|| enum_name(perm, "trigger_source"));
     let expected_fields: &[&str] = if rule == RuleId::PermissionRunCommand {
         ensure(
             trigger.as_deref() == Some("TYPE_FORCE_ASK_HOOK"),
@@ -154,14 +154,14 @@ pub(crate) fn check(w: &Wrapper, n: &DynamicMessage) -> R<RuleId> {
             trigger.clone().unwrap_or_default()
         })?;
         ensure(
-            !text(&perm, "action_description").is_empty(),
+            !text(perm, "action_description").is_empty(),
             rule,
             Reason::PermissionRequest,
             || "no action description".into(),
         )?;
         &["resource", "action_description"]
     };
-    let pf = set_fields(&perm);
+    let pf = set_fields(perm);
     ensure(
         pf.len() == expected_fields.len()
             && expected_fields.iter().all(|f| pf.iter().any(|x| x == f)),
@@ -170,7 +170,7 @@ pub(crate) fn check(w: &Wrapper, n: &DynamicMessage) -> R<RuleId> {
         || format!("request fields {pf:?}"),
     )?;
     ensure(
-        sub(&perm, "resource").is_some_and(|r| same(&r, &grant)),
+        sub(perm, "resource").is_some_and(|r| same(r, &grant)),
         rule,
         Reason::PermissionRequest,
         || "request resource differs from the grant's".into(),
@@ -200,14 +200,14 @@ fn check_grant(
         Reason::PermissionGrant,
         || format!("grant fields {:?}", set_fields(g)),
     )?;
-    let resource = sub(g, "resource").unwrap_or_else(|| g.clone());
+    let resource = sub(g, "resource").unwrap_or(g);
     ensure(
         flag(g, "allow")
             && text(g, "action") == action
             && text(g, "target") == target
-            && set_fields(&resource) == ["action", "target"]
-            && text(&resource, "action") == action
-            && text(&resource, "target") == target,
+            && set_fields(resource) == ["action", "target"]
+            && text(resource, "action") == action
+            && text(resource, "target") == target,
         rule,
         Reason::PermissionGrant,
         || {
@@ -215,12 +215,12 @@ fn check_grant(
                 "grant {:?} on {:?} (resource {:?} on {:?}), expected an allowing {action:?} grant on {target:?}",
                 text(g, "action"),
                 text(g, "target"),
-                text(&resource, "action"),
-                text(&resource, "target")
+                text(resource, "action"),
+                text(resource, "target")
             )
         },
     )?;
-    Ok(resource)
+    Ok(resource.clone())
 }
 
 /// "answered with allow, with an empty persist_grants".
@@ -228,28 +228,28 @@ fn check_answer(rule: RuleId, ci: &DynamicMessage) -> R<()> {
     let Some(resp) = sub(ci, "response") else {
         return reject(Some(rule), Reason::PermissionAnswer, "no answer");
     };
-    if let Some(f) = extra_field(&resp, &["permission", "trajectory_id", "step_index"]) {
+    if let Some(f) = extra_field(resp, &["permission", "trajectory_id", "step_index"]) {
         return reject(
             Some(rule),
             Reason::PermissionAnswer,
             format!("response.{f}"),
         );
     }
-    let Some(answer) = sub(&resp, "permission") else {
+    let Some(answer) = sub(resp, "permission") else {
         return reject(Some(rule), Reason::PermissionAnswer, "no permission answer");
     };
     ensure(
-        has(&answer, "allow") && flag(&answer, "allow"),
+        has(answer, "allow") && flag(answer, "allow"),
         rule,
         Reason::PermissionRejected,
         || "the answer does not allow".into(),
     )?;
-    let pg = sub(&answer, "persist_grants");
+    let pg = sub(answer, "persist_grants");
     ensure(
-        set_fields(&answer) == ["allow", "persist_grants"]
-            && pg.is_some_and(|p| set_fields(&p).is_empty()),
+        set_fields(answer) == ["allow", "persist_grants"]
+            && pg.is_some_and(|p| set_fields(p).is_empty()),
         rule,
         Reason::PermissionAnswer,
-        || format!("answer fields {:?}", set_fields(&answer)),
+        || format!("answer fields {:?}", set_fields(answer)),
     )
 }

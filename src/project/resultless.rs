@@ -189,7 +189,7 @@ pub(crate) fn project(ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
         "view_file" => {
             if w.status == INVALID {
                 missing_tool_summary::project(ctx, w)
-            } else if w.status == ERROR && tool_source(&w.step).is_none() {
+            } else if w.status == ERROR && tool_source(w.step).is_none() {
                 failed_before_run(w)
             } else {
                 view_file::project_builtin(ctx, w)
@@ -220,13 +220,13 @@ fn only_resultless_fields(rule: RuleId, w: &Wrapper, extra: &[&str]) -> R<()> {
 
 /// The outer error, required, of only short and full text.
 fn short_full_error(rule: RuleId, w: &Wrapper) -> R<DynamicMessage> {
-    let Some(err) = w.error.clone() else {
+    let Some(err) = w.error else {
         return reject(Some(rule), Reason::ResultlessNoError, w.tool.clone());
     };
-    ensure(only_short_full(&err), rule, Reason::OuterErrorText, || {
-        extra_field(&err, &["short_error", "full_error"]).unwrap_or_default()
+    ensure(only_short_full(err), rule, Reason::OuterErrorText, || {
+        extra_field(err, &["short_error", "full_error"]).unwrap_or_default()
     })?;
-    Ok(err)
+    Ok(err.clone())
 }
 
 /// "A wrapper that failed before its tool ran stores arguments and an outer
@@ -320,10 +320,10 @@ fn command_step(
     set_enum(&mut step, "type", RUN_COMMAND);
     set_enum(&mut step, "status", &w.status);
     if let Some(m) = w.metadata() {
-        set(&mut step, "metadata", Value::Message(m));
+        set(&mut step, "metadata", Value::Message(m.clone()));
     }
     if keep_error {
-        if let Some(e) = &w.error {
+        if let Some(e) = w.error {
             set(&mut step, "error", Value::Message(e.clone()));
         }
     }
@@ -387,7 +387,7 @@ fn hook_denied(w: &Wrapper) -> R<Presented> {
         Reason::ResultlessErrorPrefix,
         || format!("full error {full:?}"),
     )?;
-    let h = hooks(&w.step);
+    let h = hooks(w.step);
     let deny = h.len() == 1
         && extra_field(&h[0], &["hook_name", "decision", "reason"]).is_none()
         && enum_name(&h[0], "decision") == "DECISION_DENY"
@@ -437,7 +437,7 @@ fn rejected_error_head(cmd: &str) -> String {
 fn rejected_permission(w: &Wrapper) -> R<Presented> {
     let rule = RuleId::ResultlessRejectedPermission;
     ensure(
-        !has(&w.step, "permissions"),
+        !has(w.step, "permissions"),
         rule,
         Reason::RejectedGrant,
         String::new,
@@ -487,7 +487,7 @@ fn rejected_permission(w: &Wrapper) -> R<Presented> {
 
 fn check_rejected_interaction(rule: RuleId, w: &Wrapper, cmd: &str) -> R<()> {
     let fail = |d: String| reject(Some(rule), Reason::RejectedInteraction, d);
-    let ci = messages(&w.step, "completed_interactions");
+    let ci = messages(w.step, "completed_interactions");
     if ci.len() != 1 {
         return fail(format!("{} completed interactions", ci.len()));
     }
@@ -498,14 +498,14 @@ fn check_rejected_interaction(rule: RuleId, w: &Wrapper, cmd: &str) -> R<()> {
     let Some(req) = sub(ci, "request").filter(|r| set_fields(r) == ["permission"]) else {
         return fail("request other than one permission request".into());
     };
-    let Some(perm) = sub(&req, "permission") else {
+    let Some(perm) = sub(req, "permission") else {
         return fail("no permission request".into());
     };
-    let trigger = enum_name(&perm, "trigger_source");
+    let trigger = enum_name(perm, "trigger_source");
     if trigger != "TYPE_DEFAULT_FALLBACK" {
         return reject(Some(rule), Reason::RejectedTrigger, trigger);
     }
-    let mut pf = set_fields(&perm);
+    let mut pf = set_fields(perm);
     pf.sort();
     let mut want = vec![
         "action_description",
@@ -519,8 +519,8 @@ fn check_rejected_interaction(rule: RuleId, w: &Wrapper, cmd: &str) -> R<()> {
     if pf != want {
         return fail(format!("request fields {pf:?}"));
     }
-    let resource_ok = sub(&perm, "resource").is_some_and(|r| {
-        extra_field(&r, &["action", "target"]).is_none() && text(&r, "target") == cmd
+    let resource_ok = sub(perm, "resource").is_some_and(|r| {
+        extra_field(r, &["action", "target"]).is_none() && text(r, "target") == cmd
     });
     if !resource_ok {
         return fail("request resource is not the command".into());
@@ -528,18 +528,18 @@ fn check_rejected_interaction(rule: RuleId, w: &Wrapper, cmd: &str) -> R<()> {
     let Some(resp) = sub(ci, "response") else {
         return fail("no answer".into());
     };
-    if let Some(f) = extra_field(&resp, &["permission", "trajectory_id", "step_index"]) {
+    if let Some(f) = extra_field(resp, &["permission", "trajectory_id", "step_index"]) {
         return fail(format!("response.{f}"));
     }
-    let Some(answer) = sub(&resp, "permission") else {
+    let Some(answer) = sub(resp, "permission") else {
         return fail("no permission answer".into());
     };
-    if has(&answer, "allow") {
+    if has(answer, "allow") {
         return reject(Some(rule), Reason::RejectedAnswer, "allow field present");
     }
-    let empty_grants = sub(&answer, "persist_grants").is_some_and(|p| set_fields(&p).is_empty());
-    if set_fields(&answer) != ["persist_grants"] || !empty_grants {
-        return fail(format!("answer fields {:?}", set_fields(&answer)));
+    let empty_grants = sub(answer, "persist_grants").is_some_and(|p| set_fields(p).is_empty());
+    if set_fields(answer) != ["persist_grants"] || !empty_grants {
+        return fail(format!("answer fields {:?}", set_fields(answer)));
     }
     Ok(())
 }
@@ -567,7 +567,7 @@ fn canceled_prompt(w: &Wrapper) -> R<Presented> {
         "requested_interaction",
         "task_details",
     ] {
-        ensure(!has(&w.step, f), rule, Reason::CanceledPromptRecord, || {
+        ensure(!has(w.step, f), rule, Reason::CanceledPromptRecord, || {
             f.into()
         })?;
     }
@@ -579,7 +579,7 @@ fn canceled_prompt(w: &Wrapper) -> R<Presented> {
         || format!("{:?}", w.args.keys()),
     )?;
     let (cmd, cwd) = command_call_with_allow_hook(rule, w)?;
-    let h = history(&w.step);
+    let h = history(w.step);
     ensure(
         h.len() >= 3 && h[h.len() - 3..] == [WAITING, RUNNING, CANCELED],
         rule,
@@ -600,16 +600,16 @@ fn canceled_prompt(w: &Wrapper) -> R<Presented> {
 fn command_call_with_allow_hook(rule: RuleId, w: &Wrapper) -> R<(String, String)> {
     let (cmd, cwd) = command_args(rule, w)?;
     ensure(
-        w.args.repeat_tool_call(&w.step),
+        w.args.repeat_tool_call(w.step),
         rule,
         Reason::ArgumentsRepeatToolCall,
         String::new,
     )?;
     ensure(
-        single_allow_hook(&w.step),
+        single_allow_hook(w.step),
         rule,
         Reason::HookAllowResult,
-        || format!("{} hook results", hooks(&w.step).len()),
+        || format!("{} hook results", hooks(w.step).len()),
     )?;
     Ok((cmd, cwd))
 }

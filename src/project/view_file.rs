@@ -62,7 +62,7 @@ pub(crate) fn check_content_offset(w: &Wrapper, n: &DynamicMessage) -> R<()> {
         }
     }
     let stored = sub(n, "view_file")
-        .and_then(|vf| int(&vf, "content_offset"))
+        .and_then(|vf| int(vf, "content_offset"))
         .unwrap_or(0);
     if stored != i128::from(v) {
         return fail(format!("view_file.content_offset {stored}, argument {v}"));
@@ -105,7 +105,7 @@ fn qualified_path(p: &str) -> bool {
 pub(crate) fn project_builtin(ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
     let rule = RuleId::ResultlessBuiltinViewFile;
     let fail = |d: String| reject(Some(rule), Reason::ResultlessViewFile, d);
-    let src = tool_source(&w.step);
+    let src = tool_source(w.step);
     if src.as_deref() != Some(BUILTIN) {
         return fail(format!(
             "tool source {}",
@@ -121,7 +121,7 @@ pub(crate) fn project_builtin(ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
     if let Some(f) = w.extra_generic_field(&["args"]) {
         return fail(format!("generic.{f}"));
     }
-    let Some(err) = &w.error else {
+    let Some(err) = w.error else {
         return fail("no outer error".into());
     };
     if !only_short_full(err) {
@@ -165,7 +165,7 @@ pub(crate) fn project_builtin(ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
     } else {
         None
     };
-    if !w.args.repeat_tool_call(&w.step) {
+    if !w.args.repeat_tool_call(w.step) {
         return fail("the arguments differ from the metadata tool call".into());
     }
     let skill = history2::skill_flag(ctx, w, &path)?;
@@ -174,7 +174,7 @@ pub(crate) fn project_builtin(ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
     set_enum(&mut step, "type", VIEW_FILE);
     set_enum(&mut step, "status", ERROR);
     if let Some(m) = w.metadata() {
-        set(&mut step, "metadata", Value::Message(m));
+        set(&mut step, "metadata", Value::Message(m.clone()));
     }
     set(&mut step, "error", Value::Message(err.clone()));
     let Some(mut vf) = new_sub(&step, "view_file") else {

@@ -44,8 +44,8 @@ pub(crate) fn check_append(w: &Wrapper, n: &DynamicMessage) -> R<()> {
         return fail(format!("native {}", step_type(n)));
     }
     let Some(cf) = sub(n, "code_action")
-        .and_then(|ca| sub(&ca, "action_spec"))
-        .and_then(|spec| sub(&spec, "create_file"))
+        .and_then(|ca| sub(ca, "action_spec"))
+        .and_then(|spec| sub(spec, "create_file"))
     else {
         return fail("native Step without a create_file spec".into());
     };
@@ -60,8 +60,8 @@ pub(crate) fn check_append(w: &Wrapper, n: &DynamicMessage) -> R<()> {
             ))
         }
     }
-    if has(&cf, "append") != value || flag(&cf, "append") != value {
-        return fail(format!("create_file.append {}", flag(&cf, "append")));
+    if has(cf, "append") != value || flag(cf, "append") != value {
+        return fail(format!("create_file.append {}", flag(cf, "append")));
     }
     Ok(())
 }
