@@ -90,3 +90,45 @@ fn bench_skips_the_sweep_for_a_store_without_daemon_views() {
         5
     );
 }
+
+#[test]
+fn bench_reports_the_median_of_its_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    generate(&store, 6);
+    let v = bench_json(&store, &["--no-sweep", "--passes", "3"]);
+    let off = &v["offline"];
+    assert_eq!(off["passes"], 3);
+    let mb = off["mbPerSec"].as_f64().unwrap();
+    let fastest = off["fastestMbPerSec"].as_f64().unwrap();
+    let slowest = off["slowestMbPerSec"].as_f64().unwrap();
+    assert!(
+        slowest <= mb && mb <= fastest,
+        "{slowest} <= {mb} <= {fastest}"
+    );
+    // The ratio and the hash figure are one measurement: hash = verify / ratio.
+    let ratio = off["ratioToSha256"].as_f64().unwrap();
+    let sha = off["sha256MbPerSec"].as_f64().unwrap();
+    assert!((sha * ratio - mb).abs() <= 1e-6 * mb.max(1.0));
+    assert_eq!(bench_json(&store, &["--no-sweep"])["offline"]["passes"], 5);
+
+    let o = bin()
+        .args([
+            "bench",
+            "--no-peer",
+            "--no-rss",
+            "--no-sweep",
+            "--passes",
+            "0",
+            "--corpus",
+        ])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--passes"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
