@@ -53,6 +53,16 @@ impl<'de> DeserializeSeed<'de> for MessageSeed<'_> {
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         let msg = self.0;
         let desc = msg.descriptor();
+        if let Some(expected) = time_text(msg) {
+            // Timestamps and durations (one in nearly every step's metadata)
+            // are JSON strings: compare the text without building a tree.
+            let actual = std::borrow::Cow::<'de, str>::deserialize(d)?;
+            return if actual == expected {
+                Ok(())
+            } else {
+                Err(differ())
+            };
+        }
         if desc.full_name().starts_with("google.protobuf.") || msg.extensions().next().is_some() {
             let actual = serde_json::Value::deserialize(d)?;
             return if json_diff(&to_daemon_json(msg), &actual, 1).is_empty() {
@@ -62,6 +72,45 @@ impl<'de> DeserializeSeed<'de> for MessageSeed<'_> {
             };
         }
         d.deserialize_map(MessageVisitor(msg))
+    }
+}
+
+/// Bounds prost-reflect's serializer enforces (outside them it refuses to
+/// serialize, and the tree path reports that).
+const MIN_TIMESTAMP_SECONDS: i64 = -62_135_596_800;
+const MAX_TIMESTAMP_SECONDS: i64 = 253_402_300_799;
+const MAX_DURATION_SECONDS: u64 = 315_576_000_000;
+const MAX_DURATION_NANOS: u32 = 999_999_999;
+
+/// The daemon JSON text of a `google.protobuf.Timestamp` or `Duration`,
+/// exactly as the tree path's serializer writes it (it transcodes the
+/// message to the prost-types value and formats that; here its two fields
+/// are read directly). `None` for any other message, one with extensions,
+/// or a value outside the serializer's range, which the tree path decides.
+fn time_text(msg: &DynamicMessage) -> Option<String> {
+    let desc = msg.descriptor();
+    let name = desc.full_name();
+    let is_timestamp = name == "google.protobuf.Timestamp";
+    if !is_timestamp && name != "google.protobuf.Duration" {
+        return None;
+    }
+    if msg.extensions().next().is_some() {
+        return None;
+    }
+    let seconds = msg.get_field_by_number(1)?.as_i64()?;
+    let nanos = msg.get_field_by_number(2)?.as_i32()?;
+    if is_timestamp {
+        if !(MIN_TIMESTAMP_SECONDS..=MAX_TIMESTAMP_SECONDS).contains(&seconds) {
+            return None;
+        }
+        Some(prost_types::Timestamp { seconds, nanos }.to_string())
+    } else {
+        if seconds.unsigned_abs() > MAX_DURATION_SECONDS
+            || nanos.unsigned_abs() > MAX_DURATION_NANOS
+        {
+            return None;
+        }
+        Some(prost_types::Duration { seconds, nanos }.to_string())
     }
 }
 
@@ -361,5 +410,68 @@ impl<'de> Visitor<'de> for Expect<'_> {
             Expect::Null => Ok(()),
             _ => Err(differ()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost_reflect::MessageDescriptor;
+
+    fn message(name: &str, seconds: i64, nanos: i32) -> DynamicMessage {
+        let schema = crate::schema::Schema::modeled().expect("the modeled schema loads");
+        let desc: MessageDescriptor = schema
+            .pool
+            .get_message_by_name(name)
+            .expect("the modeled schema uses the type");
+        let mut m = DynamicMessage::new(desc);
+        m.set_field_by_number(1, Value::I64(seconds));
+        m.set_field_by_number(2, Value::I32(nanos));
+        m
+    }
+
+    #[test]
+    fn time_text_is_the_serializers_text() {
+        let cases: &[(i64, i32)] = &[
+            (0, 0),
+            (1_700_000_000, 0),
+            (1_700_000_000, 5_000_000),
+            (1_700_000_000, 123_456_000),
+            (1_700_000_000, 1),
+            (-1, 999_999_999),
+            (-62_135_596_800, 0),
+            (253_402_300_799, 999_999_999),
+            (-5, -500_000_000),
+            (315_576_000_000, 0),
+        ];
+        for name in ["google.protobuf.Timestamp", "google.protobuf.Duration"] {
+            for &(s, n) in cases {
+                let m = message(name, s, n);
+                let tree = std::panic::catch_unwind(|| to_daemon_json(&m)).ok();
+                match (time_text(&m), tree) {
+                    (Some(text), Some(serde_json::Value::String(t))) => {
+                        assert_eq!(text, t, "{name} {s} {n}")
+                    }
+                    // Outside the serializer's range: the tree path decides.
+                    (None, _) => {}
+                    (Some(text), other) => panic!("{name} {s} {n}: {text} vs {other:?}"),
+                }
+                if let Some(text) = time_text(&m) {
+                    assert!(equals(&m, &serde_json::to_string(&text).unwrap()));
+                    assert!(!equals(&m, "\"1970-01-01T00:00:00.5Z\"") || text.ends_with(".5Z"));
+                    assert!(!equals(&m, &format!("{s}")));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn time_text_leaves_out_of_range_values_to_the_tree_path() {
+        let ts = "google.protobuf.Timestamp";
+        assert!(time_text(&message(ts, -62_135_596_801, 0)).is_none());
+        assert!(time_text(&message(ts, 253_402_300_800, 0)).is_none());
+        let d = "google.protobuf.Duration";
+        assert!(time_text(&message(d, 315_576_000_001, 0)).is_none());
+        assert!(time_text(&message(d, 0, 1_000_000_000)).is_none());
     }
 }
