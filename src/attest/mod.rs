@@ -11,7 +11,7 @@
 
 mod canonical;
 
-pub use canonical::canonical_json;
+pub use canonical::{canonical_json, canonical_json_without};
 
 use crate::source::source_only::SourceOnlyEntry;
 use crate::verdict::{ReasonClass, VerdictKind};
@@ -27,12 +27,8 @@ pub const NAMESPACE: &str = "agyReader";
 
 /// `sha256:` of the canonical JSON of `trajectory` without `agyReader`.
 pub fn payload_digest(trajectory: &Value) -> String {
-    let mut v = trajectory.clone();
-    if let Some(o) = v.as_object_mut() {
-        o.remove(NAMESPACE);
-    }
     let mut h = Sha256::new();
-    h.update(canonical_json(&v));
+    h.update(canonical_json_without(trajectory, Some(NAMESPACE)));
     format!("sha256:{}", crate::util::hex(&h.finalize()))
 }
 
