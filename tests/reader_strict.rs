@@ -139,6 +139,34 @@ fn invalid_utf8_is_refused() {
 }
 
 #[test]
+fn invalid_utf8_is_the_reason_even_before_a_later_refusal() {
+    // The reader leaves plain strings' UTF-8 to the decoder and rescans in
+    // full when anything is refused: the first refusal is still the string.
+    let s = schema();
+    let mut conv = Conv::basic(&s);
+    let ui = num(&s, "gemini_coder.Step", "user_input");
+    let resp = num(&s, "exa.cortex_pb.CortexStepUserInput", "user_response");
+    conv.steps[0] = insert_raw(&conv.steps[0], &[(ui, 0)], &len_field(resp, &[0xff, 0xfe]));
+    let bytes = insert_raw(&conv.trajectory_bytes(&s), &[], &unknown_varint(99, 1));
+    let src = read_plain(&s, &bytes);
+    refused(
+        &src,
+        ReasonClass::InvalidUtf8,
+        "steps[0].userInput.userResponse: field user_response is not valid UTF-8",
+    );
+    assert_eq!(src.refusals.len(), 1, "{:?}", src.refusals);
+    // Collecting every refusal lists both, in order.
+    let all = read_plain_opts(&s, &bytes, true);
+    let classes: Vec<_> = all.refusals.iter().map(|r| r.class).collect();
+    assert_eq!(
+        classes,
+        [ReasonClass::InvalidUtf8, ReasonClass::UnknownField],
+        "{:?}",
+        all.refusals
+    );
+}
+
+#[test]
 fn trailing_garbage_and_truncation_are_malformed() {
     let s = schema();
     let base = Conv::basic(&s).trajectory_bytes(&s);
@@ -294,6 +322,29 @@ fn any_payloads_are_walked_by_type_url() {
     let mut c4 = Conv::basic(&s);
     c4.steps.push(generic_with_payload(&s, r#"{"@type":"type.googleapis.com/exa.cortex.core.tools.RunCommand","commandLine":"ls","output":"a b"}"#));
     assert!(read_plain(&s, &c4.trajectory_bytes(&s)).qualified());
+    // Invalid UTF-8 inside the payload is refused by the scan itself: the
+    // trajectory's decoder never looks inside an Any.
+    let ui = num(&s, "gemini_coder.Step", "user_input");
+    let resp = num(&s, "exa.cortex_pb.CortexStepUserInput", "user_response");
+    let mut any5 = len_field(1, b"type.googleapis.com/gemini_coder.Step");
+    any5.extend(len_field(
+        2,
+        &insert_raw(&value, &[], &len_field(ui, &len_field(resp, &[0xff, 0xfe]))),
+    ));
+    let mut c5 = Conv::basic(&s);
+    c5.steps.push(insert_raw(
+        &step(
+            &s,
+            r#"{"type":"CORTEX_STEP_TYPE_GENERIC","status":"CORTEX_STEP_STATUS_DONE"}"#,
+        ),
+        &[(generic, 0), (result, 0)],
+        &len_field(payload, &any5),
+    ));
+    refused(
+        &read_plain(&s, &c5.trajectory_bytes(&s)),
+        ReasonClass::InvalidUtf8,
+        "steps[3].generic.result.payload(gemini_coder.Step).userInput.userResponse: field user_response is not valid UTF-8",
+    );
 }
 
 /// A generator metadata row whose planner carries a per-tool map built from raw entries.

@@ -221,19 +221,48 @@ fn read_legacy(path: &Path, opts: &ReadOptions<'_>) -> Result<DecodedSource> {
 }
 
 /// Strict scan, then decode, then the step-derived field-23 check.
+///
+/// Unless every refusal is collected, the scan leaves plain strings' UTF-8
+/// to the decoder ([`Scanner::defer_utf8_to_decoder`]); when that scan
+/// refuses or the decode fails, a full scan decides, so the verdict and the
+/// refusals are exactly those of a full scan.
 fn decode_into(out: &mut DecodedSource, opts: &ReadOptions<'_>) {
     let schema = opts.schema;
     let traj_desc = schema.names.trajectory.clone();
-    let mut scanner = Scanner::new(&schema.pool, Some(&schema.struct_pool), opts.collect_all);
-    scanner.scan_root(&out.encoding, &traj_desc);
+    let encoding = out.encoding.clone();
+    let full_scan = || {
+        let mut s = Scanner::new(&schema.pool, Some(&schema.struct_pool), opts.collect_all);
+        s.scan_root(&encoding, &traj_desc);
+        s
+    };
+    let deferred = !opts.collect_all;
+    let mut scanner = if deferred {
+        let mut s = Scanner::new(&schema.pool, Some(&schema.struct_pool), false);
+        s.defer_utf8_to_decoder();
+        s.scan_root(&encoding, &traj_desc);
+        if s.refused() {
+            full_scan()
+        } else {
+            s
+        }
+    } else {
+        full_scan()
+    };
     let scan_ok = !scanner.refused();
-    out.refusals.append(&mut scanner.refusals);
-    out.unknown_fields = std::mem::take(&mut scanner.unknown_fields);
-    out.source_only = std::mem::take(&mut scanner.source_only);
     if !scan_ok && !opts.collect_all {
+        take_scan(out, &mut scanner);
         return;
     }
-    match DynamicMessage::decode(traj_desc, out.encoding.clone()) {
+    let decoded = DynamicMessage::decode(traj_desc.clone(), encoding.clone());
+    if decoded.is_err() && deferred {
+        let mut full = full_scan();
+        if full.refused() {
+            take_scan(out, &mut full);
+            return;
+        }
+    }
+    take_scan(out, &mut scanner);
+    match decoded {
         Ok(t) => {
             if out.format == Format::Protobuf {
                 out.steps = t
@@ -258,6 +287,13 @@ fn decode_into(out: &mut DecodedSource, opts: &ReadOptions<'_>) {
             }
         }
     }
+}
+
+/// Moves a finished scan's refusals and records into `out`.
+fn take_scan(out: &mut DecodedSource, scanner: &mut Scanner<'_>) {
+    out.refusals.append(&mut scanner.refusals);
+    out.unknown_fields = std::mem::take(&mut scanner.unknown_fields);
+    out.source_only = std::mem::take(&mut scanner.source_only);
 }
 
 /// Whether `s` is a canonical lowercase-or-uppercase hyphenated UUID.
