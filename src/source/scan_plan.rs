@@ -154,17 +154,9 @@ impl ScanPlan {
     /// Compiles `pool`.
     pub fn build(pool: &DescriptorPool) -> ScanPlan {
         let messages: Vec<MessageDescriptor> = pool.all_messages().collect();
-        let by_name: HashMap<String, MsgId> = messages
-            .iter()
-            .enumerate()
-            .map(|(i, m)| (m.full_name().to_string(), i as MsgId))
-            .collect();
+        let by_name = ids_by_name(messages.iter().map(MessageDescriptor::full_name));
         let enums_desc: Vec<EnumDescriptor> = pool.all_enums().collect();
-        let enum_ids: HashMap<String, u32> = enums_desc
-            .iter()
-            .enumerate()
-            .map(|(i, e)| (e.full_name().to_string(), i as u32))
-            .collect();
+        let enum_ids = ids_by_name(enums_desc.iter().map(EnumDescriptor::full_name));
         let enums = enums_desc
             .into_iter()
             .map(|desc| {
@@ -242,6 +234,14 @@ impl ScanPlan {
     pub fn message(&self, id: MsgId) -> &MessagePlan {
         &self.messages[id as usize]
     }
+}
+
+/// Each name's position in `names`.
+fn ids_by_name<'a>(names: impl Iterator<Item = &'a str>) -> HashMap<String, u32> {
+    names
+        .enumerate()
+        .map(|(i, n)| (n.to_string(), i as u32))
+        .collect()
 }
 
 fn map_plan(
