@@ -124,15 +124,20 @@ fn unknown_enum_value_is_refused() {
     );
 }
 
+/// The basic conversation with invalid UTF-8 in step 0's user response.
+fn invalid_user_response(s: &Schema) -> Vec<u8> {
+    let mut conv = Conv::basic(s);
+    let ui = num(s, "gemini_coder.Step", "user_input");
+    let resp = num(s, "exa.cortex_pb.CortexStepUserInput", "user_response");
+    conv.steps[0] = insert_raw(&conv.steps[0], &[(ui, 0)], &len_field(resp, &[0xff, 0xfe]));
+    conv.trajectory_bytes(s)
+}
+
 #[test]
 fn invalid_utf8_is_refused() {
     let s = schema();
-    let mut conv = Conv::basic(&s);
-    let ui = num(&s, "gemini_coder.Step", "user_input");
-    let resp = num(&s, "exa.cortex_pb.CortexStepUserInput", "user_response");
-    conv.steps[0] = insert_raw(&conv.steps[0], &[(ui, 0)], &len_field(resp, &[0xff, 0xfe]));
     refused(
-        &read_plain(&s, &conv.trajectory_bytes(&s)),
+        &read_plain(&s, &invalid_user_response(&s)),
         ReasonClass::InvalidUtf8,
         "steps[0].userInput.userResponse: field user_response is not valid UTF-8",
     );
@@ -143,11 +148,7 @@ fn invalid_utf8_is_the_reason_even_before_a_later_refusal() {
     // The reader leaves plain strings' UTF-8 to the decoder and rescans in
     // full when anything is refused: the first refusal is still the string.
     let s = schema();
-    let mut conv = Conv::basic(&s);
-    let ui = num(&s, "gemini_coder.Step", "user_input");
-    let resp = num(&s, "exa.cortex_pb.CortexStepUserInput", "user_response");
-    conv.steps[0] = insert_raw(&conv.steps[0], &[(ui, 0)], &len_field(resp, &[0xff, 0xfe]));
-    let bytes = insert_raw(&conv.trajectory_bytes(&s), &[], &unknown_varint(99, 1));
+    let bytes = insert_raw(&invalid_user_response(&s), &[], &unknown_varint(99, 1));
     let src = read_plain(&s, &bytes);
     refused(
         &src,
@@ -282,39 +283,35 @@ fn any_payloads_are_walked_by_type_url() {
         .unwrap()
         .value
         .to_vec();
-    let mut any2 = len_field(1, b"type.googleapis.com/gemini_coder.Step");
-    any2.extend(len_field(
-        2,
+    // The basic conversation plus a GENERIC step whose result payload is
+    // the Any of `url` and `value`.
+    let with_any = |url: &[u8], value: &[u8]| {
+        let mut any = len_field(1, url);
+        any.extend(len_field(2, value));
+        let mut c = Conv::basic(&s);
+        c.steps.push(insert_raw(
+            &step(
+                &s,
+                r#"{"type":"CORTEX_STEP_TYPE_GENERIC","status":"CORTEX_STEP_STATUS_DONE"}"#,
+            ),
+            &[(generic, 0), (result, 0)],
+            &len_field(payload, &any),
+        ));
+        c.trajectory_bytes(&s)
+    };
+    let c2 = with_any(
+        b"type.googleapis.com/gemini_coder.Step",
         &insert_raw(&value, &[], &unknown_varint(63, 1)),
-    ));
-    let mut c2 = Conv::basic(&s);
-    c2.steps.push(insert_raw(
-        &step(
-            &s,
-            r#"{"type":"CORTEX_STEP_TYPE_GENERIC","status":"CORTEX_STEP_STATUS_DONE"}"#,
-        ),
-        &[(generic, 0), (result, 0)],
-        &len_field(payload, &any2),
-    ));
+    );
     refused(
-        &read_plain(&s, &c2.trajectory_bytes(&s)),
+        &read_plain(&s, &c2),
         ReasonClass::UnknownField,
         "steps[3].generic.result.payload(gemini_coder.Step): unknown field 63 (varint)",
     );
     // An unknown type URL is unknown.
-    let mut c3 = Conv::basic(&s);
-    let mut any3 = len_field(1, b"type.googleapis.com/exa.cortex.core.tools.Mystery");
-    any3.extend(len_field(2, b""));
-    c3.steps.push(insert_raw(
-        &step(
-            &s,
-            r#"{"type":"CORTEX_STEP_TYPE_GENERIC","status":"CORTEX_STEP_STATUS_DONE"}"#,
-        ),
-        &[(generic, 0), (result, 0)],
-        &len_field(payload, &any3),
-    ));
+    let c3 = with_any(b"type.googleapis.com/exa.cortex.core.tools.Mystery", b"");
     refused(
-        &read_plain(&s, &c3.trajectory_bytes(&s)),
+        &read_plain(&s, &c3),
         ReasonClass::UnknownAnyType,
         "steps[3].generic.result.payload: unknown Any type URL `type.googleapis.com/exa.cortex.core.tools.Mystery`",
     );
@@ -326,22 +323,12 @@ fn any_payloads_are_walked_by_type_url() {
     // trajectory's decoder never looks inside an Any.
     let ui = num(&s, "gemini_coder.Step", "user_input");
     let resp = num(&s, "exa.cortex_pb.CortexStepUserInput", "user_response");
-    let mut any5 = len_field(1, b"type.googleapis.com/gemini_coder.Step");
-    any5.extend(len_field(
-        2,
+    let c5 = with_any(
+        b"type.googleapis.com/gemini_coder.Step",
         &insert_raw(&value, &[], &len_field(ui, &len_field(resp, &[0xff, 0xfe]))),
-    ));
-    let mut c5 = Conv::basic(&s);
-    c5.steps.push(insert_raw(
-        &step(
-            &s,
-            r#"{"type":"CORTEX_STEP_TYPE_GENERIC","status":"CORTEX_STEP_STATUS_DONE"}"#,
-        ),
-        &[(generic, 0), (result, 0)],
-        &len_field(payload, &any5),
-    ));
+    );
     refused(
-        &read_plain(&s, &c5.trajectory_bytes(&s)),
+        &read_plain(&s, &c5),
         ReasonClass::InvalidUtf8,
         "steps[3].generic.result.payload(gemini_coder.Step).userInput.userResponse: field user_response is not valid UTF-8",
     );
