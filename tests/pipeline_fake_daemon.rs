@@ -12,7 +12,7 @@ use common::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Fault {
@@ -21,6 +21,9 @@ enum Fault {
     Http500,
     ExtraField,
     Mutate,
+    /// Each GetCascadeTrajectory answers only once the other one of the pair
+    /// (full and ordinary) has arrived too; after 10 s alone, HTTP 503.
+    PairTogether,
 }
 
 struct Fake {
@@ -52,6 +55,7 @@ fn start_with_latency(s: &Schema, sources: &[(String, PathBuf, Fault)], latency_
         views.insert(id.clone(), (trajectory_json(s, path), *fault, path.clone()));
     }
     let loaded = Arc::new(Mutex::new(std::collections::HashSet::new()));
+    let arrived = Arc::new((Mutex::new(HashMap::<String, u32>::new()), Condvar::new()));
     let handler: Handler = Arc::new(move |req: &Request| {
         if latency_ms > 0 {
             std::thread::sleep(std::time::Duration::from_millis(latency_ms));
@@ -82,6 +86,24 @@ fn start_with_latency(s: &Schema, sources: &[(String, PathBuf, Fault)], latency_
                 let full = v["trajectoryVerbosity"] == "CLIENT_TRAJECTORY_VERBOSITY_FULL";
                 let mut t: serde_json::Value = serde_json::from_str(json).unwrap();
                 match fault {
+                    Fault::PairTogether => {
+                        let (lock, cv) = &*arrived;
+                        let mut n = lock.lock().unwrap();
+                        *n.entry(id.clone()).or_insert(0) += 1;
+                        cv.notify_all();
+                        let (n, wait) = cv
+                            .wait_timeout_while(n, std::time::Duration::from_secs(10), |n| {
+                                n.get(&id).copied().unwrap_or(0) < 2
+                            })
+                            .unwrap();
+                        drop(n);
+                        if wait.timed_out() {
+                            return respond(
+                                503,
+                                r#"{"code":"unavailable","message":"the other request of the pair never came"}"#.into(),
+                            );
+                        }
+                    }
                     Fault::Http500 => {
                         return respond(500, r#"{"code":"internal","message":"boom"}"#.into());
                     }
@@ -340,6 +362,29 @@ fn sweep_qualify_report_and_sync_against_a_fake_daemon() {
         .unwrap();
     assert_eq!(o.status.code(), Some(4));
     assert!(String::from_utf8_lossy(&o.stdout).starts_with("INCOMPLETE (source changed"));
+}
+
+/// The full and the ordinary RPC of a conversation are in flight together
+/// (a conversation costs two round trips, not three): a daemon that answers
+/// neither until both have arrived still verifies it, even at --concurrency 1.
+#[test]
+fn the_full_and_ordinary_rpcs_are_in_flight_together() {
+    let s = schema();
+    let (root, dir) = store();
+    let id = IDS[0];
+    let path = dir.join(format!("{id}.db"));
+    let mut conv = Conv::basic(&s);
+    conv.cascade_id = id.to_string();
+    write_db(&s, &path, &conv, |_| {});
+    let fake = start(&s, &[(id.to_string(), path, Fault::PairTogether)]);
+    let out = root.path().join("sweep");
+    let url = format!("http://127.0.0.1:{}", fake.port);
+    let o = sweep_cmd(root.path(), &out, &url, &[]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let (complete, sessions) = sessions(&out);
+    assert!(complete);
+    assert_eq!(sessions[0]["verdict"], "verified", "{sessions}");
 }
 
 fn many_sources(s: &Schema, dir: &Path, n: usize) -> Vec<(String, PathBuf, Fault)> {

@@ -39,7 +39,8 @@ pub struct BenchArgs {
     /// Latency the simulated daemon adds to every answer in the sweep, in ms.
     #[arg(long, default_value_t = 20)]
     pub latency_ms: u64,
-    /// Requests in flight in the sweep.
+    /// Conversations fetched at once in the sweep (each with its full and
+    /// ordinary requests in flight together).
     #[arg(long, default_value_t = 16)]
     pub concurrency: usize,
     /// Timed offline-verify passes (each followed by SHA-256 over the same

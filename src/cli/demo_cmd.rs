@@ -41,7 +41,9 @@ pub struct DemoArgs {
     /// Simulated daemon latency per request, in milliseconds.
     #[arg(long, default_value_t = 0)]
     pub latency_ms: u64,
-    /// Most daemon fetches in flight.
+    /// Most conversations fetched at once. Each sends LoadTrajectory, then its
+    /// full and ordinary GetCascadeTrajectory together, so up to twice this
+    /// many requests are in flight.
     #[arg(long, default_value_t = 8)]
     pub concurrency: usize,
     /// Only the summary.

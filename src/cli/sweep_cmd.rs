@@ -21,7 +21,9 @@ pub struct SweepArgs {
     /// Output directory; must not exist (unless --resume). Created mode 0700.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
-    /// Most daemon fetches in flight.
+    /// Most conversations fetched at once. Each sends LoadTrajectory, then its
+    /// full and ordinary GetCascadeTrajectory together, so up to twice this
+    /// many requests are in flight.
     #[arg(long, default_value_t = 8)]
     pub concurrency: usize,
     /// Decode threads (default: the number of CPUs).

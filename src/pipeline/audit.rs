@@ -4,7 +4,7 @@
 use crate::attest::{payload_digest, sidecar, Completeness, SOURCE_ONLY_REASON};
 use crate::compare::{compare_full, compare_ordinary, parse_value};
 use crate::project::{project, Projection};
-use crate::rpc::{DaemonClient, RpcError};
+use crate::rpc::{DaemonClient, RpcError, TrajectoryResponse};
 use crate::rules::RuleId;
 use crate::schema::Schema;
 use crate::source::legacy::LegacyKey;
@@ -183,6 +183,25 @@ fn daemon_unavailable(r: SessionResult, e: &RpcError) -> SessionResult {
     )
 }
 
+/// The full and the ordinary GetCascadeTrajectory of a loaded conversation,
+/// in flight together: a conversation costs two round trips (LoadTrajectory,
+/// then this pair), not three. When both fail, the full RPC's error is the
+/// one reported, as when they were fetched in turn.
+fn fetch_pair(
+    client: &DaemonClient,
+    cascade: &str,
+) -> Result<(TrajectoryResponse, TrajectoryResponse), RpcError> {
+    std::thread::scope(|s| {
+        let full = s.spawn(|| client.get_trajectory(cascade, true));
+        let ordinary = client.get_trajectory(cascade, false);
+        // A panic in the other thread is a bug, not a daemon answer: re-raise it.
+        let full = full
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        Ok((full?, ordinary?))
+    })
+}
+
 /// The bracketed fetch, comparison and attestation of a prepared source.
 pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> SessionResult {
     let mut attempt = 0;
@@ -218,12 +237,7 @@ pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Session
         let cascade = result.cascade_id.clone();
         let fetched = client
             .load_trajectory(&cascade)
-            .and_then(|()| client.get_trajectory(&cascade, true))
-            .and_then(|full| {
-                client
-                    .get_trajectory(&cascade, false)
-                    .map(|ord| (full, ord))
-            });
+            .and_then(|()| fetch_pair(client, &cascade));
         // The bracket: snapshot the source again after both answers.
         let after = digest_of(&prepared.source.path, &ctx.read_options());
         let (mut full, mut ordinary) = match fetched {

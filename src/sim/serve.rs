@@ -193,17 +193,15 @@ fn get(shared: &Shared, id: &str, full: bool, faults: &[FaultKind]) -> Reply {
     // a reader that re-brackets its fetch sees it change every time. The
     // answer's content is the view from before the change; the write is done
     // before the body is sent, so no client can see the answer first.
+    // The lock is held through the rewrite: a client's two concurrent
+    // GetCascadeTrajectory calls must not interleave two rewrites of one file.
     if faults.contains(&FaultKind::MutateSource) {
-        let n = shared
-            .mutations
-            .lock()
-            .map(|mut m| {
-                let n = m.entry(id.to_string()).or_insert(0);
-                *n += 1;
-                *n
-            })
-            .unwrap_or(1);
-        let _ = super::mutate::mutate_source(&shared.store, id, shared.seed, n);
+        if let Ok(mut m) = shared.mutations.lock() {
+            let n = m.entry(id.to_string()).or_insert(0);
+            *n += 1;
+            let n = *n;
+            let _ = super::mutate::mutate_source(&shared.store, id, shared.seed, n);
+        }
     }
     if faults.contains(&FaultKind::TruncatedBody) {
         let sent = body.len() / 2;
