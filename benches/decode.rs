@@ -45,6 +45,7 @@ fn load() -> Corpus {
                     schema: &schema,
                     legacy_key: &key,
                     collect_all: false,
+                    fingerprint: false,
                 },
             )
             .ok()

@@ -39,6 +39,7 @@ fn trajectory_json(s: &Schema, path: &Path) -> String {
             schema: s,
             legacy_key: &key,
             collect_all: false,
+            fingerprint: false,
         },
     )
     .unwrap();

@@ -524,6 +524,7 @@ fn an_embedded_wrapper_read_from_sqlite_projects() {
             schema: &s,
             legacy_key: &key,
             collect_all: false,
+            fingerprint: false,
         },
     )
     .expect("read");

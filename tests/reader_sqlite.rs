@@ -17,6 +17,7 @@ fn read(s: &Schema, path: &Path) -> DecodedSource {
         schema: s,
         legacy_key: &key,
         collect_all: false,
+        fingerprint: false,
     };
     read_source(path, &opts).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
 }
@@ -135,6 +136,7 @@ fn not_a_database_is_an_error_not_a_verdict() {
         schema: &s,
         legacy_key: &key,
         collect_all: false,
+        fingerprint: false,
     };
     assert!(matches!(
         read_source(&path, &opts),
@@ -161,6 +163,7 @@ fn a_symlinked_source_is_refused() {
         schema: &s,
         legacy_key: &key,
         collect_all: false,
+        fingerprint: false,
     };
     assert!(matches!(
         read_source(&link, &opts),
@@ -420,4 +423,50 @@ fn unknown_field_inside_a_step_names_its_path() {
         r.to_string(),
         "steps[2].metadata.toolCall: unknown field 41 (varint)"
     );
+}
+
+/// The bracket's second snapshot: byte-identical files are unchanged at once;
+/// a rewrite that keeps the content (here a header write that only bumps the
+/// change counter) is unchanged by the digest; a changed row is a change.
+#[test]
+fn the_bracket_fingerprint_and_its_digest_fallback() {
+    use agy_audit::source::{sqlite, unchanged};
+    let (_root, path, s) = fixture(|_| {});
+    let key = LegacyKey::default();
+    let opts = ReadOptions {
+        schema: &s,
+        legacy_key: &key,
+        collect_all: false,
+        fingerprint: true,
+    };
+    let src = read_source(&path, &opts).unwrap();
+    assert!(src.qualified(), "{:?}", src.reason());
+    let fp = src.file_fingerprint.expect("a fingerprint was asked for");
+    assert_eq!(sqlite::file_fingerprint(&path).unwrap(), fp);
+    assert!(unchanged(&path, Some(fp), &src.source_digest, &opts).unwrap());
+    assert!(
+        read(&s, &path).file_fingerprint.is_none(),
+        "only when asked"
+    );
+
+    let c = Connection::open(&path).unwrap();
+    let v: i64 = c
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    c.execute_batch(&format!("PRAGMA user_version = {v}"))
+        .unwrap();
+    drop(c);
+    assert_ne!(
+        sqlite::file_fingerprint(&path).unwrap(),
+        fp,
+        "the bytes moved"
+    );
+    assert!(unchanged(&path, Some(fp), &src.source_digest, &opts).unwrap());
+
+    let c = Connection::open(&path).unwrap();
+    c.execute_batch("UPDATE gen_metadata SET data = x'2000', size = 2")
+        .unwrap();
+    drop(c);
+    assert!(!unchanged(&path, Some(fp), &src.source_digest, &opts).unwrap());
+    assert!(!unchanged(&path, None, &src.source_digest, &opts).unwrap());
 }

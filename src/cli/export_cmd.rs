@@ -53,6 +53,7 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
         schema: &schema,
         legacy_key: &key,
         collect_all: a.allow_unknown,
+        fingerprint: false,
     };
     let mut src =
         read_source(&path, &opts).with_context(|| format!("reading {}", path.display()))?;

@@ -9,7 +9,7 @@ use crate::rules::RuleId;
 use crate::schema::Schema;
 use crate::source::legacy::LegacyKey;
 use crate::source::source_only::{record, SourceOnlyEntry};
-use crate::source::{digest_of, read_source, DecodedSource, Format, ReadOptions};
+use crate::source::{read_source, unchanged, DecodedSource, Format, ReadOptions};
 use crate::verdict::{ReasonClass, Refusal, VerdictKind};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -56,6 +56,8 @@ impl AuditContext<'_> {
             schema: self.schema,
             legacy_key: self.key,
             collect_all: false,
+            // Only a bracketed fetch compares against the files again.
+            fingerprint: self.client.is_some(),
         }
     }
 }
@@ -239,17 +241,19 @@ pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Session
             .load_trajectory(&cascade)
             .and_then(|()| fetch_pair(client, &cascade));
         // The bracket: snapshot the source again after both answers.
-        let after = digest_of(&prepared.source.path, &ctx.read_options());
+        let after = unchanged(
+            &prepared.source.path,
+            prepared.source.file_fingerprint,
+            &prepared.source.source_digest,
+            &ctx.read_options(),
+        );
         let (mut full, mut ordinary) = match fetched {
             Ok(x) => x,
             Err(e) => return daemon_unavailable(result, &e),
         };
         result.full_body = Some(std::mem::take(&mut full.body));
         result.ordinary_body = Some(std::mem::take(&mut ordinary.body));
-        let changed = match &after {
-            Ok(d) => *d != prepared.source.source_digest,
-            Err(_) => true,
-        };
+        let changed = !matches!(after, Ok(true));
         if changed {
             if attempt < ctx.bracket_retries {
                 attempt += 1;

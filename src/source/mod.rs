@@ -62,6 +62,9 @@ pub struct ReadOptions<'a> {
     pub legacy_key: &'a LegacyKey,
     /// Keep scanning past refusals to list every unknown field (`--allow-unknown`).
     pub collect_all: bool,
+    /// Also fingerprint the SQLite files read ([`DecodedSource::file_fingerprint`]),
+    /// for a bracketed fetch's [`unchanged`].
+    pub fingerprint: bool,
 }
 
 /// One source, snapshotted and strictly decoded.
@@ -88,6 +91,9 @@ pub struct DecodedSource {
     pub steps: usize,
     /// Whether uncheckpointed WAL frames were part of the snapshot.
     pub had_wal: bool,
+    /// [`sqlite::fingerprint`] of the files the snapshot was built from, when
+    /// [`ReadOptions::fingerprint`] asked for it: the bracket's fast path.
+    pub file_fingerprint: Option<[u8; 32]>,
 }
 
 impl DecodedSource {
@@ -144,7 +150,12 @@ pub fn read_source(path: &Path, opts: &ReadOptions<'_>) -> Result<DecodedSource>
 
 fn read_sqlite(path: &Path, opts: &ReadOptions<'_>) -> Result<DecodedSource> {
     let names = &opts.schema.names;
-    let snap = sqlite::snapshot(path)?;
+    let (snap, file_fingerprint) = if opts.fingerprint {
+        let (snap, fp) = sqlite::snapshot_fingerprinted(path)?;
+        (snap, Some(fp))
+    } else {
+        (sqlite::snapshot(path)?, None)
+    };
     let (rows, mut refusals) = sqlite::read_rows(path, &snap)?;
     let had_wal = snap.had_wal;
     drop(snap);
@@ -185,6 +196,7 @@ fn read_sqlite(path: &Path, opts: &ReadOptions<'_>) -> Result<DecodedSource> {
         unknown_fields: Vec::new(),
         steps: rows.steps.len(),
         had_wal,
+        file_fingerprint,
     };
     if !structural || opts.collect_all {
         decode_into(&mut out, opts);
@@ -209,6 +221,7 @@ fn read_legacy(path: &Path, opts: &ReadOptions<'_>) -> Result<DecodedSource> {
         unknown_fields: Vec::new(),
         steps: 0,
         had_wal: false,
+        file_fingerprint: None,
     };
     match legacy::decrypt(path, &file, opts.legacy_key)? {
         Ok(plain) => {
@@ -308,6 +321,26 @@ pub fn looks_like_uuid(s: &str) -> bool {
 
 /// The source digest alone (the bracket's second snapshot): the same bytes
 /// [`read_source`] digests, without the strict scan.
+/// The bracket's second snapshot: whether the source at `path` still holds
+/// what was decoded with `digest` (and `fingerprint`, the decoded source's
+/// [`DecodedSource::file_fingerprint`]). Byte-identical SQLite files (the
+/// same [`sqlite::fingerprint`]) answer at once; otherwise the source digest
+/// of a fresh snapshot decides, so a rewrite that keeps the content (a
+/// checkpoint) is no change.
+pub fn unchanged(
+    path: &Path,
+    fingerprint: Option<[u8; 32]>,
+    digest: &str,
+    opts: &ReadOptions<'_>,
+) -> Result<bool> {
+    if let (Some(Format::Sqlite), Some(fp)) = (Format::of(path), fingerprint) {
+        if sqlite::file_fingerprint(path)? == fp {
+            return Ok(true);
+        }
+    }
+    Ok(digest_of(path, opts)? == digest)
+}
+
 pub fn digest_of(path: &Path, opts: &ReadOptions<'_>) -> Result<String> {
     match Format::of(path) {
         Some(Format::Sqlite) => {

@@ -216,8 +216,51 @@ pub fn snapshot(db: &Path) -> Result<Snapshot> {
     snapshot_with(db, Strategy::Auto)
 }
 
+/// [`snapshot`], with the [`fingerprint`] of the bytes it was built from.
+pub fn snapshot_fingerprinted(db: &Path) -> Result<(Snapshot, [u8; 32])> {
+    let (main, wal, journal) = read_stable(db)?;
+    let fp = fingerprint(&main, wal.as_deref(), journal.as_deref());
+    Ok((build(db, Strategy::Auto, main, wal, journal)?, fp))
+}
+
+/// The [`fingerprint`] of `db` and its companions as they are now.
+pub fn file_fingerprint(db: &Path) -> Result<[u8; 32]> {
+    let (main, wal, journal) = read_stable(db)?;
+    Ok(fingerprint(&main, wal.as_deref(), journal.as_deref()))
+}
+
+/// SHA-256 over the exact bytes of the database, its `-wal` and its
+/// `-journal` (each length-prefixed, an absent file told from an empty one).
+/// Equal fingerprints mean byte-identical files, hence the same snapshot; a
+/// different one says nothing (a checkpoint rewrites bytes, not content).
+pub fn fingerprint(main: &[u8], wal: Option<&[u8]>, journal: Option<&[u8]>) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update((main.len() as u64).to_le_bytes());
+    h.update(main);
+    for part in [wal, journal] {
+        match part {
+            None => h.update([0u8]),
+            Some(b) => {
+                h.update([1u8]);
+                h.update((b.len() as u64).to_le_bytes());
+                h.update(b);
+            }
+        }
+    }
+    h.finalize().into()
+}
+
+type FileBytes = (Vec<u8>, Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// [`snapshot`], choosing where the state is built.
 pub fn snapshot_with(db: &Path, strategy: Strategy) -> Result<Snapshot> {
+    let (main, wal, journal) = read_stable(db)?;
+    build(db, strategy, main, wal, journal)
+}
+
+/// The database and its companions, read until two stamps agree.
+fn read_stable(db: &Path) -> Result<FileBytes> {
     let [wal, _shm, journal] = companions(db);
     let mut copied = None;
     for _attempt in 0..5 {
@@ -239,12 +282,20 @@ pub fn snapshot_with(db: &Path, strategy: Strategy) -> Result<Snapshot> {
             break;
         }
     }
-    let Some((mut main, wal_bytes, journal_bytes)) = copied else {
-        return Err(Error::Sqlite {
-            path: db.to_path_buf(),
-            detail: "the database kept changing while it was copied (5 attempts)".into(),
-        });
-    };
+    copied.ok_or_else(|| Error::Sqlite {
+        path: db.to_path_buf(),
+        detail: "the database kept changing while it was copied (5 attempts)".into(),
+    })
+}
+
+/// Opens the private image of the state the bytes hold.
+fn build(
+    db: &Path,
+    strategy: Strategy,
+    mut main: Vec<u8>,
+    wal_bytes: Option<Vec<u8>>,
+    journal_bytes: Option<Vec<u8>>,
+) -> Result<Snapshot> {
     if main.len() < 100 || !main.starts_with(b"SQLite format 3\0") {
         return Err(Error::corrupt(db, "header", "not a SQLite 3 database"));
     }

@@ -350,6 +350,7 @@ pub fn read_sealed(
         schema: s,
         legacy_key: &key,
         collect_all,
+        fingerprint: false,
     };
     agy_audit::source::read_source(&path, &opts).expect("read sealed source")
 }
