@@ -65,6 +65,12 @@ pub fn sidecar(ordinary: &Value, completeness: &Completeness) -> Value {
         Value::Object(o) => o.clone(),
         _ => Map::new(),
     };
+    doc.insert(NAMESPACE.into(), reader_record(ordinary, completeness));
+    Value::Object(doc)
+}
+
+/// The `agyReader` member: the completeness record and the parent cascade.
+fn reader_record(ordinary: &Value, completeness: &Completeness) -> Value {
     let mut reader = Map::new();
     reader.insert(
         "completeness".into(),
@@ -81,8 +87,46 @@ pub fn sidecar(ordinary: &Value, completeness: &Completeness) -> Value {
             Value::String(parent.to_ascii_lowercase()),
         );
     }
-    doc.insert(NAMESPACE.into(), Value::Object(reader));
-    Value::Object(doc)
+    Value::Object(reader)
+}
+
+/// The bytes of [`sidecar`]'s document (then a newline), written straight
+/// from `ordinary` without copying it: the same keys in the same order, an
+/// `agyReader` already there replaced in place, else appended.
+pub fn sidecar_bytes(ordinary: &Value, completeness: &Completeness) -> Vec<u8> {
+    let empty = Map::new();
+    let doc = Doc {
+        ordinary: ordinary.as_object().unwrap_or(&empty),
+        reader: reader_record(ordinary, completeness),
+    };
+    let mut out = serde_json::to_vec(&doc).unwrap_or_default();
+    out.push(b'\n');
+    out
+}
+
+/// The sidecar document as a map over a borrowed trajectory.
+struct Doc<'a> {
+    ordinary: &'a Map<String, Value>,
+    reader: Value,
+}
+
+impl Serialize for Doc<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let replaces = self.ordinary.contains_key(NAMESPACE);
+        let mut m = s.serialize_map(Some(self.ordinary.len() + usize::from(!replaces)))?;
+        for (k, v) in self.ordinary {
+            if k == NAMESPACE {
+                m.serialize_entry(k, &self.reader)?;
+            } else {
+                m.serialize_entry(k, v)?;
+            }
+        }
+        if !replaces {
+            m.serialize_entry(NAMESPACE, &self.reader)?;
+        }
+        m.end()
+    }
 }
 
 /// Reads the completeness record back from a sidecar document.
@@ -124,6 +168,16 @@ mod tests {
             verified_at: "2026-12-02T00:00:00Z".into(),
         };
         let doc = sidecar(&ord, &c);
+        for o in [
+            ord.clone(),
+            json!({"z": 1, "agyReader": {"old": true}, "a": [1.50, "é\n"]}),
+            json!({"metadata": {"parentConversationId": "X"}, "b": null}),
+            json!([1, 2]),
+        ] {
+            let mut want = serde_json::to_vec(&sidecar(&o, &c)).unwrap();
+            want.push(b'\n');
+            assert_eq!(sidecar_bytes(&o, &c), want, "{o}");
+        }
         assert_eq!(doc["agyReader"]["parentCascadeId"], "abc");
         assert_eq!(completeness_of(&doc), Some(c));
         assert_eq!(doc["cascadeId"], "c");

@@ -121,14 +121,12 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
     let r = audit_prepared(&ctx, prepared);
     let verdict = r.verdict.map(|v| v.as_str()).unwrap_or("error");
     match &r.sidecar {
-        Some(doc) => {
-            let mut bytes = serde_json::to_vec(doc)?;
-            bytes.push(b'\n');
+        Some(bytes) => {
             let mut protected = vec![path.clone()];
             protected.extend(crate::source::sqlite::companions(&path));
             write_file(
                 &out,
-                &bytes,
+                bytes,
                 &WriteOptions {
                     force: true,
                     mode: Some(0o600),

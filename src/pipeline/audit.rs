@@ -1,7 +1,7 @@
 //! One conversation, end to end: decode, project, bracketed fetch, compare,
 //! attest. The sweep runs this per source across its stages; `sync` runs it once.
 
-use crate::attest::{payload_digest, sidecar, Completeness, SOURCE_ONLY_REASON};
+use crate::attest::{payload_digest, sidecar_bytes, Completeness, SOURCE_ONLY_REASON};
 use crate::compare::{compare_full, compare_ordinary, parse_value};
 use crate::project::{project, Projection};
 use crate::rpc::{DaemonClient, RpcError, TrajectoryResponse};
@@ -11,7 +11,6 @@ use crate::source::legacy::LegacyKey;
 use crate::source::source_only::{record, SourceOnlyEntry};
 use crate::source::{read_source, unchanged, DecodedSource, Format, ReadOptions};
 use crate::verdict::{ReasonClass, Refusal, VerdictKind};
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -35,8 +34,8 @@ pub struct SessionResult {
     /// The raw bodies received (full, ordinary), kept for the corpus.
     pub full_body: Option<Vec<u8>>,
     pub ordinary_body: Option<Vec<u8>>,
-    /// The sidecar document, when the daemon answered.
-    pub sidecar: Option<Value>,
+    /// The sidecar document's bytes ([`sidecar_bytes`]), when verified.
+    pub sidecar: Option<Vec<u8>>,
     pub bytes: u64,
     /// Steps by type name (CORTEX_STEP_TYPE_ prefix dropped).
     pub step_types: BTreeMap<String, u64>,
@@ -310,7 +309,7 @@ pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Session
             source_only: Completeness::source_only_entries(&result.source_only),
             verified_at: crate::util::time::now_rfc3339(),
         };
-        result.sidecar = Some(sidecar(&ordinary_value, &completeness));
+        result.sidecar = Some(sidecar_bytes(&ordinary_value, &completeness));
         return result;
     }
 }

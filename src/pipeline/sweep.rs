@@ -278,12 +278,10 @@ fn write_session(corpus: &Path, r: &SessionResult) -> Result<()> {
             &opts,
         )?;
     }
-    if let Some(doc) = &r.sidecar {
-        let mut bytes = serde_json::to_vec(doc).unwrap_or_default();
-        bytes.push(b'\n');
+    if let Some(bytes) = &r.sidecar {
         write_file(
             &corpus.join(format!("{}.trajectory.json", r.file_id)),
-            &bytes,
+            bytes,
             &opts,
         )?;
     }
