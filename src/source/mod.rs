@@ -319,8 +319,6 @@ pub fn looks_like_uuid(s: &str) -> bool {
         })
 }
 
-/// The source digest alone (the bracket's second snapshot): the same bytes
-/// [`read_source`] digests, without the strict scan.
 /// The bracket's second snapshot: whether the source at `path` still holds
 /// what was decoded with `digest` (and `fingerprint`, the decoded source's
 /// [`DecodedSource::file_fingerprint`]). Byte-identical SQLite files (the
@@ -341,6 +339,9 @@ pub fn unchanged(
     Ok(digest_of(path, opts)? == digest)
 }
 
+/// The source digest alone (the bracket's second snapshot when the files'
+/// bytes moved): the same bytes [`read_source`] digests, without the strict
+/// scan.
 pub fn digest_of(path: &Path, opts: &ReadOptions<'_>) -> Result<String> {
     match Format::of(path) {
         Some(Format::Sqlite) => {
