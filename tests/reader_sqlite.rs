@@ -11,15 +11,19 @@ use common::*;
 use rusqlite::Connection;
 use std::path::Path;
 
+fn options<'a>(s: &'a Schema, key: &'a LegacyKey, fingerprint: bool) -> ReadOptions<'a> {
+    ReadOptions {
+        schema: s,
+        legacy_key: key,
+        collect_all: false,
+        fingerprint,
+    }
+}
+
 fn read(s: &Schema, path: &Path) -> DecodedSource {
     let key = LegacyKey::default();
-    let opts = ReadOptions {
-        schema: s,
-        legacy_key: &key,
-        collect_all: false,
-        fingerprint: false,
-    };
-    read_source(path, &opts).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+    read_source(path, &options(s, &key, false))
+        .unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
 }
 
 fn assert_refused(src: &DecodedSource, class: ReasonClass, location: &str) {
@@ -132,12 +136,7 @@ fn not_a_database_is_an_error_not_a_verdict() {
     let path = dir.join(format!("{CASCADE}.db"));
     std::fs::write(&path, b"definitely not sqlite").unwrap();
     let key = LegacyKey::default();
-    let opts = ReadOptions {
-        schema: &s,
-        legacy_key: &key,
-        collect_all: false,
-        fingerprint: false,
-    };
+    let opts = options(&s, &key, false);
     assert!(matches!(
         read_source(&path, &opts),
         Err(Error::Corrupt { .. })
@@ -159,12 +158,7 @@ fn a_symlinked_source_is_refused() {
         .join("0b6b2f0e-1c1d-4a7e-9a5e-0d6f3f1f2a01.db");
     std::os::unix::fs::symlink(&path, &link).unwrap();
     let key = LegacyKey::default();
-    let opts = ReadOptions {
-        schema: &s,
-        legacy_key: &key,
-        collect_all: false,
-        fingerprint: false,
-    };
+    let opts = options(&s, &key, false);
     assert!(matches!(
         read_source(&link, &opts),
         Err(Error::Corrupt { .. })
@@ -433,12 +427,7 @@ fn the_bracket_fingerprint_and_its_digest_fallback() {
     use agy_audit::source::{sqlite, unchanged};
     let (_root, path, s) = fixture(|_| {});
     let key = LegacyKey::default();
-    let opts = ReadOptions {
-        schema: &s,
-        legacy_key: &key,
-        collect_all: false,
-        fingerprint: true,
-    };
+    let opts = options(&s, &key, true);
     let src = read_source(&path, &opts).unwrap();
     assert!(src.qualified(), "{:?}", src.reason());
     let fp = src.file_fingerprint.expect("a fingerprint was asked for");
