@@ -1,6 +1,6 @@
-//! Criterion benches over the default synthetic corpus: strict scan, decode,
-//! projection, source digest, SQLite snapshot, legacy decrypt and JSON
-//! comparison, each reporting bytes/s (and elements = conversations).
+//! Criterion benches over the default synthetic corpus: strict scan, step
+//! index, decode, projection, source digest, SQLite snapshot, legacy decrypt
+//! and JSON comparison, each reporting bytes/s (and elements = conversations).
 //!
 //! The corpus is `$AGY_AUDIT_BENCH_CORPUS`, else `target/bench-corpus`,
 //! generated there once (`agy-audit corpus generate --out target/bench-corpus`).
@@ -9,6 +9,7 @@ use agy_audit::compare::compare_full;
 use agy_audit::schema::{to_daemon_json, Schema};
 use agy_audit::source::legacy::{decrypt, read_file, LegacyKey};
 use agy_audit::source::scan::Scanner;
+use agy_audit::source::wire_trajectory::WireTrajectory;
 use agy_audit::source::{read_source, source_digest, sqlite, DecodedSource, Format, ReadOptions};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use prost_reflect::DynamicMessage;
@@ -49,6 +50,11 @@ fn load() -> Corpus {
                 },
             )
             .ok()
+            .map(|mut s| {
+                // the comparison bench compares against the whole tree
+                s.materialize();
+                s
+            })
         })
         .collect();
     let bytes = sources.iter().map(|s| s.encoding.len() as u64).sum();
@@ -75,6 +81,15 @@ fn benches(c: &mut Criterion) {
             }
         })
     });
+    g.bench_function("step_index", |b| {
+        b.iter(|| {
+            for s in &k.sources {
+                std::hint::black_box(
+                    WireTrajectory::index(&k.schema.names, s.encoding.clone()).is_ok(),
+                );
+            }
+        })
+    });
     g.bench_function("decode_dynamic_message", |b| {
         b.iter(|| {
             for s in &k.sources {
@@ -87,7 +102,7 @@ fn benches(c: &mut Criterion) {
     });
     g.bench_function("projection", |b| {
         b.iter(|| {
-            for s in k.sources.iter().filter_map(|s| s.trajectory.as_ref()) {
+            for s in k.sources.iter().filter_map(|s| s.wire.as_ref()) {
                 std::hint::black_box(agy_audit::project::project(&k.schema, s).is_ok());
             }
         })

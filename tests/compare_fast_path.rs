@@ -241,7 +241,9 @@ fn fast_path_never_confirms_what_the_slow_path_refuses() {
         if !(name.ends_with(".db") || name.ends_with(".pb")) {
             continue;
         }
-        let p = prepare(&ctx, &path).unwrap();
+        let mut p = prepare(&ctx, &path).unwrap();
+        // offline, prepare leaves the tree undecoded; the comparison needs it
+        p.source.materialize();
         let (Some(persisted), Some(projection)) = (&p.source.trajectory, &p.projection) else {
             continue;
         };

@@ -33,7 +33,7 @@ struct Fake {
 
 fn trajectory_json(s: &Schema, path: &Path) -> String {
     let key = LegacyKey::default();
-    let src = read_source(
+    let mut src = read_source(
         path,
         &ReadOptions {
             schema: s,
@@ -43,7 +43,7 @@ fn trajectory_json(s: &Schema, path: &Path) -> String {
         },
     )
     .unwrap();
-    serde_json::to_string(&to_daemon_json(src.trajectory.as_ref().unwrap())).unwrap()
+    serde_json::to_string(&to_daemon_json(src.materialize().unwrap())).unwrap()
 }
 
 fn start(s: &Schema, sources: &[(String, PathBuf, Fault)]) -> Fake {

@@ -518,7 +518,7 @@ fn an_embedded_wrapper_read_from_sqlite_projects() {
     let conv = conv_with(&s, &[cmd_wrapper("DONE", "DONE")]);
     write_db(&s, &path, &conv, |_| {});
     let key = agy_audit::source::legacy::LegacyKey::default();
-    let src = agy_audit::source::read_source(
+    let mut src = agy_audit::source::read_source(
         &path,
         &agy_audit::source::ReadOptions {
             schema: &s,
@@ -529,7 +529,7 @@ fn an_embedded_wrapper_read_from_sqlite_projects() {
     )
     .expect("read");
     assert!(src.qualified(), "{:?}", src.refusals);
-    let t = src.trajectory.expect("decoded");
+    let t = src.materialize().expect("decoded").clone();
     let p = project_of(&s, &t).expect("projects");
     assert_eq!(p.step_rules, vec![RuleId::EmbeddedNativeStep]);
     assert_eq!(

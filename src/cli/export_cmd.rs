@@ -60,13 +60,15 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
     // The qualified presentation, as the daemon's ordinary RPC would show it.
     let mut projection = None;
     if src.qualified() {
-        if let Some(t) = &src.trajectory {
-            match crate::project::project(&schema, t) {
+        if let Some(w) = &src.wire {
+            match crate::project::project(&schema, w) {
                 Ok(p) => projection = Some(p),
                 Err(r) => src.refusals.push(r.to_refusal()),
             }
         }
     }
+    // The export shows the tree (already decoded when every refusal is collected).
+    src.materialize();
     let code = if src.qualified() {
         exit::OK
     } else {

@@ -40,13 +40,20 @@ pub fn offline_record(src: &DecodedSource) -> Value {
 }
 
 /// The JSON export: the presented trajectory (the projection when given, else
-/// the persisted one) in the daemon's proto3 JSON plus `agyReader`. `None`
-/// when the source did not decode at all.
+/// the persisted one, decoded here when it was not yet) in the daemon's
+/// proto3 JSON plus `agyReader`. `None` when the source did not decode at all.
 pub fn export_json(
     src: &DecodedSource,
     presented: Option<&prost_reflect::DynamicMessage>,
 ) -> Option<Value> {
-    let t = presented.or(src.trajectory.as_ref())?;
+    let decoded;
+    let t = match presented.or(src.trajectory.as_ref()) {
+        Some(t) => t,
+        None => {
+            decoded = src.wire.as_ref()?.decode().ok()?;
+            &decoded
+        }
+    };
     let mut v = to_daemon_json(t);
     let obj = v.as_object_mut()?;
     let mut reader = Map::new();

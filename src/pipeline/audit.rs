@@ -79,12 +79,16 @@ pub fn prepare(ctx: &AuditContext<'_>, path: &Path) -> crate::Result<Prepared> {
     let mut source = read_source(path, &ctx.read_options())?;
     let mut projection = None;
     if source.qualified() {
-        if let Some(t) = &source.trajectory {
-            match project(ctx.schema, t) {
+        if let Some(w) = &source.wire {
+            match project(ctx.schema, w) {
                 Ok(p) => projection = Some(p),
                 Err(r) => source.refusals.push(r.to_refusal()),
             }
         }
+    }
+    // The full comparison needs the whole tree; offline, nothing does.
+    if ctx.client.is_some() && source.qualified() {
+        source.materialize();
     }
     Ok(Prepared { source, projection })
 }
@@ -141,33 +145,8 @@ fn base_result(p: &Prepared) -> SessionResult {
         ordinary_body: None,
         sidecar: None,
         bytes: s.encoding.len() as u64,
-        step_types: s.trajectory.as_ref().map(step_types).unwrap_or_default(),
+        step_types: s.step_types(),
     }
-}
-
-/// Counts a trajectory's steps by type name.
-pub fn step_types(t: &prost_reflect::DynamicMessage) -> BTreeMap<String, u64> {
-    use prost_reflect::ReflectMessage;
-    let mut out = BTreeMap::new();
-    for step in crate::schema::message_refs(t, "steps") {
-        let name = step
-            .descriptor()
-            .get_field_by_name("type")
-            .and_then(|fd| {
-                let n = step.get_field(&fd).as_enum_number()?;
-                fd.kind()
-                    .as_enum()?
-                    .get_value(n)
-                    .map(|v| v.name().to_string())
-            })
-            .unwrap_or_else(|| "UNSPECIFIED".into());
-        let short = name
-            .strip_prefix("CORTEX_STEP_TYPE_")
-            .unwrap_or(&name)
-            .to_string();
-        *out.entry(short).or_insert(0) += 1;
-    }
-    out
 }
 
 fn refuse(mut r: SessionResult, refusal: &Refusal) -> SessionResult {

@@ -68,7 +68,8 @@ pub(crate) fn skill_flag(ctx: &Ctx<'_>, w: &Wrapper, path: &str) -> R<bool> {
     if exec_id.is_empty() {
         return Ok(false);
     }
-    let executors = messages(ctx.trajectory, "executor_metadatas");
+    let trajectory = ctx.trajectory(rule)?;
+    let executors = messages(trajectory, "executor_metadatas");
     let bound: Vec<usize> = executors
         .iter()
         .enumerate()
@@ -95,8 +96,8 @@ pub(crate) fn skill_flag(ctx: &Ctx<'_>, w: &Wrapper, path: &str) -> R<bool> {
     }
     let c = last;
     let i = ctx.index as i128;
-    let trajectory_id = text(ctx.trajectory, "trajectory_id");
-    let cascade_id = text(ctx.trajectory, "cascade_id");
+    let trajectory_id = text(trajectory, "trajectory_id");
+    let cascade_id = text(trajectory, "cascade_id");
     let identifies = |r: &DynamicMessage| {
         sub(r, "source_step").is_some_and(|s| {
             text(s, "trajectory_id") == trajectory_id

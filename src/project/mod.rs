@@ -2,7 +2,8 @@
 //! (rehydrated) presentation, under bounded, named rules; everything else
 //! fails closed with a named reason.
 //!
-//! The boundary: [`project`] takes the decoded persisted trajectory and
+//! The boundary: [`project`] takes the persisted trajectory, indexed from its
+//! encoding (only the steps it may rewrite are decoded), and
 //! returns a [`Projection`] (the rule each step was presented under and the
 //! presented form of every step a rule rewrote; every other step is shown as
 //! stored, so it is not copied) or a [`ProjectionRefusal`].
@@ -51,9 +52,11 @@ pub use reasons::Reason;
 
 use crate::rules::RuleId;
 use crate::schema::{to_daemon_json, Schema};
+use crate::source::wire_trajectory::WireTrajectory;
 use crate::verdict::{ReasonClass, Refusal};
 use fields::{has, message_refs, reject, step_type, sub, Reject, Wrapper, R};
 use prost_reflect::{DynamicMessage, Value};
+use std::cell::OnceCell;
 
 /// The ordinary presentation predicted for one trajectory.
 #[derive(Debug, Clone)]
@@ -229,9 +232,32 @@ impl std::fmt::Display for ProjectionRefusal {
 /// What the engine needs while projecting one step.
 pub(crate) struct Ctx<'a> {
     pub schema: &'a Schema,
-    pub trajectory: &'a DynamicMessage,
     /// The step's index in the trajectory.
     pub index: usize,
+    around: &'a Around<'a>,
+}
+
+/// The trajectory around the steps: decoded (all but its steps) on first use.
+struct Around<'a> {
+    wire: &'a WireTrajectory,
+    decoded: OnceCell<Result<DynamicMessage, String>>,
+}
+
+impl Ctx<'_> {
+    /// The trajectory's own fields (ids, executor metadata; not its steps),
+    /// for a rule that reads around the step.
+    pub fn trajectory(&self, rule: Option<RuleId>) -> R<&DynamicMessage> {
+        let decoded = self.around.decoded.get_or_init(|| {
+            self.around
+                .wire
+                .decode_without_steps()
+                .map_err(|e| e.to_string())
+        });
+        match decoded {
+            Ok(t) => Ok(t),
+            Err(e) => reject(rule, Reason::StoredUndecodable, format!("trajectory: {e}")),
+        }
+    }
 }
 
 /// One presented step.
@@ -257,28 +283,46 @@ impl Presented {
     }
 }
 
-/// Projects `trajectory` (decoded with `schema`) to its ordinary presentation.
+/// Projects the stored trajectory (indexed from its encoding, decoded with
+/// `schema`) to its ordinary presentation. A step whose wire shows it is not
+/// a generic wrapper passes through without being decoded; every other step
+/// is decoded alone and goes to the rules.
 pub fn project(
     schema: &Schema,
-    trajectory: &DynamicMessage,
+    trajectory: &WireTrajectory,
 ) -> Result<Projection, ProjectionRefusal> {
-    let steps = message_refs(trajectory, "steps");
-    let mut step_rules = Vec::with_capacity(steps.len());
+    let around = Around {
+        wire: trajectory,
+        decoded: OnceCell::new(),
+    };
+    let mut step_rules = Vec::with_capacity(trajectory.len());
     let mut extra_rules = Vec::new();
     let mut rewritten = Vec::new();
-    for (index, step) in steps.iter().enumerate() {
-        let ctx = Ctx {
-            schema,
-            trajectory,
-            index,
-        };
-        let p = project_step(&ctx, step).map_err(|r| ProjectionRefusal {
+    for index in 0..trajectory.len() {
+        if trajectory.passes_through(index) {
+            step_rules.push(RuleId::Passthrough);
+            continue;
+        }
+        let refusal = |r: Reject| ProjectionRefusal {
             step: index,
             rule: r.rule,
             reason: r.kind.text().to_string(),
             kind: r.kind,
             detail: r.detail,
+        };
+        let step = trajectory.decode_step(index).map_err(|e| {
+            refusal(Reject {
+                rule: None,
+                kind: Reason::StoredUndecodable,
+                detail: format!("step: {e}"),
+            })
         })?;
+        let ctx = Ctx {
+            schema,
+            index,
+            around: &around,
+        };
+        let p = project_step(&ctx, &step).map_err(refusal)?;
         if let Some(presented) = p.step {
             rewritten.push(Rewrite {
                 index,
@@ -294,6 +338,24 @@ pub fn project(
         extra_rules,
         rewritten,
     })
+}
+
+/// [`project`] for a trajectory held as a message (tests, tools): it is
+/// encoded and indexed first.
+pub fn project_message(
+    schema: &Schema,
+    trajectory: &DynamicMessage,
+) -> Result<Projection, ProjectionRefusal> {
+    use prost::Message;
+    let encoding = bytes::Bytes::from(trajectory.encode_to_vec());
+    let wire = WireTrajectory::index(&schema.names, encoding).map_err(|e| ProjectionRefusal {
+        step: 0,
+        rule: None,
+        reason: Reason::StoredUndecodable.text().to_string(),
+        kind: Reason::StoredUndecodable,
+        detail: e.to_string(),
+    })?;
+    project(schema, &wire)
 }
 
 /// The type URL of an embedded native Step.

@@ -26,6 +26,7 @@ reasons! {
     UnsupportedAnyType => "unsupported generic payload type";
     ModernToolPayload => "unsupported modern tool payload";
     UnqualifiedGeneric => "no qualified presentation for this generic step";
+    StoredUndecodable => "stored trajectory does not decode";
 
     // Embedded native Steps.
     EmbeddedUndecodable => "embedded Step does not decode";

@@ -27,6 +27,7 @@ const ENGINE_DOCS: &[RuleDoc] = &[
             Reason::UnsupportedAnyType,
             Reason::ModernToolPayload,
             Reason::UnqualifiedGeneric,
+            Reason::StoredUndecodable,
             Reason::PayloadFreeTool,
             Reason::ResultlessTool,
         ],

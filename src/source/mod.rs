@@ -15,6 +15,7 @@ pub mod source_only;
 pub mod sqlite;
 pub mod wal;
 pub mod wire;
+pub mod wire_trajectory;
 
 use crate::error::{Error, Result};
 use crate::schema::Schema;
@@ -27,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use source_only::SourceOnlyOccurrence;
 use std::path::{Path, PathBuf};
+use wire_trajectory::WireTrajectory;
 
 /// A source's store format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
@@ -82,7 +84,12 @@ pub struct DecodedSource {
     /// plaintext. Shared, so the decoded message's `bytes` fields are slices
     /// of it rather than copies.
     pub encoding: Bytes,
-    /// The decoded trajectory, when the encoding decodes at all.
+    /// The encoding indexed by step, when the strict scan passed (or, when
+    /// every refusal is collected, whenever it decodes): what projection reads.
+    pub wire: Option<WireTrajectory>,
+    /// The whole decoded tree, built only on demand ([`Self::materialize`]),
+    /// or at once when every refusal is collected (an export of an unknown
+    /// source shows what decodes).
     pub trajectory: Option<DynamicMessage>,
     pub source_only: Vec<SourceOnlyOccurrence>,
     /// Empty exactly when the source is qualified.
@@ -109,15 +116,52 @@ impl DecodedSource {
 
     /// The cascade id: the trajectory's own, else the file stem.
     pub fn cascade_id(&self) -> String {
-        self.trajectory
-            .as_ref()
-            .and_then(|t| {
-                let fd = t.descriptor().get_field_by_name("cascade_id")?;
-                t.get_field(&fd).as_str().map(str::to_string)
-            })
-            .filter(|s| !s.is_empty())
+        let own = match (&self.wire, &self.trajectory) {
+            (Some(w), _) => Some(w.cascade_id().to_string()),
+            (None, Some(t)) => t
+                .descriptor()
+                .get_field_by_name("cascade_id")
+                .and_then(|fd| t.get_field(&fd).as_str().map(str::to_string)),
+            (None, None) => None,
+        };
+        own.filter(|s| !s.is_empty())
             .unwrap_or_else(|| self.file_id.clone())
     }
+
+    /// The whole decoded trajectory, decoding it on first use (the full
+    /// comparison and exports need the tree; offline verify does not). A
+    /// decode that fails makes the source unknown (a passing strict scan
+    /// rules that out; this keeps it fail-closed all the same).
+    pub fn materialize(&mut self) -> Option<&mut DynamicMessage> {
+        if self.trajectory.is_none() {
+            if let Some(w) = &self.wire {
+                match w.decode() {
+                    Ok(t) => self.trajectory = Some(t),
+                    Err(e) => {
+                        self.wire = None;
+                        self.refusals.push(undecodable(&e));
+                    }
+                }
+            }
+        }
+        self.trajectory.as_mut()
+    }
+
+    /// Steps by type name (`CORTEX_STEP_TYPE_` dropped), when indexed.
+    pub fn step_types(&self) -> std::collections::BTreeMap<String, u64> {
+        self.wire
+            .as_ref()
+            .map(WireTrajectory::step_types)
+            .unwrap_or_default()
+    }
+}
+
+fn undecodable(e: &dyn std::fmt::Display) -> Refusal {
+    Refusal::new(
+        ReasonClass::MalformedProtobuf,
+        "",
+        format!("the trajectory does not decode: {e}"),
+    )
 }
 
 /// The source digest: SHA-256 of a domain tag, the profile and the bytes.
@@ -190,6 +234,7 @@ fn read_sqlite(path: &Path, opts: &ReadOptions<'_>) -> Result<DecodedSource> {
         profile,
         source_digest: digest,
         encoding: Bytes::from(encoding),
+        wire: None,
         trajectory: None,
         source_only: Vec::new(),
         refusals,
@@ -215,6 +260,7 @@ fn read_legacy(path: &Path, opts: &ReadOptions<'_>) -> Result<DecodedSource> {
         profile,
         source_digest: digest,
         encoding: Bytes::new(),
+        wire: None,
         trajectory: None,
         source_only: Vec::new(),
         refusals: Vec::new(),
@@ -233,72 +279,43 @@ fn read_legacy(path: &Path, opts: &ReadOptions<'_>) -> Result<DecodedSource> {
     Ok(out)
 }
 
-/// Strict scan, then decode, then the step-derived field-23 check.
+/// Strict scan, then the step index, then the step-derived field-23 check.
 ///
-/// Unless every refusal is collected, the scan leaves plain strings' UTF-8
-/// to the decoder ([`Scanner::defer_utf8_to_decoder`]); when that scan
-/// refuses or the decode fails, a full scan decides, so the verdict and the
-/// refusals are exactly those of a full scan.
+/// The whole tree is not decoded here ([`DecodedSource::materialize`] does
+/// that for whoever needs it), except when every refusal is collected: then
+/// whatever decodes is kept, to be exported marked incomplete.
 fn decode_into(out: &mut DecodedSource, opts: &ReadOptions<'_>) {
     let schema = opts.schema;
-    let traj_desc = schema.names.trajectory.clone();
-    let encoding = out.encoding.clone();
-    let full_scan = || {
-        let mut s = Scanner::new(&schema.pool, Some(&schema.struct_pool), opts.collect_all);
-        s.scan_root(&encoding, &traj_desc);
-        s
-    };
-    let deferred = !opts.collect_all;
-    let mut scanner = if deferred {
-        let mut s = Scanner::new(&schema.pool, Some(&schema.struct_pool), false);
-        s.defer_utf8_to_decoder();
-        s.scan_root(&encoding, &traj_desc);
-        if s.refused() {
-            full_scan()
-        } else {
-            s
-        }
-    } else {
-        full_scan()
-    };
+    let traj_desc = &schema.names.trajectory;
+    let mut scanner = Scanner::new(&schema.pool, Some(&schema.struct_pool), opts.collect_all);
+    scanner.scan_root(&out.encoding, traj_desc);
     let scan_ok = !scanner.refused();
+    take_scan(out, &mut scanner);
     if !scan_ok && !opts.collect_all {
-        take_scan(out, &mut scanner);
         return;
     }
-    let decoded = DynamicMessage::decode(traj_desc.clone(), encoding.clone());
-    if decoded.is_err() && deferred {
-        let mut full = full_scan();
-        if full.refused() {
-            take_scan(out, &mut full);
-            return;
+    if opts.collect_all {
+        match DynamicMessage::decode(traj_desc.clone(), out.encoding.clone()) {
+            Ok(t) => out.trajectory = Some(t),
+            Err(e) if scan_ok => {
+                out.refusals.push(undecodable(&e));
+                return;
+            }
+            Err(_) => return,
         }
     }
-    take_scan(out, &mut scanner);
-    match decoded {
-        Ok(t) => {
+    match WireTrajectory::index(&schema.names, out.encoding.clone()) {
+        Ok(w) => {
             if out.format == Format::Protobuf {
-                out.steps = t
-                    .descriptor()
-                    .get_field_by_name("steps")
-                    .and_then(|fd| t.get_field(&fd).as_list().map(|l| l.len()))
-                    .unwrap_or(0);
+                out.steps = w.len();
             }
             out.refusals.extend(source_only::check_prompt23_derivations(
-                &t,
+                &w,
                 &scanner.prompt23_pending,
             ));
-            out.trajectory = Some(t);
+            out.wire = Some(w);
         }
-        Err(e) => {
-            if scan_ok {
-                out.refusals.push(Refusal::new(
-                    ReasonClass::MalformedProtobuf,
-                    "",
-                    format!("the trajectory does not decode: {e}"),
-                ));
-            }
-        }
+        Err(e) => out.refusals.push(undecodable(&e)),
     }
 }
 

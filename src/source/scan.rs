@@ -80,11 +80,6 @@ pub struct Scanner<'p> {
     plan: Arc<ScanPlan>,
     struct_pool: Option<&'p DescriptorPool>,
     collect_all: bool,
-    /// Leave the UTF-8 of plain string fields outside Any payloads to the
-    /// decoder (see [`Scanner::defer_utf8_to_decoder`]).
-    defer_utf8: bool,
-    /// How many Any payloads the scan is inside.
-    any_depth: usize,
     display: String,
     /// The field (message id, index in its plan) entered at each level;
     /// `None` for an Any's payload.
@@ -115,8 +110,6 @@ impl<'p> Scanner<'p> {
             plan: ScanPlan::for_pool(pool),
             struct_pool,
             collect_all,
-            defer_utf8: false,
-            any_depth: 0,
             display: String::new(),
             chain: Vec::new(),
             key: String::new(),
@@ -128,18 +121,6 @@ impl<'p> Scanner<'p> {
             source_only: Vec::new(),
             prompt23_pending: Vec::new(),
         }
-    }
-
-    /// Skips the UTF-8 check of plain string fields outside Any payloads:
-    /// `DynamicMessage::decode` checks exactly those again (and fails on
-    /// invalid UTF-8), so a caller that decodes after a passing scan, and
-    /// rescans with a full scanner when the scan refuses or the decode
-    /// fails, reaches the same verdict and refusals as a full scan while
-    /// checking each string once. Map keys and values, Any payloads and
-    /// declared source-only payloads are still checked here: the decoder
-    /// does not see inside the last two.
-    pub fn defer_utf8_to_decoder(&mut self) {
-        self.defer_utf8 = true;
     }
 
     /// Scans `bytes` as a `desc` message at the root.
@@ -332,8 +313,7 @@ impl<'p> Scanner<'p> {
                 if f.wire_type != WireType::Len {
                     return self.mismatch(fp, f);
                 }
-                let decoder_checks = self.defer_utf8 && self.any_depth == 0;
-                if !decoder_checks && std::str::from_utf8(f.value).is_err() {
+                if std::str::from_utf8(f.value).is_err() {
                     let loc = self.location(fp.fd.json_name());
                     self.record_unknown(loc.clone(), f);
                     return self.refuse(
@@ -432,9 +412,7 @@ impl<'p> Scanner<'p> {
         let saved = self.enter(None, |d| {
             let _ = write!(d, "({full_name})");
         });
-        self.any_depth += 1;
         let r = self.scan_message(plan, value, target, depth + 1);
-        self.any_depth -= 1;
         self.leave(saved);
         r
     }

@@ -7,6 +7,7 @@
 //! records them (see [`SourceOnlyEntry`]).
 
 use super::scan::Scanner;
+use super::wire_trajectory::WireTrajectory;
 use crate::schema::message_refs;
 use crate::util::hex;
 use crate::verdict::{ReasonClass, Refusal};
@@ -425,16 +426,12 @@ fn grep_step(step: &DynamicMessage) -> Option<(DynamicMessage, String)> {
 /// Checks each field-23 payload against the step its prompt names: the
 /// step-derived rule, run once the whole source has been read.
 pub fn check_prompt23_derivations(
-    trajectory: &DynamicMessage,
+    trajectory: &WireTrajectory,
     pending: &[Prompt23Pending],
 ) -> Vec<Refusal> {
     let mut out = Vec::new();
-    if pending.is_empty() {
-        return out;
-    }
-    let steps = message_refs(trajectory, "steps");
     for p in pending {
-        if let Err(detail) = derive_one(&steps, p) {
+        if let Err(detail) = derive_one(trajectory, p) {
             out.push(Refusal::new(
                 ReasonClass::SourceOnlyPrompt23,
                 p.location.clone(),
@@ -445,11 +442,16 @@ pub fn check_prompt23_derivations(
     out
 }
 
-fn derive_one(steps: &[&DynamicMessage], p: &Prompt23Pending) -> Result<(), String> {
-    let step = usize::try_from(p.step_idx)
+fn derive_one(trajectory: &WireTrajectory, p: &Prompt23Pending) -> Result<(), String> {
+    let missing = || format!("field 23 names step {} which does not exist", p.step_idx);
+    let index = usize::try_from(p.step_idx)
         .ok()
-        .and_then(|i| steps.get(i))
-        .ok_or_else(|| format!("field 23 names step {} which does not exist", p.step_idx))?;
+        .filter(|&i| i < trajectory.len())
+        .ok_or_else(missing)?;
+    let step = trajectory
+        .decode_step(index)
+        .map_err(|e| format!("field 23 names step {index}, which does not decode: {e}"))?;
+    let step = &step;
     let (grep, call_id) = grep_step(step).ok_or_else(|| {
         format!(
             "field 23 names step {} which is not a GREP_SEARCH step",

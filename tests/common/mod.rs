@@ -529,7 +529,7 @@ pub fn project_of(
     s: &Schema,
     t: &DynamicMessage,
 ) -> Result<Projected, agy_audit::project::ProjectionRefusal> {
-    let mut projection = agy_audit::project::project(s, t)?;
+    let mut projection = agy_audit::project::project_message(s, t)?;
     let ordinary = projection.ordinary(t);
     let mut trajectory = t.clone();
     {
