@@ -45,34 +45,7 @@ fn tune_allocator() {
     }
 }
 
-/// SQLite (bundled) allocates with the C library's malloc, and every
-/// snapshot's in-memory image (hundreds of KiB) is one such block. glibc's
-/// dynamic mmap threshold soon moves blocks of that size into its heap,
-/// where images of different sizes fragment it: peak RSS over 10× the
-/// corpus measured 1.18× the 1× figure. A fixed 128 KiB threshold maps and
-/// unmaps each image instead (1.03×, the verify time within its noise).
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn tune_c_malloc() {
-    extern "C" {
-        fn mallopt(param: c_int, value: c_int) -> c_int;
-    }
-    /// `M_MMAP_THRESHOLD` in glibc's `<malloc.h>`.
-    const M_MMAP_THRESHOLD: c_int = -3;
-    if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_some() {
-        return;
-    }
-    // SAFETY: mallopt only sets a tunable of glibc's allocator; it is called
-    // before any thread is started.
-    unsafe {
-        mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-    }
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn tune_c_malloc() {}
-
 fn main() {
     tune_allocator();
-    tune_c_malloc();
     std::process::exit(agy_audit::cli::main());
 }
