@@ -316,7 +316,6 @@ fn build(
             super::wal::Replay::Defer(_) => None,
         },
     };
-    let mut image_len = 0;
     let (conn, dir, via) = if let Some(via) = in_memory {
         // The bytes are the whole state: open a private in-memory image (a
         // replayed image is whole pages of at least 512 bytes; the file's
@@ -325,7 +324,6 @@ fn build(
         main[19] = 1;
         let mut conn = Connection::open_in_memory().map_err(sql)?;
         let len = main.len();
-        image_len = len;
         conn.deserialize_read_exact(rusqlite::MAIN_DB, main.as_slice(), len, true)
             .map_err(|e| corrupt_db(db, e))?;
         (conn, None, via)
@@ -351,17 +349,8 @@ fn build(
     };
     conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)
         .map_err(sql)?;
-    // An in-memory image is read in place (SQLite's memory VFS hands out
-    // pointers into the read-only image instead of copying each page into
-    // its cache); a private disk copy is never memory-mapped.
-    let mmap = match via {
-        SnapshotVia::Disk => 0,
-        SnapshotVia::Memory | SnapshotVia::Replayed(_) => image_len,
-    };
-    conn.execute_batch(&format!(
-        "PRAGMA cell_size_check=ON; PRAGMA mmap_size={mmap}; PRAGMA trusted_schema=OFF;"
-    ))
-    .map_err(sql)?;
+    conn.execute_batch("PRAGMA cell_size_check=ON; PRAGMA mmap_size=0; PRAGMA trusted_schema=OFF;")
+        .map_err(sql)?;
     let check: Vec<String> = {
         let mut st = conn
             .prepare("PRAGMA quick_check")
