@@ -58,7 +58,7 @@ fn same_both_ways(db: &Path) -> SnapshotVia {
     let mem = snapshot_with(db, Strategy::Auto).unwrap();
     let disk = snapshot_with(db, Strategy::Disk).unwrap();
     assert_eq!(disk.via, SnapshotVia::Disk);
-    assert_eq!(dump(&mem.conn), dump(&disk.conn), "{}", db.display());
+    assert_eq!(dump(mem.conn()), dump(disk.conn()), "{}", db.display());
     let (a, b) = (read_rows(db, &mem).unwrap(), read_rows(db, &disk).unwrap());
     assert_eq!(format!("{a:?}"), format!("{b:?}"), "{}", db.display());
     mem.via

@@ -147,11 +147,23 @@ pub const INDEXES: &[(&str, &str, &str)] = &[
 /// A private, consistent copy of a conversation database.
 pub struct Snapshot {
     _dir: Option<tempfile::TempDir>,
-    pub conn: Connection,
+    /// Declared before `_image`: fields drop in order, so the connection is
+    /// closed before the image it reads is freed.
+    conn: Connection,
+    /// The in-memory image SQLite reads in place (never written, never
+    /// moved: a `Vec`'s heap buffer stays put when the `Vec` moves).
+    _image: Option<Vec<u8>>,
     /// Whether a non-empty `-wal` was read with the database.
     pub had_wal: bool,
     /// How the state was built.
     pub via: SnapshotVia,
+}
+
+impl Snapshot {
+    /// The private connection over the snapshot.
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
 }
 
 /// How a snapshot's state was built.
@@ -316,17 +328,15 @@ fn build(
             super::wal::Replay::Defer(_) => None,
         },
     };
-    let (conn, dir, via) = if let Some(via) = in_memory {
+    let (conn, dir, via, image) = if let Some(via) = in_memory {
         // The bytes are the whole state: open a private in-memory image (a
         // replayed image is whole pages of at least 512 bytes; the file's
         // length was checked above).
         main[18] = 1;
         main[19] = 1;
-        let mut conn = Connection::open_in_memory().map_err(sql)?;
-        let len = main.len();
-        conn.deserialize_read_exact(rusqlite::MAIN_DB, main.as_slice(), len, true)
-            .map_err(|e| corrupt_db(db, e))?;
-        (conn, None, via)
+        let conn = Connection::open_in_memory().map_err(sql)?;
+        read_in_place(&conn, &main).map_err(|e| corrupt_db(db, e))?;
+        (conn, None, via, Some(main))
     } else {
         let dir = tempfile::Builder::new()
             .prefix("agy-audit-snapshot-")
@@ -345,12 +355,18 @@ fn build(
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(sql)?;
-        (conn, Some(dir), SnapshotVia::Disk)
+        (conn, Some(dir), SnapshotVia::Disk, None)
     };
     conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)
         .map_err(sql)?;
-    conn.execute_batch("PRAGMA cell_size_check=ON; PRAGMA mmap_size=0; PRAGMA trusted_schema=OFF;")
-        .map_err(sql)?;
+    // An in-memory image is read in place (SQLite's memory VFS hands out
+    // pointers into it instead of copying each page into its cache); a
+    // private disk copy is never memory-mapped.
+    let mmap = image.as_ref().map_or(0, Vec::len);
+    conn.execute_batch(&format!(
+        "PRAGMA cell_size_check=ON; PRAGMA mmap_size={mmap}; PRAGMA trusted_schema=OFF;"
+    ))
+    .map_err(sql)?;
     let check: Vec<String> = {
         let mut st = conn
             .prepare("PRAGMA quick_check")
@@ -367,9 +383,39 @@ fn build(
     Ok(Snapshot {
         _dir: dir,
         conn,
+        _image: image,
         had_wal,
         via,
     })
+}
+
+/// Opens `image` as `conn`'s main database, read-only and in place: no
+/// copy into SQLite's memory, which [`Snapshot`] makes sound by owning the
+/// image and closing the connection first.
+fn read_in_place(conn: &Connection, image: &[u8]) -> rusqlite::Result<()> {
+    use rusqlite::ffi;
+    let len = i64::try_from(image.len())
+        .map_err(|_| rusqlite::Error::SqliteFailure(ffi::Error::new(ffi::SQLITE_TOOBIG), None))?;
+    // SAFETY: `image` outlives the connection (both owned by the Snapshot,
+    // the connection dropped first) and is never written: without
+    // SQLITE_DESERIALIZE_FREEONCLOSE SQLite does not free it, with
+    // SQLITE_DESERIALIZE_READONLY it does not write or resize it. The
+    // handle is a live connection of this thread.
+    let rc = unsafe {
+        ffi::sqlite3_deserialize(
+            conn.handle(),
+            c"main".as_ptr(),
+            image.as_ptr().cast_mut(),
+            len,
+            len,
+            ffi::SQLITE_DESERIALIZE_READONLY as std::ffi::c_uint,
+        )
+    };
+    if rc == ffi::SQLITE_OK {
+        Ok(())
+    } else {
+        Err(rusqlite::Error::SqliteFailure(ffi::Error::new(rc), None))
+    }
 }
 
 fn corrupt_db(db: &Path, e: rusqlite::Error) -> Error {
@@ -379,7 +425,7 @@ fn corrupt_db(db: &Path, e: rusqlite::Error) -> Error {
 /// Reads and validates a snapshot. Structural deviations are refusals (the
 /// source is unknown); a database that cannot be read at all is an error.
 pub fn read_rows(db: &Path, snap: &Snapshot) -> Result<(SqliteRows, Vec<Refusal>)> {
-    let conn = &snap.conn;
+    let conn = snap.conn();
     let sql = |e: rusqlite::Error| Error::Sqlite {
         path: db.to_path_buf(),
         detail: e.to_string(),
