@@ -459,3 +459,51 @@ fn the_bracket_fingerprint_and_its_digest_fallback() {
     assert!(!unchanged(&path, Some(fp), &src.source_digest, &opts).unwrap());
     assert!(!unchanged(&path, None, &src.source_digest, &opts).unwrap());
 }
+
+/// A damaged database file is an error naming the file, never a panic or a
+/// verdict, and the file is left as it was (the snapshot reads the bytes in
+/// place, so this is also the in-place image's bad-input check).
+#[test]
+fn a_damaged_database_is_an_error_naming_the_file() {
+    let (_root, path, s) = fixture(|_| {});
+    let good = std::fs::read(&path).unwrap();
+    let page = u16::from_be_bytes([good[16], good[17]]) as usize;
+    let page = if page == 1 { 65536 } else { page };
+    assert!(good.len() >= 3 * page, "fixture has {} bytes", good.len());
+    let damages: Vec<(&str, Vec<u8>)> = vec![
+        ("not a database", {
+            let mut b = good.clone();
+            b[..16].copy_from_slice(b"SQLite format 2\0");
+            b
+        }),
+        ("cut mid-page", good[..page + page / 2].to_vec()),
+        ("a b-tree page of no type", {
+            let mut b = good.clone();
+            b[page] = 0xff;
+            b
+        }),
+        ("a cell pointer past the page", {
+            let mut b = good.clone();
+            // page 1's first cell pointer (after the 100-byte file header
+            // and its 12-byte interior or 8-byte leaf page header)
+            let header = if b[100] == 0x05 { 12 } else { 8 };
+            b[100 + header] = 0xff;
+            b[100 + header + 1] = 0xff;
+            b
+        }),
+    ];
+    let key = LegacyKey::default();
+    for (what, bytes) in damages {
+        std::fs::write(&path, &bytes).unwrap();
+        match read_source(&path, &options(&s, &key, false)) {
+            Err(e) => {
+                assert!(
+                    e.to_string().contains(&path.display().to_string()),
+                    "{what}: {e}"
+                );
+            }
+            Ok(src) => panic!("{what}: read as a source ({:?})", src.reason()),
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "{what}: file changed");
+    }
+}
