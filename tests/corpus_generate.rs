@@ -100,9 +100,9 @@ fn same_seed_gives_identical_bytes_and_another_seed_differs() {
     }
     assert_ne!(ta, tc);
     let same_names = ta.keys().filter(|k| tc.contains_key(*k)).count();
-    // only cli.log, expected.jsonl and scenario.json keep their names
+    // only cli.log, expected.jsonl, scenario.json and the marker keep their names
     assert!(
-        same_names <= 3,
+        same_names <= 4,
         "another seed should give other ids ({same_names} shared names)"
     );
 }
@@ -117,6 +117,55 @@ fn an_existing_corpus_is_replaced_only_with_force() {
     o.force = true;
     generate(&o).unwrap();
     assert_eq!(truth(d.path()).len(), 3);
+}
+
+/// `--force` must never delete what the generator did not write: a folder
+/// without the generator's marker (a real agy store, say) is refused and left
+/// byte for byte as it was.
+#[test]
+fn force_refuses_a_folder_the_generator_did_not_write() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    std::fs::create_dir_all(root.join("conversations")).unwrap();
+    std::fs::write(root.join("conversations/user.db"), b"the user's history").unwrap();
+    std::fs::write(root.join("conversations/user.db-wal"), b"wal").unwrap();
+    std::fs::write(root.join("conversations/old.pb"), b"sealed").unwrap();
+    std::fs::write(root.join("cli.log"), b"agy log").unwrap();
+    let before = tree(root);
+    let mut o = opts(root, 3, 1);
+    o.force = true;
+    let err = generate(&o).unwrap_err();
+    assert!(err.to_string().contains("generator.json"), "{err}");
+    assert_eq!(
+        tree(root),
+        before,
+        "a refused --force must not touch anything"
+    );
+    // a marker someone else wrote is no marker either
+    std::fs::create_dir_all(root.join(".truth")).unwrap();
+    std::fs::write(root.join(".truth/generator.json"), b"{\"files\": []}").unwrap();
+    let before = tree(root);
+    assert!(generate(&o).is_err());
+    assert_eq!(tree(root), before);
+}
+
+/// A generated corpus into which the user put a file of their own is not
+/// replaced either: nothing the marker does not list is ever removed.
+#[test]
+fn force_refuses_a_generated_corpus_holding_foreign_files() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    generate(&opts(root, 3, 1)).unwrap();
+    std::fs::write(root.join("conversations/mine.db"), b"mine").unwrap();
+    let before = tree(root);
+    let mut o = opts(root, 3, 2);
+    o.force = true;
+    let err = generate(&o).unwrap_err();
+    assert!(err.to_string().contains("mine.db"), "{err}");
+    assert_eq!(tree(root), before);
+    std::fs::remove_file(root.join("conversations/mine.db")).unwrap();
+    generate(&o).unwrap();
+    assert_eq!(truth(root).len(), 3);
 }
 
 #[test]

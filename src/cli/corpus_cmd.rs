@@ -33,7 +33,10 @@ pub struct GenerateArgs {
     /// Multiplier on content sizes and step counts (1 = the default corpus).
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
-    /// Replace a previously generated corpus in DIR.
+    /// Replace a corpus this command generated in DIR. Only a folder carrying
+    /// the generator's marker (.truth/generator.json) is replaced, only the
+    /// files the marker lists are removed, and a folder holding any other file
+    /// is refused untouched (a real agy store is never deleted).
     #[arg(long)]
     pub force: bool,
     /// Print the summary as JSON.

@@ -12,7 +12,10 @@
 //!   conversation), `.truth/daemon/<uuid>.full.json` and `.ordinary.json`
 //!   (what agy's daemon returns unrehydrated and rehydrated),
 //!   `.truth/scenario.json` (the plan), `.truth/faults.txt` (planned daemon
-//!   faults, when `--fault-rate` is nonzero).
+//!   faults, when `--fault-rate` is nonzero), `.truth/generator.json` (the
+//!   generator's marker: every file it may write; `--force` replaces only a
+//!   folder carrying it, removes only the files it lists, and refuses a folder
+//!   holding anything else).
 //!
 //! Stages: [`plan`] decides everything from the seed (cheap; the ground
 //! truth comes from it alone), [`content`] builds each conversation's stored
@@ -94,7 +97,8 @@ pub struct GenerateOptions {
     pub out: PathBuf,
     /// What to generate.
     pub plan: PlanOptions,
-    /// Replace a previous corpus in `out` (only the generated entries are removed).
+    /// Replace a previous corpus in `out`: only a folder carrying the
+    /// generator's marker ([`MARKER`]), and only the files it lists.
     pub force: bool,
 }
 
@@ -130,41 +134,193 @@ pub struct Summary {
     pub seconds: f64,
 }
 
-/// The entries a generation owns inside the store root.
-const OWNED: &[&str] = &["conversations", "implicit", ".truth", "cli.log"];
+/// The marker a generation leaves in its store root: the claim that this
+/// folder is a generated corpus, and the list of every file the generator
+/// may have written there. `--force` replaces only a folder that carries it,
+/// and removes only the files it lists.
+pub const MARKER: &str = ".truth/generator.json";
 
-fn prepare_out(out: &Path, force: bool) -> Result<(), CorpusError> {
-    if out.exists() {
-        let non_empty = std::fs::read_dir(out)
-            .map_err(|e| io(out, e))?
-            .next()
-            .is_some();
-        if non_empty {
-            if !force {
-                return Err(CorpusError::Usage(format!(
-                    "{} is not empty; pass --force to replace a generated corpus",
-                    out.display()
-                )));
-            }
-            for name in OWNED {
-                let p = out.join(name);
-                if p.is_dir() {
-                    std::fs::remove_dir_all(&p).map_err(|e| io(&p, e))?;
-                } else if p.exists() {
-                    std::fs::remove_file(&p).map_err(|e| io(&p, e))?;
+/// The marker's `generator` member.
+const MARKER_GENERATOR: &str = "agy-audit corpus generate";
+
+/// The marker document.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct Marker {
+    generator: String,
+    version: u32,
+    /// Every file the generation may write, relative to the store root.
+    files: Vec<String>,
+}
+
+/// Every file a generation of `plan` may write (the optional `-wal` files
+/// and `faults.txt` included), relative to the store root.
+fn planned_files(plan: &CorpusPlan) -> Vec<String> {
+    let mut files = vec!["cli.log".to_string()];
+    for cp in &plan.conversations {
+        match cp.format {
+            Format::Sqlite => {
+                files.push(format!("conversations/{}.db", cp.id));
+                files.push(format!("conversations/{}.db-wal", cp.id));
+                if cp.also_pb {
+                    files.push(format!("conversations/{}.pb", cp.id));
                 }
             }
+            Format::Protobuf => files.push(format!("conversations/{}.pb", cp.id)),
         }
+        files.push(format!(".truth/daemon/{}.full.json", cp.id));
+        files.push(format!(".truth/daemon/{}.ordinary.json", cp.id));
+    }
+    for ip in &plan.implicit {
+        files.push(format!("implicit/{}.pb", ip.id));
+    }
+    for f in ["expected.jsonl", "scenario.json", "faults.txt"] {
+        files.push(format!(".truth/{f}"));
+    }
+    files
+}
+
+/// The folders a generation creates, children before parents.
+const GENERATED_DIRS: &[&str] = &[".truth/daemon", ".truth", "implicit", "conversations"];
+
+/// Reads the marker of a store root that is to be replaced; anything but a
+/// marker this generator wrote refuses the replacement.
+fn read_marker(out: &Path) -> Result<Marker, CorpusError> {
+    let path = out.join(MARKER);
+    let refuse = |why: String| {
+        CorpusError::Usage(format!(
+            "{}: refusing to replace this folder: {why}; --force only replaces a corpus that \
+             `agy-audit corpus generate` wrote (it carries {MARKER})",
+            out.display()
+        ))
+    };
+    let meta = match std::fs::symlink_metadata(&path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(refuse(format!("it is not empty and has no {MARKER}")))
+        }
+        Err(e) => return Err(io(&path, e)),
+    };
+    if !meta.is_file() {
+        return Err(refuse(format!("{MARKER} is not a regular file")));
+    }
+    let bytes = std::fs::read(&path).map_err(|e| io(&path, e))?;
+    let marker: Marker = serde_json::from_slice(&bytes)
+        .map_err(|e| refuse(format!("{MARKER} is not the generator's marker ({e})")))?;
+    if marker.generator != MARKER_GENERATOR || marker.version != 1 {
+        return Err(refuse(format!("{MARKER} is not the generator's marker")));
+    }
+    Ok(marker)
+}
+
+/// Removes a previous generation: every entry in the folder must be one the
+/// marker lists (or a folder the generator creates); anything else stops the
+/// replacement before a single file is removed.
+fn remove_previous(out: &Path) -> Result<(), CorpusError> {
+    let marker = read_marker(out)?;
+    let listed: std::collections::HashSet<PathBuf> =
+        marker.files.iter().map(PathBuf::from).collect();
+    for name in &marker.files {
+        let rel = Path::new(name);
+        let plain = rel
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if !plain {
+            return Err(CorpusError::Usage(format!(
+                "{}: refusing to replace this folder: {MARKER} lists `{name}`, outside the corpus",
+                out.display()
+            )));
+        }
+    }
+    let mut to_remove = Vec::new();
+    for entry in walkdir::WalkDir::new(out).min_depth(1) {
+        let entry = entry.map_err(|e| {
+            let p = e.path().unwrap_or(out).to_path_buf();
+            io(&p, e.into())
+        })?;
+        let rel = entry.path().strip_prefix(out).unwrap_or(entry.path());
+        let is_dir = entry.file_type().is_dir();
+        let generated_dir = GENERATED_DIRS.iter().any(|d| Path::new(d) == rel);
+        if rel == Path::new(MARKER) || (is_dir && generated_dir) {
+            continue;
+        }
+        if !entry.file_type().is_file() || !listed.contains(rel) {
+            return Err(CorpusError::Usage(format!(
+                "{}: refusing to replace this folder: {} was not written by the generator \
+                 (move it away first); nothing was removed",
+                out.display(),
+                entry.path().display()
+            )));
+        }
+        to_remove.push(entry.path().to_path_buf());
+    }
+    for p in to_remove {
+        std::fs::remove_file(&p).map_err(|e| io(&p, e))?;
+    }
+    let marker_path = out.join(MARKER);
+    std::fs::remove_file(&marker_path).map_err(|e| io(&marker_path, e))?;
+    for d in GENERATED_DIRS {
+        let p = out.join(d);
+        match std::fs::remove_dir(&p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(&p, e)),
+        }
+    }
+    Ok(())
+}
+
+fn prepare_out(out: &Path, force: bool, plan: &CorpusPlan) -> Result<(), CorpusError> {
+    match std::fs::symlink_metadata(out) {
+        Ok(m) if !m.is_dir() => {
+            return Err(CorpusError::Usage(format!(
+                "{}: not a directory",
+                out.display()
+            )))
+        }
+        Ok(_) => {
+            let non_empty = std::fs::read_dir(out)
+                .map_err(|e| io(out, e))?
+                .next()
+                .is_some();
+            if non_empty {
+                if !force {
+                    return Err(CorpusError::Usage(format!(
+                        "{} is not empty; pass --force to replace a corpus this command generated",
+                        out.display()
+                    )));
+                }
+                remove_previous(out)?;
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io(out, e)),
     }
     for d in ["conversations", "implicit", ".truth/daemon"] {
         let p = out.join(d);
         std::fs::create_dir_all(&p).map_err(|e| io(&p, e))?;
     }
+    // The claim comes first: an interrupted generation can still be replaced.
+    let marker = Marker {
+        generator: MARKER_GENERATOR.to_string(),
+        version: 1,
+        files: planned_files(plan),
+    };
+    let bytes =
+        serde_json::to_vec_pretty(&marker).map_err(|e| CorpusError::Build(e.to_string()))?;
+    write(&out.join(MARKER), &bytes)?;
     Ok(())
 }
 
+/// Writes a new file; never follows or replaces an existing entry (a
+/// symlink planted in a generated folder is not written through).
 fn write(path: &Path, bytes: &[u8]) -> Result<u64, CorpusError> {
-    std::fs::write(path, bytes).map_err(|e| io(path, e))?;
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| io(path, e))?;
+    f.write_all(bytes).map_err(|e| io(path, e))?;
     Ok(bytes.len() as u64)
 }
 
@@ -309,8 +465,8 @@ pub fn generate(opts: &GenerateOptions) -> Result<Summary, CorpusError> {
     if !(opts.plan.scale > 0.0 && opts.plan.scale <= 4.0) {
         return Err(CorpusError::Usage("--scale must be within (0, 4]".into()));
     }
-    prepare_out(&opts.out, opts.force)?;
     let plan = plan_corpus(&opts.plan);
+    prepare_out(&opts.out, opts.force, &plan)?;
     let b = Builder::new(Schema::modeled()?);
     let scratch = tempfile::tempdir().map_err(|e| io(Path::new("<tempdir>"), e))?;
     let seed = plan.seed;
