@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{path}: {source}")]
+    #[error("{path}: {}", crate::util::io_text(source))]
     Io {
         path: PathBuf,
         #[source]
@@ -27,6 +27,9 @@ pub enum Error {
     Write(#[from] crate::util::atomic::WriteError),
     #[error("{0}")]
     Usage(String),
+    /// The daemon cannot be used at all (checked once, before any work).
+    #[error(transparent)]
+    Daemon(#[from] crate::rpc::RpcError),
 }
 
 impl Error {

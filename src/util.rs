@@ -27,3 +27,24 @@ mod tests {
         assert_eq!(super::hex(&[0x00, 0xab, 0xff]), "00abff");
     }
 }
+
+/// An I/O error's text without the trailing ` (os error N)`: the words say
+/// it, the number only repeats it.
+pub fn io_text(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" (os error ") {
+        Some(at) if text.ends_with(')') => text[..at].to_string(),
+        _ => text,
+    }
+}
+
+#[cfg(test)]
+mod io_text_tests {
+    #[test]
+    fn the_os_error_number_is_dropped() {
+        let e = std::io::Error::from_raw_os_error(2);
+        assert_eq!(super::io_text(&e), "No such file or directory");
+        let plain = std::io::Error::other("plain words");
+        assert_eq!(super::io_text(&plain), "plain words");
+    }
+}

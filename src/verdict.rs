@@ -70,7 +70,7 @@ classes! {
     SourceOnlyPrompt23 => "source-only-prompt23", Unknown, "ChatMessagePrompt field 23 outside its declared path, shape or derivation.";
     LegacyAuthentication => "legacy-authentication", Unknown, "A legacy .pb that does not authenticate under the key.";
     UnqualifiedProjection => "unqualified-projection", Unknown, "A step whose presentation no qualified rule predicts.";
-    DaemonUnavailable => "daemon-unavailable", Unknown, "The daemon could not be reached or did not answer usably.";
+    DaemonUnavailable => "daemon-unavailable", Unknown, "The daemon could not be reached or did not answer usably: the session is not fetched and gets no verdict (see `Outcome::NotFetched`).";
     MissingEvidence => "missing-evidence", Unknown, "A response or attestation needed for a verdict is missing.";
     ProfileChanged => "profile-changed", Unknown, "The attestation was minted under another profile.";
     FullMismatch => "full-mismatch", Incomplete, "The full raw RPC differs from the persisted trajectory.";
@@ -82,6 +82,41 @@ classes! {
 impl fmt::Display for ReasonClass {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.id())
+    }
+}
+
+/// What a session's record says: one of the four verdicts, or no verdict at
+/// all because the evidence is missing. A not-fetched session (the daemon
+/// failed) and an error (the source could not be read) never count as a
+/// finished audit: the manifest stays `complete: false` and `--resume`
+/// retries them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    Verdict(VerdictKind),
+    /// The daemon could not be used for this session (no verdict).
+    NotFetched,
+    /// The source could not be read (I/O, a damaged file).
+    Error,
+}
+
+impl Outcome {
+    /// The outcome of a record's verdict and reason class.
+    pub fn of(verdict: Option<VerdictKind>, class: Option<ReasonClass>) -> Outcome {
+        match (verdict, class) {
+            (Some(v), _) => Outcome::Verdict(v),
+            (None, Some(ReasonClass::DaemonUnavailable)) => Outcome::NotFetched,
+            (None, _) => Outcome::Error,
+        }
+    }
+
+    /// `verified`, `verified-source-only`, `unknown`, `incomplete`,
+    /// `not-fetched` or `error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Verdict(v) => v.as_str(),
+            Outcome::NotFetched => "not-fetched",
+            Outcome::Error => "error",
+        }
     }
 }
 
@@ -119,7 +154,8 @@ impl fmt::Display for Refusal {
 pub mod exit {
     /// Success: the command did what it was asked; every source qualified.
     pub const OK: i32 = 0;
-    /// An error: I/O, a corrupt file, a daemon that could not be used.
+    /// An error: I/O, a corrupt file, a daemon that could not be used (a
+    /// session not fetched), a manifest that is not complete.
     pub const ERROR: i32 = 1;
     /// A usage error (bad flags or arguments).
     pub const USAGE: i32 = 2;
@@ -127,4 +163,7 @@ pub mod exit {
     pub const UNKNOWN: i32 = 3;
     /// A source or attestation is incomplete (mismatch, changed source or payload).
     pub const INCOMPLETE: i32 = 4;
+    /// Interrupted (Ctrl-C): a sweep leaves a valid `complete: false`
+    /// manifest to continue with `--resume`; a second Ctrl-C aborts at once.
+    pub const INTERRUPTED: i32 = 130;
 }

@@ -79,7 +79,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     }
     if let Some(repeat) = a.rss_probe {
         let _ = offline_verify(&schema, &key, &paths, repeat)?;
-        println!("{}", peak_rss_bytes().unwrap_or(0));
+        outln!("{}", peak_rss_bytes().unwrap_or(0));
         return Ok(0);
     }
     let (fig, encodings) = offline_verify_passes(&schema, &key, &paths, 1, a.passes as usize)?;
@@ -129,30 +129,30 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         .map(|p| fig.mb_per_sec / p);
     if a.json {
         let out = json!({"corpus": root, "offline": fig, "peer": peer, "verifyOverPeer": peer_ratio, "rss": rss, "sweep": sweep});
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        println!(
+        outln!(
             "corpus: {} ({} sources: {} qualified and timed, {} refused in an untimed pass)",
             root.display(),
             fig.qualified + fig.refused,
             fig.qualified,
             fig.refused
         );
-        println!(
+        outln!(
             "offline verify (1 core): {:.1} conversations/s, {:.0} steps/s, {:.1} MB/s ({:.1} MB in {:.2} s; median of {} passes, fastest {:.1}, slowest {:.1} MB/s)",
             fig.conversations_per_sec, fig.steps_per_sec, fig.mb_per_sec, fig.bytes as f64 / 1e6, fig.seconds,
             fig.passes, fig.fastest_mb_per_sec, fig.slowest_mb_per_sec
         );
-        println!(
+        outln!(
             "sha-256 over the same bytes: {:.1} MB/s; verify / sha-256 = {:.3}",
             fig.sha256_mb_per_sec, fig.ratio_to_sha256
         );
         match (peer.get("mbPerSec").and_then(|v| v.as_f64()), peer_ratio) {
-            (Some(p), Some(r)) => println!(
+            (Some(p), Some(r)) => outln!(
                 "peer python-protobuf ({}): {p:.1} MB/s; verify / peer = {r:.3}",
                 peer["backend"].as_str().unwrap_or("?")
             ),
-            _ => println!(
+            _ => outln!(
                 "peer: {}",
                 peer.get("skipped")
                     .and_then(|v| v.as_str())
@@ -160,7 +160,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
             ),
         }
         if let (Some(one), Some(ten)) = (rss["peakRss1x"].as_u64(), rss["peakRss10x"].as_u64()) {
-            println!(
+            outln!(
                 "peak RSS: 1× {:.1} MB, 10× {:.1} MB (ratio {:.2})",
                 one as f64 / 1e6,
                 ten as f64 / 1e6,
@@ -168,7 +168,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
             );
         }
         if let Some(w) = sweep.get("wallSeconds").and_then(|v| v.as_f64()) {
-            println!(
+            outln!(
                 "sweep vs daemon-sim ({} conversations, {} ms latency, concurrency {}, {} jobs): wall {w:.2} s, ideal {:.2} s, wall / ideal = {:.2} ({} verified, {} unknown, {} incomplete, {} error)",
                 sweep["conversations"], sweep["latencyMs"], sweep["concurrency"], sweep["jobs"],
                 sweep["idealSeconds"].as_f64().unwrap_or(0.0),
@@ -176,7 +176,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
                 sweep["verified"], sweep["unknown"], sweep["incomplete"], sweep["error"]
             );
         } else if let Some(s) = sweep.get("skipped").and_then(|v| v.as_str()) {
-            println!("sweep: skipped: {s}");
+            outln!("sweep: skipped: {s}");
         }
     }
     Ok(0)

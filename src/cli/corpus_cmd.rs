@@ -62,10 +62,10 @@ pub fn run(cmd: CorpusCommand) -> anyhow::Result<i32> {
             let s =
                 generate(&opts).with_context(|| format!("generating into {}", a.out.display()))?;
             if a.json {
-                println!("{}", serde_json::to_string_pretty(&s)?);
+                outln!("{}", serde_json::to_string_pretty(&s)?);
                 return Ok(0);
             }
-            println!(
+            outln!(
                 "wrote {} conversations ({} sqlite, {} legacy .pb, {} with both, {} -wal) to {}",
                 s.conversations,
                 s.sqlite,
@@ -74,7 +74,7 @@ pub fn run(cmd: CorpusCommand) -> anyhow::Result<i32> {
                 s.wal_files,
                 a.out.display()
             );
-            println!(
+            outln!(
                 "steps {}; sources {:.1} MB (largest {:.1} MB); total {:.1} MB; {:.1}s",
                 s.steps,
                 s.source_bytes as f64 / 1e6,
@@ -83,7 +83,7 @@ pub fn run(cmd: CorpusCommand) -> anyhow::Result<i32> {
                 s.seconds
             );
             let v: Vec<String> = s.verdicts.iter().map(|(k, n)| format!("{k}={n}")).collect();
-            println!("truth: {}", v.join(" "));
+            outln!("truth: {}", v.join(" "));
             Ok(0)
         }
     }

@@ -23,7 +23,7 @@ pub struct DaemonSimArgs {
     /// version-skew, http-500, http-503, reset, latency:MS, jitter:MS, hang,
     /// truncated-body, oversized-body[:BYTES], invalid-json, mutate-source,
     /// not-loaded. DIR/.truth/faults.txt is loaded too.
-    #[arg(long = "fault", value_name = "SPEC")]
+    #[arg(long = "fault", value_name = "SPEC", value_parser = check_fault)]
     pub faults: Vec<String>,
     /// Seed of rate faults and jitter.
     #[arg(long, default_value_t = 1)]
@@ -34,6 +34,11 @@ pub struct DaemonSimArgs {
     /// Stop after this many seconds (default: run until killed).
     #[arg(long, value_name = "SECS")]
     pub duration: Option<u64>,
+}
+
+/// A `--fault` that does not parse is a usage error naming the flag.
+fn check_fault(s: &str) -> Result<String, String> {
+    FaultSpec::parse(s).map(|_| s.to_string()).map_err(|e| e.to_string())
 }
 
 /// Runs the simulated daemon in the foreground.
@@ -51,7 +56,7 @@ pub fn run(a: DaemonSimArgs) -> anyhow::Result<i32> {
     opts.seed = a.seed;
     opts.load_fault_file = !a.no_fault_file;
     let sim = DaemonSim::start(opts).context("starting the simulated daemon")?;
-    println!(
+    outln!(
         "daemon-sim: serving {} at {} ({} faults)",
         a.store.display(),
         sim.url(),

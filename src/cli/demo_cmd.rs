@@ -183,19 +183,19 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
     )?;
     let (agree, false_verified, off) = agreement(&m, &store)?;
     let c = &m.counts;
-    println!(
+    outln!(
         "demo: {} sessions: verified={} verifiedSourceOnly={} unknown={} incomplete={} error={} in {:.2}s (concurrency {})",
         c.selected, c.verified, c.verified_source_only, c.unknown, c.incomplete, c.error, m.timing.wall_seconds, a.concurrency
     );
-    println!("demo: verdicts agreeing with the ground truth: {agree}/{} (false verified: {false_verified})", m.sessions.len());
+    outln!("demo: verdicts agreeing with the ground truth: {agree}/{} (false verified: {false_verified})", m.sessions.len());
     for o in off.iter().take(10) {
-        println!("demo:   disagreement {o}");
+        outln!("demo:   disagreement {o}");
     }
-    println!(
+    outln!(
         "demo: manifest {}",
         sweep_dir.join(crate::manifest::MANIFEST_FILE).display()
     );
-    println!("demo: report {}", report.display());
+    outln!("demo: report {}", report.display());
     Ok(if off.is_empty() && m.complete {
         exit::OK
     } else {

@@ -5,6 +5,17 @@
 use crate::verdict::exit;
 use clap::{Parser, Subcommand};
 
+/// `println!` that returns the write error instead of panicking: a reader
+/// that closed standard output (`| head -1`) ends the command quietly
+/// ([`broken_pipe`]), like other Unix tools. Use it inside functions that
+/// return `anyhow::Result`.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)?
+    }};
+}
+
 mod bench_cmd;
 mod common;
 mod corpus_cmd;
@@ -97,11 +108,48 @@ pub fn main() -> i32 {
     match result {
         Ok(code) => code,
         Err(e) if broken_pipe(&e) => exit::OK,
+        Err(e) if usage(&e) => {
+            eprintln!("agy-audit: usage error: {}", chain_text(&e));
+            exit::USAGE
+        }
         Err(e) => {
-            eprintln!("agy-audit: error: {e:#}");
+            eprintln!("agy-audit: error: {}", chain_text(&e));
             exit::ERROR
         }
     }
+}
+
+/// The error and its causes joined by `: `, each said once: a cause whose
+/// words the message already holds (an I/O error under the library's
+/// `path: words` error) is not repeated, nor is the `(os error N)` number.
+pub fn chain_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let part = match cause.downcast_ref::<std::io::Error>() {
+            Some(io) => crate::util::io_text(io),
+            None => cause.to_string(),
+        };
+        if part.is_empty() || text.contains(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    text
+}
+
+/// A usage error raised past argument parsing (a flag's value that only the
+/// library can judge): exit 2, like clap's own.
+fn usage(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        matches!(c.downcast_ref::<crate::Error>(), Some(crate::Error::Usage(_)))
+            || matches!(
+                c.downcast_ref::<crate::corpus::CorpusError>(),
+                Some(crate::corpus::CorpusError::Usage(_))
+            )
+    })
 }
 
 /// A reader that closed our standard output (`| head`) is not an error.

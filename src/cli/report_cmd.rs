@@ -28,7 +28,10 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
     let m =
         Manifest::parse(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", a.manifest.display()))?;
     match &a.out {
-        None => print!("{}", render_report(&m, None)),
+        None => {
+            use std::io::Write as _;
+            std::io::stdout().lock().write_all(render_report(&m, None).as_bytes())?
+        }
         Some(out) => {
             let svg = out.with_extension("svg");
             let name = svg.file_name().map(|n| n.to_string_lossy().into_owned());

@@ -53,7 +53,10 @@ pub fn run(cmd: SchemaCommand) -> anyhow::Result<i32> {
         }
         SchemaCommand::Info(a) => {
             let schema = Schema::load(a.schema.as_deref())?;
-            print!("{}", describe(&schema));
+            {
+                use std::io::Write as _;
+                std::io::stdout().lock().write_all(describe(&schema).as_bytes())?;
+            }
             Ok(0)
         }
     }

@@ -4,37 +4,55 @@ use super::common::{DecodeArgs, RootArg};
 use super::daemon_args::DaemonArgs;
 use crate::pipeline::{sweep, ProgressMode, SweepOptions};
 use crate::verdict::exit;
-use anyhow::{bail, Context};
 use clap::Args;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+/// The most conversations fetched at once.
+pub const MAX_CONCURRENCY: usize = 256;
+/// The most decode threads.
+pub const MAX_JOBS: usize = 256;
+
+const SWEEP_EXIT: &str = "\
+Exit codes:
+  0    every selected source verified (with or without source-only fields)
+  1    an error: a source could not be read, the daemon could not be used
+       (sessions recorded as not-fetched; the manifest is complete: false;
+       --resume fetches them again), or an output could not be written
+  2    usage error
+  3    a source was refused as unknown (unsupported representation)
+  4    a source is incomplete (mismatch, changed source)
+  130  interrupted by Ctrl-C: in-flight fetches are abandoned, the manifest
+       is complete: false, --resume continues; a second Ctrl-C aborts at once";
 
 /// Requalify a whole store against the daemon: every conversation verified,
 /// verified with source-only fields, unknown or incomplete, in a version-5
 /// manifest with per-session raw responses and sidecars.
 #[derive(Debug, Args)]
+#[command(after_help = SWEEP_EXIT)]
 pub struct SweepArgs {
     #[command(flatten)]
     pub root: RootArg,
     /// Output directory; must not exist (unless --resume). Created mode 0700.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
-    /// Most conversations fetched at once. Each sends LoadTrajectory, then its
-    /// full and ordinary GetCascadeTrajectory together, so up to twice this
-    /// many requests are in flight.
-    #[arg(long, default_value_t = 8)]
+    /// Most conversations fetched at once (1 to 256). Each sends
+    /// LoadTrajectory, then its full and ordinary GetCascadeTrajectory
+    /// together, so up to twice this many requests are in flight.
+    #[arg(long, default_value_t = 8, value_parser = concurrency_value)]
     pub concurrency: usize,
-    /// Decode threads (default: the number of CPUs).
-    #[arg(long)]
+    /// Decode threads (1 to 256; default: the number of CPUs).
+    #[arg(long, value_parser = jobs_value)]
     pub jobs: Option<usize>,
-    /// Continue an interrupted sweep in --out.
+    /// Continue an interrupted sweep in --out (same --root and --shard; the
+    /// daemon may have restarted on another port: each session records the
+    /// endpoint it was fetched from). Sessions not fetched are tried again.
     #[arg(long)]
     pub resume: bool,
     /// Only the i-th of n shards (1-based), e.g. 2/4.
-    #[arg(long, value_name = "i/n")]
-    pub shard: Option<String>,
+    #[arg(long, value_name = "i/n", value_parser = parse_shard)]
+    pub shard: Option<(usize, usize)>,
     /// Only the summary (no progress bars or per-session lines).
     #[arg(long)]
     pub quiet: bool,
@@ -44,67 +62,130 @@ pub struct SweepArgs {
     pub decode: DecodeArgs,
 }
 
-pub fn parse_shard(s: &str) -> anyhow::Result<(usize, usize)> {
-    let (i, n) = s.split_once('/').context("--shard takes i/n, e.g. 1/4")?;
-    let (i, n): (usize, usize) = (i.trim().parse()?, n.trim().parse()?);
+fn bounded(s: &str, max: usize) -> Result<usize, String> {
+    let n: usize = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a whole number"))?;
+    if n == 0 || n > max {
+        return Err(format!("must be between 1 and {max}, got {n}"));
+    }
+    Ok(n)
+}
+
+/// `--concurrency`: 1 to [`MAX_CONCURRENCY`].
+pub fn concurrency_value(s: &str) -> Result<usize, String> {
+    bounded(s, MAX_CONCURRENCY)
+}
+
+/// `--jobs`: 1 to [`MAX_JOBS`].
+pub fn jobs_value(s: &str) -> Result<usize, String> {
+    bounded(s, MAX_JOBS)
+}
+
+/// `--shard i/n`: 1 <= i <= n.
+pub fn parse_shard(s: &str) -> Result<(usize, usize), String> {
+    let (i, n) = s
+        .split_once('/')
+        .ok_or_else(|| format!("`{s}`: takes i/n, e.g. 1/4"))?;
+    let num = |x: &str| {
+        x.trim()
+            .parse::<usize>()
+            .map_err(|_| format!("`{s}`: takes i/n with whole numbers, e.g. 1/4"))
+    };
+    let (i, n) = (num(i)?, num(n)?);
     if n == 0 || i == 0 || i > n {
-        bail!("--shard {s}: need 1 <= i <= n");
+        return Err(format!("`{s}`: need 1 <= i <= n"));
     }
     Ok((i, n))
+}
+
+/// How progress is shown: bars on a capable terminal, a line per session
+/// on a dumb terminal or when standard error is not a terminal.
+pub fn progress_mode(quiet: bool) -> ProgressMode {
+    use std::io::IsTerminal;
+    let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
+    if quiet {
+        ProgressMode::Quiet
+    } else if std::io::stderr().is_terminal() && !dumb {
+        ProgressMode::Bars
+    } else {
+        ProgressMode::Lines
+    }
+}
+
+/// Installs the Ctrl-C handler: the first sets `stop` (in-flight fetches are
+/// abandoned, the manifest stays resumable), the second aborts at once.
+pub fn interrupt_flag() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let _ = ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::SeqCst) {
+            eprintln!("agy-audit: aborted");
+            std::process::exit(exit::INTERRUPTED);
+        }
+        eprintln!("agy-audit: interrupted: draining (in-flight fetches are abandoned; Ctrl-C again to abort)");
+    });
+    stop
 }
 
 pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
     let (schema, key) = a.decode.load()?;
     let root = a.root.get();
     let endpoint = a.daemon.endpoint(&root)?;
-    let progress = if a.quiet {
-        ProgressMode::Quiet
-    } else if std::io::stderr().is_terminal() {
-        ProgressMode::Bars
-    } else {
-        ProgressMode::Lines
-    };
+    let stop = interrupt_flag();
     let opts = SweepOptions {
         root: root.clone(),
         out: a.out.clone(),
         endpoint,
-        client: a.daemon.client_options(),
-        concurrency: a.concurrency.max(1),
+        client: a.daemon.client_options(Some(stop.clone())),
+        concurrency: a.concurrency,
         jobs: a.jobs.unwrap_or_else(|| {
             std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(2)
+                .min(MAX_JOBS)
         }),
         resume: a.resume,
-        shard: a.shard.as_deref().map(parse_shard).transpose()?,
+        shard: a.shard,
         bracket_retries: a.daemon.bracket_retries,
-        progress,
+        progress: progress_mode(a.quiet),
     };
-    let stop = Arc::new(AtomicBool::new(false));
-    {
-        let stop = stop.clone();
-        let _ = ctrlc::set_handler(move || {
-            if stop.swap(true, Ordering::SeqCst) {
-                std::process::exit(130);
-            }
-            eprintln!("agy-audit: interrupted: draining in-flight work (Ctrl-C again to abort)");
-        });
-    }
     let summary = sweep(&schema, &key, &opts, stop)?;
-    let c = &summary.manifest.counts;
+    let m = &summary.manifest;
+    let c = &m.counts;
     eprintln!(
-        "audit-sweep: selected={} verified={} verifiedSourceOnly={} unknown={} incomplete={} error={} complete={} wall={:.2}s manifest={}",
+        "audit-sweep: selected={} verified={} verifiedSourceOnly={} unknown={} incomplete={} notFetched={} error={} complete={} wall={:.2}s manifest={}",
         c.selected,
         c.verified,
         c.verified_source_only,
         c.unknown,
         c.incomplete,
+        c.not_fetched,
         c.error,
-        summary.manifest.complete,
-        summary.manifest.timing.wall_seconds,
+        m.complete,
+        m.timing.wall_seconds,
         summary.out.join(crate::manifest::MANIFEST_FILE).display()
     );
-    Ok(if summary.interrupted || c.error > 0 {
+    if let Some(why) = &summary.daemon_down {
+        eprintln!("audit-sweep: the daemon stopped answering: {why}");
+    }
+    if !m.complete {
+        let shard = a
+            .shard
+            .map(|(i, n)| format!(" --shard {i}/{n}"))
+            .unwrap_or_default();
+        eprintln!(
+            "audit-sweep: {} session{} still without a verdict; continue with: agy-audit audit-sweep --root {} --out {}{shard} --resume",
+            summary.pending,
+            if summary.pending == 1 { "" } else { "s" },
+            m.root,
+            summary.out.display()
+        );
+    }
+    Ok(if summary.interrupted {
+        exit::INTERRUPTED
+    } else if summary.daemon_down.is_some() || c.error > 0 || c.not_fetched > 0 {
         exit::ERROR
     } else if c.incomplete > 0 {
         exit::INCOMPLETE

@@ -53,7 +53,7 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
         )
         .with_context(|| format!("{}: not JSON", out.display()))?;
         let Some(saved) = completeness_of(&doc) else {
-            println!(
+            outln!(
                 "UNKNOWN {} (no attestation in {}: missing evidence)",
                 path.display(),
                 out.display()
@@ -106,11 +106,11 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
                 exit::UNKNOWN,
             )
         };
-        println!("{status} {}", path.display());
+        outln!("{status} {}", path.display());
         return Ok(code);
     }
     let endpoint = a.daemon.endpoint(&root)?;
-    let client = DaemonClient::new(&endpoint, a.daemon.client_options())?;
+    let client = DaemonClient::new(&endpoint, a.daemon.client_options(None))?;
     let ctx = AuditContext {
         schema: &schema,
         key: &key,
@@ -133,7 +133,7 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
                     protected,
                 },
             )?;
-            println!(
+            outln!(
                 "synced {} {verdict}{} wrote {}",
                 r.file_id,
                 r.reason
@@ -143,7 +143,7 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
                 out.display()
             );
         }
-        None => println!(
+        None => outln!(
             "{} {} ({})",
             verdict.to_uppercase(),
             r.file_id,

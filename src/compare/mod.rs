@@ -33,10 +33,16 @@ impl Mismatch {
             ReasonClass::FullMismatch => "full raw RPC differs from the persisted trajectory",
             _ => "ordinary RPC differs from the projection",
         };
+        // The first difference is the location; the detail names the rule
+        // and only the other differences, so no path is said twice.
+        let detail = match self.paths.get(1..) {
+            Some(rest) if !rest.is_empty() => format!("{what}; also {}", rest.join("; ")),
+            _ => what.to_string(),
+        };
         Refusal::new(
             self.class,
             self.paths.first().cloned().unwrap_or_default(),
-            format!("{what}: {}", self.paths.join("; ")),
+            detail,
         )
     }
 }

@@ -50,7 +50,7 @@ use std::time::Instant;
 #[derive(Debug, thiserror::Error)]
 pub enum CorpusError {
     /// A file could not be read or written.
-    #[error("{path}: {source}")]
+    #[error("{path}: {}", crate::util::io_text(source))]
     Io {
         /// The file.
         path: PathBuf,
@@ -420,12 +420,12 @@ fn implicit_trajectory(
 
 /// The truth line of one conversation.
 pub fn truth_line(cp: &ConvPlan) -> serde_json::Value {
-    let (verdict, reason) = cp.expected();
+    let (_, reason) = cp.expected();
     json!({
         "fileId": cp.id,
         "cascadeId": cp.id,
         "format": match cp.format { Format::Sqlite => "sqlite", Format::Protobuf => "protobuf" },
-        "verdict": verdict.as_str(),
+        "verdict": cp.expected_outcome().as_str(),
         "reasonClass": reason.map(|r| r.id()),
         "rules": cp.rules().iter().map(|r| r.id()).collect::<Vec<_>>(),
         "steps": cp.steps.len(),
@@ -498,8 +498,11 @@ pub fn generate(opts: &GenerateOptions) -> Result<Summary, CorpusError> {
         let t = truth_line(cp);
         lines.push_str(&t.to_string());
         lines.push('\n');
-        let (v, r) = cp.expected();
-        *summary.verdicts.entry(v.as_str().to_string()).or_default() += 1;
+        let r = cp.expected().1;
+        *summary
+            .verdicts
+            .entry(cp.expected_outcome().as_str().to_string())
+            .or_default() += 1;
         if let Some(r) = r {
             *summary.reasons.entry(r.id().to_string()).or_default() += 1;
         }

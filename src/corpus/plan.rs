@@ -828,7 +828,17 @@ impl ConvPlan {
         set.into_iter().collect()
     }
 
-    /// The expected verdict and reason class.
+    /// The expected record: a verdict, or `not-fetched` for a planned daemon
+    /// failure (class `daemon-unavailable` mints no verdict).
+    pub fn expected_outcome(&self) -> crate::verdict::Outcome {
+        match self.expected() {
+            (_, Some(ReasonClass::DaemonUnavailable)) => crate::verdict::Outcome::NotFetched,
+            (v, _) => crate::verdict::Outcome::Verdict(v),
+        }
+    }
+
+    /// The expected verdict and reason class (see [`Self::expected_outcome`]
+    /// for daemon failures, which mint no verdict).
     pub fn expected(&self) -> (VerdictKind, Option<ReasonClass>) {
         if let Some(n) = self.near_miss {
             return (n.class().verdict(), Some(n.class()));

@@ -3,7 +3,7 @@
 
 use crate::pipeline::audit::SessionResult;
 use crate::source::Format;
-use crate::verdict::{ReasonClass, VerdictKind};
+use crate::verdict::{Outcome, ReasonClass, VerdictKind};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -21,12 +21,16 @@ pub struct Counts {
     pub verified_source_only: u64,
     pub sqlite: u64,
     pub protobuf: u64,
-    /// Failures across both formats (unknown + incomplete + error).
+    /// Failures across both formats (unknown + incomplete + not fetched + error).
     pub not_verified: u64,
     /// The legacy (protobuf) subset of `notVerified`.
     pub legacy_unverifiable: u64,
     pub unknown: u64,
     pub incomplete: u64,
+    /// Sessions the daemon could not be used for (no verdict; retried by `--resume`).
+    #[serde(default)]
+    pub not_fetched: u64,
+    /// Sources that could not be read (no verdict).
     pub error: u64,
 }
 
@@ -37,24 +41,28 @@ impl Counts {
             Format::Sqlite => self.sqlite += 1,
             Format::Protobuf => self.protobuf += 1,
         }
-        let failed = match s.verdict {
-            Some(VerdictKind::Verified) => {
+        let failed = match s.outcome() {
+            Outcome::Verdict(VerdictKind::Verified) => {
                 self.verified += 1;
                 false
             }
-            Some(VerdictKind::VerifiedSourceOnly) => {
+            Outcome::Verdict(VerdictKind::VerifiedSourceOnly) => {
                 self.verified_source_only += 1;
                 false
             }
-            Some(VerdictKind::Unknown) => {
+            Outcome::Verdict(VerdictKind::Unknown) => {
                 self.unknown += 1;
                 true
             }
-            Some(VerdictKind::Incomplete) => {
+            Outcome::Verdict(VerdictKind::Incomplete) => {
                 self.incomplete += 1;
                 true
             }
-            None => {
+            Outcome::NotFetched => {
+                self.not_fetched += 1;
+                true
+            }
+            Outcome::Error => {
                 self.error += 1;
                 true
             }
@@ -78,7 +86,8 @@ pub struct SessionRecord {
     pub profile: String,
     pub source_digest: String,
     pub payload_digest: Option<String>,
-    /// `null` for an error (the source could not be read).
+    /// `null` when no verdict was reached: not fetched (reasonClass
+    /// `daemon-unavailable`) or an error (the source could not be read).
     pub verdict: Option<VerdictKind>,
     pub reason: Option<String>,
     pub reason_class: Option<ReasonClass>,
@@ -89,6 +98,10 @@ pub struct SessionRecord {
     pub bytes: u64,
     #[serde(default)]
     pub step_types: BTreeMap<String, u64>,
+    /// The daemon this session was fetched from (a resumed sweep may talk
+    /// to a restarted daemon on another port).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
 }
 
 impl SessionRecord {
@@ -107,12 +120,25 @@ impl SessionRecord {
             steps: r.steps,
             bytes: r.bytes,
             step_types: r.step_types.clone(),
+            endpoint: None,
         }
     }
 
-    /// `verified`, `verified-source-only`, `unknown`, `incomplete` or `error`.
+    /// The record's outcome: a verdict, not fetched, or an error.
+    pub fn outcome(&self) -> Outcome {
+        Outcome::of(self.verdict, self.reason_class)
+    }
+
+    /// `verified`, `verified-source-only`, `unknown`, `incomplete`,
+    /// `not-fetched` or `error`.
     pub fn verdict_str(&self) -> &'static str {
-        self.verdict.map(VerdictKind::as_str).unwrap_or("error")
+        self.outcome().as_str()
+    }
+
+    /// A verdict was reached (not `not-fetched`, not `error`): `--resume`
+    /// keeps it; everything else is retried.
+    pub fn settled(&self) -> bool {
+        matches!(self.outcome(), Outcome::Verdict(_))
     }
 }
 

@@ -39,6 +39,10 @@ pub struct SessionResult {
     pub bytes: u64,
     /// Steps by type name (CORTEX_STEP_TYPE_ prefix dropped).
     pub step_types: BTreeMap<String, u64>,
+    /// The fetch was abandoned (Ctrl-C) or the daemon went away: nothing
+    /// about this session is known, so the sweep does not record it and
+    /// `--resume` fetches it again.
+    pub abandoned: bool,
 }
 
 /// Everything `audit_decoded` needs besides the source.
@@ -118,6 +122,7 @@ pub fn error_result(path: &Path, format: Format, err: &crate::Error) -> SessionR
         sidecar: None,
         bytes: 0,
         step_types: BTreeMap::new(),
+        abandoned: false,
     }
 }
 
@@ -146,6 +151,7 @@ fn base_result(p: &Prepared) -> SessionResult {
         sidecar: None,
         bytes: s.encoding.len() as u64,
         step_types: s.step_types(),
+        abandoned: false,
     }
 }
 
@@ -156,11 +162,16 @@ fn refuse(mut r: SessionResult, refusal: &Refusal) -> SessionResult {
     r
 }
 
-fn daemon_unavailable(r: SessionResult, e: &RpcError) -> SessionResult {
-    refuse(
-        r,
-        &Refusal::new(ReasonClass::DaemonUnavailable, "", e.to_string()),
-    )
+/// The daemon could not be used for this session: missing evidence, not a
+/// refused representation. No verdict is minted (the record reads
+/// `not-fetched`, the manifest stays incomplete and `--resume` retries it);
+/// a cancelled call is not recorded at all.
+fn daemon_unavailable(mut r: SessionResult, e: &RpcError) -> SessionResult {
+    r.verdict = None;
+    r.reason_class = Some(ReasonClass::DaemonUnavailable);
+    r.reason = Some(e.to_string());
+    r.abandoned = matches!(e, RpcError::Cancelled { .. });
+    r
 }
 
 /// The full and the ordinary GetCascadeTrajectory of a loaded conversation,

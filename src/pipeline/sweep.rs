@@ -8,6 +8,7 @@ use crate::rpc::{ClientOptions, DaemonClient};
 use crate::schema::Schema;
 use crate::source::legacy::LegacyKey;
 use crate::util::atomic::{write_file, WriteOptions};
+use crate::verdict::ReasonClass;
 use crossbeam_channel::bounded;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::collections::HashSet;
@@ -49,6 +50,10 @@ pub struct SweepSummary {
     pub manifest: Manifest,
     pub out: PathBuf,
     pub interrupted: bool,
+    /// Set when the daemon became unreachable during the run (why).
+    pub daemon_down: Option<String>,
+    /// Selected sessions without a verdict yet (not fetched, not reached).
+    pub pending: u64,
 }
 
 fn mkdir_private(p: &Path) -> Result<()> {
@@ -84,37 +89,51 @@ pub fn sweep(
 ) -> Result<SweepSummary> {
     let started_at = Instant::now();
     let corpus = opts.out.join("corpus");
+    // Everything that can refuse the run is checked before --out is touched,
+    // so a failed start leaves nothing behind to block a rerun or --resume.
+    let root = std::fs::canonicalize(&opts.root).map_err(|e| Error::io(&opts.root, e))?;
+    let mut sources: Vec<SourceRef> = discover(&root)?.sources;
+    let client = DaemonClient::new(&opts.endpoint, opts.client.clone())?;
+    let root_text = root.display().to_string();
     let mut manifest = if opts.resume {
-        let path = opts.out.join(MANIFEST_FILE);
-        let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
-        Manifest::parse(&bytes).map_err(|e| Error::corrupt(&path, "manifest", e))?
+        resumed_manifest(opts, &root_text)?
     } else {
         if std::fs::symlink_metadata(&opts.out).is_ok() {
             return Err(Error::Usage(format!(
-                "{}: the output directory must not exist (use --resume to continue a sweep)",
+                "{}: already exists; the output directory must be new (or pass --resume to continue the sweep it holds)",
                 opts.out.display()
             )));
         }
+        if let Some(parent) = opts.out.parent().filter(|p| !p.as_os_str().is_empty()) {
+            if !parent.is_dir() {
+                return Err(Error::Usage(format!(
+                    "{}: the parent folder {} does not exist",
+                    opts.out.display(),
+                    parent.display()
+                )));
+            }
+        }
+        Manifest::new(&root_text, &opts.endpoint, crate::util::time::now_rfc3339())
+    };
+    client.probe()?;
+    if !opts.resume {
         mkdir_private(&opts.out)?;
         mkdir_private(&corpus)?;
-        Manifest::new(
-            &opts.root.display().to_string(),
-            &opts.endpoint,
-            crate::util::time::now_rfc3339(),
-        )
-    };
+    }
     manifest.shard = opts.shard.map(|(i, n)| format!("{i}/{n}"));
     manifest.timing.concurrency = opts.concurrency;
     manifest.timing.jobs = opts.jobs;
     if opts.resume && !corpus.is_dir() {
         mkdir_private(&corpus)?;
     }
+    // Sessions with a verdict are kept; not-fetched and unreadable ones are
+    // tried again.
     let done: HashSet<String> = manifest
         .sessions
         .iter()
+        .filter(|s| s.settled())
         .map(|s| s.file_id.clone())
         .collect();
-    let mut sources: Vec<SourceRef> = discover(&opts.root)?.sources;
     if let Some((i, n)) = opts.shard {
         sources = sources
             .into_iter()
@@ -132,14 +151,16 @@ pub fn sweep(
     manifest.finished = None;
     write_manifest(&opts.out, &manifest)?;
 
-    let client = DaemonClient::new(&opts.endpoint, opts.client.clone())
-        .map_err(|e| Error::Usage(e.to_string()))?;
     let ctx = AuditContext {
         schema,
         key,
         client: Some(&client),
         bracket_retries: opts.bracket_retries,
     };
+    // Set when the daemon stops accepting connections mid-run: the sweep
+    // then stops as on Ctrl-C, reports it once, and --resume continues.
+    let down: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+    let halted = || stop.load(Ordering::SeqCst) || down.lock().map(|d| d.is_some()).unwrap_or(true);
     let jobs = opts.jobs.max(1);
     let concurrency = opts.concurrency.max(1);
     let pool = rayon::ThreadPoolBuilder::new()
@@ -161,10 +182,10 @@ pub fn sweep(
 
     std::thread::scope(|scope| {
         // Stage 1: feed the discovered sources, stopping on Ctrl-C.
-        let stop_feed = stop.clone();
+        let halted = &halted;
         scope.spawn(move || {
             for s in todo {
-                if stop_feed.load(Ordering::SeqCst) || tx_src.send(s).is_err() {
+                if halted() || tx_src.send(s).is_err() {
                     break;
                 }
             }
@@ -208,9 +229,25 @@ pub fn sweep(
             let tx_res = tx_res.clone();
             let ctx = &ctx;
             let bars = &bars;
+            let (client, down) = (&client, &down);
             scope.spawn(move || {
                 for p in rx_prep.iter() {
-                    let r = written(corpus, audit_prepared(ctx, p));
+                    if halted() {
+                        // Not fetched, not recorded: --resume takes it.
+                        continue;
+                    }
+                    let r = audit_prepared(ctx, p);
+                    if r.verdict.is_none() && r.reason_class == Some(ReasonClass::DaemonUnavailable) {
+                        if let Err(e) = client.probe() {
+                            if let Ok(mut d) = down.lock() {
+                                d.get_or_insert_with(|| e.to_string());
+                            }
+                            // The daemon went away: this answer says nothing
+                            // about the conversation.
+                            continue;
+                        }
+                    }
+                    let r = written(corpus, r);
                     bars.fetched.inc(1);
                     if tx_res.send(r).is_err() {
                         break;
@@ -226,8 +263,13 @@ pub fn sweep(
                 write_error.get_or_insert(e);
                 continue;
             }
+            if r.abandoned {
+                continue;
+            }
             bars.line(&r);
-            manifest.add(SessionRecord::from_result(&r));
+            let mut record = SessionRecord::from_result(&r);
+            record.endpoint = Some(opts.endpoint.clone());
+            manifest.add(record);
             bars.written.inc(1);
             if last_write.elapsed() > Duration::from_millis(250) {
                 if let Err(e) = write_manifest(&opts.out, &manifest) {
@@ -240,21 +282,64 @@ pub fn sweep(
     if stop.load(Ordering::SeqCst) {
         interrupted = true;
     }
+    let daemon_down = down.into_inner().ok().flatten();
     bars.finish();
     manifest.timing.wall_seconds = started_at.elapsed().as_secs_f64();
-    manifest.complete =
-        !interrupted && write_error.is_none() && manifest.sessions.len() as u64 >= total;
+    let recorded = manifest.sessions.iter().filter(|s| s.settled()).count() as u64;
+    let expected = done.len() as u64 + total;
+    manifest.complete = !interrupted
+        && daemon_down.is_none()
+        && write_error.is_none()
+        && recorded >= expected
+        && manifest.counts.not_fetched == 0;
     manifest.finished = Some(crate::util::time::now_rfc3339());
     write_manifest(&opts.out, &manifest)?;
     write_file(&opts.out.join(CSV_FILE), &manifest.to_csv(), &private(true))?;
     if let Some(e) = write_error {
         return Err(e);
     }
+    let pending = expected.saturating_sub(recorded);
     Ok(SweepSummary {
         manifest,
         out: opts.out.clone(),
         interrupted,
+        daemon_down,
+        pending,
     })
+}
+
+/// The manifest a `--resume` continues: it must be an audit-sweep folder
+/// whose manifest names the same store root and shard.
+fn resumed_manifest(opts: &SweepOptions, root: &str) -> Result<Manifest> {
+    let path = opts.out.join(MANIFEST_FILE);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::Usage(format!(
+                "{}: not an audit-sweep output folder (no {MANIFEST_FILE}); --resume continues a sweep, run without it to start one",
+                opts.out.display()
+            )))
+        }
+        Err(e) => return Err(Error::io(&path, e)),
+    };
+    let m = Manifest::parse(&bytes).map_err(|e| Error::corrupt(&path, "manifest", e))?;
+    if m.root != root {
+        return Err(Error::Usage(format!(
+            "{}: --resume with another store root: the manifest records {}, this run has {root}",
+            path.display(),
+            m.root
+        )));
+    }
+    let shard = opts.shard.map(|(i, n)| format!("{i}/{n}"));
+    if m.shard != shard {
+        return Err(Error::Usage(format!(
+            "{}: --resume with another shard: the manifest records {}, this run has {}",
+            path.display(),
+            m.shard.as_deref().unwrap_or("none"),
+            shard.as_deref().unwrap_or("none")
+        )));
+    }
+    Ok(m)
 }
 
 /// Writes a session's files, then drops its bodies and sidecar.
@@ -332,7 +417,7 @@ impl Progress {
 
     fn line(&self, r: &SessionResult) {
         if self.mode == ProgressMode::Lines {
-            let verdict = r.verdict.map(|v| v.as_str()).unwrap_or("error");
+            let verdict = crate::verdict::Outcome::of(r.verdict, r.reason_class).as_str();
             match &r.reason {
                 Some(reason) => eprintln!(
                     "audit-sweep: {verdict} {} ({} steps): {reason}",

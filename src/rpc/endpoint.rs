@@ -28,19 +28,31 @@ pub fn parse_cli_log(text: &str) -> Option<u16> {
     })
 }
 
-/// The daemon base URL for a store root.
+/// The daemon base URL for a store root. An explicit or environment URL is
+/// validated ([`super::validate_endpoint`]); a malformed one is a usage error.
 pub fn discover_endpoint(root: &Path, explicit: Option<&str>) -> Result<String> {
     if let Some(url) = explicit.filter(|u| !u.is_empty()) {
-        return Ok(url.trim_end_matches('/').to_string());
+        return super::validate_endpoint(url).map_err(|e| Error::Usage(format!("--daemon-url: {e}")));
     }
     if let Some(url) = std::env::var(DAEMON_URL_ENV).ok().filter(|u| !u.is_empty()) {
-        return Ok(url.trim_end_matches('/').to_string());
+        return super::validate_endpoint(&url)
+            .map_err(|e| Error::Usage(format!("${DAEMON_URL_ENV}: {e}")));
     }
     let log = root.join("cli.log");
-    let text = std::fs::read(&log).map_err(|e| Error::io(&log, e))?;
+    let text = match std::fs::read(&log) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::Usage(format!(
+                "{}: no such file, so the daemon's port is unknown; pass --daemon-url URL \
+                 (or set ${DAEMON_URL_ENV}), or --root for the store whose agy is running",
+                log.display()
+            )))
+        }
+        Err(e) => return Err(Error::io(&log, e)),
+    };
     let port = parse_cli_log(&String::from_utf8_lossy(&text)).ok_or_else(|| {
         Error::Usage(format!(
-            "{}: no `listening on random port at N for HTTP` line; is agy running? (or pass --daemon-url)",
+            "{}: no `listening on random port at N for HTTP` line; is agy running? (or pass --daemon-url URL)",
             log.display()
         ))
     })?;
@@ -62,5 +74,23 @@ mod tests {
             None
         );
         assert_eq!(parse_cli_log("nothing here"), None);
+    }
+
+    #[test]
+    fn a_malformed_url_is_a_usage_error_and_a_missing_log_names_the_flag() {
+        let d = tempfile::tempdir().unwrap();
+        for bad in ["not a url", "ftp://127.0.0.1:1", "http://127.0.0.1:1/x?y", "http://u:p@h:1"] {
+            let e = discover_endpoint(d.path(), Some(bad)).unwrap_err();
+            assert!(matches!(e, Error::Usage(_)), "{bad}: {e}");
+        }
+        assert_eq!(
+            discover_endpoint(d.path(), Some("http://127.0.0.1:4100/")).unwrap(),
+            "http://127.0.0.1:4100"
+        );
+        if std::env::var_os(DAEMON_URL_ENV).is_none() {
+            let e = discover_endpoint(d.path(), None).unwrap_err().to_string();
+            assert!(e.contains("--daemon-url") && e.contains("cli.log"), "{e}");
+            assert!(!e.contains("os error"), "{e}");
+        }
     }
 }

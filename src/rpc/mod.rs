@@ -11,6 +11,8 @@ pub use endpoint::{discover_endpoint, parse_cli_log, DAEMON_URL_ENV};
 
 use serde::Deserialize;
 use std::io::Read;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub const SERVICE: &str = "exa.language_server_pb.LanguageServerService";
@@ -29,6 +31,9 @@ pub struct ClientOptions {
     pub backoff: Duration,
     /// Sent as `x-codeium-csrf-token` only when set.
     pub csrf_token: Option<String>,
+    /// When set (Ctrl-C), calls in flight return [`RpcError::Cancelled`] at
+    /// once instead of waiting for the daemon or the timeout.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Default for ClientOptions {
@@ -39,9 +44,13 @@ impl Default for ClientOptions {
             retries: 2,
             backoff: Duration::from_millis(100),
             csrf_token: None,
+            cancel: None,
         }
     }
 }
+
+/// How often a waiting call looks at the cancel flag.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
 
 /// Why a call failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -78,6 +87,81 @@ pub enum RpcError {
         method: &'static str,
         detail: String,
     },
+    /// The call was abandoned because the run was interrupted (Ctrl-C).
+    #[error("{endpoint} {method}: cancelled (interrupted)")]
+    Cancelled {
+        endpoint: String,
+        method: &'static str,
+    },
+    /// Nothing accepts connections at the endpoint.
+    #[error("{endpoint}: the daemon is unreachable: {detail}")]
+    Unreachable { endpoint: String, detail: String },
+}
+
+impl RpcError {
+    /// The error says nothing about this conversation: the daemon itself
+    /// could not be used (refused connection, timeout), so the sweep checks
+    /// whether it is still reachable at all.
+    pub fn daemon_wide(&self) -> bool {
+        matches!(
+            self,
+            RpcError::Transport { .. } | RpcError::Timeout { .. } | RpcError::Unreachable { .. }
+        )
+    }
+}
+
+/// The most `--daemon-url` may be: `http://` or `https://`, a host, an
+/// optional port, nothing else (no credentials, path, query or fragment).
+///
+/// Returns the base URL without a trailing slash.
+pub fn validate_endpoint(url: &str) -> Result<String, String> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!(
+            "`{url}`: the daemon URL must start with http:// or https://"
+        ));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(format!("`{url}`: the daemon URL has no host"));
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(format!("`{url}`: the daemon URL must not carry credentials"));
+    }
+    if parsed.path() != "/" || parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err(format!(
+            "`{url}`: the daemon URL is scheme, host and port only (e.g. http://127.0.0.1:4100)"
+        ));
+    }
+    Ok(url.trim_end_matches('/').to_string())
+}
+
+/// Reads at most `limit + 1` bytes: the buffer never grows past the limit
+/// (an oversized body is refused while streaming, not after buffering it).
+fn read_capped(mut r: impl Read, limit: u64, hint: Option<u64>) -> std::io::Result<Vec<u8>> {
+    let cap = usize::try_from(limit.saturating_add(1)).unwrap_or(usize::MAX);
+    let mut bytes: Vec<u8> = Vec::with_capacity(
+        hint.and_then(|h| usize::try_from(h).ok())
+            .unwrap_or(64 << 10)
+            .min(cap),
+    );
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        let want = chunk.len().min(cap - bytes.len());
+        if want == 0 {
+            return Ok(bytes);
+        }
+        let n = match r.read(&mut chunk[..want]) {
+            Ok(0) => return Ok(bytes),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if bytes.len() + n > bytes.capacity() {
+            let grown = (bytes.capacity() * 2).max(bytes.len() + n).min(cap);
+            bytes.reserve_exact(grown - bytes.len());
+        }
+        bytes.extend_from_slice(&chunk[..n]);
+    }
 }
 
 /// One GetCascadeTrajectory answer.
@@ -133,16 +217,98 @@ impl DaemonClient {
         &self.base
     }
 
+    fn cancelled(&self) -> bool {
+        self.opts
+            .cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::SeqCst))
+    }
+
+    /// Checks, once and up front, that something accepts connections at the
+    /// endpoint (a TCP connect, no request): an unreachable daemon is one
+    /// error, not one per conversation.
+    pub fn probe(&self) -> Result<(), RpcError> {
+        let unreachable = |detail: String| RpcError::Unreachable {
+            endpoint: self.base.clone(),
+            detail,
+        };
+        let url = reqwest::Url::parse(&self.base).map_err(|e| unreachable(e.to_string()))?;
+        let addrs = url
+            .socket_addrs(|| None)
+            .map_err(|e| unreachable(format!("cannot resolve the host: {e}")))?;
+        let wait = self.opts.timeout.min(Duration::from_secs(5));
+        let mut last = String::from("the host resolves to no address");
+        for a in addrs {
+            match std::net::TcpStream::connect_timeout(&a, wait) {
+                Ok(_) => return Ok(()),
+                Err(e) => last = format!("{a}: {}", crate::util::io_text(&e)),
+            }
+        }
+        Err(unreachable(last))
+    }
+
     fn call(&self, method: &'static str, body: String) -> Result<Vec<u8>, RpcError> {
         let url = format!("{}/{SERVICE}/{method}", self.base);
         let mut attempt = 0;
         loop {
-            match self.call_once(method, &url, &body) {
+            if self.cancelled() {
+                return Err(RpcError::Cancelled {
+                    endpoint: self.base.clone(),
+                    method,
+                });
+            }
+            match self.call_cancellable(method, &url, &body) {
                 Err(RpcError::Transport { .. }) if attempt < self.opts.retries => {
                     attempt += 1;
                     std::thread::sleep(self.opts.backoff * (1 << (attempt - 1)));
                 }
                 other => return other,
+            }
+        }
+    }
+
+    /// One attempt; with a cancel flag it runs on its own thread so that
+    /// Ctrl-C abandons it at once (the thread ends with the request's timeout).
+    fn call_cancellable(
+        &self,
+        method: &'static str,
+        url: &str,
+        body: &str,
+    ) -> Result<Vec<u8>, RpcError> {
+        let Some(cancel) = self.opts.cancel.clone() else {
+            return self.call_once(method, url, body);
+        };
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let this = self.clone();
+        let (url, body) = (url.to_string(), body.to_string());
+        std::thread::Builder::new()
+            .name("agy-audit-rpc".into())
+            .spawn(move || {
+                let _ = tx.send(this.call_once(method, &url, &body));
+            })
+            .map_err(|e| RpcError::Transport {
+                endpoint: self.base.clone(),
+                method,
+                detail: format!("cannot start a request thread: {e}"),
+            })?;
+        loop {
+            match rx.recv_timeout(CANCEL_POLL) {
+                Ok(r) => return r,
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                    if cancel.load(Ordering::SeqCst) {
+                        return Err(RpcError::Cancelled {
+                            endpoint: self.base.clone(),
+                            method,
+                        });
+                    }
+                }
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
+                    return Err(RpcError::Transport {
+                        endpoint: self.base.clone(),
+                        method,
+                        detail: "the request thread ended without an answer".into(),
+                    })
+                }
             }
         }
     }
@@ -175,10 +341,15 @@ impl DaemonClient {
         }
         let resp = req.send().map_err(transport)?;
         let status = resp.status().as_u16();
-        let mut bytes = Vec::new();
-        resp.take(self.opts.max_body + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| {
+        let declared = resp.content_length();
+        if declared.is_some_and(|n| n > self.opts.max_body) {
+            return Err(RpcError::TooLarge {
+                endpoint,
+                method,
+                limit: self.opts.max_body,
+            });
+        }
+        let bytes = read_capped(resp, self.opts.max_body, declared).map_err(|e| {
                 if e.to_string().contains("timed out") {
                     timeout()
                 } else {
@@ -188,7 +359,7 @@ impl DaemonClient {
                         detail: format!("reading the body: {e}"),
                     }
                 }
-            })?;
+        })?;
         if bytes.len() as u64 > self.opts.max_body {
             return Err(RpcError::TooLarge {
                 endpoint,

@@ -142,7 +142,9 @@ impl FaultKind {
     }
 
     /// The verdict a reader should reach for a conversation served with this
-    /// fault, or `None` when the fault must not change it.
+    /// fault, or `None` when the fault must not change it. A daemon failure
+    /// is `daemon-unavailable`, which mints no verdict: the session is
+    /// recorded as `not-fetched` (`crate::verdict::Outcome::NotFetched`).
     pub fn expected(self) -> Option<(VerdictKind, ReasonClass)> {
         use FaultKind::*;
         match self {

@@ -18,7 +18,7 @@ pub enum WriteError {
     Protected { path: PathBuf },
     #[error("{path}: not a regular file")]
     NotAFile { path: PathBuf },
-    #[error("{path}: {source}")]
+    #[error("{path}: {}", crate::util::io_text(source))]
     Io {
         path: PathBuf,
         #[source]
