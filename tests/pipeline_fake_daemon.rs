@@ -205,11 +205,13 @@ fn sweep_qualify_report_and_sync_against_a_fake_daemon() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(4), "{err}");
+    // HTTP 500 is missing evidence: not fetched, exit 1, not complete.
+    assert_eq!(o.status.code(), Some(1), "{err}");
     let m: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(m["manifestVersion"], 5);
-    assert_eq!(m["complete"], true);
+    assert_eq!(m["complete"], false);
+    assert_eq!(m["counts"]["notFetched"], 1);
     let verdicts: Vec<(String, String, String)> = m["sessions"]
         .as_array()
         .unwrap()
@@ -225,7 +227,7 @@ fn sweep_qualify_report_and_sync_against_a_fake_daemon() {
     let want = [
         ("verified", ""),
         ("incomplete", "full-mismatch"),
-        ("unknown", "daemon-unavailable"),
+        ("error", "daemon-unavailable"),
         ("incomplete", "ordinary-mismatch"),
         ("incomplete", "source-changed"),
         ("verified-source-only", ""),
@@ -284,6 +286,7 @@ fn sweep_qualify_report_and_sync_against_a_fake_daemon() {
         );
     }
     // The output directory must not exist.
+    let url = format!("http://127.0.0.1:{}", fake.port);
     let o = bin()
         .args([
             "audit-sweep",
@@ -291,12 +294,15 @@ fn sweep_qualify_report_and_sync_against_a_fake_daemon() {
             root.path().to_str().unwrap(),
             "--out",
             out.to_str().unwrap(),
+            "--daemon-url",
+            &url,
         ])
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--resume"));
 
-    // audit-qualify: the mutated source changed after the sweep too.
+    // audit-qualify refuses a manifest that is not complete.
     let o = bin()
         .args([
             "audit-qualify",
@@ -306,10 +312,36 @@ fn sweep_qualify_report_and_sync_against_a_fake_daemon() {
         ])
         .output()
         .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("not complete"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // The same manifest without the session that was not fetched.
+    let mut finished = m.clone();
+    finished["complete"] = serde_json::json!(true);
+    finished["sessions"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|x| x["reasonClass"] != "daemon-unavailable");
+    let finished_path = root.path().join("finished.json");
+    std::fs::write(&finished_path, serde_json::to_vec(&finished).unwrap()).unwrap();
+
+    // audit-qualify: the mutated source changed after the sweep too.
+    let o = bin()
+        .args([
+            "audit-qualify",
+            finished_path.to_str().unwrap(),
+            "--root",
+            root.path().to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains(&format!("VERIFIED {}", IDS[0])), "{text}");
     assert!(text.contains(&format!("VERIFIED WITH SOURCE-ONLY FIELDS {legacy_id} (verified except declared source-only fields absent from RPC)")), "{text}");
-    assert!(text.contains("holding=5 changed=1"), "{text}");
+    assert!(text.contains("holding=4 changed=1"), "{text}");
     assert_eq!(o.status.code(), Some(4), "{text}");
 
     // report
@@ -336,7 +368,6 @@ fn sweep_qualify_report_and_sync_against_a_fake_daemon() {
         .starts_with("<svg"));
 
     // sync + offline recheck of the saved attestation.
-    let url = format!("http://127.0.0.1:{}", fake.port);
     let o = bin()
         .args(["sync", "--daemon-url", &url, sources[0].1.to_str().unwrap()])
         .output()

@@ -145,7 +145,8 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         );
         outln!(
             "sha-256 over the same bytes: {:.1} MB/s; verify / sha-256 = {:.3}",
-            fig.sha256_mb_per_sec, fig.ratio_to_sha256
+            fig.sha256_mb_per_sec,
+            fig.ratio_to_sha256
         );
         match (peer.get("mbPerSec").and_then(|v| v.as_f64()), peer_ratio) {
             (Some(p), Some(r)) => outln!(

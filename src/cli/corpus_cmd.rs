@@ -18,8 +18,8 @@ pub struct GenerateArgs {
     /// Store root to write (created; must be empty unless --force).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
-    /// Number of selected conversations.
-    #[arg(long, default_value_t = 405)]
+    /// Number of selected conversations (1 to 100000).
+    #[arg(long, default_value_t = 405, value_parser = conversations_value)]
     pub conversations: usize,
     /// Seed: the same seed gives byte-identical files.
     #[arg(long, default_value_t = 1)]
@@ -42,6 +42,23 @@ pub struct GenerateArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The most conversations a generated corpus holds.
+pub const MAX_CONVERSATIONS: usize = 100_000;
+
+/// `--conversations`: 1 to [`MAX_CONVERSATIONS`].
+pub fn conversations_value(s: &str) -> Result<usize, String> {
+    let n: usize = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a whole number"))?;
+    if n == 0 || n > MAX_CONVERSATIONS {
+        return Err(format!(
+            "must be between 1 and {MAX_CONVERSATIONS}, got {n}"
+        ));
+    }
+    Ok(n)
 }
 
 /// Runs a corpus subcommand.

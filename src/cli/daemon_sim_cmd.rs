@@ -38,7 +38,9 @@ pub struct DaemonSimArgs {
 
 /// A `--fault` that does not parse is a usage error naming the flag.
 fn check_fault(s: &str) -> Result<String, String> {
-    FaultSpec::parse(s).map(|_| s.to_string()).map_err(|e| e.to_string())
+    FaultSpec::parse(s)
+        .map(|_| s.to_string())
+        .map_err(|e| e.to_string())
 }
 
 /// Runs the simulated daemon in the foreground.

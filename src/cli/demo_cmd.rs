@@ -5,7 +5,7 @@
 
 use crate::corpus::{generate, GenerateOptions, PlanOptions};
 use crate::manifest::Manifest;
-use crate::pipeline::{sweep, ProgressMode, SweepOptions};
+use crate::pipeline::{sweep, SweepOptions};
 use crate::report::{render_report, verdict_chart};
 use crate::rpc::ClientOptions;
 use crate::schema::Schema;
@@ -15,23 +15,30 @@ use crate::util::atomic::{write_file, WriteOptions};
 use crate::verdict::exit;
 use anyhow::{bail, Context};
 use clap::Args;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
+
+const DEMO_EXIT: &str = "\
+Exit codes:
+  0    the sweep completed and every verdict agrees with the ground truth
+       (the corpus's deliberate refusals included)
+  1    an error, or the sweep did not complete (sessions not fetched)
+  2    usage error
+  4    a verdict disagrees with the ground truth (the first ones are listed)
+  130  interrupted by Ctrl-C";
 
 /// Generate the default synthetic corpus, start the simulated daemon, run the
 /// audit sweep against it, write the report, and compare every verdict with
 /// the ground truth.
 #[derive(Debug, Args)]
+#[command(after_help = DEMO_EXIT)]
 pub struct DemoArgs {
     /// Where to put the store, the sweep and the report (default: a fresh
     /// folder under the system temp dir). Must not exist.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Conversations to generate.
-    #[arg(long, default_value_t = 405)]
+    /// Conversations to generate (1 to 100000).
+    #[arg(long, default_value_t = 405, value_parser = super::corpus_cmd::conversations_value)]
     pub conversations: usize,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -41,10 +48,10 @@ pub struct DemoArgs {
     /// Simulated daemon latency per request, in milliseconds.
     #[arg(long, default_value_t = 0)]
     pub latency_ms: u64,
-    /// Most conversations fetched at once. Each sends LoadTrajectory, then its
-    /// full and ordinary GetCascadeTrajectory together, so up to twice this
-    /// many requests are in flight.
-    #[arg(long, default_value_t = 8)]
+    /// Most conversations fetched at once (1 to 256). Each sends
+    /// LoadTrajectory, then its full and ordinary GetCascadeTrajectory
+    /// together, so up to twice this many requests are in flight.
+    #[arg(long, default_value_t = 8, value_parser = super::sweep_cmd::concurrency_value)]
     pub concurrency: usize,
     /// Only the summary.
     #[arg(long)]
@@ -101,7 +108,10 @@ pub fn agreement(m: &Manifest, store: &Path) -> anyhow::Result<(usize, usize, Ve
 pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
     let out = a.out.clone().unwrap_or_else(default_out);
     if std::fs::symlink_metadata(&out).is_ok() {
-        bail!("{}: must not exist", out.display());
+        bail!(crate::Error::Usage(format!(
+            "{}: already exists; --out must name a new folder",
+            out.display()
+        )));
     }
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let store = out.join("store");
@@ -145,13 +155,8 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
     eprintln!("demo: simulated daemon on {}", sim.url());
     let schema = Schema::modeled()?;
     let key = LegacyKey::default();
-    let progress = if a.quiet {
-        ProgressMode::Quiet
-    } else if std::io::stderr().is_terminal() {
-        ProgressMode::Bars
-    } else {
-        ProgressMode::Quiet
-    };
+    let progress = super::sweep_cmd::progress_mode(a.quiet);
+    let stop = super::sweep_cmd::interrupt_flag();
     let sweep_dir = out.join("sweep");
     let opts = SweepOptions {
         root: store.clone(),
@@ -159,23 +164,27 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
         endpoint: sim.url(),
         client: ClientOptions {
             timeout: Duration::from_secs(10),
+            cancel: Some(stop.clone()),
             ..ClientOptions::default()
         },
-        concurrency: a.concurrency.max(1),
+        concurrency: a.concurrency,
         jobs: std::thread::available_parallelism()
             .map(|n| n.get())
-            .unwrap_or(2),
+            .unwrap_or(2)
+            .min(super::sweep_cmd::MAX_JOBS),
         resume: false,
         shard: None,
         bracket_retries: 0,
         progress,
     };
-    let result = sweep(&schema, &key, &opts, Arc::new(AtomicBool::new(false)));
+    let result = sweep(&schema, &key, &opts, stop);
     sim.stop();
-    let m = result?.manifest;
+    let summary = result?;
+    let m = summary.manifest;
     let report = out.join("report.md");
+    let chart = out.join("report.svg");
     let wo = WriteOptions::default();
-    write_file(&out.join("report.svg"), verdict_chart(&m).as_bytes(), &wo)?;
+    write_file(&chart, verdict_chart(&m).as_bytes(), &wo)?;
     write_file(
         &report,
         render_report(&m, Some("report.svg")).as_bytes(),
@@ -184,21 +193,70 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
     let (agree, false_verified, off) = agreement(&m, &store)?;
     let c = &m.counts;
     outln!(
-        "demo: {} sessions: verified={} verifiedSourceOnly={} unknown={} incomplete={} error={} in {:.2}s (concurrency {})",
-        c.selected, c.verified, c.verified_source_only, c.unknown, c.incomplete, c.error, m.timing.wall_seconds, a.concurrency
+        "demo: {} sessions: verified={} verifiedSourceOnly={} unknown={} incomplete={} notFetched={} error={} in {:.2}s (concurrency {})",
+        c.selected, c.verified, c.verified_source_only, c.unknown, c.incomplete, c.not_fetched, c.error, m.timing.wall_seconds, a.concurrency
     );
     outln!("demo: verdicts agreeing with the ground truth: {agree}/{} (false verified: {false_verified})", m.sessions.len());
     for o in off.iter().take(10) {
         outln!("demo:   disagreement {o}");
     }
+    let size = |p: &Path| folder_bytes(p);
+    outln!("demo: wrote everything under {}:", out.display());
     outln!(
-        "demo: manifest {}",
+        "demo:   store    {} ({} conversations, {})",
+        store.display(),
+        summary_conversations(&m),
+        human_bytes(size(&store))
+    );
+    outln!(
+        "demo:   sweep    {} (manifest.json, sessions.csv, corpus/ with {} raw responses and sidecars; {})",
+        sweep_dir.display(),
+        std::fs::read_dir(sweep_dir.join("corpus"))
+            .map(|d| d.count())
+            .unwrap_or(0),
+        human_bytes(size(&sweep_dir))
+    );
+    outln!(
+        "demo:   report   {} and {}",
+        report.display(),
+        chart.display()
+    );
+    outln!(
+        "demo:   manifest {}",
         sweep_dir.join(crate::manifest::MANIFEST_FILE).display()
     );
-    outln!("demo: report {}", report.display());
-    Ok(if off.is_empty() && m.complete {
+    Ok(if summary.interrupted {
+        exit::INTERRUPTED
+    } else if !m.complete {
+        exit::ERROR
+    } else if off.is_empty() {
         exit::OK
     } else {
         exit::INCOMPLETE
     })
+}
+
+fn summary_conversations(m: &Manifest) -> u64 {
+    m.counts.selected
+}
+
+/// Bytes of every regular file under `dir`.
+fn folder_bytes(dir: &Path) -> u64 {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// `12.3 MB`, `456 kB`, `789 B`.
+fn human_bytes(n: u64) -> String {
+    match n {
+        n if n >= 1_000_000_000 => format!("{:.1} GB", n as f64 / 1e9),
+        n if n >= 1_000_000 => format!("{:.1} MB", n as f64 / 1e6),
+        n if n >= 1_000 => format!("{} kB", n / 1_000),
+        n => format!("{n} B"),
+    }
 }

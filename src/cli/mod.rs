@@ -144,11 +144,13 @@ pub fn chain_text(e: &anyhow::Error) -> String {
 /// library can judge): exit 2, like clap's own.
 fn usage(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
-        matches!(c.downcast_ref::<crate::Error>(), Some(crate::Error::Usage(_)))
-            || matches!(
-                c.downcast_ref::<crate::corpus::CorpusError>(),
-                Some(crate::corpus::CorpusError::Usage(_))
-            )
+        matches!(
+            c.downcast_ref::<crate::Error>(),
+            Some(crate::Error::Usage(_))
+        ) || matches!(
+            c.downcast_ref::<crate::corpus::CorpusError>(),
+            Some(crate::corpus::CorpusError::Usage(_))
+        )
     })
 }
 

@@ -30,7 +30,9 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
     match &a.out {
         None => {
             use std::io::Write as _;
-            std::io::stdout().lock().write_all(render_report(&m, None).as_bytes())?
+            std::io::stdout()
+                .lock()
+                .write_all(render_report(&m, None).as_bytes())?
         }
         Some(out) => {
             let svg = out.with_extension("svg");

@@ -55,7 +55,9 @@ pub fn run(cmd: SchemaCommand) -> anyhow::Result<i32> {
             let schema = Schema::load(a.schema.as_deref())?;
             {
                 use std::io::Write as _;
-                std::io::stdout().lock().write_all(describe(&schema).as_bytes())?;
+                std::io::stdout()
+                    .lock()
+                    .write_all(describe(&schema).as_bytes())?;
             }
             Ok(0)
         }

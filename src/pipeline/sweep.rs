@@ -237,7 +237,8 @@ pub fn sweep(
                         continue;
                     }
                     let r = audit_prepared(ctx, p);
-                    if r.verdict.is_none() && r.reason_class == Some(ReasonClass::DaemonUnavailable) {
+                    if r.verdict.is_none() && r.reason_class == Some(ReasonClass::DaemonUnavailable)
+                    {
                         if let Err(e) = client.probe() {
                             if let Ok(mut d) = down.lock() {
                                 d.get_or_insert_with(|| e.to_string());

@@ -32,7 +32,8 @@ pub fn parse_cli_log(text: &str) -> Option<u16> {
 /// validated ([`super::validate_endpoint`]); a malformed one is a usage error.
 pub fn discover_endpoint(root: &Path, explicit: Option<&str>) -> Result<String> {
     if let Some(url) = explicit.filter(|u| !u.is_empty()) {
-        return super::validate_endpoint(url).map_err(|e| Error::Usage(format!("--daemon-url: {e}")));
+        return super::validate_endpoint(url)
+            .map_err(|e| Error::Usage(format!("--daemon-url: {e}")));
     }
     if let Some(url) = std::env::var(DAEMON_URL_ENV).ok().filter(|u| !u.is_empty()) {
         return super::validate_endpoint(&url)
@@ -79,7 +80,12 @@ mod tests {
     #[test]
     fn a_malformed_url_is_a_usage_error_and_a_missing_log_names_the_flag() {
         let d = tempfile::tempdir().unwrap();
-        for bad in ["not a url", "ftp://127.0.0.1:1", "http://127.0.0.1:1/x?y", "http://u:p@h:1"] {
+        for bad in [
+            "not a url",
+            "ftp://127.0.0.1:1",
+            "http://127.0.0.1:1/x?y",
+            "http://u:p@h:1",
+        ] {
             let e = discover_endpoint(d.path(), Some(bad)).unwrap_err();
             assert!(matches!(e, Error::Usage(_)), "{bad}: {e}");
         }

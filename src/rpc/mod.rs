@@ -125,7 +125,9 @@ pub fn validate_endpoint(url: &str) -> Result<String, String> {
         return Err(format!("`{url}`: the daemon URL has no host"));
     }
     if !parsed.username().is_empty() || parsed.password().is_some() {
-        return Err(format!("`{url}`: the daemon URL must not carry credentials"));
+        return Err(format!(
+            "`{url}`: the daemon URL must not carry credentials"
+        ));
     }
     if parsed.path() != "/" || parsed.query().is_some() || parsed.fragment().is_some() {
         return Err(format!(
@@ -350,15 +352,15 @@ impl DaemonClient {
             });
         }
         let bytes = read_capped(resp, self.opts.max_body, declared).map_err(|e| {
-                if e.to_string().contains("timed out") {
-                    timeout()
-                } else {
-                    RpcError::Transport {
-                        endpoint: endpoint.clone(),
-                        method,
-                        detail: format!("reading the body: {e}"),
-                    }
+            if e.to_string().contains("timed out") {
+                timeout()
+            } else {
+                RpcError::Transport {
+                    endpoint: endpoint.clone(),
+                    method,
+                    detail: format!("reading the body: {e}"),
                 }
+            }
         })?;
         if bytes.len() as u64 > self.opts.max_body {
             return Err(RpcError::TooLarge {
