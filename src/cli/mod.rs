@@ -78,6 +78,25 @@ pub enum Command {
     DaemonSim(daemon_sim_cmd::DaemonSimArgs),
 }
 
+impl Command {
+    /// The subcommand's name as typed, so every error names the command.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Schema(_) => "schema",
+            Command::ExportOffline(_) => "export-offline",
+            Command::AuditSweep(_) => "audit-sweep",
+            Command::AuditQualify(_) => "audit-qualify",
+            Command::Report(_) => "report",
+            Command::Sync(_) => "sync",
+            Command::Bench(_) => "bench",
+            Command::Demo(_) => "demo",
+            Command::Rules(_) => "rules",
+            Command::Corpus(_) => "corpus",
+            Command::DaemonSim(_) => "daemon-sim",
+        }
+    }
+}
+
 /// Parses the process arguments, runs the command and returns the exit code.
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
@@ -92,6 +111,7 @@ pub fn main() -> i32 {
             return code;
         }
     };
+    let name = cli.command.name();
     let result = match cli.command {
         Command::Schema(c) => schema_cmd::run(c),
         Command::ExportOffline(a) => export_cmd::run(a),
@@ -109,11 +129,11 @@ pub fn main() -> i32 {
         Ok(code) => code,
         Err(e) if broken_pipe(&e) => exit::OK,
         Err(e) if usage(&e) => {
-            eprintln!("agy-audit: usage error: {}", chain_text(&e));
+            eprintln!("agy-audit {name}: usage error: {}", chain_text(&e));
             exit::USAGE
         }
         Err(e) => {
-            eprintln!("agy-audit: error: {}", chain_text(&e));
+            eprintln!("agy-audit {name}: error: {}", chain_text(&e));
             exit::ERROR
         }
     }

@@ -25,9 +25,14 @@ pub struct SyncArgs {
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Recheck the saved attestation offline instead of fetching: a changed
-    /// source is incomplete, a changed profile unknown.
+    /// source is incomplete, a changed profile unknown, a missing sidecar
+    /// unknown (missing evidence).
     #[arg(long)]
     pub recheck: bool,
+    /// Replace an existing sidecar that agy-audit did not write (one without
+    /// an agyReader attestation). A sidecar it wrote is always refreshed.
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub daemon: DaemonArgs,
     #[command(flatten)]
@@ -42,16 +47,49 @@ fn sidecar_path(source: &Path) -> PathBuf {
     source.with_file_name(format!("{stem}.trajectory.json"))
 }
 
+/// An existing file at the sidecar path that agy-audit did not write (no
+/// `agyReader.completeness`) is replaced only with `--force`.
+fn refuse_foreign_sidecar(out: &Path, force: bool) -> anyhow::Result<()> {
+    let Ok(meta) = std::fs::symlink_metadata(out) else {
+        return Ok(());
+    };
+    if !meta.is_file() || force {
+        // write_file refuses symlinks and non-files itself.
+        return Ok(());
+    }
+    let ours = std::fs::read(out)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .is_some_and(|doc| completeness_of(&doc).is_some());
+    if !ours {
+        anyhow::bail!(crate::Error::Usage(format!(
+            "{}: refusing to replace a file agy-audit did not write (no agyReader attestation); pass --force to replace it",
+            out.display()
+        )));
+    }
+    Ok(())
+}
+
 pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
     let (schema, key) = a.decode.load()?;
     let root = a.root.get();
     let path = crate::discover::resolve(&a.source, &root)?;
     let out = a.out.clone().unwrap_or_else(|| sidecar_path(&path));
     if a.recheck {
-        let doc: serde_json::Value = serde_json::from_slice(
-            &std::fs::read(&out).with_context(|| format!("reading {}", out.display()))?,
-        )
-        .with_context(|| format!("{}: not JSON", out.display()))?;
+        let bytes = match std::fs::read(&out) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                outln!(
+                    "UNKNOWN {} (no sidecar at {}: missing evidence; run `agy-audit sync` first)",
+                    path.display(),
+                    out.display()
+                );
+                return Ok(exit::UNKNOWN);
+            }
+            Err(e) => return Err(e).with_context(|| format!("reading {}", out.display())),
+        };
+        let doc: serde_json::Value = serde_json::from_slice(&bytes)
+            .with_context(|| format!("{}: not JSON", out.display()))?;
         let Some(saved) = completeness_of(&doc) else {
             outln!(
                 "UNKNOWN {} (no attestation in {}: missing evidence)",
@@ -67,6 +105,18 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
             bracket_retries: 0,
         };
         let now = prepare(&ctx, &path)?;
+        let cascade = now.source.cascade_id();
+        if let Some(other) = doc
+            .get("cascadeId")
+            .and_then(serde_json::Value::as_str)
+            .filter(|c| *c != cascade)
+        {
+            anyhow::bail!(
+                "{}: this sidecar belongs to another conversation ({other}), not to {} ({cascade})",
+                out.display(),
+                path.display()
+            );
+        }
         let payload = crate::attest::payload_digest(&doc);
         let (status, code) = if now.source.profile != saved.profile {
             (
@@ -117,9 +167,10 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
         client: Some(&client),
         bracket_retries: a.daemon.bracket_retries,
     };
+    refuse_foreign_sidecar(&out, a.force)?;
     let prepared = prepare(&ctx, &path)?;
     let r = audit_prepared(&ctx, prepared);
-    let verdict = r.verdict.map(|v| v.as_str()).unwrap_or("error");
+    let verdict = crate::verdict::Outcome::of(r.verdict, r.reason_class).as_str();
     match &r.sidecar {
         Some(bytes) => {
             let mut protected = vec![path.clone()];

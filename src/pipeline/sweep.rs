@@ -98,11 +98,26 @@ pub fn sweep(
     let mut manifest = if opts.resume {
         resumed_manifest(opts, &root_text)?
     } else {
-        if std::fs::symlink_metadata(&opts.out).is_ok() {
-            return Err(Error::Usage(format!(
-                "{}: already exists; the output directory must be new (or pass --resume to continue the sweep it holds)",
-                opts.out.display()
-            )));
+        match std::fs::symlink_metadata(&opts.out) {
+            Ok(m) if m.is_dir() && opts.out.join(MANIFEST_FILE).is_file() => {
+                return Err(Error::Usage(format!(
+                    "{}: already holds a sweep; pass --resume to continue it, or name a new folder",
+                    opts.out.display()
+                )))
+            }
+            Ok(m) if m.is_dir() => {
+                return Err(Error::Usage(format!(
+                    "{}: already exists; --out must name a new folder",
+                    opts.out.display()
+                )))
+            }
+            Ok(_) => {
+                return Err(Error::Usage(format!(
+                    "{}: is a file, not a folder; --out must name a new folder",
+                    opts.out.display()
+                )))
+            }
+            Err(_) => {}
         }
         if let Some(parent) = opts.out.parent().filter(|p| !p.as_os_str().is_empty()) {
             if !parent.is_dir() {

@@ -133,7 +133,8 @@ pub fn decrypt(
             ReasonClass::LegacyAuthentication,
             "envelope",
             format!(
-                "AES-256-GCM authentication failed under key sha256 {} (another key or layout is unsupported)",
+                "AES-256-GCM authentication failed: the file is damaged (truncated or altered) or sealed with another key or layout than {} (sha256 {}); either way it is not read",
+                if key.0 == *FORMAT_KEY { "agy's format key" } else { "the given key" },
                 key.fingerprint()
             ),
         ))),

@@ -660,7 +660,10 @@ fn read_steps(
             refusals.push(Refusal::new(
                 ReasonClass::StepFormat,
                 format!("{loc}.step_format"),
-                format!("step_format {format:?}, not 0 (decomposed steps are unsupported)"),
+                format!(
+                    "step_format {}, not 0 (decomposed steps are unsupported)",
+                    shown_int(format)
+                ),
             ));
             return Ok(());
         }
@@ -770,7 +773,11 @@ fn read_indexed(
                 shape(
                     refusals,
                     format!("gen_metadata[{position}].size"),
-                    format!("size {size:?} differs from length(data) {}", data.len()),
+                    format!(
+                        "size {} differs from length(data) {}",
+                        shown_int(size),
+                        data.len()
+                    ),
                 );
                 break;
             }
@@ -815,4 +822,10 @@ fn read_metadata_blob(
         );
     }
     Ok(())
+}
+
+/// An integer column as a person reads it: its value, or what it holds
+/// instead (NULL, text, a blob, a real).
+fn shown_int(v: Option<i64>) -> String {
+    v.map_or_else(|| "NULL or not an integer".to_string(), |n| n.to_string())
 }

@@ -18,6 +18,8 @@ pub enum WriteError {
     Protected { path: PathBuf },
     #[error("{path}: not a regular file")]
     NotAFile { path: PathBuf },
+    #[error("{path}: the folder {parent} does not exist")]
+    NoParent { path: PathBuf, parent: PathBuf },
     #[error("{path}: {}", crate::util::io_text(source))]
     Io {
         path: PathBuf,
@@ -56,6 +58,16 @@ fn canonical_target(path: &Path) -> Option<PathBuf> {
 
 /// Writes `bytes` to `path` atomically under `opts`.
 pub fn write_file(path: &Path, bytes: &[u8], opts: &WriteOptions) -> Result<(), WriteError> {
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        return Err(WriteError::NoParent {
+            path: path.to_path_buf(),
+            parent: parent.to_path_buf(),
+        });
+    }
     let target = canonical_target(path).ok_or_else(|| WriteError::NotAFile {
         path: path.to_path_buf(),
     })?;
