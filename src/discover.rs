@@ -46,7 +46,16 @@ pub fn default_root() -> PathBuf {
 /// Lists the sources under `root/conversations`.
 pub fn discover(root: &Path) -> Result<Discovery> {
     let dir = root.join("conversations");
-    let meta = std::fs::symlink_metadata(&dir).map_err(|e| Error::io(&dir, e))?;
+    let meta = match std::fs::symlink_metadata(&dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::Usage(format!(
+                "{}: not an agy store root (no conversations/ folder); pass --root with the folder that holds it",
+                root.display()
+            )))
+        }
+        Err(e) => return Err(Error::io(&dir, e)),
+    };
     if !meta.is_dir() {
         return Err(Error::Usage(format!("{}: not a directory", dir.display())));
     }

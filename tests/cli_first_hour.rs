@@ -203,7 +203,12 @@ fn an_unusable_daemon_or_root_fails_before_any_work() {
     std::fs::create_dir(&empty).unwrap();
     let healthy = sim(&store, &[]);
     let o = sweep(&empty, &out, &healthy.url(), &[]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("no conversations/ folder"),
+        "{}",
+        text(&o)
+    );
     assert!(!out.exists(), "a failed start leaves no --out folder");
     // the same --out now starts cleanly
     let o = sweep(&store, &out, &healthy.url(), &[]);
@@ -492,4 +497,63 @@ fn every_printing_command_ends_quietly_on_a_closed_pipe() {
             let _ = std::fs::remove_dir_all(&gen_out);
         }
     }
+}
+
+/// Item 9: an export whose `-wal` was cut short says how many frames were
+/// ignored; a `-wal` whose checksums prove damage is refused, naming it.
+#[test]
+fn a_cut_or_damaged_wal_is_never_a_silent_gap() {
+    let d = tempfile::tempdir().unwrap();
+    let store = small_store(d.path(), 12);
+    let wal = std::fs::read_dir(store.join("conversations"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".db-wal"))
+        .expect("the corpus has a -wal");
+    let db = PathBuf::from(wal.to_string_lossy().trim_end_matches("-wal").to_string());
+    let good = std::fs::read(&wal).unwrap();
+    let page = u32::from_be_bytes([good[8], good[9], good[10], good[11]]) as usize;
+    let frames = (good.len() - 32) / (24 + page);
+    assert!(frames >= 2, "a log with several frames");
+
+    std::fs::write(&wal, &good[..good.len() - 100]).unwrap();
+    let o = bin().arg("export-offline").arg(&db).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("ignored") && err.contains("torn"), "{err}");
+
+    let mut flipped = good.clone();
+    flipped[32 + 24 + 40] ^= 0x10;
+    std::fs::write(&wal, &flipped).unwrap();
+    let o = bin().arg("export-offline").arg(&db).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("-wal") && err.contains("damaged"), "{err}");
+    std::fs::write(&wal, &good).unwrap();
+}
+
+/// Item 9: files in conversations/ that are not conversations are listed.
+#[test]
+fn files_that_are_not_conversations_are_listed_as_skipped() {
+    let d = tempfile::tempdir().unwrap();
+    let store = small_store(d.path(), 2);
+    std::fs::write(store.join("conversations/notes.txt"), b"x").unwrap();
+    std::fs::write(store.join("conversations/backup.db"), b"x").unwrap();
+    let healthy = sim(&store, &[]);
+    let out = d.path().join("sweep");
+    let o = bin()
+        .args(["audit-sweep", "--root"])
+        .arg(&store)
+        .arg("--out")
+        .arg(&out)
+        .args(["--daemon-url", &healthy.url()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("skipped") && err.contains("notes.txt") && err.contains("backup.db"),
+        "{err}"
+    );
+    let m = manifest(&out);
+    assert_eq!(m["skipped"].as_array().unwrap().len(), 2, "{m:#}");
+    healthy.stop();
 }

@@ -45,6 +45,52 @@ pub const OFFLINE_NOTICE: &str =
     "**Offline export, unverified.** Produced by agy-audit from the stored \
 source alone: it has not been compared with agy's daemon and carries no completeness attestation.";
 
+/// Says how many frames of the source's `-wal` SQLite ignores (past the
+/// last commit: an unfinished transaction, a torn write, stale frames), so a
+/// log cut short is never a silent gap. A log the checksums prove damaged
+/// was already refused by the reader.
+fn report_wal_tail(db: &std::path::Path) {
+    let [wal, _, _] = companions(db);
+    if crate::source::Format::of(db) != Some(crate::source::Format::Sqlite) {
+        return;
+    }
+    let (Ok(main), Ok(log)) = (std::fs::read(db), std::fs::read(&wal)) else {
+        return;
+    };
+    let Some(t) = crate::source::wal::tail(&main, &log) else {
+        return;
+    };
+    if t.ignored() == 0 && t.torn_bytes == 0 {
+        return;
+    }
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    let mut parts = Vec::new();
+    if t.uncommitted > 0 {
+        parts.push(format!(
+            "{} uncommitted frame{}",
+            t.uncommitted,
+            plural(t.uncommitted)
+        ));
+    }
+    if t.invalid > 0 {
+        parts.push(format!(
+            "{} frame{} past the first invalid one",
+            t.invalid,
+            plural(t.invalid)
+        ));
+    }
+    if t.torn_bytes > 0 {
+        parts.push(format!("a torn last frame ({} bytes)", t.torn_bytes));
+    }
+    eprintln!(
+        "agy-audit export-offline: note: {}: {} frame{} ignored, as SQLite ignores them ({}); the export holds the last committed state",
+        wal.display(),
+        t.ignored(),
+        plural(t.ignored()),
+        parts.join(", ")
+    );
+}
+
 pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
     let (schema, key) = a.decode.load()?;
     let root = a.root.get();
@@ -57,6 +103,7 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
     };
     let mut src =
         read_source(&path, &opts).with_context(|| format!("reading {}", path.display()))?;
+    report_wal_tail(&path);
     // The qualified presentation, as the daemon's ordinary RPC would show it.
     let mut projection = None;
     if src.qualified() {

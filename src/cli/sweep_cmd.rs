@@ -155,7 +155,7 @@ pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
     let m = &summary.manifest;
     let c = &m.counts;
     eprintln!(
-        "audit-sweep: selected={} verified={} verifiedSourceOnly={} unknown={} incomplete={} notFetched={} error={} complete={} wall={:.2}s manifest={}",
+        "audit-sweep: selected={} verified={} verifiedSourceOnly={} unknown={} incomplete={} notFetched={} error={} skipped={} complete={} wall={:.2}s manifest={}",
         c.selected,
         c.verified,
         c.verified_source_only,
@@ -163,6 +163,7 @@ pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
         c.incomplete,
         c.not_fetched,
         c.error,
+        m.skipped.len(),
         m.complete,
         m.timing.wall_seconds,
         summary.out.join(crate::manifest::MANIFEST_FILE).display()

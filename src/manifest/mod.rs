@@ -171,8 +171,19 @@ pub struct Manifest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<String>,
     pub timing: Timing,
+    /// Files under `conversations/` that are not conversations (not a
+    /// `.db`/`.pb`, not a regular file, no UUID name), with the reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<Skipped>,
     /// Sorted by fileId.
     pub sessions: Vec<SessionRecord>,
+}
+
+/// A file discovery passed over.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    pub path: String,
+    pub reason: String,
 }
 
 impl Manifest {
@@ -190,6 +201,7 @@ impl Manifest {
             counts_by_format: BTreeMap::new(),
             shard: None,
             timing: Timing::default(),
+            skipped: Vec::new(),
             sessions: Vec::new(),
         }
     }

@@ -92,7 +92,16 @@ pub fn sweep(
     // Everything that can refuse the run is checked before --out is touched,
     // so a failed start leaves nothing behind to block a rerun or --resume.
     let root = std::fs::canonicalize(&opts.root).map_err(|e| Error::io(&opts.root, e))?;
-    let mut sources: Vec<SourceRef> = discover(&root)?.sources;
+    let discovery = discover(&root)?;
+    let skipped: Vec<crate::manifest::Skipped> = discovery
+        .ignored
+        .iter()
+        .map(|(p, why)| crate::manifest::Skipped {
+            path: p.display().to_string(),
+            reason: (*why).to_string(),
+        })
+        .collect();
+    let mut sources: Vec<SourceRef> = discovery.sources;
     let client = DaemonClient::new(&opts.endpoint, opts.client.clone())?;
     let root_text = root.display().to_string();
     let mut manifest = if opts.resume {
@@ -136,6 +145,12 @@ pub fn sweep(
         mkdir_private(&corpus)?;
     }
     manifest.shard = opts.shard.map(|(i, n)| format!("{i}/{n}"));
+    manifest.skipped = skipped;
+    if opts.progress != ProgressMode::Quiet {
+        for s in &manifest.skipped {
+            eprintln!("audit-sweep: skipped {}: {}", s.path, s.reason);
+        }
+    }
     manifest.timing.concurrency = opts.concurrency;
     manifest.timing.jobs = opts.jobs;
     if opts.resume && !corpus.is_dir() {

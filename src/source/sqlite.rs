@@ -315,6 +315,22 @@ fn build(
         path: db.to_path_buf(),
         detail: e.to_string(),
     };
+    if let Some(t) = wal_bytes
+        .as_deref()
+        .and_then(|w| super::wal::tail(&main, w))
+    {
+        if let Some(n) = t.damaged_frame {
+            let mut wal = db.as_os_str().to_owned();
+            wal.push("-wal");
+            return Err(Error::corrupt(
+                PathBuf::from(wal),
+                format!("frame {n}"),
+                "fails its checksum although the next frame chains from the checksum it carries: \
+                 the log was damaged after it was written (not a torn write); SQLite would \
+                 silently drop it and every later frame",
+            ));
+        }
+    }
     let had_wal = wal_bytes.as_ref().is_some_and(|w| !w.is_empty());
     let in_memory = match (strategy, &wal_bytes, &journal_bytes) {
         (Strategy::Disk, _, _) | (_, _, Some(_)) => None,

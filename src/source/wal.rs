@@ -72,6 +72,92 @@ fn db_page_size(main: &[u8]) -> Option<usize> {
     (size.is_power_of_two() && (512..=65_536).contains(&size)).then_some(size)
 }
 
+/// What a log holds past its last commit frame: frames SQLite ignores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Tail {
+    /// Valid frames written after the last commit (an unfinished transaction).
+    pub uncommitted: usize,
+    /// Whole frames past the valid ones (stale frames of an earlier log
+    /// generation, or a frame that fails its checksum and what follows it).
+    pub invalid: usize,
+    /// Bytes of a partial last frame (a torn write).
+    pub torn_bytes: usize,
+    /// The 0-based number of a frame the checksums prove damaged: it fails
+    /// its own checksum although the next frame of the same log generation
+    /// chains correctly from the checksum it carries, so it was altered after
+    /// it was written, not cut short by a crash.
+    pub damaged_frame: Option<usize>,
+}
+
+impl Tail {
+    /// Frames SQLite does not apply.
+    pub fn ignored(&self) -> usize {
+        self.uncommitted + self.invalid
+    }
+}
+
+/// Reads what a log holds past its last commit (`None` for a log this
+/// module does not read itself: see [`Replay::Defer`]).
+pub fn tail(main: &[u8], wal: &[u8]) -> Option<Tail> {
+    if wal.len() < HEADER {
+        return None;
+    }
+    let big = match be32(wal, 0) {
+        MAGIC_BE => true,
+        MAGIC_LE => false,
+        _ => return None,
+    };
+    let page = be32(wal, 8) as usize;
+    if be32(wal, 4) != VERSION
+        || !(page.is_power_of_two() && (512..=65_536).contains(&page))
+        || db_page_size(main) != Some(page)
+    {
+        return None;
+    }
+    let (h1, h2) = checksum(big, &wal[..24], 0, 0);
+    if (h1, h2) != (be32(wal, 24), be32(wal, 28)) {
+        return None;
+    }
+    let salts = &wal[16..24];
+    let frame_len = FRAME_HEADER + page;
+    let (mut s1, mut s2) = (h1, h2);
+    let (mut at, mut valid, mut last_commit) = (HEADER, 0usize, 0usize);
+    let mut t = Tail::default();
+    while at + frame_len <= wal.len() {
+        let f = &wal[at..at + frame_len];
+        if be32(f, 0) == 0 || &f[8..16] != salts {
+            break;
+        }
+        let (c1, c2) = checksum(big, &f[..8], s1, s2);
+        let (c1, c2) = checksum(big, &f[FRAME_HEADER..], c1, c2);
+        if (c1, c2) != (be32(f, 16), be32(f, 20)) {
+            // Does the next frame chain from the checksum this one carries?
+            let next = at + frame_len;
+            if next + frame_len <= wal.len() {
+                let g = &wal[next..next + frame_len];
+                if be32(g, 0) != 0 && &g[8..16] == salts {
+                    let (d1, d2) = checksum(big, &g[..8], be32(f, 16), be32(f, 20));
+                    let (d1, d2) = checksum(big, &g[FRAME_HEADER..], d1, d2);
+                    if (d1, d2) == (be32(g, 16), be32(g, 20)) {
+                        t.damaged_frame = Some(valid);
+                    }
+                }
+            }
+            break;
+        }
+        (s1, s2) = (c1, c2);
+        valid += 1;
+        if be32(f, 4) != 0 {
+            last_commit = valid;
+        }
+        at += frame_len;
+    }
+    t.uncommitted = valid - last_commit;
+    t.invalid = (wal.len() - at) / frame_len;
+    t.torn_bytes = (wal.len() - at) % frame_len;
+    Some(t)
+}
+
 /// Replays `wal` onto `main` (the database file's bytes).
 pub fn replay(main: &[u8], wal: &[u8]) -> Replay {
     if wal.is_empty() {
@@ -212,6 +298,40 @@ mod tests {
             assert!(image[512..1024].iter().all(|b| *b == 7));
             assert!(image[1024..].iter().all(|b| *b == 8));
         }
+    }
+
+    #[test]
+    fn the_tail_tells_uncommitted_torn_and_damaged_frames_apart() {
+        let (main, good) = sample_log();
+        let t = tail(&main, &good).unwrap();
+        assert_eq!(t, Tail::default(), "a clean log ignores nothing");
+        // cut in the middle of the last frame: torn, not damaged
+        let torn = &good[..good.len() - 100];
+        let t = tail(&main, torn).unwrap();
+        assert!(t.torn_bytes > 0 && t.damaged_frame.is_none(), "{t:?}");
+        // a flipped byte inside the first frame's page: the second frame
+        // still chains from the checksum the first one carries
+        let mut flipped = good.clone();
+        flipped[HEADER + FRAME_HEADER + 10] ^= 0x40;
+        let t = tail(&main, &flipped).unwrap();
+        assert_eq!(t.damaged_frame, Some(0), "{t:?}");
+        assert!(t.ignored() >= 2, "{t:?}");
+        // the failing frame is the last one: nothing proves more than a
+        // torn write
+        let mut last_flipped = good.clone();
+        let n = last_flipped.len();
+        last_flipped[n - 5] ^= 1;
+        let t = tail(&main, &last_flipped).unwrap();
+        assert_eq!(t.damaged_frame, None, "{t:?}");
+        assert_eq!(t.invalid, 1, "{t:?}");
+        // a frame after the last commit is uncommitted, not damage
+        let open = log(false, 512, &[(2, 2, 7), (2, 0, 9)]);
+        let t = tail(&main, &open).unwrap();
+        assert_eq!((t.uncommitted, t.damaged_frame), (1, None), "{t:?}");
+    }
+
+    fn sample_log() -> (Vec<u8>, Vec<u8>) {
+        (db(512, 2), log(false, 512, &[(2, 0, 7), (3, 3, 8)]))
     }
 
     #[test]
