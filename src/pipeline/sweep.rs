@@ -301,6 +301,7 @@ pub fn sweep(
             let mut record = SessionRecord::from_result(&r);
             record.endpoint = Some(opts.endpoint.clone());
             manifest.add(record);
+            bars.counts(&manifest.counts);
             bars.written.inc(1);
             if last_write.elapsed() > Duration::from_millis(250) {
                 if let Err(e) = write_manifest(&opts.out, &manifest) {
@@ -373,6 +374,24 @@ fn resumed_manifest(opts: &SweepOptions, root: &str) -> Result<Manifest> {
     Ok(m)
 }
 
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn running_counts_name_each_nonzero_verdict() {
+        let c = crate::manifest::Counts {
+            verified: 3,
+            verified_source_only: 1,
+            unknown: 2,
+            not_fetched: 1,
+            ..Default::default()
+        };
+        assert_eq!(
+            super::running_counts(&c),
+            "4 verified, 2 unknown, 1 not fetched"
+        );
+    }
+}
+
 /// Writes a session's files, then drops its bodies and sidecar.
 fn written(corpus: &Path, mut r: SessionResult) -> (SessionResult, Result<()>) {
     let files = write_session(corpus, &r);
@@ -404,6 +423,23 @@ fn write_session(corpus: &Path, r: &SessionResult) -> Result<()> {
     Ok(())
 }
 
+/// `312 verified, 41 unknown, 2 incomplete` (zero counts left out).
+fn running_counts(c: &crate::manifest::Counts) -> String {
+    let parts = [
+        (c.verified + c.verified_source_only, "verified"),
+        (c.unknown, "unknown"),
+        (c.incomplete, "incomplete"),
+        (c.not_fetched, "not fetched"),
+        (c.error, "error"),
+    ];
+    parts
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, w)| format!("{n} {w}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 struct Progress {
     mode: ProgressMode,
     _multi: Option<MultiProgress>,
@@ -426,10 +462,18 @@ impl Progress {
             };
         }
         let multi = MultiProgress::new();
+        // `{wide_bar}` takes what the line leaves, so the bars fit a narrow
+        // terminal; rates are whole numbers, the ETA counts down.
         let style = ProgressStyle::with_template(
-            "{prefix:>8} [{bar:30}] {pos}/{len} {per_sec} {elapsed_precise}",
+            "{prefix:>7} {wide_bar} {pos}/{len} {rate} eta {eta} {msg}",
         )
         .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .with_key(
+            "rate",
+            |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.0}/s", s.per_sec());
+            },
+        )
         .progress_chars("=> ");
         let bar = |name: &str| {
             let b = multi.add(ProgressBar::new(total));
@@ -443,6 +487,13 @@ impl Progress {
             fetched: bar("fetched"),
             written: bar("written"),
             _multi: Some(multi),
+        }
+    }
+
+    /// The running verdict counts, shown beside the `written` bar.
+    fn counts(&self, c: &crate::manifest::Counts) {
+        if self.mode == ProgressMode::Bars {
+            self.written.set_message(running_counts(c));
         }
     }
 
