@@ -874,7 +874,10 @@ fn render_body(out: &mut String, step: &Value, depth: usize, level: usize) {
 fn render_steps(out: &mut String, steps: &[&Value], depth: usize, level: usize) {
     let hashes = "#".repeat(level);
     for (i, step) in steps.iter().enumerate() {
-        let heading = step_heading(step.get("type").unwrap_or(&Value::Null));
+        let mut heading = step_heading(step.get("type").unwrap_or(&Value::Null));
+        if get(step, &["codeAction", "actionSpec", "createFile"]).is_some() {
+            heading = "Created file".into();
+        }
         let tool = if s(step, &["type"]) == Some("CORTEX_STEP_TYPE_GENERIC") {
             ne(step, &["metadata", "toolCall", "name"])
                 .map(|n| format!(" {n}"))
