@@ -721,20 +721,20 @@ fn render_envelope(out: &mut String, step: &Value) {
             .unwrap_or_else(|| code(ne(g, &["action"]).unwrap_or("?")));
         let _ = writeln!(
             out,
-            "Permission {}: {what}",
+            "- Permission {}: {what}",
             if allow { "granted" } else { "denied" }
         );
     }
     let request = |out: &mut String, req: &Value, answer: Option<&Value>| {
         let Some(p) = req.get("permission") else {
-            let _ = writeln!(out, "Interaction requested:\n");
+            let _ = writeln!(out, "- Interaction requested:\n");
             dump(out, req);
             return;
         };
         let mut line = match ne(p, &["actionDescription"]) {
-            Some(d) => format!("Asked permission: {}", d.replace('\n', " ")),
+            Some(d) => format!("- Asked permission: {}", d.replace('\n', " ")),
             None => format!(
-                "Asked permission: {}",
+                "- Asked permission: {}",
                 p.get("resource").map(resource).unwrap_or_default()
             ),
         };
@@ -757,7 +757,7 @@ fn render_envelope(out: &mut String, step: &Value) {
             .unwrap_or_default();
         if !persisted.is_empty() {
             let shown: Vec<String> = persisted.iter().map(|p| code(p)).collect();
-            let _ = writeln!(out, "(remembered: {})", shown.join(", "));
+            let _ = writeln!(out, "  (remembered: {})", shown.join(", "));
         }
     };
     if let Some(req) = step.get("requestedInteraction") {
@@ -767,13 +767,13 @@ fn render_envelope(out: &mut String, step: &Value) {
         match ci.get("request") {
             Some(req) => request(out, req, ci.get("response")),
             None => {
-                let _ = writeln!(out, "Interaction:\n");
+                let _ = writeln!(out, "- Interaction:\n");
                 dump(out, ci);
             }
         }
     }
     if let Some(t) = step.get("taskDetails") {
-        let mut line = "Task".to_string();
+        let mut line = "- Task".to_string();
         if let Some(id) = ne(t, &["id"]) {
             let _ = write!(line, " {}", code(id));
         }
@@ -866,7 +866,12 @@ fn render_body(out: &mut String, step: &Value, depth: usize, level: usize) {
     }
     if let Some(sub) = step.get("subtrajectory") {
         let steps: Vec<&Value> = arr(sub, "steps").collect();
-        let _ = writeln!(out, "**Subtrajectory** ({} steps)\n", steps.len());
+        let n = steps.len();
+        let _ = writeln!(
+            out,
+            "**Subtrajectory** ({n} step{})\n",
+            if n == 1 { "" } else { "s" }
+        );
         render_steps(out, &steps, depth + 1, (level + 1).min(6));
     }
 }
@@ -1127,7 +1132,10 @@ mod tests {
         ]});
         let md = render_markdown(&t, "N");
         assert!(md.contains("`` echo `id` ``"), "{md}");
-        assert!(md.contains("Asked permission: Run echo — denied"), "{md}");
-        assert!(md.contains("Task `x/task-1`: bg"), "{md}");
+        assert!(
+            md.contains("- Asked permission: Run echo — denied\n"),
+            "{md}"
+        );
+        assert!(md.contains("- Task `x/task-1`: bg\n"), "{md}");
     }
 }
