@@ -30,6 +30,28 @@ fn counts_row(name: &str, c: &Counts) -> String {
     )
 }
 
+/// The rules a refusal class names: `rule` for one session, `rule (k
+/// sessions)` for more, then how many named none; `none` when none did.
+fn rules_cell(sessions: u64, rules: &BTreeMap<String, u64>) -> String {
+    let mut parts: Vec<String> = rules
+        .iter()
+        .map(|(r, k)| match k {
+            1 => format!("`{r}`"),
+            k => format!("`{r}` ({k} sessions)"),
+        })
+        .collect();
+    let named: u64 = rules.values().sum();
+    if parts.is_empty() {
+        return "none".into();
+    }
+    match sessions.saturating_sub(named) {
+        0 => {}
+        1 => parts.push("1 session named none".into()),
+        k => parts.push(format!("{k} sessions named none")),
+    }
+    parts.join(", ")
+}
+
 const COUNTS_HEAD: &str = "| | selected | verified | verified, source-only | unknown | incomplete | error | sqlite | protobuf |\n|---|---|---|---|---|---|---|---|---|";
 
 /// Renders the report; `chart` is the SVG file name to link, if any.
@@ -65,16 +87,28 @@ pub fn render_report(m: &Manifest, chart: Option<&str>) -> String {
         c.selected, c.verified, c.verified_source_only, c.unknown, c.incomplete, c.error, c.not_verified, c.legacy_unverifiable
     );
     if let Some(chart) = chart {
-        let _ = writeln!(s, "![Verdicts per profile]({chart})\n");
+        let _ = writeln!(
+            s,
+            "![Verdicts per profile]({chart})\n\nThe chart labels each profile P1, P2, ... as in the first column below.\n"
+        );
     }
-    let _ = writeln!(s, "## Per profile\n\n{COUNTS_HEAD}");
-    for (p, c) in &m.counts_by_profile {
-        let _ = writeln!(s, "{}", counts_row(&format!("`{p}`"), c));
+    // The chart's short labels (P1, P2, ...) name the same profiles.
+    let _ = writeln!(
+        s,
+        "## Per profile\n\n| chart | profile | selected | verified | verified, source-only | unknown | incomplete | error | sqlite | protobuf |\n|---|---|---|---|---|---|---|---|---|---|"
+    );
+    for ((label, p), c) in crate::report::svg::profile_labels(m)
+        .iter()
+        .zip(m.counts_by_profile.values())
+    {
+        let _ = writeln!(s, "{}", counts_row(&format!("{label} | `{p}`"), c));
     }
     let _ = writeln!(s, "\n## Per format\n\n{COUNTS_HEAD}");
     for (f, c) in &m.counts_by_format {
         let _ = writeln!(s, "{}", counts_row(f, c));
     }
+    // Per class: sessions, and the qualified rule each refusal names (most
+    // refusals, of the source itself, name none).
     let mut by_class: BTreeMap<String, (u64, BTreeMap<String, u64>)> = BTreeMap::new();
     for sess in &m.sessions {
         if matches!(sess.verdict_str(), "verified" | "verified-source-only") {
@@ -93,17 +127,17 @@ pub fn render_report(m: &Manifest, chart: Option<&str>) -> String {
                 r.rsplit_once('(')
                     .map(|(_, x)| x.trim_end_matches(')').to_string())
             })
-            .filter(|x| crate::rules::RuleId::from_id(x).is_some())
-            .unwrap_or_else(|| "-".into());
-        *e.1.entry(rule).or_insert(0) += 1;
+            .filter(|x| crate::rules::RuleId::from_id(x).is_some());
+        if let Some(rule) = rule {
+            *e.1.entry(rule).or_insert(0) += 1;
+        }
     }
     let _ = writeln!(
         s,
-        "\n## Refusal reasons\n\n| class | sessions | rules |\n|---|---|---|"
+        "\n## Refusal reasons\n\n| class | sessions | qualified rules named |\n|---|---|---|"
     );
     for (class, (n, rules)) in &by_class {
-        let rules: Vec<String> = rules.iter().map(|(r, k)| format!("{r} ×{k}")).collect();
-        let _ = writeln!(s, "| {class} | {n} | {} |", rules.join(", "));
+        let _ = writeln!(s, "| {class} | {n} | {} |", rules_cell(*n, rules));
     }
     let mut rules_used: BTreeMap<&str, u64> = BTreeMap::new();
     let mut types: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
@@ -152,4 +186,109 @@ pub fn render_report(m: &Manifest, chart: Option<&str>) -> String {
         t.source_bytes as f64 / 1e6
     );
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::SessionRecord;
+    use crate::source::Format;
+    use crate::verdict::ReasonClass;
+
+    fn refused(id: usize, class: ReasonClass, reason: &str) -> SessionRecord {
+        SessionRecord {
+            file_id: format!("{id:08}"),
+            cascade_id: format!("{id:08}"),
+            format: Format::Sqlite,
+            profile: "sqlite-v1-format0-modeled-19f5ca8aba2b-r12934a-planner50-permission2-prompt23-history2".into(),
+            source_digest: format!("sha256:{id}"),
+            payload_digest: None,
+            verdict: Some(class.verdict()),
+            reason: Some(reason.into()),
+            reason_class: Some(class),
+            rules: Vec::new(),
+            steps: 1,
+            bytes: 1,
+            step_types: Default::default(),
+        }
+    }
+
+    fn section<'a>(md: &'a str, title: &str) -> &'a str {
+        let start = md.find(title).unwrap_or(md.len());
+        let end = md[start + 1..]
+            .find("\n## ")
+            .map(|p| start + 1 + p)
+            .unwrap_or(md.len());
+        &md[start..end]
+    }
+
+    #[test]
+    fn refusal_rows_read_cleanly_without_placeholder_rules() {
+        let mut m = Manifest::new("/r", "e", "t".into());
+        let rule = crate::rules::RuleId::ALL[0].id();
+        let mut id = 0;
+        let mut add = |m: &mut Manifest, class, reason: String| {
+            id += 1;
+            m.add(refused(id, class, &reason));
+        };
+        for _ in 0..3 {
+            add(
+                &mut m,
+                ReasonClass::UnknownField,
+                "steps[1].metadata: unknown field 900 (varint)".into(),
+            );
+        }
+        add(
+            &mut m,
+            ReasonClass::UnqualifiedProjection,
+            format!("steps[3]: out of bounds ({rule})"),
+        );
+        add(
+            &mut m,
+            ReasonClass::UnqualifiedProjection,
+            format!("steps[4]: out of bounds ({rule})"),
+        );
+        add(
+            &mut m,
+            ReasonClass::UnqualifiedProjection,
+            "steps[5]: no rule applies".into(),
+        );
+        let mut error = refused(99, ReasonClass::UnknownField, "");
+        (error.verdict, error.reason, error.reason_class) = (None, None, None);
+        m.add(error);
+        let md = render_report(&m, None);
+        let table = section(&md, "## Refusal reasons");
+        assert!(
+            !table.contains("- \u{d7}") && !table.contains("| - |"),
+            "{table}"
+        );
+        assert!(!table.contains("\u{d7}1"), "{table}");
+        assert!(table.contains("| unknown-field | 3 | none |"), "{table}");
+        assert!(table.contains("| error | 1 | none |"), "{table}");
+        assert!(
+            table.contains(&format!(
+                "| unqualified-projection | 3 | `{rule}` (2 sessions), 1 session named none |"
+            )),
+            "{table}"
+        );
+    }
+
+    #[test]
+    fn the_per_profile_table_maps_chart_labels_to_profiles() {
+        let mut m = Manifest::new("/r", "e", "t".into());
+        m.add(refused(1, ReasonClass::UnknownField, "x"));
+        let mut legacy = refused(2, ReasonClass::UnknownField, "x");
+        legacy.profile = format!("legacy-aes256gcm-v1-2516d3eccb18/{}", legacy.profile);
+        legacy.format = Format::Protobuf;
+        m.add(legacy);
+        let md = render_report(&m, Some("r.svg"));
+        let table = section(&md, "## Per profile");
+        for (label, profile) in crate::report::svg::profile_labels(&m) {
+            assert!(
+                table.contains(&format!("| {label} | `{profile}` |")),
+                "{label}: {table}"
+            );
+        }
+        assert!(md.contains("P1, P2"), "{md}");
+    }
 }
