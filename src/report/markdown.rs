@@ -24,7 +24,7 @@ fn counts_row(name: &str, c: &Counts) -> String {
         c.verified_source_only,
         c.unknown,
         c.incomplete,
-        c.error,
+        c.error + c.not_fetched,
         c.sqlite,
         c.protobuf
     )
@@ -52,7 +52,7 @@ fn rules_cell(sessions: u64, rules: &BTreeMap<String, u64>) -> String {
     parts.join(", ")
 }
 
-const COUNTS_HEAD: &str = "| | selected | verified | verified, source-only | unknown | incomplete | error | sqlite | protobuf |\n|---|---|---|---|---|---|---|---|---|";
+const COUNTS_HEAD: &str = "| | selected | verified | verified, source-only | unknown | incomplete | not fetched or error | sqlite | protobuf |\n|---|---|---|---|---|---|---|---|---|";
 
 /// Renders the report; `chart` is the SVG file name to link, if any.
 pub fn render_report(m: &Manifest, chart: Option<&str>) -> String {
@@ -83,8 +83,8 @@ pub fn render_report(m: &Manifest, chart: Option<&str>) -> String {
     let _ = writeln!(s, "\n## Totals\n");
     let _ = writeln!(
         s,
-        "{} sessions: **{} verified**, {} verified with source-only fields, {} unknown, {} incomplete, {} errors ({} not verified, {} of them legacy).\n",
-        c.selected, c.verified, c.verified_source_only, c.unknown, c.incomplete, c.error, c.not_verified, c.legacy_unverifiable
+        "{} sessions: **{} verified**, {} verified with source-only fields, {} unknown, {} incomplete, {} not fetched, {} errors ({} not verified, {} of them legacy).\n",
+        c.selected, c.verified, c.verified_source_only, c.unknown, c.incomplete, c.not_fetched, c.error, c.not_verified, c.legacy_unverifiable
     );
     if let Some(chart) = chart {
         let _ = writeln!(
@@ -95,7 +95,7 @@ pub fn render_report(m: &Manifest, chart: Option<&str>) -> String {
     // The chart's short labels (P1, P2, ...) name the same profiles.
     let _ = writeln!(
         s,
-        "## Per profile\n\n| chart | profile | selected | verified | verified, source-only | unknown | incomplete | error | sqlite | protobuf |\n|---|---|---|---|---|---|---|---|---|---|"
+        "## Per profile\n\n| chart | profile | selected | verified | verified, source-only | unknown | incomplete | not fetched or error | sqlite | protobuf |\n|---|---|---|---|---|---|---|---|---|---|"
     );
     for ((label, p), c) in crate::report::svg::profile_labels(m)
         .iter()
@@ -210,6 +210,7 @@ mod tests {
             steps: 1,
             bytes: 1,
             step_types: Default::default(),
+            endpoint: None,
         }
     }
 

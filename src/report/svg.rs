@@ -15,7 +15,7 @@ const COLORS: [(&str, &str); 5] = [
     ("verified-source-only", "#81c784"),
     ("unknown", "#f9a825"),
     ("incomplete", "#c62828"),
-    ("error", "#616161"),
+    ("not fetched or error", "#616161"),
 ];
 
 /// Dark text, for light fills and the chart background.
@@ -119,7 +119,7 @@ pub fn verdict_chart(m: &Manifest) -> String {
                     c.verified_source_only,
                     c.unknown,
                     c.incomplete,
-                    c.error,
+                    c.error + c.not_fetched,
                 ],
             )
         })
@@ -247,6 +247,7 @@ mod tests {
             steps: 1,
             bytes: 1,
             step_types: Default::default(),
+            endpoint: None,
         }
     }
 
