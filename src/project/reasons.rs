@@ -33,6 +33,8 @@ reasons! {
     EmbeddedType => "unsupported embedded native step type";
     EmbeddedBody => "embedded native step body does not match its type";
     EmbeddedOuterOnlyType => "native type qualified only under an outer error";
+    WrapperTool => "wrapper tool does not match the embedded native type";
+    WrapperArgument => "wrapper argument outside the tool's allow-list";
     WrapperField => "unsupported wrapper field";
     NativeField => "unsupported native step field";
     WrapperResultField => "unsupported wrapper result field";
