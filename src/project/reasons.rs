@@ -102,6 +102,7 @@ reasons! {
     RejectedTrigger => "another trigger";
     RejectedGrant => "a grant on a rejected request";
     RejectedBypass => "BypassSandbox other than \"false\"";
+    RejectedBypassTopLevel => "BypassSandbox on a call outside a subagent's conversation";
     CanceledPromptRecord => "outer error, grant, interaction record or task details on a canceled prompt";
     CanceledPromptHistory => "status history not ending WAITING, RUNNING, CANCELED";
     ResultlessViewFile => "unsupported resultless view_file";

@@ -19,6 +19,13 @@ use prost_reflect::{DynamicMessage, ReflectMessage, Value};
 pub(crate) const HOOK_DENIED_PREFIX: &str = "tool call denied by pre-tool hook:";
 /// The prefix of a rejected permission request's error.
 pub(crate) const PERMISSION_DENIED_PREFIX: &str = "permission check failed for command ";
+/// agy's advice after a rejected permission request: the third line of both
+/// error texts. The specification describes this line ("agy's advice not to
+/// circumvent the denial") without quoting it; this is the one literal the
+/// reader accepts (the wording the modeled shapes carry), compared exactly: a
+/// one-word change fails.
+pub const REJECTED_ADVICE: &str =
+    "Do not attempt to run this command another way or to circumvent this denial.";
 /// The prefix of a generate_image argument rejection.
 pub(crate) const INVALID_ARGUMENTS_PREFIX: &str = "invalid arguments:";
 
@@ -124,7 +131,7 @@ pub(crate) const DOCS: &[RuleDoc] = &[
     },
     RuleDoc {
         rule: RuleId::ResultlessRejectedPermission,
-        accepts: "A resultless run_command wrapper with status ERROR, the arguments CommandLine, Cwd, WaitMsBeforeAsync (and optionally BypassSandbox \"false\") repeating the metadata tool call, no permissions grant, exactly one pre-tool hook result {decision: allow}, an outer error whose short and full text are both exactly `permission check failed for command \"C\": user denied permission to run command:` / C / a nonempty advice line mentioning circumvent (three lines, C plain printable ASCII without quote or backslash, so Go %q adds only the quotes), and one completed interaction: a request of exactly resource (target C), persist_suggestion_type, suggested_persist_pattern, action_description, shell_name and trigger_source TYPE_DEFAULT_FALLBACK (no trigger_detail), answered with no allow field and an empty persist_grants. Presented as a RUN_COMMAND step built like the hook-denied one, keeping status, metadata, error and the completed request.",
+        accepts: "A resultless run_command wrapper with status ERROR, the arguments CommandLine, Cwd, WaitMsBeforeAsync (and BypassSandbox \"false\" only in a subagent's conversation, whose trajectory metadata names a parent conversation) repeating the metadata tool call, no permissions grant, exactly one pre-tool hook result {decision: allow}, an outer error whose short and full text are both exactly `permission check failed for command \"C\": user denied permission to run command:` / C / `Do not attempt to run this command another way or to circumvent this denial.` (exactly these three lines, C plain printable ASCII without quote or backslash, so Go %q adds only the quotes), and one completed interaction: a request of exactly resource {action: \"command\", target: C}, persist_suggestion_type, suggested_persist_pattern, action_description, shell_name and trigger_source TYPE_DEFAULT_FALLBACK (no trigger_detail), answered with no allow field and an empty persist_grants. Presented as a RUN_COMMAND step built like the hook-denied one, keeping status, metadata, error and the completed request.",
         reasons: &[
             Reason::ResultlessExtraField,
             Reason::ResultlessArguments,
@@ -137,6 +144,7 @@ pub(crate) const DOCS: &[RuleDoc] = &[
             Reason::RejectedTrigger,
             Reason::RejectedGrant,
             Reason::RejectedBypass,
+            Reason::RejectedBypassTopLevel,
         ],
     },
     RuleDoc {
@@ -177,7 +185,7 @@ pub(crate) fn project(ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
             if short.starts_with(HOOK_DENIED_PREFIX) {
                 hook_denied(w)
             } else if short.starts_with(PERMISSION_DENIED_PREFIX) {
-                rejected_permission(w)
+                rejected_permission(ctx, w)
             } else {
                 reject(
                     None,
@@ -431,10 +439,19 @@ fn rejected_error_head(cmd: &str) -> String {
 /// commands were observed, and a different quoting fails closed. An answer
 /// that allows, another trigger, a changed error, a missing or second
 /// interaction, a grant, a hook result other than the one allow, another
-/// status, BypassSandbox "true", or any other field fails." The advice
-/// line's exact wording is not in the specification: it must be nonempty
-/// and mention "circumvent", identical in the short and full text.
-fn rejected_permission(w: &Wrapper) -> R<Presented> {
+/// status, BypassSandbox "true", or any other field fails."
+///
+/// Both error texts are exactly the three lines: the head with the command
+/// in Go `%q` quoting, the command, and [`REJECTED_ADVICE`] (the
+/// specification does not quote the advice line; the stricter reading is
+/// one exact literal, not any line mentioning circumvention). The request's
+/// resource is exactly {action: "command", target: the command} (the action
+/// is the specification's "permission request for that command").
+/// BypassSandbox "false" is "the headless child"'s argument: it is accepted
+/// only in a subagent's conversation, whose trajectory metadata names a
+/// parent conversation (parent_conversation_id nonempty), never on a
+/// top-level call ([`Reason::RejectedBypassTopLevel`]).
+fn rejected_permission(ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
     let rule = RuleId::ResultlessRejectedPermission;
     ensure(
         !has(w.step, "permissions"),
@@ -451,6 +468,19 @@ fn rejected_permission(w: &Wrapper) -> R<Presented> {
             Reason::RejectedBypass,
             w.args.raw("BypassSandbox").unwrap_or_default().to_string(),
         );
+    }
+    if with_bypass {
+        let parent = ctx
+            .trajectory(Some(rule))?
+            .get_field_by_name("metadata")
+            .and_then(|m| m.as_message().map(|m| text(m, "parent_conversation_id")))
+            .unwrap_or_default();
+        ensure(
+            !parent.is_empty(),
+            rule,
+            Reason::RejectedBypassTopLevel,
+            || "the trajectory metadata names no parent conversation".into(),
+        )?;
     }
     let keys: &[&str] = if with_bypass {
         &["CommandLine", "Cwd", "WaitMsBeforeAsync", "BypassSandbox"]
@@ -471,8 +501,7 @@ fn rejected_permission(w: &Wrapper) -> R<Presented> {
         && lines.len() == 3
         && lines[0] == rejected_error_head(&cmd)
         && lines[1] == cmd
-        && !lines[2].trim().is_empty()
-        && lines[2].contains("circumvent");
+        && lines[2] == REJECTED_ADVICE;
     ensure(ok, rule, Reason::ResultlessErrorPrefix, || {
         format!("{short:?}")
     })?;
@@ -520,10 +549,12 @@ fn check_rejected_interaction(rule: RuleId, w: &Wrapper, cmd: &str) -> R<()> {
         return fail(format!("request fields {pf:?}"));
     }
     let resource_ok = sub(perm, "resource").is_some_and(|r| {
-        extra_field(r, &["action", "target"]).is_none() && text(r, "target") == cmd
+        extra_field(r, &["action", "target"]).is_none()
+            && text(r, "action") == "command"
+            && text(r, "target") == cmd
     });
     if !resource_ok {
-        return fail("request resource is not the command".into());
+        return fail("request resource is not {action: \"command\", target: the command}".into());
     }
     let Some(resp) = sub(ci, "response") else {
         return fail("no answer".into());
