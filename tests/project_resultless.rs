@@ -13,7 +13,13 @@ const CANCELED: &str = "CORTEX_STEP_STATUS_CANCELED";
 
 fn failed(tool: &str, status: &str, args: Json, short: &str) -> Json {
     let mut w = wrapper(tool, status, &args, None);
-    w["error"] = json!({"shortError": short, "fullError": format!("{short} (full)")});
+    // agy repeats an argument rejection's text as its full error.
+    let full = if tool == "generate_image" {
+        short.to_string()
+    } else {
+        format!("{short} (full)")
+    };
+    w["error"] = json!({"shortError": short, "fullError": full});
     w
 }
 
@@ -156,6 +162,29 @@ fn failed_before_run_near_misses_fail() {
         Reason::ResultlessErrorPrefix,
         rule,
     );
+    // #22.4: its full error is present and holds the same text.
+    let short = c[6]["error"]["shortError"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    for full in [
+        json!(""),
+        json!(format!("{short} (full)")),
+        json!("invalid arguments:"),
+    ] {
+        assert_refuses(
+            &s,
+            &with(&c[6], "/error/fullError", full),
+            Reason::ResultlessFullError,
+            rule,
+        );
+    }
+    assert_refuses(
+        &s,
+        &without(&c[6], "/error/fullError"),
+        Reason::ResultlessFullError,
+        rule,
+    );
     // Any other tool.
     let w = failed("grep_search", ERROR, json!({"Query": "x"}), "boom");
     assert_refuses(&s, &w, Reason::ResultlessTool, None);
@@ -229,12 +258,41 @@ fn hook_denied_near_misses_fail() {
         Reason::OuterErrorText,
         rule,
     );
+    // #22.4: the full error is present and equal to the short error.
+    for full in [
+        json!("something else"),
+        json!(""),
+        json!("tool call denied by pre-tool hook: destructive command (full)"),
+        json!("tool call denied by pre-tool hook:"),
+    ] {
+        assert_refuses(
+            &s,
+            &with(&w, "/error/fullError", full),
+            Reason::ResultlessFullError,
+            rule,
+        );
+    }
     assert_refuses(
         &s,
-        &with(&w, "/error/fullError", json!("something else")),
-        Reason::ResultlessErrorPrefix,
+        &without(&w, "/error/fullError"),
+        Reason::ResultlessFullError,
         rule,
     );
+    // #22.4: the short error is exactly the prefix and the reason.
+    for short in [
+        "tool call denied by pre-tool hook: destructive command; retry later",
+        "tool call denied by pre-tool hook: destructive command.",
+        "tool call denied by pre-tool hook:  destructive command",
+        "tool call denied by pre-tool hook:destructive command",
+        "tool call denied by pre-tool hook: not a destructive command",
+    ] {
+        let v = with(
+            &with(&w, "/error/shortError", json!(short)),
+            "/error/fullError",
+            json!(short),
+        );
+        assert_refuses(&s, &v, Reason::HookDeniedErrorText, rule);
+    }
     let h = "/metadata/preToolHookResults";
     assert_refuses(
         &s,

@@ -96,6 +96,8 @@ reasons! {
     ResultlessErrorPrefix => "resultless wrapper error outside its qualified text";
     ArgumentsRepeatToolCall => "dropped arguments do not repeat the presented tool call";
     HookDenyResult => "hook results other than one deny whose reason the error repeats";
+    HookDeniedErrorText => "hook-denied short error other than the prefix and the deny hook's reason";
+    ResultlessFullError => "resultless wrapper full error missing, empty or other than its qualified text";
     HookAllowResult => "hook results other than the one allow";
     RejectedInteraction => "missing, second or unqualified interaction record";
     RejectedAnswer => "an answer that allows";

@@ -107,7 +107,7 @@ const COMMAND_ARGS: &[&str] = &["CommandLine", "Cwd", "WaitMsBeforeAsync"];
 pub(crate) const DOCS: &[RuleDoc] = &[
     RuleDoc {
         rule: RuleId::ResultlessFailedBeforeRun,
-        accepts: "A resultless wrapper (arguments, an outer error of only short and full text, no result; only the type, status, metadata, error and generic.args fields), presented unchanged: write_to_file (ERROR or INVALID; requires TargetFile; allows CodeContent, EmptyFile, Overwrite, Description, Complexity, toolAction, toolSummary), view_file without a recorded tool source (ERROR; requires AbsolutePath; allows StartLine, EndLine, toolAction, toolSummary), find_by_name (ERROR; requires SearchDirectory, Pattern; allows Excludes, Type, MaxDepth, Extensions, FullPath, toolAction, toolSummary), list_dir (ERROR; requires DirectoryPath; allows toolAction, toolSummary), schedule (ERROR; at least one of DurationSeconds, Prompt, TimerCondition and nothing else), generate_image (INVALID only; exactly AspectRatio, ImageName and Prompt; the outer error starts `invalid arguments:`).",
+        accepts: "A resultless wrapper (arguments, an outer error of only short and full text, no result; only the type, status, metadata, error and generic.args fields), presented unchanged: write_to_file (ERROR or INVALID; requires TargetFile; allows CodeContent, EmptyFile, Overwrite, Description, Complexity, toolAction, toolSummary), view_file without a recorded tool source (ERROR; requires AbsolutePath; allows StartLine, EndLine, toolAction, toolSummary), find_by_name (ERROR; requires SearchDirectory, Pattern; allows Excludes, Type, MaxDepth, Extensions, FullPath, toolAction, toolSummary), list_dir (ERROR; requires DirectoryPath; allows toolAction, toolSummary), schedule (ERROR; at least one of DurationSeconds, Prompt, TimerCondition and nothing else), generate_image (INVALID only; exactly AspectRatio, ImageName and Prompt; the short error starts `invalid arguments:` and the full error is present and equal to it).",
         reasons: &[
             Reason::ResultlessNoError,
             Reason::ResultlessExtraField,
@@ -115,18 +115,21 @@ pub(crate) const DOCS: &[RuleDoc] = &[
             Reason::ResultlessStatus,
             Reason::ResultlessArguments,
             Reason::ResultlessErrorPrefix,
+            Reason::ResultlessFullError,
             Reason::OuterErrorText,
         ],
     },
     RuleDoc {
         rule: RuleId::ResultlessHookDenied,
-        accepts: "A resultless run_command wrapper with status ERROR, exactly the arguments CommandLine and Cwd (JSON strings) and WaitMsBeforeAsync (a canonical decimal), an outer error of only short and full text both starting `tool call denied by pre-tool hook:`, and exactly one pre-tool hook result: a deny with a nonempty reason that the short error repeats after the prefix. Presented as a RUN_COMMAND step keeping the status, metadata and error, with run_command {command_line and proposed_command_line: CommandLine, cwd: Cwd, blocking: true, combined_output: {}}.",
+        accepts: "A resultless run_command wrapper with status ERROR, exactly the arguments CommandLine and Cwd (JSON strings) and WaitMsBeforeAsync (a canonical decimal), an outer error of only short and full text, and exactly one pre-tool hook result: a deny with a nonempty reason R (hook_name, decision and reason only); the short error is exactly `tool call denied by pre-tool hook: R` (nothing after R) and the full error is present and equal to it. Presented as a RUN_COMMAND step keeping the status, metadata and error, with run_command {command_line and proposed_command_line: CommandLine, cwd: Cwd, blocking: true, combined_output: {}}.",
         reasons: &[
             Reason::ResultlessExtraField,
             Reason::ResultlessArguments,
             Reason::ResultlessErrorPrefix,
             Reason::OuterErrorText,
             Reason::HookDenyResult,
+            Reason::HookDeniedErrorText,
+            Reason::ResultlessFullError,
         ],
     },
     RuleDoc {
@@ -251,8 +254,12 @@ fn short_full_error(rule: RuleId, w: &Wrapper) -> R<DynamicMessage> {
 ///
 /// Bounds: the per-tool statuses and arguments of [`FAILED_BEFORE_RUN`]
 /// (the specification does not list the other tools' arguments; these sets
-/// are this reader's bounds). For generate_image the short error, and the
-/// full error when set, start with `invalid arguments:`.
+/// are this reader's bounds). For generate_image "an outer error starting
+/// invalid arguments:": the short error starts with the prefix, and the full
+/// error must be present and hold the same text (stricter reading: the
+/// specification names one error text, which agy repeats as the full error
+/// of an INVALID call); an empty or other full error fails with
+/// [`Reason::ResultlessFullError`].
 fn failed_before_run(w: &Wrapper) -> R<Presented> {
     let rule = RuleId::ResultlessFailedBeforeRun;
     let Some(&(tool, statuses, required, allowed)) =
@@ -289,12 +296,14 @@ fn failed_before_run(w: &Wrapper) -> R<Presented> {
     if tool == "generate_image" {
         let (short, full) = (text(&err, "short_error"), text(&err, "full_error"));
         ensure(
-            short.starts_with(INVALID_ARGUMENTS_PREFIX)
-                && (full.is_empty() || full.starts_with(INVALID_ARGUMENTS_PREFIX)),
+            short.starts_with(INVALID_ARGUMENTS_PREFIX),
             rule,
             Reason::ResultlessErrorPrefix,
             || format!("{short:?}"),
         )?;
+        ensure(full == short, rule, Reason::ResultlessFullError, || {
+            format!("full error {full:?}, short error {short:?}")
+        })?;
     }
     Ok(Presented::unchanged(rule))
 }
@@ -372,11 +381,15 @@ fn command_step(
 /// working directory, a blocking call and empty combined output taken from
 /// the arguments."
 ///
-/// Bounds: exactly those three arguments; the short error (and the full
-/// error when set) starts with the prefix, and the short error's remainder
-/// contains the hook's nonempty reason; the one hook result sets only
-/// hook_name, decision (DENY) and reason; only short and full error text;
-/// no extra wrapper fields.
+/// Bounds: exactly those three arguments; the one hook result sets only
+/// hook_name, decision (DENY) and a nonempty reason R; the short error is
+/// exactly the prefix, one space and R, nothing after it
+/// ([`Reason::HookDeniedErrorText`]; an error that does not repeat R at all
+/// is [`Reason::HookDenyResult`]); the full error is present and holds the
+/// same text (stricter reading: the specification gives one error text, the
+/// prefix and the reason; an empty or other full error fails with
+/// [`Reason::ResultlessFullError`]); only short and full error text; no
+/// extra wrapper fields.
 fn hook_denied(w: &Wrapper) -> R<Presented> {
     let rule = RuleId::ResultlessHookDenied;
     only_resultless_fields(rule, w, &[])?;
@@ -389,22 +402,37 @@ fn hook_denied(w: &Wrapper) -> R<Presented> {
     )?;
     let (cmd, cwd) = command_args(rule, w)?;
     let (short, full) = (text(&err, "short_error"), text(&err, "full_error"));
-    ensure(
-        full.is_empty() || full.starts_with(HOOK_DENIED_PREFIX),
-        rule,
-        Reason::ResultlessErrorPrefix,
-        || format!("full error {full:?}"),
-    )?;
     let h = hooks(w.step);
-    let deny = h.len() == 1
-        && extra_field(&h[0], &["hook_name", "decision", "reason"]).is_none()
-        && enum_name(&h[0], "decision") == "DECISION_DENY"
-        && !text(&h[0], "reason").is_empty()
-        && short
+    let reason = match h.as_slice() {
+        [one]
+            if extra_field(one, &["hook_name", "decision", "reason"]).is_none()
+                && enum_name(one, "decision") == "DECISION_DENY"
+                && !text(one, "reason").is_empty() =>
+        {
+            text(one, "reason")
+        }
+        _ => {
+            return reject(
+                Some(rule),
+                Reason::HookDenyResult,
+                format!("{} hook results", h.len()),
+            )
+        }
+    };
+    let want = format!("{HOOK_DENIED_PREFIX} {reason}");
+    ensure(
+        short
             .strip_prefix(HOOK_DENIED_PREFIX)
-            .is_some_and(|rest| rest.contains(&text(&h[0], "reason")));
-    ensure(deny, rule, Reason::HookDenyResult, || {
-        format!("{} hook results", h.len())
+            .is_some_and(|rest| rest.contains(&reason)),
+        rule,
+        Reason::HookDenyResult,
+        || format!("the error does not repeat the deny reason {reason:?}"),
+    )?;
+    ensure(short == want, rule, Reason::HookDeniedErrorText, || {
+        format!("{short:?}, want {want:?}")
+    })?;
+    ensure(full == short, rule, Reason::ResultlessFullError, || {
+        format!("full error {full:?}, short error {short:?}")
     })?;
     Ok(Presented {
         step: Some(command_step(w, &cmd, &cwd, true, false)?),
