@@ -548,6 +548,19 @@ fn rejected_permission_near_misses_fail() {
         Reason::RejectedInteraction,
         rule,
     );
+    // #22.5: nothing beside the answer in the response.
+    for (field, value) in [("trajectoryId", json!("t")), ("stepIndex", json!(3))] {
+        assert_refuses(
+            &s,
+            &with(
+                &w,
+                &format!("/completedInteractions/0/response/{field}"),
+                value,
+            ),
+            Reason::RejectedInteraction,
+            rule,
+        );
+    }
     // The request's resource action is checked (#22.3).
     for action in [json!("read_file"), json!("Command"), json!("")] {
         assert_refuses(

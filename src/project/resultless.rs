@@ -134,7 +134,7 @@ pub(crate) const DOCS: &[RuleDoc] = &[
     },
     RuleDoc {
         rule: RuleId::ResultlessRejectedPermission,
-        accepts: "A resultless run_command wrapper with status ERROR, the arguments CommandLine, Cwd, WaitMsBeforeAsync (and BypassSandbox \"false\" only in a subagent's conversation, whose trajectory metadata names a parent conversation) repeating the metadata tool call, no permissions grant, exactly one pre-tool hook result {decision: allow}, an outer error whose short and full text are both exactly `permission check failed for command \"C\": user denied permission to run command:` / C / `Do not attempt to run this command another way or to circumvent this denial.` (exactly these three lines, C plain printable ASCII without quote or backslash, so Go %q adds only the quotes), and one completed interaction: a request of exactly resource {action: \"command\", target: C}, persist_suggestion_type, suggested_persist_pattern, action_description, shell_name and trigger_source TYPE_DEFAULT_FALLBACK (no trigger_detail), answered with no allow field and an empty persist_grants. Presented as a RUN_COMMAND step built like the hook-denied one, keeping status, metadata, error and the completed request.",
+        accepts: "A resultless run_command wrapper with status ERROR, the arguments CommandLine, Cwd, WaitMsBeforeAsync (and BypassSandbox \"false\" only in a subagent's conversation, whose trajectory metadata names a parent conversation) repeating the metadata tool call, no permissions grant, exactly one pre-tool hook result {decision: allow}, an outer error whose short and full text are both exactly `permission check failed for command \"C\": user denied permission to run command:` / C / `Do not attempt to run this command another way or to circumvent this denial.` (exactly these three lines, C plain printable ASCII without quote or backslash, so Go %q adds only the quotes), and one completed interaction: a request of exactly resource {action: \"command\", target: C}, persist_suggestion_type, suggested_persist_pattern, action_description, shell_name and trigger_source TYPE_DEFAULT_FALLBACK (no trigger_detail), answered with no allow field and an empty persist_grants, and nothing else in the response (no trajectory_id or step_index). Presented as a RUN_COMMAND step built like the hook-denied one, keeping status, metadata, error and the completed request.",
         reasons: &[
             Reason::ResultlessExtraField,
             Reason::ResultlessArguments,
@@ -587,7 +587,7 @@ fn check_rejected_interaction(rule: RuleId, w: &Wrapper, cmd: &str) -> R<()> {
     let Some(resp) = sub(ci, "response") else {
         return fail("no answer".into());
     };
-    if let Some(f) = extra_field(resp, &["permission", "trajectory_id", "step_index"]) {
+    if let Some(f) = extra_field(resp, &["permission"]) {
         return fail(format!("response.{f}"));
     }
     let Some(answer) = sub(resp, "permission") else {
