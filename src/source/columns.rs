@@ -154,7 +154,7 @@ fn expected_single<'a>(names: &Names, payload: &'a [u8]) -> Expected<'a> {
 
 /// Whether the payload needs the merged comparison: a compared field (or
 /// generic.result, or its step_render_info) occurs more than once, or more
-/// than one member of the step oneof occurs.
+/// than one member of the step oneof occurs. One pass over the top level.
 fn needs_merge(names: &Names, payload: &[u8]) -> bool {
     let s = names.step_fields;
     let mut compared = vec![
@@ -167,16 +167,24 @@ fn needs_merge(names: &Names, payload: &[u8]) -> bool {
         s.generic,
     ];
     compared.extend(s.subtrajectory);
-    if compared.iter().any(|n| count(payload, *n) > 1) {
-        return true;
-    }
-    if step_oneof(names)
-        .iter()
-        .filter(|n| count(payload, **n) > 0)
-        .count()
-        > 1
-    {
-        return true;
+    let oneof = step_oneof(names);
+    let mut seen: Vec<u32> = Vec::new();
+    let mut oneof_members = 0usize;
+    for f in FieldIter::new(payload) {
+        let Ok(f) = f else { break };
+        let first = !seen.contains(&f.number);
+        if !first && compared.contains(&f.number) {
+            return true;
+        }
+        if first {
+            seen.push(f.number);
+            if oneof.contains(&f.number) {
+                oneof_members += 1;
+                if oneof_members > 1 {
+                    return true;
+                }
+            }
+        }
     }
     let Some((g, _)) = single(payload, s.generic).ok().flatten() else {
         return false;
