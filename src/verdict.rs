@@ -69,6 +69,7 @@ classes! {
     SourceOnlyPlanner50 => "source-only-planner50", Unknown, "CascadePlannerConfig field 50 outside its declared paths or shapes.";
     SourceOnlyPrompt23 => "source-only-prompt23", Unknown, "ChatMessagePrompt field 23 outside its declared path, shape or derivation.";
     LegacyAuthentication => "legacy-authentication", Unknown, "A legacy .pb that does not authenticate under the key.";
+    LegacyUnsupportedKey => "legacy-unsupported-key", Unknown, "A legacy .pb read with a key other than agy's fixed format key: unknown keys remain unsupported, so it is never verified.";
     UnqualifiedProjection => "unqualified-projection", Unknown, "A step whose presentation no qualified rule predicts.";
     DaemonUnavailable => "daemon-unavailable", Unknown, "The daemon could not be reached or did not answer usably: the session is not fetched and gets no verdict (see `Outcome::NotFetched`).";
     MissingEvidence => "missing-evidence", Unknown, "A response or attestation needed for a verdict is missing.";

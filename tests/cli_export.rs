@@ -344,3 +344,48 @@ fn schema_flag_drives_decoding_with_the_ide_set() {
         "{refusals:?}"
     );
 }
+
+/// #22.7: `--legacy-key-file` with another key opens a legacy source for
+/// inspection only: its verdict is unknown, never verified.
+#[test]
+fn another_legacy_key_only_permits_inspection() {
+    let s = schema();
+    let (_root, dir) = store();
+    let pb = dir.join("1b6b2f0e-1c1d-4a7e-9a5e-0d6f3f1f2a02.pb");
+    let mut conv = Conv::basic(&s);
+    conv.cascade_id = "1b6b2f0e-1c1d-4a7e-9a5e-0d6f3f1f2a02".into();
+    let key = agy_audit::source::legacy::LegacyKey::from_bytes([7; 32]);
+    std::fs::write(
+        &pb,
+        agy_audit::source::legacy::encrypt(&conv.trajectory_bytes(&s), &key, [3; 12]),
+    )
+    .unwrap();
+    let key_dir = tempfile::tempdir().unwrap();
+    let key_file = key_dir.path().join("key.hex");
+    std::fs::write(&key_file, format!("{}\n", "07".repeat(32))).unwrap();
+    let k = key_file.to_str().unwrap();
+    let o = run(&[
+        "export-offline",
+        "--legacy-key-file",
+        k,
+        pb.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty());
+    assert!(
+        stderr(&o).contains("[legacy-unsupported-key]"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&[
+        "export-offline",
+        "--allow-unknown",
+        "--legacy-key-file",
+        k,
+        pb.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["agyReader"]["offline"]["complete"], false);
+    assert_eq!(v["steps"].as_array().map(Vec::len), Some(3));
+}

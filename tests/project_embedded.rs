@@ -111,7 +111,12 @@ fn code_action_view_file_and_invoke_subagent_wrappers_are_replaced() {
             ),
         ),
     ] {
-        let w = wrapper_over(tool, "CORTEX_STEP_STATUS_DONE", &json!({"X": "y"}), &n);
+        let args = match tool {
+            "write_to_file" => json!({"TargetFile": "/work/a.txt", "CodeContent": "x"}),
+            "view_file" => json!({"AbsolutePath": "/work/a.txt", "StartLine": 1, "EndLine": 1}),
+            _ => json!({"Prompt": "p", "Workspace": "inherit"}),
+        };
+        let w = wrapper_over(tool, "CORTEX_STEP_STATUS_DONE", &args, &n);
         let (got, rule, _) = accept_one(&s, &w);
         assert_eq!(rule, RuleId::EmbeddedNativeStep, "{tool}");
         assert_eq!(got, normalized_step(&s, &n), "{tool}");
@@ -331,37 +336,73 @@ fn with_outer_error(w: &Json, short: &str) -> Json {
     )
 }
 
-#[test]
-fn outer_error_over_each_listed_native_type_presents_the_native_error() {
-    let s = schema();
-    for (ty, body, b) in [
+/// Each type the outer-error rule lists: (type, body, body value, the
+/// wrapper tool qualified over it, arguments within its allow-list).
+fn listed_outer_error_types() -> Vec<(&'static str, &'static str, Json, &'static str, Json)> {
+    vec![
         (
             "RUN_COMMAND",
             "runCommand",
             json!({"commandLine": "ls", "exitCode": 2}),
+            "run_command",
+            cmd_args(),
         ),
-        ("CODE_ACTION", "codeAction", json!({"description": "edit"})),
+        (
+            "CODE_ACTION",
+            "codeAction",
+            json!({"description": "edit"}),
+            "write_to_file",
+            json!({"TargetFile": "/a", "CodeContent": "x"}),
+        ),
         (
             "VIEW_FILE",
             "viewFile",
             json!({"absolutePathUri": "file:///a"}),
+            "view_file",
+            json!({"AbsolutePath": "/a"}),
         ),
-        ("GREP_SEARCH", "grepSearch", json!({"query": "x"})),
-        ("MCP_TOOL", "mcpTool", json!({"serverName": "srv"})),
+        (
+            "GREP_SEARCH",
+            "grepSearch",
+            json!({"query": "x"}),
+            "grep_search",
+            json!({"Query": "x", "SearchPath": "/work"}),
+        ),
+        (
+            "MCP_TOOL",
+            "mcpTool",
+            json!({"serverName": "srv", "toolCall": {"name": "make_issue", "argumentsJson": "{\"title\":\"t\"}"}}),
+            "mcp_srv_make_issue",
+            json!({"title": "t"}),
+        ),
         (
             "READ_URL_CONTENT",
             "readUrlContent",
             json!({"url": "https://example.com"}),
+            "read_url_content",
+            json!({"Url": "https://example.com"}),
         ),
-        ("SEARCH_WEB", "searchWeb", json!({"query": "q"})),
-    ] {
+        (
+            "SEARCH_WEB",
+            "searchWeb",
+            json!({"query": "q"}),
+            "search_web",
+            json!({"query": "q"}),
+        ),
+    ]
+}
+
+#[test]
+fn outer_error_over_each_listed_native_type_presents_the_native_error() {
+    let s = schema();
+    for (ty, body, b, tool, args) in listed_outer_error_types() {
         let n = with(
             &native(ty, "ERROR", body, b),
             "/error",
             json!({"shortError": "boom", "fullError": "inner boom"}),
         );
         let w = with_outer_error(
-            &wrapper_over("t", "CORTEX_STEP_STATUS_ERROR", &json!({}), &n),
+            &wrapper_over(tool, "CORTEX_STEP_STATUS_ERROR", &args, &n),
             "boom",
         );
         let (got, rule, p) = accept_one(&s, &w);
@@ -536,4 +577,239 @@ fn an_embedded_wrapper_read_from_sqlite_projects() {
         presented(&p, 0),
         normalized_step(&s, &native_cmd("CORTEX_STEP_STATUS_DONE"))
     );
+}
+
+/// Item 1 of #22: the wrapper's tool must match the native type, and its
+/// arguments stay within that tool's allow-list.
+#[test]
+fn wrapper_tool_must_match_the_native_type() {
+    let s = schema();
+    // Accepted: run_command over RUN_COMMAND (above), and each listed type.
+    for (ty, body, b, tool, args) in listed_outer_error_types() {
+        let n = with(
+            &native(ty, "ERROR", body, b.clone()),
+            "/error",
+            json!({"shortError": "boom"}),
+        );
+        let ok = with_outer_error(
+            &wrapper_over(tool, "CORTEX_STEP_STATUS_ERROR", &args, &n),
+            "boom",
+        );
+        assert_eq!(accept_one(&s, &ok).1, RuleId::OuterError, "{ty}");
+        // Another tool over the same native type.
+        let other = if tool == "run_command" {
+            "view_file"
+        } else {
+            "run_command"
+        };
+        let w = with_outer_error(
+            &wrapper_over(other, "CORTEX_STEP_STATUS_ERROR", &args, &n),
+            "boom",
+        );
+        assert_refuses(
+            &s,
+            &w,
+            Reason::WrapperTool,
+            Some(RuleId::EmbeddedNativeStep),
+        );
+    }
+    // run_command over VIEW_FILE, view_file over RUN_COMMAND, and no tool name.
+    let vf = native(
+        "VIEW_FILE",
+        "DONE",
+        "viewFile",
+        json!({"absolutePathUri": "file:///a"}),
+    );
+    let w = wrapper_over("run_command", "CORTEX_STEP_STATUS_DONE", &cmd_args(), &vf);
+    assert_refuses(
+        &s,
+        &w,
+        Reason::WrapperTool,
+        Some(RuleId::EmbeddedNativeStep),
+    );
+    let w = wrapper_over(
+        "view_file",
+        "CORTEX_STEP_STATUS_DONE",
+        &json!({"AbsolutePath": "/a"}),
+        &native_cmd("CORTEX_STEP_STATUS_DONE"),
+    );
+    assert_refuses(
+        &s,
+        &w,
+        Reason::WrapperTool,
+        Some(RuleId::EmbeddedNativeStep),
+    );
+    let w = without(&cmd_wrapper("DONE", "DONE"), "/metadata/toolCall");
+    assert_refuses(
+        &s,
+        &w,
+        Reason::WrapperTool,
+        Some(RuleId::EmbeddedNativeStep),
+    );
+    // write_to_file over INVOKE_SUBAGENT.
+    let n = native(
+        "INVOKE_SUBAGENT",
+        "DONE",
+        "invokeSubagent",
+        json!({"subagentName": "r"}),
+    );
+    let w = wrapper_over(
+        "write_to_file",
+        "CORTEX_STEP_STATUS_DONE",
+        &json!({"TargetFile": "/a"}),
+        &n,
+    );
+    assert_refuses(
+        &s,
+        &w,
+        Reason::WrapperTool,
+        Some(RuleId::EmbeddedNativeStep),
+    );
+    // An MCP wrapper named after another server or tool.
+    let n = with(
+        &native(
+            "MCP_TOOL",
+            "ERROR",
+            "mcpTool",
+            json!({"serverName": "srv", "toolCall": {"name": "make_issue", "argumentsJson": "{}"}}),
+        ),
+        "/error",
+        json!({"shortError": "boom"}),
+    );
+    for tool in [
+        "mcp_other_make_issue",
+        "mcp_srv_other",
+        "mcp_srv",
+        "make_issue",
+    ] {
+        let w = with_outer_error(
+            &wrapper_over(tool, "CORTEX_STEP_STATUS_ERROR", &json!({}), &n),
+            "boom",
+        );
+        assert_refuses(
+            &s,
+            &w,
+            Reason::WrapperTool,
+            Some(RuleId::EmbeddedNativeStep),
+        );
+    }
+}
+
+#[test]
+fn wrapper_arguments_outside_the_tools_allow_list_fail() {
+    let s = schema();
+    // The accepted shape: exactly the allow-listed arguments.
+    assert_eq!(
+        accept_one(&s, &cmd_wrapper("DONE", "DONE")).1,
+        RuleId::EmbeddedNativeStep
+    );
+    // One more argument, for each qualified tool.
+    for (ty, body, b, tool, args) in listed_outer_error_types() {
+        let n = with(
+            &native(ty, "ERROR", body, b),
+            "/error",
+            json!({"shortError": "boom"}),
+        );
+        for extra in ["toolSummary", "Extra", "BypassSandbox"] {
+            let mut a = args.clone();
+            a[extra] = json!("x");
+            let w = with_outer_error(
+                &wrapper_over(tool, "CORTEX_STEP_STATUS_ERROR", &a, &n),
+                "boom",
+            );
+            let r = refuse_one(&s, &w);
+            assert_eq!(r.kind, Reason::WrapperArgument, "{tool} {extra}: {r}");
+            assert_eq!(r.rule, Some(RuleId::EmbeddedNativeStep));
+        }
+    }
+    // run_command's own bounds: the missing-toolSummary shape's arguments do not carry over.
+    for extra in ["IsDaemon", "RunPersistent", "toolAction"] {
+        let mut a = cmd_args();
+        a[extra] = json!(false);
+        let w = wrapper_over(
+            "run_command",
+            "CORTEX_STEP_STATUS_DONE",
+            &a,
+            &native_cmd("CORTEX_STEP_STATUS_DONE"),
+        );
+        assert_refuses(
+            &s,
+            &w,
+            Reason::WrapperArgument,
+            Some(RuleId::EmbeddedNativeStep),
+        );
+    }
+    // view_file: ByteOffset (a modern-read argument) is not a native read's.
+    let vf = native(
+        "VIEW_FILE",
+        "DONE",
+        "viewFile",
+        json!({"absolutePathUri": "file:///a"}),
+    );
+    let w = wrapper_over(
+        "view_file",
+        "CORTEX_STEP_STATUS_DONE",
+        &json!({"AbsolutePath": "/a", "ByteOffset": 0}),
+        &vf,
+    );
+    assert_refuses(
+        &s,
+        &w,
+        Reason::WrapperArgument,
+        Some(RuleId::EmbeddedNativeStep),
+    );
+    // invoke_subagent with a task-mode argument.
+    let n = native(
+        "INVOKE_SUBAGENT",
+        "DONE",
+        "invokeSubagent",
+        json!({"subagentName": "r"}),
+    );
+    let w = wrapper_over(
+        "invoke_subagent",
+        "CORTEX_STEP_STATUS_DONE",
+        &json!({"Prompt": "p", "Workspace": "inherit", "TaskMode": true}),
+        &n,
+    );
+    assert_refuses(
+        &s,
+        &w,
+        Reason::WrapperArgument,
+        Some(RuleId::EmbeddedNativeStep),
+    );
+    // MCP: arguments that do not repeat the native MCP tool call.
+    let mcp = |args_json: &str| {
+        with(
+            &native(
+                "MCP_TOOL",
+                "ERROR",
+                "mcpTool",
+                json!({"serverName": "srv", "toolCall": {"name": "make_issue", "argumentsJson": args_json}}),
+            ),
+            "/error",
+            json!({"shortError": "boom"}),
+        )
+    };
+    for (native_args, wrapper_args) in [
+        ("{\"title\":\"t\"}", json!({"title": "u"})),
+        ("{\"title\":\"t\"}", json!({"title": "t", "body": "b"})),
+        ("{\"title\":\"t\",\"body\":\"b\"}", json!({"title": "t"})),
+        ("not json", json!({})),
+    ] {
+        let w = with_outer_error(
+            &wrapper_over(
+                "mcp_srv_make_issue",
+                "CORTEX_STEP_STATUS_ERROR",
+                &wrapper_args,
+                &mcp(native_args),
+            ),
+            "boom",
+        );
+        assert_refuses(
+            &s,
+            &w,
+            Reason::WrapperArgument,
+            Some(RuleId::EmbeddedNativeStep),
+        );
+    }
 }

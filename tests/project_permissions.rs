@@ -303,6 +303,22 @@ fn a_rejected_request_fails() {
 #[test]
 fn answers_outside_the_observed_shape_fail() {
     let s = schema();
+    // #22.5: nothing beside the answer in the response, on both copies.
+    for (field, value) in [("trajectoryId", json!("t")), ("stepIndex", json!(3))] {
+        let p = format!("/completedInteractions/0/response/{field}");
+        assert_refuses(
+            &s,
+            &both(&command(), &p, value.clone()),
+            Reason::PermissionAnswer,
+            Some(RuleId::PermissionRunCommand),
+        );
+        assert_refuses(
+            &s,
+            &both(&read(), &p, value),
+            Reason::PermissionAnswer,
+            Some(RuleId::PermissionViewFile),
+        );
+    }
     let pg = "/completedInteractions/0/response/permission/persistGrants";
     let w = both(&command(), pg, json!({"allow": ["rm *"]}));
     assert_refuses(

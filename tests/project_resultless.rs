@@ -13,7 +13,13 @@ const CANCELED: &str = "CORTEX_STEP_STATUS_CANCELED";
 
 fn failed(tool: &str, status: &str, args: Json, short: &str) -> Json {
     let mut w = wrapper(tool, status, &args, None);
-    w["error"] = json!({"shortError": short, "fullError": format!("{short} (full)")});
+    // agy repeats an argument rejection's text as its full error.
+    let full = if tool == "generate_image" {
+        short.to_string()
+    } else {
+        format!("{short} (full)")
+    };
+    w["error"] = json!({"shortError": short, "fullError": full});
     w
 }
 
@@ -156,6 +162,29 @@ fn failed_before_run_near_misses_fail() {
         Reason::ResultlessErrorPrefix,
         rule,
     );
+    // #22.4: its full error is present and holds the same text.
+    let short = c[6]["error"]["shortError"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    for full in [
+        json!(""),
+        json!(format!("{short} (full)")),
+        json!("invalid arguments:"),
+    ] {
+        assert_refuses(
+            &s,
+            &with(&c[6], "/error/fullError", full),
+            Reason::ResultlessFullError,
+            rule,
+        );
+    }
+    assert_refuses(
+        &s,
+        &without(&c[6], "/error/fullError"),
+        Reason::ResultlessFullError,
+        rule,
+    );
     // Any other tool.
     let w = failed("grep_search", ERROR, json!({"Query": "x"}), "boom");
     assert_refuses(&s, &w, Reason::ResultlessTool, None);
@@ -229,12 +258,41 @@ fn hook_denied_near_misses_fail() {
         Reason::OuterErrorText,
         rule,
     );
+    // #22.4: the full error is present and equal to the short error.
+    for full in [
+        json!("something else"),
+        json!(""),
+        json!("tool call denied by pre-tool hook: destructive command (full)"),
+        json!("tool call denied by pre-tool hook:"),
+    ] {
+        assert_refuses(
+            &s,
+            &with(&w, "/error/fullError", full),
+            Reason::ResultlessFullError,
+            rule,
+        );
+    }
     assert_refuses(
         &s,
-        &with(&w, "/error/fullError", json!("something else")),
-        Reason::ResultlessErrorPrefix,
+        &without(&w, "/error/fullError"),
+        Reason::ResultlessFullError,
         rule,
     );
+    // #22.4: the short error is exactly the prefix and the reason.
+    for short in [
+        "tool call denied by pre-tool hook: destructive command; retry later",
+        "tool call denied by pre-tool hook: destructive command.",
+        "tool call denied by pre-tool hook:  destructive command",
+        "tool call denied by pre-tool hook:destructive command",
+        "tool call denied by pre-tool hook: not a destructive command",
+    ] {
+        let v = with(
+            &with(&w, "/error/shortError", json!(short)),
+            "/error/fullError",
+            json!(short),
+        );
+        assert_refuses(&s, &v, Reason::HookDeniedErrorText, rule);
+    }
     let h = "/metadata/preToolHookResults";
     assert_refuses(
         &s,
@@ -284,10 +342,29 @@ fn hook_denied_near_misses_fail() {
 
 const CMD: &str = "git push";
 
+/// The advice line as the specification describes it, written out here
+/// (not taken from the reader) so a drift in the reader's literal fails.
+const ADVICE: &str = "Do not attempt to run this command another way or to circumvent this denial.";
+
 fn rejected_error(cmd: &str) -> String {
     format!(
-        "permission check failed for command \"{cmd}\": user denied permission to run command:\n{cmd}\nDo not try to circumvent this denial; ask the user how to proceed."
+        "permission check failed for command \"{cmd}\": user denied permission to run command:\n{cmd}\n{ADVICE}"
     )
+}
+
+/// Projects `step` in a subagent's conversation: the trajectory metadata
+/// names a parent conversation.
+fn project_in_child(
+    s: &agy_audit::schema::Schema,
+    step: &Json,
+) -> Result<Projected, agy_audit::project::ProjectionRefusal> {
+    let mut conv = conv_with(s, std::slice::from_ref(step));
+    conv.metadata = msg(
+        s,
+        "exa.cortex_pb.CortexTrajectoryMetadata",
+        r#"{"createdAt":"2026-11-01T10:00:00Z","parentConversationId":"parent-1","nestingDepth":1}"#,
+    );
+    project_of(s, &trajectory_of(s, &conv))
 }
 
 fn rejected() -> Json {
@@ -324,12 +401,41 @@ fn rejected_permission_request_is_presented_as_a_command_with_its_request() {
     let mut want = command_step(&w, CMD, true);
     want["completedInteractions"] = w["completedInteractions"].clone();
     assert_eq!(got, normalized_step(&s, &want));
-    // The headless child's BypassSandbox "false".
+    assert_eq!(agy_audit::project::REJECTED_ADVICE, ADVICE);
+    // The same in a subagent's conversation.
+    let p = project_in_child(&s, &w).expect("projects in a child");
+    assert_eq!(p.step_rules, [RuleId::ResultlessRejectedPermission]);
+    // The headless child's BypassSandbox "false", in a subagent's conversation.
     let v = with_args(
         &w,
         json!({"CommandLine": CMD, "Cwd": "/work", "WaitMsBeforeAsync": 5000, "BypassSandbox": "false"}),
     );
-    assert_eq!(accept_one(&s, &v).1, RuleId::ResultlessRejectedPermission);
+    let p = project_in_child(&s, &v).expect("projects in a child");
+    assert_eq!(p.step_rules, [RuleId::ResultlessRejectedPermission]);
+}
+
+/// #22.3: BypassSandbox "false" is the headless child's only: on an
+/// ordinary top-level call (no parent conversation) it fails.
+#[test]
+fn rejected_permission_bypass_outside_a_subagent_fails() {
+    let s = schema();
+    let v = with_args(
+        &rejected(),
+        json!({"CommandLine": CMD, "Cwd": "/work", "WaitMsBeforeAsync": 5000, "BypassSandbox": "false"}),
+    );
+    assert_refuses(
+        &s,
+        &v,
+        Reason::RejectedBypassTopLevel,
+        Some(RuleId::ResultlessRejectedPermission),
+    );
+    // "true" stays refused in a child too.
+    let v = with_args(
+        &rejected(),
+        json!({"CommandLine": CMD, "Cwd": "/work", "WaitMsBeforeAsync": 5000, "BypassSandbox": "true"}),
+    );
+    let r = project_in_child(&s, &v).expect_err("refused");
+    assert_eq!(r.kind, Reason::RejectedBypass, "{r}");
 }
 
 #[test]
@@ -366,6 +472,12 @@ fn rejected_permission_near_misses_fail() {
     // A changed error.
     let e = rejected_error(CMD);
     for changed in [
+        // One word of the advice line changed, dropped or added.
+        e.replace("circumvent", "evade"),
+        e.replace("attempt", "try"),
+        e.replace(" another way", ""),
+        e.replace("denial.", "denial"),
+        e.replace("denial.", "denial. Ask the user."),
         e.replace("circumvent", "work around"),
         e.replace("\ngit push\n", "\ngit pull\n"),
         e.replace("user denied", "policy denied"),
@@ -433,6 +545,34 @@ fn rejected_permission_near_misses_fail() {
     assert_refuses(
         &s,
         &with(&w, &format!("{req}/resource/target"), json!("ls")),
+        Reason::RejectedInteraction,
+        rule,
+    );
+    // #22.5: nothing beside the answer in the response.
+    for (field, value) in [("trajectoryId", json!("t")), ("stepIndex", json!(3))] {
+        assert_refuses(
+            &s,
+            &with(
+                &w,
+                &format!("/completedInteractions/0/response/{field}"),
+                value,
+            ),
+            Reason::RejectedInteraction,
+            rule,
+        );
+    }
+    // The request's resource action is checked (#22.3).
+    for action in [json!("read_file"), json!("Command"), json!("")] {
+        assert_refuses(
+            &s,
+            &with(&w, &format!("{req}/resource/action"), action),
+            Reason::RejectedInteraction,
+            rule,
+        );
+    }
+    assert_refuses(
+        &s,
+        &without(&w, &format!("{req}/resource/action")),
         Reason::RejectedInteraction,
         rule,
     );

@@ -507,3 +507,285 @@ fn a_damaged_database_is_an_error_naming_the_file() {
         assert_eq!(std::fs::read(&path).unwrap(), bytes, "{what}: file changed");
     }
 }
+
+// ---- #22.6: singular message fields that occur more than once -------------
+
+/// A generic step (index 3 of the conversation) whose payload is `payload`,
+/// with `columns` (column, value) written over what the fixture derived.
+fn merged_case(
+    payload: Vec<u8>,
+    columns: Vec<(&'static str, Option<Vec<u8>>)>,
+) -> (tempfile::TempDir, std::path::PathBuf, Schema) {
+    let s = schema();
+    let mut conv = Conv::basic(&s);
+    conv.steps.push(payload);
+    fixture_conv(&conv, move |c| {
+        for (column, value) in columns {
+            c.execute(
+                &format!("UPDATE steps SET {column} = ?1 WHERE idx = 3"),
+                [value],
+            )
+            .expect("update");
+        }
+    })
+}
+
+fn render(s: &Schema, json: &str) -> Vec<u8> {
+    msg(s, "exa.cortex_pb.StepRenderInfo", json)
+}
+
+/// The generic step {args, result {result}} with `second_result` as a second
+/// occurrence of generic.result: inside the one generic, or (`split_generic`)
+/// in a second occurrence of generic.
+fn split_render_payload(s: &Schema, second_result: &[u8], split_generic: bool) -> Vec<u8> {
+    let sn = |n| num(s, "gemini_coder.Step", n);
+    let generic_result = num(s, "exa.cortex_pb.CortexStepGeneric", "result");
+    let base = generic_step(s, false);
+    let extra_result = len_field(generic_result, second_result);
+    if split_generic {
+        let mut p = base;
+        p.extend(len_field(sn("generic"), &extra_result));
+        p
+    } else {
+        // rebuild: every field of the base step, with `generic` extended.
+        let mut out = Vec::new();
+        let mut rest = base.as_slice();
+        while !rest.is_empty() {
+            let (number, field, tail) = split_field(rest);
+            if number == sn("generic") {
+                let mut g = field_payload(field);
+                g.extend(&extra_result);
+                out.extend(len_field(number, &g));
+            } else {
+                out.extend_from_slice(field);
+            }
+            rest = tail;
+        }
+        out
+    }
+}
+
+/// The first top-level field of `b`: (number, its whole encoding, the rest).
+fn split_field(b: &[u8]) -> (u32, &[u8], &[u8]) {
+    let (key, n) = varint(b);
+    let number = (key >> 3) as u32;
+    let end = match key & 7 {
+        0 => n + varint(&b[n..]).1,
+        2 => {
+            let (len, m) = varint(&b[n..]);
+            n + m + len as usize
+        }
+        w => panic!("wire type {w} in a test step"),
+    };
+    (number, &b[..end], &b[end..])
+}
+
+/// The payload of one length-delimited field encoding.
+fn field_payload(field: &[u8]) -> Vec<u8> {
+    let (_, n) = varint(field);
+    let (_, m) = varint(&field[n..]);
+    field[n + m..].to_vec()
+}
+
+fn varint(b: &[u8]) -> (u64, usize) {
+    let mut v = 0u64;
+    for (i, byte) in b.iter().enumerate() {
+        v |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return (v, i + 1);
+        }
+    }
+    panic!("truncated varint")
+}
+
+#[test]
+fn render_info_split_across_result_or_generic_occurrences_is_compared_merged() {
+    let s = schema();
+    let render_field = num(&s, "exa.cortex_pb.GenericStepResult", "step_render_info");
+    let full = render(&s, r#"{"title":"Task","markdown":"**done**"}"#);
+    for split_generic in [false, true] {
+        let second = len_field(render_field, &full);
+        let payload = split_render_payload(&s, &second, split_generic);
+        // The merged value passes.
+        let (_r, p, _) = merged_case(payload.clone(), vec![("render_info", Some(full.clone()))]);
+        let src = read(&s, &p);
+        assert!(
+            src.qualified(),
+            "split_generic {split_generic}: {:?}",
+            src.refusals
+        );
+        // NULL never passes against render info in any occurrence.
+        let (_r, p, _) = merged_case(payload.clone(), vec![("render_info", None)]);
+        assert_refused(
+            &read(&s, &p),
+            ReasonClass::RedundantColumn,
+            "steps[3].render_info",
+        );
+        // Another value fails.
+        let (_r, p, _) = merged_case(
+            payload,
+            vec![("render_info", Some(render(&s, r#"{"title":"Task"}"#)))],
+        );
+        assert_refused(
+            &read(&s, &p),
+            ReasonClass::RedundantColumn,
+            "steps[3].render_info",
+        );
+    }
+}
+
+#[test]
+fn render_info_occurring_twice_is_compared_merged() {
+    let s = schema();
+    let render_field = num(&s, "exa.cortex_pb.GenericStepResult", "step_render_info");
+    let mut second = len_field(render_field, &render(&s, r#"{"title":"Task"}"#));
+    second.extend(len_field(
+        render_field,
+        &render(
+            &s,
+            r#"{"markdown":"**done**","metadata":{"a":"1","b":"2"}}"#,
+        ),
+    ));
+    let payload = split_render_payload(&s, &second, false);
+    let merged = render(
+        &s,
+        r#"{"title":"Task","markdown":"**done**","metadata":{"a":"1","b":"2"}}"#,
+    );
+    let (_r, p, _) = merged_case(payload.clone(), vec![("render_info", Some(merged))]);
+    let src = read(&s, &p);
+    assert!(src.qualified(), "{:?}", src.refusals);
+    for column in [
+        None,
+        Some(render(&s, r#"{"title":"Task"}"#)),
+        Some(render(
+            &s,
+            r#"{"markdown":"**done**","metadata":{"a":"1","b":"2"}}"#,
+        )),
+    ] {
+        let (_r, p, _) = merged_case(payload.clone(), vec![("render_info", column)]);
+        assert_refused(
+            &read(&s, &p),
+            ReasonClass::RedundantColumn,
+            "steps[3].render_info",
+        );
+    }
+}
+
+#[test]
+fn a_later_oneof_member_clears_generic_and_its_render_info() {
+    let s = schema();
+    let sn = |n| num(&s, "gemini_coder.Step", n);
+    let mut payload = generic_step(&s, true);
+    payload.extend(len_field(
+        sn("run_command"),
+        &msg(
+            &s,
+            "exa.cortex_pb.CortexStepRunCommand",
+            r#"{"commandLine":"ls"}"#,
+        ),
+    ));
+    // The generic occurrence's render info is not in the merged step.
+    let (_r, p, _) = merged_case(payload.clone(), vec![]);
+    assert_refused(
+        &read(&s, &p),
+        ReasonClass::RedundantColumn,
+        "steps[3].render_info",
+    );
+    let (_r, p, _) = merged_case(payload, vec![("render_info", None)]);
+    let src = read(&s, &p);
+    assert!(
+        !src.refusals
+            .iter()
+            .any(|r| r.class == ReasonClass::RedundantColumn),
+        "{:?}",
+        src.refusals
+    );
+}
+
+#[test]
+fn every_redundant_column_is_compared_with_the_merged_field() {
+    let s = schema();
+    let sn = |n| num(&s, "gemini_coder.Step", n);
+    let meta = |j: &str| msg(&s, "exa.cortex_pb.CortexStepMetadata", j);
+    let a = r#"{"createdAt":"2026-11-01T10:00:03Z"}"#;
+    let b = r#"{"toolCall":{"id":"call_9","name":"manage_task"}}"#;
+    let both =
+        r#"{"createdAt":"2026-11-01T10:00:03Z","toolCall":{"id":"call_9","name":"manage_task"}}"#;
+    let err = |j: &str| msg(&s, "exa.cortex_pb.CortexErrorDetails", j);
+    let mut payload = generic_step(&s, false);
+    payload.extend(len_field(sn("metadata"), &meta(a)));
+    payload.extend(len_field(sn("error"), &err(r#"{"shortError":"x"}"#)));
+    payload.extend(len_field(sn("error"), &err(r#"{"fullError":"y"}"#)));
+    // The status occurs twice: the last one (ERROR) wins.
+    let status = num(&s, "gemini_coder.Step", "status");
+    let error_status = s
+        .pool
+        .get_enum_by_name("exa.cortex_pb.CortexStepStatus")
+        .and_then(|e| e.get_value_by_name("CORTEX_STEP_STATUS_ERROR"))
+        .map(|v| v.number())
+        .expect("ERROR status");
+    payload.extend(unknown_varint(status, error_status as u64));
+    let good = || {
+        vec![
+            ("metadata", Some(meta(both))),
+            (
+                "error_details",
+                Some(err(r#"{"shortError":"x","fullError":"y"}"#)),
+            ),
+        ]
+    };
+    let with_status = |v: i64, cols: Vec<(&'static str, Option<Vec<u8>>)>| {
+        let s2 = schema();
+        let mut conv = Conv::basic(&s2);
+        conv.steps.push(payload.clone());
+        fixture_conv(&conv, move |c| {
+            for (column, value) in cols {
+                c.execute(
+                    &format!("UPDATE steps SET {column} = ?1 WHERE idx = 3"),
+                    [value],
+                )
+                .expect("update");
+            }
+            c.execute("UPDATE steps SET status = ?1 WHERE idx = 3", [v])
+                .expect("status");
+        })
+    };
+    let (_r, p, _) = with_status(i64::from(error_status), good());
+    let src = read(&s, &p);
+    assert!(src.qualified(), "{:?}", src.refusals);
+    // The first status, not the last.
+    let done = s
+        .pool
+        .get_enum_by_name("exa.cortex_pb.CortexStepStatus")
+        .and_then(|e| e.get_value_by_name("CORTEX_STEP_STATUS_DONE"))
+        .map(|v| v.number())
+        .expect("DONE status");
+    let (_r, p, _) = with_status(i64::from(done), good());
+    assert_refused(
+        &read(&s, &p),
+        ReasonClass::RedundantColumn,
+        "steps[3].status",
+    );
+    // metadata: NULL, or one occurrence only.
+    for column in [None, Some(meta(a)), Some(meta(b))] {
+        let mut cols = good();
+        cols[0].1 = column;
+        let (_r, p, _) = with_status(i64::from(error_status), cols);
+        assert_refused(
+            &read(&s, &p),
+            ReasonClass::RedundantColumn,
+            "steps[3].metadata",
+        );
+    }
+    // error_details: NULL, or the first occurrence only.
+    for column in [None, Some(err(r#"{"shortError":"x"}"#))] {
+        let mut cols = good();
+        cols[1].1 = column;
+        let (_r, p, _) = with_status(i64::from(error_status), cols);
+        assert_refused(
+            &read(&s, &p),
+            ReasonClass::RedundantColumn,
+            "steps[3].error_details",
+        );
+    }
+}

@@ -539,3 +539,61 @@ fn kind_enablement_map_gets_the_same_wire_checks() {
         ReasonClass::BadMapEntry
     );
 }
+
+/// #22.7: a legacy source read under any key other than agy's fixed format
+/// key is never verified, even when it authenticates under that key.
+#[test]
+fn a_legacy_source_under_another_key_is_never_verified() {
+    use agy_audit::source::legacy::{encrypt, LegacyKey, FORMAT_KEY};
+    let s = schema();
+    let plain = Conv::basic(&s).trajectory_bytes(&s);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let read_with = |sealed_under: &LegacyKey, read_under: &LegacyKey, collect_all: bool| {
+        let path = dir.path().join(format!("{CASCADE}.pb"));
+        std::fs::write(&path, encrypt(&plain, sealed_under, [5; 12])).expect("write pb");
+        let opts = agy_audit::source::ReadOptions {
+            schema: &s,
+            legacy_key: read_under,
+            collect_all,
+            fingerprint: false,
+        };
+        agy_audit::source::read_source(&path, &opts).expect("read")
+    };
+    // The accepted shape: the format key, given by default or as a key file's bytes.
+    let format = LegacyKey::default();
+    assert!(read_with(&format, &format, false).qualified());
+    let same = LegacyKey::from_bytes(*FORMAT_KEY);
+    assert!(read_with(&format, &same, false).qualified());
+    // Sealed and read under another key: it authenticates, decodes, and is refused.
+    let other = LegacyKey::from_bytes([7; 32]);
+    let src = read_with(&other, &other, false);
+    let r = src.reason().expect("refused");
+    assert_eq!(r.class, ReasonClass::LegacyUnsupportedKey, "{r}");
+    assert_eq!(
+        r.to_string(),
+        format!(
+            "envelope: read with key sha256 {}, not agy's fixed format key: unknown keys remain unsupported, so this source is never verified",
+            other.fingerprint()
+        )
+    );
+    assert_eq!(src.refusals.len(), 1, "{:?}", src.refusals);
+    assert_eq!(src.steps, 3, "still decoded, for inspection");
+    // Inspection: with every refusal collected, the tree is there.
+    assert!(read_with(&other, &other, true).trajectory.is_some());
+    // Read under another key than it was sealed with: both reasons, the key first.
+    let src = read_with(&format, &other, false);
+    let classes: Vec<_> = src.refusals.iter().map(|r| r.class).collect();
+    assert_eq!(
+        classes,
+        [
+            ReasonClass::LegacyUnsupportedKey,
+            ReasonClass::LegacyAuthentication
+        ]
+    );
+    // Sealed under another key, read under the format key: authentication.
+    let src = read_with(&other, &format, false);
+    assert_eq!(
+        src.reason().map(|r| r.class),
+        Some(ReasonClass::LegacyAuthentication)
+    );
+}

@@ -233,6 +233,22 @@ const GREP_LINES: &str = r#"{"type":"CORTEX_STEP_TYPE_GREP_SEARCH","status":"COR
 const GOOD_LINES: &str = r#"{"results":[{"path":"src/a.rs","line_content":"fn main() {","line_number":3},
   {"path":"/w/src/b.rs","line_content":"// main","line_number":1}],"num_elided_results":1}"#;
 
+/// A generic grep_search wrapper embedding [`GREP_LINES`] as a Step Any; the
+/// wrapper's own tool call carries the prompt's ID when `outer_id`.
+fn grep_wrapper(outer_id: bool) -> String {
+    let native: Json = serde_json::from_str(GREP_LINES).expect("json");
+    let mut w = wrapper_over(
+        "grep_search",
+        "CORTEX_STEP_STATUS_DONE",
+        &json!({"Query": "main", "SearchPath": "/w"}),
+        &native,
+    );
+    if outer_id {
+        w["metadata"]["toolCall"]["id"] = json!("call_g");
+    }
+    w.to_string()
+}
+
 /// A trajectory whose step 3 is a grep search and whose generator prompt carries `field23`.
 fn prompt23_traj(s: &Schema, grep: &str, prompt_json: &str, field23: Vec<u8>) -> Vec<u8> {
     let mut conv = Conv::basic(s);
@@ -463,6 +479,29 @@ fn prompt23_near_misses_are_refused() {
             TOOL_PROMPT.into(),
             good(),
             "not a GREP_SEARCH",
+        ),
+        // A generic wrapper embedding that very GREP_SEARCH Step, with the
+        // prompt's tool-call ID on the wrapper and on the Step: the named
+        // step itself is not a GREP_SEARCH step (#22.2).
+        (
+            grep_wrapper(true),
+            TOOL_PROMPT.into(),
+            good(),
+            "not a GREP_SEARCH",
+        ),
+        // ... nor with the ID only on the embedded Step.
+        (
+            grep_wrapper(false),
+            TOOL_PROMPT.into(),
+            good(),
+            "not a GREP_SEARCH",
+        ),
+        // The native step without its own tool call ID.
+        (
+            GREP_LINES.replace(r#""id":"call_g","#, ""),
+            TOOL_PROMPT.into(),
+            good(),
+            "tool call ID",
         ),
         (
             GREP_LINES.into(),

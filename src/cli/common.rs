@@ -13,7 +13,10 @@ pub struct DecodeArgs {
     #[arg(long, env = "AGY_AUDIT_SCHEMA", value_name = "FILE")]
     pub schema: Option<PathBuf>,
     /// Key for legacy .pb sources: 32 raw bytes or 64 hex digits. Default: the
-    /// fixed format key agy distributes.
+    /// fixed format key agy distributes. Another key only opens sources for
+    /// offline inspection (e.g. export-offline --allow-unknown): unknown keys
+    /// remain unsupported, so every source read under one is refused as
+    /// unknown (legacy-unsupported-key) and never verified.
     #[arg(long, env = "AGY_AUDIT_LEGACY_KEY_FILE", value_name = "FILE")]
     pub legacy_key_file: Option<PathBuf>,
 }

@@ -885,7 +885,7 @@ pub struct CorpusPlan {
 
 /// Feature slots cycled over the clean conversations so that every rule
 /// appears in accepted shape many times in the default corpus.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Feature {
     Step(Recipe),
     Planner50,
@@ -1139,6 +1139,34 @@ pub fn plan(opts: &PlanOptions) -> CorpusPlan {
         for _ in 0..count {
             feat_of[i].push(feats[fi % feats.len()]);
             fi += 1;
+        }
+    }
+
+    // The headless child's rejected request (BypassSandbox "false") is
+    // qualified only in a subagent's conversation (its trajectory metadata
+    // names a parent): move each one off a top-level conversation onto a
+    // child (swapping a feature back), or drop the bypass when the corpus has
+    // no child without one.
+    let headless = Feature::Step(Recipe::RejectedPermission { headless: true });
+    for i in 0..n {
+        if parent[i].is_some() {
+            continue;
+        }
+        while let Some(pos) = feat_of[i].iter().position(|f| *f == headless) {
+            let child = (0..n).find(|&j| parent[j].is_some() && !feat_of[j].contains(&headless));
+            match child {
+                Some(j) if !feat_of[j].is_empty() => {
+                    feat_of[i][pos] = feat_of[j][0];
+                    feat_of[j][0] = headless;
+                }
+                Some(j) => {
+                    feat_of[i].remove(pos);
+                    feat_of[j].push(headless);
+                }
+                None => {
+                    feat_of[i][pos] = Feature::Step(Recipe::RejectedPermission { headless: false })
+                }
+            }
         }
     }
 

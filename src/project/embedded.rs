@@ -89,6 +89,149 @@ pub(crate) const CODE_ACTION: &str = "CORTEX_STEP_TYPE_CODE_ACTION";
 const INVOKE_SUBAGENT: &str = "CORTEX_STEP_TYPE_INVOKE_SUBAGENT";
 const LIST_RESOURCES: &str = "CORTEX_STEP_TYPE_LIST_RESOURCES";
 const GENERATE_IMAGE: &str = "CORTEX_STEP_TYPE_GENERATE_IMAGE";
+const GREP_SEARCH: &str = "CORTEX_STEP_TYPE_GREP_SEARCH";
+const MCP_TOOL: &str = "CORTEX_STEP_TYPE_MCP_TOOL";
+const READ_URL_CONTENT: &str = "CORTEX_STEP_TYPE_READ_URL_CONTENT";
+const SEARCH_WEB: &str = "CORTEX_STEP_TYPE_SEARCH_WEB";
+
+/// The wrapper tool qualified over each native type (the wrapper's
+/// `metadata.tool_call.name`), with that tool's argument allow-list: (tool,
+/// native type, allowed `generic.args` keys).
+///
+/// The specification names the tool of each mapping ("run-command",
+/// "view-file", "write_to_file", "invoke-subagent", "generate_image",
+/// "list_resources", ...) but lists the wrapper arguments only for some of
+/// them (generate_image: "its prompt, image name and aspect ratio
+/// arguments"; list_resources: ServerName; run_command: CommandLine, Cwd and
+/// WaitMsBeforeAsync in every command rule). Where it is silent, the stricter
+/// reading: only the arguments observed for that tool over that native type
+/// in the specification and in the modeled shapes (the synthetic corpus),
+/// nothing inferred from other rules (no toolAction, toolSummary, IsDaemon,
+/// RunPersistent, BypassSandbox, ByteOffset, EmptyFile, Overwrite, ...).
+/// ContentOffset and Append are not in these lists: they are accepted only
+/// under their own rules ([`view_file`], [`write_to_file`]), which refuse
+/// them on any other tool. An MCP_TOOL step is named by its server and tool
+/// instead (see [`MCP_TOOL_PREFIX`]).
+pub(crate) const WRAPPER_TOOLS: &[(&str, &str, &[&str])] = &[
+    (
+        "run_command",
+        RUN_COMMAND,
+        &["CommandLine", "Cwd", "WaitMsBeforeAsync"],
+    ),
+    (
+        "view_file",
+        VIEW_FILE,
+        &["AbsolutePath", "StartLine", "EndLine"],
+    ),
+    ("write_to_file", CODE_ACTION, &["TargetFile", "CodeContent"]),
+    (
+        "replace_file_content",
+        CODE_ACTION,
+        &["TargetFile", "Instruction", "ReplacementContent"],
+    ),
+    ("invoke_subagent", INVOKE_SUBAGENT, &["Prompt", "Workspace"]),
+    (
+        "generate_image",
+        GENERATE_IMAGE,
+        &["AspectRatio", "ImageName", "Prompt"],
+    ),
+    ("grep_search", GREP_SEARCH, &["Query", "SearchPath"]),
+    ("read_url_content", READ_URL_CONTENT, &["Url"]),
+    ("search_web", SEARCH_WEB, &["query"]),
+    ("list_resources", LIST_RESOURCES, &["ServerName"]),
+];
+
+/// An MCP tool wrapper is named `mcp_<server>_<tool>` after the native
+/// `mcp_tool.server_name` and `mcp_tool.tool_call.name`; its arguments are
+/// the MCP tool's own, so their allow-list is the native tool call's: the
+/// wrapper arguments must repeat `mcp_tool.tool_call.arguments_json` exactly
+/// (the same keys, each the same JSON value).
+pub(crate) const MCP_TOOL_PREFIX: &str = "mcp_";
+
+/// The arguments a wrapper may carry besides its tool's allow-list: each is
+/// accepted only under its own rule, which refuses it on another tool.
+const OWN_RULE_ARGS: &[&str] = &["ContentOffset", "Append"];
+
+/// "Generic wrappers containing recognized [...] native Steps": the
+/// wrapper's tool must be the one qualified over the native type, and its
+/// arguments within that tool's allow-list ([`WRAPPER_TOOLS`], MCP tools by
+/// [`MCP_TOOL_PREFIX`]). A mismatch fails with [`Reason::WrapperTool`], any
+/// other argument with [`Reason::WrapperArgument`].
+pub(crate) fn check_tool_and_args(w: &Wrapper, ntype: &str, n: &DynamicMessage) -> R<()> {
+    let base = RuleId::EmbeddedNativeStep;
+    if ntype == MCP_TOOL {
+        let mcp = sub(n, "mcp_tool");
+        let server = mcp.map(|m| text(m, "server_name")).unwrap_or_default();
+        let call = mcp.and_then(|m| sub(m, "tool_call"));
+        let name = call.map(|c| text(c, "name")).unwrap_or_default();
+        let want = format!("{MCP_TOOL_PREFIX}{server}_{name}");
+        ensure(
+            !server.is_empty() && !name.is_empty() && w.tool == want,
+            base,
+            Reason::WrapperTool,
+            || format!("{:?} over {ntype} (want {want:?})", w.tool),
+        )?;
+        let native_args = call.and_then(|c| {
+            match serde_json::from_str::<serde_json::Value>(&text(c, "arguments_json")) {
+                Ok(serde_json::Value::Object(o)) => Some(o),
+                _ => None,
+            }
+        });
+        let Some(native_args) = native_args else {
+            return reject(
+                Some(base),
+                Reason::WrapperArgument,
+                "the native MCP tool call has no argument object",
+            );
+        };
+        if let Some(k) = w.args.keys().into_iter().find(
+            |k| !matches!((native_args.get(*k), w.args.json(k)), (Some(a), Some(b)) if *a == b),
+        ) {
+            return reject(
+                Some(base),
+                Reason::WrapperArgument,
+                format!("{} argument {k} is not the native MCP tool call's", w.tool),
+            );
+        }
+        return ensure(
+            native_args.len() == w.args.0.len(),
+            base,
+            Reason::WrapperArgument,
+            || format!("{} lacks arguments of the native MCP tool call", w.tool),
+        );
+    }
+    let Some(&(tool, _, allowed)) = WRAPPER_TOOLS.iter().find(|t| t.1 == ntype && t.0 == w.tool)
+    else {
+        let want: Vec<&str> = WRAPPER_TOOLS
+            .iter()
+            .filter(|t| t.1 == ntype)
+            .map(|t| t.0)
+            .collect();
+        let tool = if w.tool.is_empty() {
+            "(no tool name)"
+        } else {
+            w.tool.as_str()
+        };
+        return reject(
+            Some(base),
+            Reason::WrapperTool,
+            format!("{tool} over {ntype} (want one of {want:?})"),
+        );
+    };
+    match w
+        .args
+        .keys()
+        .into_iter()
+        .find(|k| !allowed.contains(k) && !OWN_RULE_ARGS.contains(k))
+    {
+        Some(k) => reject(
+            Some(base),
+            Reason::WrapperArgument,
+            format!("{tool} argument {k} (allowed: {allowed:?})"),
+        ),
+        None => Ok(()),
+    }
+}
 
 /// Wrapper (Step) fields a wrapper over an embedded Step may set.
 const WRAPPER_FIELDS: &[&str] = &[
@@ -131,12 +274,14 @@ const IMAGE_RESULT_FIELDS: &[&str] = &[
 pub(crate) const DOCS: &[RuleDoc] = &[
     RuleDoc {
         rule: RuleId::EmbeddedNativeStep,
-        accepts: "A GENERIC wrapper whose result payload is an Any `type.googleapis.com/gemini_coder.Step` holding a RUN_COMMAND, CODE_ACTION, VIEW_FILE or INVOKE_SUBAGENT Step with its matching body, with equal wrapper and native statuses and no outer error. Presented as the embedded Step; outer task details are preserved (inner task details must be absent or equal to them). Wrapper fields: type, status, metadata, task_details, generic{args, result{result, metadata, step_render_info, full_output_uri, payload}}; native fields: type, status, metadata, error, task_details and the body. Permission records, ContentOffset and Append arguments only under their own rules.",
+        accepts: "A GENERIC wrapper whose result payload is an Any `type.googleapis.com/gemini_coder.Step` holding a RUN_COMMAND, CODE_ACTION, VIEW_FILE or INVOKE_SUBAGENT Step with its matching body, with equal wrapper and native statuses and no outer error. Presented as the embedded Step; outer task details are preserved (inner task details must be absent or equal to them). Wrapper fields: type, status, metadata, task_details, generic{args, result{result, metadata, step_render_info, full_output_uri, payload}}; native fields: type, status, metadata, error, task_details and the body. Permission records, ContentOffset and Append arguments only under their own rules. The wrapper's tool must match the native type, and its arguments stay within that tool's allow-list (every embedded rule builds on this): run_command over RUN_COMMAND {CommandLine, Cwd, WaitMsBeforeAsync}; view_file over VIEW_FILE {AbsolutePath, StartLine, EndLine} (+ ContentOffset under its rule); write_to_file over CODE_ACTION {TargetFile, CodeContent} (+ Append under its rule); replace_file_content over CODE_ACTION {TargetFile, Instruction, ReplacementContent}; invoke_subagent over INVOKE_SUBAGENT {Prompt, Workspace}; generate_image over GENERATE_IMAGE {AspectRatio, ImageName, Prompt}; grep_search over GREP_SEARCH {Query, SearchPath}; read_url_content over READ_URL_CONTENT {Url}; search_web over SEARCH_WEB {query}; list_resources over LIST_RESOURCES {ServerName}; `mcp_<server_name>_<tool_call.name>` over MCP_TOOL with arguments repeating the native mcp_tool.tool_call arguments exactly. Where the specification lists no arguments, the stricter reading: only those observed for that tool.",
         reasons: &[
             Reason::EmbeddedUndecodable,
             Reason::EmbeddedType,
             Reason::EmbeddedBody,
             Reason::EmbeddedOuterOnlyType,
+            Reason::WrapperTool,
+            Reason::WrapperArgument,
             Reason::WrapperField,
             Reason::NativeField,
             Reason::WrapperResultField,
@@ -202,6 +347,9 @@ pub(crate) fn outer_error_matches(rule: RuleId, w: &Wrapper, n: &DynamicMessage)
 /// ([`permissions`]); with an outer error, the bridge failure, failed
 /// list_resources, failed generate_image or the outer-error rule; without
 /// one, the image mapping, equal statuses, or the CANCELED command cases.
+/// Last, whatever the route: the wrapper's tool is the one qualified over
+/// the native type and its arguments are within that tool's allow-list
+/// ([`check_tool_and_args`], [`WRAPPER_TOOLS`]).
 pub(crate) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     let base = RuleId::EmbeddedNativeStep;
     let n = DynamicMessage::decode(ctx.schema.names.step.clone(), bytes.clone())
@@ -334,6 +482,11 @@ pub(crate) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented>
             }
         }
     };
+
+    // After the type-specific rules, so their named reasons (another tool
+    // for Append or ContentOffset, a record for another tool, arguments that
+    // do not repeat the native tool call) come first.
+    check_tool_and_args(w, &ntype, &n)?;
 
     let mut step = n;
     if let Some(td) = wt {

@@ -49,6 +49,7 @@ mod view_file;
 mod write_to_file;
 
 pub use reasons::Reason;
+pub use resultless::REJECTED_ADVICE;
 
 use crate::rules::RuleId;
 use crate::schema::{to_daemon_json, Schema};

@@ -25,12 +25,12 @@ const REASONS: &[Reason] = &[
 pub(crate) const DOCS: &[RuleDoc] = &[
     RuleDoc {
         rule: RuleId::PermissionRunCommand,
-        accepts: "A DONE run_command wrapper over a DONE embedded RUN_COMMAND Step, both carrying equal permissions and completed_interactions: one grant {action: \"command\", allow: true, target: C, resource: {action: \"command\", target: C}} where C is the native command_line; one completed interaction whose request is only {resource: the grant's resource, trigger_source: TYPE_FORCE_ASK_HOOK} and whose answer is {allow: true, persist_grants: {} (present, empty)} (the response may also carry its trajectory_id and step_index). Presented as the native Step with its copy; the wrapper's copy is dropped.",
+        accepts: "A DONE run_command wrapper over a DONE embedded RUN_COMMAND Step, both carrying equal permissions and completed_interactions: one grant {action: \"command\", allow: true, target: C, resource: {action: \"command\", target: C}} where C is the native command_line; one completed interaction whose request is only {resource: the grant's resource, trigger_source: TYPE_FORCE_ASK_HOOK} and whose answer is {allow: true, persist_grants: {} (present, empty)} (the response carries nothing else: no trajectory_id, step_index or other field). Presented as the native Step with its copy; the wrapper's copy is dropped.",
         reasons: REASONS,
     },
     RuleDoc {
         rule: RuleId::PermissionViewFile,
-        accepts: "A DONE view_file wrapper over a DONE embedded VIEW_FILE Step, both carrying equal permissions and completed_interactions: one grant {action: \"read_file\", allow: true, target: P, resource: {action: \"read_file\", target: P}} where P is the AbsolutePath argument (a JSON string); one completed interaction whose request is only {resource: the grant's resource, action_description: nonempty} (no trigger) and whose answer is {allow: true, persist_grants: {} (present, empty)}. Presented as the native Step with its copy.",
+        accepts: "A DONE view_file wrapper over a DONE embedded VIEW_FILE Step, both carrying equal permissions and completed_interactions: one grant {action: \"read_file\", allow: true, target: P, resource: {action: \"read_file\", target: P}} where P is the AbsolutePath argument (a JSON string); one completed interaction whose request is only {resource: the grant's resource, action_description: nonempty} (no trigger) and whose answer is {allow: true, persist_grants: {} (present, empty)} and nothing else in the response. Presented as the native Step with its copy.",
         reasons: REASONS,
     },
 ];
@@ -223,12 +223,16 @@ fn check_grant(
     Ok(resource.clone())
 }
 
-/// "answered with allow, with an empty persist_grants".
+/// "answered with allow, with an empty persist_grants". "Any other field in
+/// the grant, request or answer [...] fails": the response holds only the
+/// permission answer (no trajectory_id, step_index or any other field, which
+/// nothing would check), and the answer only `allow: true` and an empty,
+/// present persist_grants.
 fn check_answer(rule: RuleId, ci: &DynamicMessage) -> R<()> {
     let Some(resp) = sub(ci, "response") else {
         return reject(Some(rule), Reason::PermissionAnswer, "no answer");
     };
-    if let Some(f) = extra_field(resp, &["permission", "trajectory_id", "step_index"]) {
+    if let Some(f) = extra_field(resp, &["permission"]) {
         return reject(
             Some(rule),
             Reason::PermissionAnswer,

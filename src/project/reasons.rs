@@ -33,6 +33,8 @@ reasons! {
     EmbeddedType => "unsupported embedded native step type";
     EmbeddedBody => "embedded native step body does not match its type";
     EmbeddedOuterOnlyType => "native type qualified only under an outer error";
+    WrapperTool => "wrapper tool does not match the embedded native type";
+    WrapperArgument => "wrapper argument outside the tool's allow-list";
     WrapperField => "unsupported wrapper field";
     NativeField => "unsupported native step field";
     WrapperResultField => "unsupported wrapper result field";
@@ -94,12 +96,15 @@ reasons! {
     ResultlessErrorPrefix => "resultless wrapper error outside its qualified text";
     ArgumentsRepeatToolCall => "dropped arguments do not repeat the presented tool call";
     HookDenyResult => "hook results other than one deny whose reason the error repeats";
+    HookDeniedErrorText => "hook-denied short error other than the prefix and the deny hook's reason";
+    ResultlessFullError => "resultless wrapper full error missing, empty or other than its qualified text";
     HookAllowResult => "hook results other than the one allow";
     RejectedInteraction => "missing, second or unqualified interaction record";
     RejectedAnswer => "an answer that allows";
     RejectedTrigger => "another trigger";
     RejectedGrant => "a grant on a rejected request";
     RejectedBypass => "BypassSandbox other than \"false\"";
+    RejectedBypassTopLevel => "BypassSandbox on a call outside a subagent's conversation";
     CanceledPromptRecord => "outer error, grant, interaction record or task details on a canceled prompt";
     CanceledPromptHistory => "status history not ending WAITING, RUNNING, CANCELED";
     ResultlessViewFile => "unsupported resultless view_file";

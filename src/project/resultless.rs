@@ -19,6 +19,13 @@ use prost_reflect::{DynamicMessage, ReflectMessage, Value};
 pub(crate) const HOOK_DENIED_PREFIX: &str = "tool call denied by pre-tool hook:";
 /// The prefix of a rejected permission request's error.
 pub(crate) const PERMISSION_DENIED_PREFIX: &str = "permission check failed for command ";
+/// agy's advice after a rejected permission request: the third line of both
+/// error texts. The specification describes this line ("agy's advice not to
+/// circumvent the denial") without quoting it; this is the one literal the
+/// reader accepts (the wording the modeled shapes carry), compared exactly: a
+/// one-word change fails.
+pub const REJECTED_ADVICE: &str =
+    "Do not attempt to run this command another way or to circumvent this denial.";
 /// The prefix of a generate_image argument rejection.
 pub(crate) const INVALID_ARGUMENTS_PREFIX: &str = "invalid arguments:";
 
@@ -100,7 +107,7 @@ const COMMAND_ARGS: &[&str] = &["CommandLine", "Cwd", "WaitMsBeforeAsync"];
 pub(crate) const DOCS: &[RuleDoc] = &[
     RuleDoc {
         rule: RuleId::ResultlessFailedBeforeRun,
-        accepts: "A resultless wrapper (arguments, an outer error of only short and full text, no result; only the type, status, metadata, error and generic.args fields), presented unchanged: write_to_file (ERROR or INVALID; requires TargetFile; allows CodeContent, EmptyFile, Overwrite, Description, Complexity, toolAction, toolSummary), view_file without a recorded tool source (ERROR; requires AbsolutePath; allows StartLine, EndLine, toolAction, toolSummary), find_by_name (ERROR; requires SearchDirectory, Pattern; allows Excludes, Type, MaxDepth, Extensions, FullPath, toolAction, toolSummary), list_dir (ERROR; requires DirectoryPath; allows toolAction, toolSummary), schedule (ERROR; at least one of DurationSeconds, Prompt, TimerCondition and nothing else), generate_image (INVALID only; exactly AspectRatio, ImageName and Prompt; the outer error starts `invalid arguments:`).",
+        accepts: "A resultless wrapper (arguments, an outer error of only short and full text, no result; only the type, status, metadata, error and generic.args fields), presented unchanged: write_to_file (ERROR or INVALID; requires TargetFile; allows CodeContent, EmptyFile, Overwrite, Description, Complexity, toolAction, toolSummary), view_file without a recorded tool source (ERROR; requires AbsolutePath; allows StartLine, EndLine, toolAction, toolSummary), find_by_name (ERROR; requires SearchDirectory, Pattern; allows Excludes, Type, MaxDepth, Extensions, FullPath, toolAction, toolSummary), list_dir (ERROR; requires DirectoryPath; allows toolAction, toolSummary), schedule (ERROR; at least one of DurationSeconds, Prompt, TimerCondition and nothing else), generate_image (INVALID only; exactly AspectRatio, ImageName and Prompt; the short error starts `invalid arguments:` and the full error is present and equal to it).",
         reasons: &[
             Reason::ResultlessNoError,
             Reason::ResultlessExtraField,
@@ -108,23 +115,26 @@ pub(crate) const DOCS: &[RuleDoc] = &[
             Reason::ResultlessStatus,
             Reason::ResultlessArguments,
             Reason::ResultlessErrorPrefix,
+            Reason::ResultlessFullError,
             Reason::OuterErrorText,
         ],
     },
     RuleDoc {
         rule: RuleId::ResultlessHookDenied,
-        accepts: "A resultless run_command wrapper with status ERROR, exactly the arguments CommandLine and Cwd (JSON strings) and WaitMsBeforeAsync (a canonical decimal), an outer error of only short and full text both starting `tool call denied by pre-tool hook:`, and exactly one pre-tool hook result: a deny with a nonempty reason that the short error repeats after the prefix. Presented as a RUN_COMMAND step keeping the status, metadata and error, with run_command {command_line and proposed_command_line: CommandLine, cwd: Cwd, blocking: true, combined_output: {}}.",
+        accepts: "A resultless run_command wrapper with status ERROR, exactly the arguments CommandLine and Cwd (JSON strings) and WaitMsBeforeAsync (a canonical decimal), an outer error of only short and full text, and exactly one pre-tool hook result: a deny with a nonempty reason R (hook_name, decision and reason only); the short error is exactly `tool call denied by pre-tool hook: R` (nothing after R) and the full error is present and equal to it. Presented as a RUN_COMMAND step keeping the status, metadata and error, with run_command {command_line and proposed_command_line: CommandLine, cwd: Cwd, blocking: true, combined_output: {}}.",
         reasons: &[
             Reason::ResultlessExtraField,
             Reason::ResultlessArguments,
             Reason::ResultlessErrorPrefix,
             Reason::OuterErrorText,
             Reason::HookDenyResult,
+            Reason::HookDeniedErrorText,
+            Reason::ResultlessFullError,
         ],
     },
     RuleDoc {
         rule: RuleId::ResultlessRejectedPermission,
-        accepts: "A resultless run_command wrapper with status ERROR, the arguments CommandLine, Cwd, WaitMsBeforeAsync (and optionally BypassSandbox \"false\") repeating the metadata tool call, no permissions grant, exactly one pre-tool hook result {decision: allow}, an outer error whose short and full text are both exactly `permission check failed for command \"C\": user denied permission to run command:` / C / a nonempty advice line mentioning circumvent (three lines, C plain printable ASCII without quote or backslash, so Go %q adds only the quotes), and one completed interaction: a request of exactly resource (target C), persist_suggestion_type, suggested_persist_pattern, action_description, shell_name and trigger_source TYPE_DEFAULT_FALLBACK (no trigger_detail), answered with no allow field and an empty persist_grants. Presented as a RUN_COMMAND step built like the hook-denied one, keeping status, metadata, error and the completed request.",
+        accepts: "A resultless run_command wrapper with status ERROR, the arguments CommandLine, Cwd, WaitMsBeforeAsync (and BypassSandbox \"false\" only in a subagent's conversation, whose trajectory metadata names a parent conversation) repeating the metadata tool call, no permissions grant, exactly one pre-tool hook result {decision: allow}, an outer error whose short and full text are both exactly `permission check failed for command \"C\": user denied permission to run command:` / C / `Do not attempt to run this command another way or to circumvent this denial.` (exactly these three lines, C plain printable ASCII without quote or backslash, so Go %q adds only the quotes), and one completed interaction: a request of exactly resource {action: \"command\", target: C}, persist_suggestion_type, suggested_persist_pattern, action_description, shell_name and trigger_source TYPE_DEFAULT_FALLBACK (no trigger_detail), answered with no allow field and an empty persist_grants, and nothing else in the response (no trajectory_id or step_index). Presented as a RUN_COMMAND step built like the hook-denied one, keeping status, metadata, error and the completed request.",
         reasons: &[
             Reason::ResultlessExtraField,
             Reason::ResultlessArguments,
@@ -137,6 +147,7 @@ pub(crate) const DOCS: &[RuleDoc] = &[
             Reason::RejectedTrigger,
             Reason::RejectedGrant,
             Reason::RejectedBypass,
+            Reason::RejectedBypassTopLevel,
         ],
     },
     RuleDoc {
@@ -177,7 +188,7 @@ pub(crate) fn project(ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
             if short.starts_with(HOOK_DENIED_PREFIX) {
                 hook_denied(w)
             } else if short.starts_with(PERMISSION_DENIED_PREFIX) {
-                rejected_permission(w)
+                rejected_permission(ctx, w)
             } else {
                 reject(
                     None,
@@ -243,8 +254,12 @@ fn short_full_error(rule: RuleId, w: &Wrapper) -> R<DynamicMessage> {
 ///
 /// Bounds: the per-tool statuses and arguments of [`FAILED_BEFORE_RUN`]
 /// (the specification does not list the other tools' arguments; these sets
-/// are this reader's bounds). For generate_image the short error, and the
-/// full error when set, start with `invalid arguments:`.
+/// are this reader's bounds). For generate_image "an outer error starting
+/// invalid arguments:": the short error starts with the prefix, and the full
+/// error must be present and hold the same text (stricter reading: the
+/// specification names one error text, which agy repeats as the full error
+/// of an INVALID call); an empty or other full error fails with
+/// [`Reason::ResultlessFullError`].
 fn failed_before_run(w: &Wrapper) -> R<Presented> {
     let rule = RuleId::ResultlessFailedBeforeRun;
     let Some(&(tool, statuses, required, allowed)) =
@@ -281,12 +296,14 @@ fn failed_before_run(w: &Wrapper) -> R<Presented> {
     if tool == "generate_image" {
         let (short, full) = (text(&err, "short_error"), text(&err, "full_error"));
         ensure(
-            short.starts_with(INVALID_ARGUMENTS_PREFIX)
-                && (full.is_empty() || full.starts_with(INVALID_ARGUMENTS_PREFIX)),
+            short.starts_with(INVALID_ARGUMENTS_PREFIX),
             rule,
             Reason::ResultlessErrorPrefix,
             || format!("{short:?}"),
         )?;
+        ensure(full == short, rule, Reason::ResultlessFullError, || {
+            format!("full error {full:?}, short error {short:?}")
+        })?;
     }
     Ok(Presented::unchanged(rule))
 }
@@ -364,11 +381,15 @@ fn command_step(
 /// working directory, a blocking call and empty combined output taken from
 /// the arguments."
 ///
-/// Bounds: exactly those three arguments; the short error (and the full
-/// error when set) starts with the prefix, and the short error's remainder
-/// contains the hook's nonempty reason; the one hook result sets only
-/// hook_name, decision (DENY) and reason; only short and full error text;
-/// no extra wrapper fields.
+/// Bounds: exactly those three arguments; the one hook result sets only
+/// hook_name, decision (DENY) and a nonempty reason R; the short error is
+/// exactly the prefix, one space and R, nothing after it
+/// ([`Reason::HookDeniedErrorText`]; an error that does not repeat R at all
+/// is [`Reason::HookDenyResult`]); the full error is present and holds the
+/// same text (stricter reading: the specification gives one error text, the
+/// prefix and the reason; an empty or other full error fails with
+/// [`Reason::ResultlessFullError`]); only short and full error text; no
+/// extra wrapper fields.
 fn hook_denied(w: &Wrapper) -> R<Presented> {
     let rule = RuleId::ResultlessHookDenied;
     only_resultless_fields(rule, w, &[])?;
@@ -381,22 +402,37 @@ fn hook_denied(w: &Wrapper) -> R<Presented> {
     )?;
     let (cmd, cwd) = command_args(rule, w)?;
     let (short, full) = (text(&err, "short_error"), text(&err, "full_error"));
-    ensure(
-        full.is_empty() || full.starts_with(HOOK_DENIED_PREFIX),
-        rule,
-        Reason::ResultlessErrorPrefix,
-        || format!("full error {full:?}"),
-    )?;
     let h = hooks(w.step);
-    let deny = h.len() == 1
-        && extra_field(&h[0], &["hook_name", "decision", "reason"]).is_none()
-        && enum_name(&h[0], "decision") == "DECISION_DENY"
-        && !text(&h[0], "reason").is_empty()
-        && short
+    let reason = match h.as_slice() {
+        [one]
+            if extra_field(one, &["hook_name", "decision", "reason"]).is_none()
+                && enum_name(one, "decision") == "DECISION_DENY"
+                && !text(one, "reason").is_empty() =>
+        {
+            text(one, "reason")
+        }
+        _ => {
+            return reject(
+                Some(rule),
+                Reason::HookDenyResult,
+                format!("{} hook results", h.len()),
+            )
+        }
+    };
+    let want = format!("{HOOK_DENIED_PREFIX} {reason}");
+    ensure(
+        short
             .strip_prefix(HOOK_DENIED_PREFIX)
-            .is_some_and(|rest| rest.contains(&text(&h[0], "reason")));
-    ensure(deny, rule, Reason::HookDenyResult, || {
-        format!("{} hook results", h.len())
+            .is_some_and(|rest| rest.contains(&reason)),
+        rule,
+        Reason::HookDenyResult,
+        || format!("the error does not repeat the deny reason {reason:?}"),
+    )?;
+    ensure(short == want, rule, Reason::HookDeniedErrorText, || {
+        format!("{short:?}, want {want:?}")
+    })?;
+    ensure(full == short, rule, Reason::ResultlessFullError, || {
+        format!("full error {full:?}, short error {short:?}")
     })?;
     Ok(Presented {
         step: Some(command_step(w, &cmd, &cwd, true, false)?),
@@ -431,10 +467,19 @@ fn rejected_error_head(cmd: &str) -> String {
 /// commands were observed, and a different quoting fails closed. An answer
 /// that allows, another trigger, a changed error, a missing or second
 /// interaction, a grant, a hook result other than the one allow, another
-/// status, BypassSandbox "true", or any other field fails." The advice
-/// line's exact wording is not in the specification: it must be nonempty
-/// and mention "circumvent", identical in the short and full text.
-fn rejected_permission(w: &Wrapper) -> R<Presented> {
+/// status, BypassSandbox "true", or any other field fails."
+///
+/// Both error texts are exactly the three lines: the head with the command
+/// in Go `%q` quoting, the command, and [`REJECTED_ADVICE`] (the
+/// specification does not quote the advice line; the stricter reading is
+/// one exact literal, not any line mentioning circumvention). The request's
+/// resource is exactly {action: "command", target: the command} (the action
+/// is the specification's "permission request for that command").
+/// BypassSandbox "false" is "the headless child"'s argument: it is accepted
+/// only in a subagent's conversation, whose trajectory metadata names a
+/// parent conversation (parent_conversation_id nonempty), never on a
+/// top-level call ([`Reason::RejectedBypassTopLevel`]).
+fn rejected_permission(ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
     let rule = RuleId::ResultlessRejectedPermission;
     ensure(
         !has(w.step, "permissions"),
@@ -451,6 +496,19 @@ fn rejected_permission(w: &Wrapper) -> R<Presented> {
             Reason::RejectedBypass,
             w.args.raw("BypassSandbox").unwrap_or_default().to_string(),
         );
+    }
+    if with_bypass {
+        let parent = ctx
+            .trajectory(Some(rule))?
+            .get_field_by_name("metadata")
+            .and_then(|m| m.as_message().map(|m| text(m, "parent_conversation_id")))
+            .unwrap_or_default();
+        ensure(
+            !parent.is_empty(),
+            rule,
+            Reason::RejectedBypassTopLevel,
+            || "the trajectory metadata names no parent conversation".into(),
+        )?;
     }
     let keys: &[&str] = if with_bypass {
         &["CommandLine", "Cwd", "WaitMsBeforeAsync", "BypassSandbox"]
@@ -471,8 +529,7 @@ fn rejected_permission(w: &Wrapper) -> R<Presented> {
         && lines.len() == 3
         && lines[0] == rejected_error_head(&cmd)
         && lines[1] == cmd
-        && !lines[2].trim().is_empty()
-        && lines[2].contains("circumvent");
+        && lines[2] == REJECTED_ADVICE;
     ensure(ok, rule, Reason::ResultlessErrorPrefix, || {
         format!("{short:?}")
     })?;
@@ -520,15 +577,17 @@ fn check_rejected_interaction(rule: RuleId, w: &Wrapper, cmd: &str) -> R<()> {
         return fail(format!("request fields {pf:?}"));
     }
     let resource_ok = sub(perm, "resource").is_some_and(|r| {
-        extra_field(r, &["action", "target"]).is_none() && text(r, "target") == cmd
+        extra_field(r, &["action", "target"]).is_none()
+            && text(r, "action") == "command"
+            && text(r, "target") == cmd
     });
     if !resource_ok {
-        return fail("request resource is not the command".into());
+        return fail("request resource is not {action: \"command\", target: the command}".into());
     }
     let Some(resp) = sub(ci, "response") else {
         return fail("no answer".into());
     };
-    if let Some(f) = extra_field(resp, &["permission", "trajectory_id", "step_index"]) {
+    if let Some(f) = extra_field(resp, &["permission"]) {
         return fail(format!("response.{f}"));
     }
     let Some(answer) = sub(resp, "permission") else {

@@ -39,7 +39,7 @@ const ENGINE_DOCS: &[RuleDoc] = &[
     },
     RuleDoc {
         rule: RuleId::SourceOnlyPrompt23,
-        accepts: "Source reader (src/source/source_only.rs): ChatMessagePrompt field 23, wire type 2, on a tool-result message prompt of generator metadata, parsed as google.protobuf.Struct of the observed results shape and derived from the named GREP_SEARCH step. Refusals are of class source-only-prompt23.",
+        accepts: "Source reader (src/source/source_only.rs): ChatMessagePrompt field 23, wire type 2, on a tool-result message prompt of generator metadata, parsed as google.protobuf.Struct of the observed results shape and derived from the step step_idx names, which must itself be a GREP_SEARCH step (a generic wrapper embedding one is refused) whose own metadata.tool_call.id equals the prompt's tool_call_id. Refusals are of class source-only-prompt23.",
         reasons: &[],
     },
     RuleDoc {

@@ -4,11 +4,26 @@
 //! when absent); `has_subtrajectory` true exactly when `subtrajectory` is
 //! present (and a present subtrajectory is unsupported); `render_info` equal to
 //! `generic.result.step_render_info`, presence included.
+//!
+//! "The complete step payload" is the message protobuf builds from the
+//! bytes. A singular field may legally occur more than once on the wire: a
+//! message field's occurrences merge, a scalar's last one wins, and a later
+//! member of the `step` oneof clears an earlier one. When every compared
+//! field (and `generic.result`, `step_render_info` inside it) occurs at most
+//! once and at most one member of the oneof occurs, each column is compared
+//! byte for byte with the one occurrence. Otherwise the step is decoded
+//! (merged as protobuf merges it) and each column compared with the merged
+//! value: a message column must be present exactly when the merged field is
+//! (so a NULL column never passes against a payload that carries the field in
+//! any occurrence) and decode to a message equal to it; `step_type` and
+//! `status` equal the merged (last) value.
 
 use super::sqlite::StepRow;
 use super::wire::{read_varint, FieldIter, WireType};
 use crate::schema::Names;
 use crate::verdict::{ReasonClass, Refusal};
+use prost::Message;
+use prost_reflect::{DynamicMessage, MessageDescriptor, ReflectMessage};
 
 /// The raw values of one field number at the top of an encoding: `Err` when
 /// it occurs more than once (no single value to compare).
@@ -37,8 +52,203 @@ fn varint_value(v: Option<(&[u8], WireType)>) -> i64 {
     }
 }
 
-fn bytes_value(v: Option<(&[u8], WireType)>) -> Option<&[u8]> {
-    v.map(|(b, _)| b)
+/// How many times `number` occurs at the top of an encoding
+/// (counting stops at the first malformed field, which the scan refuses).
+fn count(payload: &[u8], number: u32) -> usize {
+    let mut n = 0;
+    for f in FieldIter::new(payload) {
+        let Ok(f) = f else { break };
+        if f.number == number {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// One field of the payload, as the column must reproduce it.
+enum Observed<'a> {
+    Absent,
+    /// The field's one occurrence, compared byte for byte.
+    Bytes(&'a [u8]),
+    /// The merged message of several occurrences, compared as a message.
+    Merged(DynamicMessage),
+}
+
+impl Observed<'_> {
+    fn present(&self) -> bool {
+        !matches!(self, Observed::Absent)
+    }
+
+    /// Whether `column` reproduces this field; `desc` is the field's message type.
+    fn matches(&self, column: Option<&[u8]>, desc: Option<&MessageDescriptor>) -> bool {
+        match (self, column) {
+            (Observed::Absent, None) => true,
+            (Observed::Bytes(b), Some(c)) => *b == c,
+            (Observed::Merged(m), Some(c)) => {
+                let Some(desc) = desc else { return false };
+                match (canonical(desc, &m.encode_to_vec()), canonical(desc, c)) {
+                    (Some(a), Some(b)) => a == b,
+                    _ => false,
+                }
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The message `bytes` decode to, with explicit defaults of fields without
+/// presence dropped (decoded, re-encoded, decoded), so two encodings of one
+/// message compare equal whatever their field order or map order.
+fn canonical(desc: &MessageDescriptor, bytes: &[u8]) -> Option<DynamicMessage> {
+    let m = DynamicMessage::decode(desc.clone(), bytes).ok()?;
+    DynamicMessage::decode(desc.clone(), m.encode_to_vec().as_slice()).ok()
+}
+
+/// The numbers of the `step` oneof's members (the oneof holding `generic`).
+fn step_oneof(names: &Names) -> Vec<u32> {
+    names
+        .step
+        .oneofs()
+        .find(|o| o.fields().any(|f| f.number() == names.step_fields.generic))
+        .map(|o| o.fields().map(|f| f.number()).collect())
+        .unwrap_or_default()
+}
+
+/// What the columns must reproduce.
+struct Expected<'a> {
+    step_type: i64,
+    status: i64,
+    /// metadata, error_details, permissions, task_details.
+    blobs: [Observed<'a>; 4],
+    subtrajectory: bool,
+    render: Observed<'a>,
+}
+
+/// The fast path: every compared field occurs at most once.
+fn expected_single<'a>(names: &Names, payload: &'a [u8]) -> Expected<'a> {
+    let s = names.step_fields;
+    let one = |n: u32| single(payload, n).ok().flatten();
+    let blob = |n: u32| match one(n) {
+        Some((b, _)) => Observed::Bytes(b),
+        None => Observed::Absent,
+    };
+    let render = one(s.generic)
+        .and_then(|(g, _)| single(g, names.generic_result).ok().flatten())
+        .and_then(|(r, _)| single(r, names.result_render_info).ok().flatten());
+    Expected {
+        step_type: varint_value(one(s.r#type)),
+        status: varint_value(one(s.status)),
+        blobs: [
+            blob(s.metadata),
+            blob(s.error),
+            blob(s.permissions),
+            blob(s.task_details),
+        ],
+        subtrajectory: s.subtrajectory.is_some_and(|n| one(n).is_some()),
+        render: match render {
+            Some((b, _)) => Observed::Bytes(b),
+            None => Observed::Absent,
+        },
+    }
+}
+
+/// Whether the payload needs the merged comparison: a compared field (or
+/// generic.result, or its step_render_info) occurs more than once, or more
+/// than one member of the step oneof occurs. One pass over the top level.
+fn needs_merge(names: &Names, payload: &[u8]) -> bool {
+    let s = names.step_fields;
+    let mut compared = vec![
+        s.r#type,
+        s.status,
+        s.metadata,
+        s.error,
+        s.permissions,
+        s.task_details,
+        s.generic,
+    ];
+    compared.extend(s.subtrajectory);
+    let oneof = step_oneof(names);
+    let mut seen: Vec<u32> = Vec::new();
+    let mut oneof_members = 0usize;
+    for f in FieldIter::new(payload) {
+        let Ok(f) = f else { break };
+        let first = !seen.contains(&f.number);
+        if !first && compared.contains(&f.number) {
+            return true;
+        }
+        if first {
+            seen.push(f.number);
+            if oneof.contains(&f.number) {
+                oneof_members += 1;
+                if oneof_members > 1 {
+                    return true;
+                }
+            }
+        }
+    }
+    let Some((g, _)) = single(payload, s.generic).ok().flatten() else {
+        return false;
+    };
+    if count(g, names.generic_result) > 1 {
+        return true;
+    }
+    single(g, names.generic_result)
+        .ok()
+        .flatten()
+        .is_some_and(|(r, _)| count(r, names.result_render_info) > 1)
+}
+
+/// The merged path: the step decoded as protobuf merges it.
+fn expected_merged(names: &Names, payload: &[u8]) -> Result<Expected<'static>, String> {
+    let s = names.step_fields;
+    let step = DynamicMessage::decode(names.step.clone(), payload).map_err(|e| e.to_string())?;
+    let field = |m: &DynamicMessage, n: u32| -> Option<DynamicMessage> {
+        let fd = m.descriptor().get_field(n)?;
+        if !m.has_field(&fd) {
+            return None;
+        }
+        m.get_field(&fd).as_message().cloned()
+    };
+    let blob = |n: u32| match field(&step, n) {
+        Some(m) => Observed::Merged(m),
+        None => Observed::Absent,
+    };
+    let number = |n: u32| -> i64 {
+        step.descriptor()
+            .get_field(n)
+            .map(|fd| step.get_field(&fd).as_enum_number().map_or(-1, i64::from))
+            .unwrap_or(-1)
+    };
+    let render = field(&step, s.generic)
+        .and_then(|g| field(&g, names.generic_result))
+        .and_then(|r| field(&r, names.result_render_info));
+    Ok(Expected {
+        step_type: number(s.r#type),
+        status: number(s.status),
+        blobs: [
+            blob(s.metadata),
+            blob(s.error),
+            blob(s.permissions),
+            blob(s.task_details),
+        ],
+        subtrajectory: s.subtrajectory.is_some_and(|n| field(&step, n).is_some()),
+        render: match render {
+            Some(m) => Observed::Merged(m),
+            None => Observed::Absent,
+        },
+    })
+}
+
+/// The message type of Step field `number`, for comparing merged values.
+fn field_type(desc: &MessageDescriptor, number: u32) -> Option<MessageDescriptor> {
+    desc.get_field(number)?.kind().as_message().cloned()
+}
+
+/// The message type of generic.result.step_render_info.
+fn render_type(names: &Names) -> Option<MessageDescriptor> {
+    let generic = field_type(&names.step, names.step_fields.generic)?;
+    let result = field_type(&generic, names.generic_result)?;
+    field_type(&result, names.result_render_info)
 }
 
 /// Checks one row; returns every disagreement.
@@ -46,25 +256,24 @@ pub fn check_step_row(names: &Names, row: &StepRow) -> Vec<Refusal> {
     let s = names.step_fields;
     let loc = format!("steps[{}]", row.idx);
     let mut out = Vec::new();
-    let mut field = |number: u32, name: &str| match single(&row.step_payload, number) {
-        Ok(v) => Some(v),
-        Err(()) => {
-            out.push(Refusal::new(
-                ReasonClass::RedundantColumn,
-                format!("{loc}.step_payload"),
-                format!("Step field {name} occurs more than once; its column cannot equal it"),
-            ));
-            None
+    let merged = needs_merge(names, &row.step_payload);
+    let expected = if merged {
+        match expected_merged(names, &row.step_payload) {
+            Ok(e) => e,
+            Err(e) => {
+                out.push(Refusal::new(
+                    ReasonClass::RedundantColumn,
+                    format!("{loc}.step_payload"),
+                    format!(
+                        "the payload repeats a compared field and does not decode ({e}); its columns cannot be compared"
+                    ),
+                ));
+                return out;
+            }
         }
+    } else {
+        expected_single(names, &row.step_payload)
     };
-    let ty = field(s.r#type, "type");
-    let status = field(s.status, "status");
-    let metadata = field(s.metadata, "metadata");
-    let error = field(s.error, "error");
-    let permissions = field(s.permissions, "permissions");
-    let task = field(s.task_details, "task_details");
-    let sub = s.subtrajectory.map(|n| field(n, "subtrajectory"));
-    let generic = field(s.generic, "generic");
     let mut refuse = |column: &str, detail: String| {
         out.push(Refusal::new(
             ReasonClass::RedundantColumn,
@@ -72,43 +281,37 @@ pub fn check_step_row(names: &Names, row: &StepRow) -> Vec<Refusal> {
             detail,
         ))
     };
-    if let Some(ty) = ty {
-        let v = varint_value(ty);
-        if v != row.step_type {
-            refuse(
-                "step_type",
-                format!(
-                    "step_type column {} differs from the payload's type {v}",
-                    row.step_type
-                ),
-            );
-        }
+    if expected.step_type != row.step_type {
+        refuse(
+            "step_type",
+            format!(
+                "step_type column {} differs from the payload's type {}",
+                row.step_type, expected.step_type
+            ),
+        );
     }
-    if let Some(st) = status {
-        let v = varint_value(st);
-        if v != row.status {
-            refuse(
-                "status",
-                format!(
-                    "status column {} differs from the payload's status {v}",
-                    row.status
-                ),
-            );
-        }
+    if expected.status != row.status {
+        refuse(
+            "status",
+            format!(
+                "status column {} differs from the payload's status {}",
+                row.status, expected.status
+            ),
+        );
     }
-    let blobs = [
-        ("metadata", metadata, &row.metadata),
-        ("error_details", error, &row.error_details),
-        ("permissions", permissions, &row.permissions),
-        ("task_details", task, &row.task_details),
+    let columns = [
+        ("metadata", s.metadata, &row.metadata),
+        ("error_details", s.error, &row.error_details),
+        ("permissions", s.permissions, &row.permissions),
+        ("task_details", s.task_details, &row.task_details),
     ];
-    for (column, payload, stored) in blobs {
-        let Some(payload) = payload else { continue };
-        let payload = bytes_value(payload);
-        if payload != stored.as_deref() {
-            let what = match (payload.is_some(), stored.is_some()) {
+    for ((column, number, stored), observed) in columns.into_iter().zip(&expected.blobs) {
+        let desc = field_type(&names.step, number);
+        if !observed.matches(stored.as_deref(), desc.as_ref()) {
+            let what = match (observed.present(), stored.is_some()) {
                 (true, false) => "is NULL although the payload has the field",
                 (false, true) => "is set although the payload lacks the field",
+                _ if merged => "is not equal to the payload's merged field",
                 _ => "is not byte-equal to the payload's field",
             };
             refuse(column, format!("{column} column {what}"));
@@ -123,7 +326,7 @@ pub fn check_step_row(names: &Names, row: &StepRow) -> Vec<Refusal> {
             ),
         );
     }
-    let present = matches!(sub, Some(Some(Some(_))));
+    let present = expected.subtrajectory;
     if (row.has_subtrajectory == 1) != present {
         refuse(
             "has_subtrajectory",
@@ -134,30 +337,25 @@ pub fn check_step_row(names: &Names, row: &StepRow) -> Vec<Refusal> {
             ),
         );
     }
+    let render_desc = render_type(names);
+    if !expected
+        .render
+        .matches(row.render_info.as_deref(), render_desc.as_ref())
+    {
+        let what = match (expected.render.present(), row.render_info.is_some()) {
+            (true, false) => "is NULL although generic.result.step_render_info is present",
+            (false, true) => "is set although generic.result.step_render_info is absent",
+            _ if merged => "differs from the merged generic.result.step_render_info",
+            _ => "differs from generic.result.step_render_info",
+        };
+        refuse("render_info", format!("render_info column {what}"));
+    }
     if present || row.has_subtrajectory == 1 {
         out.push(Refusal::new(
             ReasonClass::Subtrajectory,
             format!("{loc}.subtrajectory"),
             "decomposed subtrajectories are unsupported",
         ));
-    }
-    if let Some(generic) = generic {
-        let render = bytes_value(generic)
-            .and_then(|g| single(g, names.generic_result).ok().flatten())
-            .and_then(|(r, _)| single(r, names.result_render_info).ok().flatten())
-            .map(|(b, _)| b);
-        if render != row.render_info.as_deref() {
-            let what = match (render.is_some(), row.render_info.is_some()) {
-                (true, false) => "is NULL although generic.result.step_render_info is present",
-                (false, true) => "is set although generic.result.step_render_info is absent",
-                _ => "differs from generic.result.step_render_info",
-            };
-            out.push(Refusal::new(
-                ReasonClass::RedundantColumn,
-                format!("{loc}.render_info"),
-                format!("render_info column {what}"),
-            ));
-        }
     }
     out
 }

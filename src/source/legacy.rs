@@ -72,10 +72,34 @@ impl LegacyKey {
         ))
     }
 
+    /// Whether this is agy's fixed format key ([`FORMAT_KEY`]), the only key
+    /// under which a legacy source can be verified.
+    pub fn is_format_key(&self) -> bool {
+        &self.0 == FORMAT_KEY
+    }
+
     /// First 12 hex digits of the key's SHA-256 (named in the legacy profile).
     pub fn fingerprint(&self) -> String {
         hex(&Sha256::digest(self.0))[..12].to_string()
     }
+}
+
+/// The refusal of every legacy source read under a key other than the
+/// format key. "Unknown encryption keys/layouts remain unsupported": such a
+/// key may still open a source for offline inspection (`export-offline
+/// --allow-unknown`, `scan`), but its verdict is unknown, never verified,
+/// whether or not the envelope authenticates under it.
+pub fn unsupported_key_refusal(key: &LegacyKey) -> Option<Refusal> {
+    (!key.is_format_key()).then(|| {
+        Refusal::new(
+            ReasonClass::LegacyUnsupportedKey,
+            "envelope",
+            format!(
+                "read with key sha256 {}, not agy's fixed format key: unknown keys remain unsupported, so this source is never verified",
+                key.fingerprint()
+            ),
+        )
+    })
 }
 
 /// Reads a `.pb` file (capped) as exact bytes.

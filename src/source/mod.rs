@@ -269,6 +269,9 @@ fn read_legacy(path: &Path, opts: &ReadOptions<'_>) -> Result<DecodedSource> {
         had_wal: false,
         file_fingerprint: None,
     };
+    // First, so it is the reason reported: another key never verifies.
+    out.refusals
+        .extend(legacy::unsupported_key_refusal(opts.legacy_key));
     match legacy::decrypt(path, &file, opts.legacy_key)? {
         Ok(plain) => {
             out.encoding = Bytes::from(plain);

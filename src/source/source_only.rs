@@ -396,31 +396,22 @@ fn prompt23_shape(s: &DynamicMessage) -> Result<(Vec<Prompt23Entry>, Option<f64>
     Ok((entries, elided))
 }
 
-/// The grep-search step a field-23 payload must derive from, native or embedded
-/// in a generic wrapper's `gemini_coder.Step` Any.
+/// The grep-search step a field-23 payload must derive from: "the step that
+/// step_idx names, which must be a GREP_SEARCH step whose tool call ID equals
+/// the prompt's tool_call_id". To the letter: the named step itself is a
+/// GREP_SEARCH step with its grep_search body, and the ID is that step's own
+/// `metadata.tool_call.id`. A generic wrapper embedding a GREP_SEARCH Step is
+/// not a GREP_SEARCH step (its type is GENERIC), so it is refused, whatever
+/// its Any holds (stricter reading: the specification says nothing of
+/// wrappers here).
 fn grep_step(step: &DynamicMessage) -> Option<(DynamicMessage, String)> {
+    if enum_name(step, "type").as_deref() != Some("CORTEX_STEP_TYPE_GREP_SEARCH") {
+        return None;
+    }
     let tool_call_id = sub(step, "metadata")
         .and_then(|m| sub(&m, "tool_call").map(|t| str_field(&t, "id").unwrap_or_default()))
         .unwrap_or_default();
-    if enum_name(step, "type").as_deref() == Some("CORTEX_STEP_TYPE_GREP_SEARCH") {
-        return sub(step, "grep_search").map(|g| (g.into_owned(), tool_call_id));
-    }
-    let any = sub(step, "generic")
-        .and_then(|g| sub(&g, "result").and_then(|r| sub(&r, "payload").map(|p| p.into_owned())))?;
-    let url = str_field(&any, "type_url")?;
-    let value = any
-        .descriptor()
-        .get_field_by_name("value")
-        .and_then(|fd| any.get_field(&fd).as_bytes().cloned())?;
-    let step_desc = step.descriptor();
-    if url != format!("type.googleapis.com/{}", step_desc.full_name()) {
-        return None;
-    }
-    let inner = DynamicMessage::decode(step_desc, value.as_ref()).ok()?;
-    if enum_name(&inner, "type").as_deref() != Some("CORTEX_STEP_TYPE_GREP_SEARCH") {
-        return None;
-    }
-    sub(&inner, "grep_search").map(|g| (g.into_owned(), tool_call_id))
+    sub(step, "grep_search").map(|g| (g.into_owned(), tool_call_id))
 }
 
 /// Checks each field-23 payload against the step its prompt names: the
