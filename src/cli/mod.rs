@@ -32,11 +32,13 @@ mod sync_cmd;
 
 const EXIT_CODES: &str = "\
 Exit codes:
-  0  success (every selected source qualified)
-  1  error: I/O, a corrupt file, an unusable daemon
-  2  usage error
-  3  a source was refused as unknown (unsupported representation)
-  4  a source or attestation is incomplete (mismatch, changed source or payload)";
+  0    success (every selected source qualified)
+  1    error: I/O, a corrupt file, an unusable daemon (sessions not fetched;
+       the manifest is complete: false), a manifest that is not complete
+  2    usage error
+  3    a source was refused as unknown (unsupported representation)
+  4    a source or attestation is incomplete (mismatch, changed source or payload)
+  130  interrupted by Ctrl-C (audit-sweep, demo; --resume continues)";
 
 /// Audits Google Antigravity (agy) conversation stores: which conversations can
 /// this reader represent completely?
