@@ -172,7 +172,9 @@ impl Differ {
     }
 
     fn differs(&mut self, path: &str, actual: &J, expected: &J) {
-        let what = if kind(actual) == kind(expected) {
+        let what = if actual.is_null() {
+            format!("null, expected {} {}", kind(expected), short(expected))
+        } else if kind(actual) == kind(expected) {
             format!("{}, expected {}", short(actual), short(expected))
         } else {
             format!(
