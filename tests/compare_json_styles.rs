@@ -59,10 +59,11 @@ impl Drop for Sim {
     }
 }
 
-fn start_sim(store: &Path, style: &str) -> Sim {
+fn start_sim(store: &Path, style: &str, faults: &[String]) -> Sim {
     let mut child = bin()
         .args(["daemon-sim", "--store", store.to_str().unwrap()])
         .args(["--json-style", style])
+        .args(faults.iter().flat_map(|f| ["--fault", f.as_str()]))
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -98,14 +99,25 @@ fn truth(store: &Path) -> HashMap<String, (String, Option<String>)> {
         .collect()
 }
 
+/// Content faults added on the command line, by id, with the verdict each
+/// must give instead of the truth's (the generator's truth knows only the
+/// faults it planned).
+type Overrides = Vec<(String, &'static str, &'static str)>;
+
 /// Sweeps `store` through a daemon-sim in `style`; checks every verdict
-/// against the truth and returns the verdict counts and payload digests.
+/// against the truth (or `overrides`) and returns the verdict counts and
+/// payload digests.
 fn sweep_in_style(
     dir: &Path,
     store: &Path,
     style: &str,
+    overrides: &Overrides,
 ) -> (BTreeMap<String, usize>, BTreeMap<String, String>) {
-    let sim = start_sim(store, style);
+    let faults: Vec<String> = overrides
+        .iter()
+        .map(|(id, kind, _)| format!("{id}:{kind}"))
+        .collect();
+    let sim = start_sim(store, style, &faults);
     let out = dir.join(format!("sweep-{style}"));
     let o = bin()
         .args(["audit-sweep", "--quiet", "--root", store.to_str().unwrap()])
@@ -124,7 +136,10 @@ fn sweep_in_style(
     )
     .unwrap();
     assert_eq!(m["complete"], true, "{style}: a finished sweep");
-    let truth = truth(store);
+    let mut truth = truth(store);
+    for (id, _, class) in overrides {
+        truth.insert(id.clone(), ("incomplete".into(), Some(class.to_string())));
+    }
     let sessions = m["sessions"].as_array().unwrap();
     assert_eq!(sessions.len(), truth.len(), "{style}: every conversation");
     let mut counts = BTreeMap::new();
@@ -177,13 +192,28 @@ fn every_json_style_gives_the_truths_verdicts() {
                 "0.3",
             ]),
     );
-    let (canonical, canonical_digests) = sweep_in_style(&dir, &store, "canonical");
+    // A mismatch must still be one in every spelling: three verified
+    // conversations get a content fault each.
+    let mut verified: Vec<String> = truth(&store)
+        .into_iter()
+        .filter(|(_, (v, _))| v == "verified")
+        .map(|(id, _)| id)
+        .collect();
+    verified.sort();
+    assert!(verified.len() > 25, "{}", verified.len());
+    let overrides: Overrides = vec![
+        (verified[0].clone(), "stale-cache", "full-mismatch"),
+        (verified[1].clone(), "dropped-field", "ordinary-mismatch"),
+        (verified[2].clone(), "extra-rpc-field", "full-mismatch"),
+    ];
+    let (canonical, canonical_digests) = sweep_in_style(&dir, &store, "canonical", &overrides);
     assert!(
         canonical.get("verified").copied().unwrap_or(0) > 20,
         "{canonical:?}"
     );
+    assert_eq!(canonical.get("incomplete"), Some(&3), "{canonical:?}");
     for style in &STYLES[1..] {
-        let (counts, digests) = sweep_in_style(&dir, &store, style);
+        let (counts, digests) = sweep_in_style(&dir, &store, style, &overrides);
         assert_eq!(counts, canonical, "{style}: the same verdicts");
         assert_eq!(
             digests.keys().collect::<Vec<_>>(),
@@ -203,7 +233,7 @@ fn the_default_corpus_in_the_mixed_style_gives_the_truths_verdicts() {
     let dir = tempdir("default");
     let store = dir.join("store");
     run_ok(bin().args(["corpus", "generate", "--out", store.to_str().unwrap()]));
-    let (counts, _) = sweep_in_style(&dir, &store, "mixed");
+    let (counts, _) = sweep_in_style(&dir, &store, "mixed", &Vec::new());
     assert_eq!(counts.values().sum::<usize>(), 405);
     assert_eq!(counts.get("incomplete"), None, "{counts:?}");
     let _ = std::fs::remove_dir_all(&dir);

@@ -159,6 +159,9 @@ fn every_encoding_of_a_value_is_equal_and_every_change_is_named() {
     let mut encodings = 0;
     let mut changes = 0;
     let mut fast = 0;
+    // How many encodings each style changed (it must change some: the sweep
+    // would otherwise prove nothing).
+    let mut rewritten = std::collections::BTreeMap::<String, usize>::new();
     for (id, expected, text) in &views {
         assert!(stream::equals(expected, text), "{id}: canonical, fast");
         fast += 1;
@@ -167,6 +170,12 @@ fn every_encoding_of_a_value_is_equal_and_every_change_is_named() {
                 let t = styled(&schema, text, style, seed, id);
                 let slow = compare_slow(&schema, expected, &t, ReasonClass::FullMismatch);
                 assert!(slow.is_ok(), "{id} {style} {seed}: {slow:?}");
+                if t != *text {
+                    *rewritten.entry(style.to_string()).or_insert(0) += 1;
+                    // The canonical text is what the fast path confirms;
+                    // another spelling falls back to the value comparison.
+                    assert!(!stream::equals(expected, &t) || style == JsonStyle::Spaced);
+                }
                 encodings += 1;
             }
         }
@@ -210,6 +219,13 @@ fn every_encoding_of_a_value_is_equal_and_every_change_is_named() {
                 changes += 1;
             }
         }
+    }
+    println!("rewritten per style: {rewritten:?}");
+    for style in &ALL_STYLES[1..] {
+        assert!(
+            rewritten.get(style.name()).copied().unwrap_or(0) > 0,
+            "{style} rewrote nothing"
+        );
     }
     println!("{encodings} encodings equal, {changes} changes named, {fast} canonical views confirmed by the fast path");
     assert!(changes > 300, "{changes}");
