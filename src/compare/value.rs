@@ -53,7 +53,7 @@ pub fn diff_value(expected: &DynamicMessage, actual: &J, limit: usize) -> Vec<St
         out: Vec::new(),
         limit: limit.max(1),
     };
-    d.message(expected, actual, &mut String::new());
+    d.message(expected, actual, "");
     d.out
 }
 
@@ -204,7 +204,7 @@ impl Differ {
         }
     }
 
-    fn message(&mut self, exp: &DynamicMessage, act: &J, path: &mut String) {
+    fn message(&mut self, exp: &DynamicMessage, act: &J, path: &str) {
         if self.full() {
             return;
         }
@@ -231,7 +231,7 @@ impl Differ {
         &mut self,
         exp: &DynamicMessage,
         members: impl Iterator<Item = (&'a str, &'a J)>,
-        path: &mut String,
+        path: &str,
     ) {
         let desc = exp.descriptor();
         let mut seen: Vec<u32> = Vec::new();
@@ -240,7 +240,7 @@ impl Differ {
             if self.full() {
                 return;
             }
-            let mut here = join(path, key);
+            let here = join(path, key);
             let Some(field) = desc
                 .get_field_by_json_name(key)
                 .or_else(|| desc.get_field_by_name(key))
@@ -285,14 +285,14 @@ impl Differ {
                 continue;
             }
             if exp.has_field(&field) {
-                self.field(&field, &exp.get_field(&field), val, &mut here);
+                self.field(&field, &exp.get_field(&field), val, &here);
             } else if field.supports_presence() {
                 self.push(
                     &here,
                     format!("not predicted (response has {})", short(val)),
                 );
             } else {
-                self.field(&field, &exp.get_field(&field), val, &mut here);
+                self.field(&field, &exp.get_field(&field), val, &here);
             }
         }
         for (field, value) in exp.fields() {
@@ -312,7 +312,7 @@ impl Differ {
         }
     }
 
-    fn field(&mut self, field: &FieldDescriptor, exp: &PV, act: &J, path: &mut String) {
+    fn field(&mut self, field: &FieldDescriptor, exp: &PV, act: &J, path: &str) {
         let kind = field.kind();
         if field.is_map() {
             let (J::Object(members), PV::Map(entries), Kind::Message(entry)) = (act, exp, &kind)
@@ -326,7 +326,7 @@ impl Differ {
                 if self.full() {
                     return;
                 }
-                let mut here = join(path, k);
+                let here = join(path, k);
                 let Some(key) = map_key(&key_kind, k) else {
                     self.push(&here, format!("not a map key of type {key_kind:?}"));
                     continue;
@@ -336,7 +336,7 @@ impl Differ {
                     continue;
                 }
                 match entries.get(&key) {
-                    Some(ev) if !v.is_null() => self.single(&value_kind, ev, v, &mut here),
+                    Some(ev) if !v.is_null() => self.single(&value_kind, ev, v, &here),
                     Some(ev) => self.differs(&here, v, &single_json(&value_kind, ev)),
                     None => self.push(&here, format!("not predicted (response has {})", short(v))),
                 }
@@ -369,11 +369,11 @@ impl Differ {
                 if self.full() {
                     return;
                 }
-                let mut here = format!("{path}[{i}]");
+                let here = format!("{path}[{i}]");
                 if a.is_null() && !is_null_value(field) {
                     self.differs(&here, a, &single_json(&kind, e));
                 } else {
-                    self.single(&kind, e, a, &mut here);
+                    self.single(&kind, e, a, &here);
                 }
             }
             return;
@@ -381,7 +381,7 @@ impl Differ {
         self.single(&kind, exp, act, path)
     }
 
-    fn single(&mut self, kind: &Kind, exp: &PV, act: &J, path: &mut String) {
+    fn single(&mut self, kind: &Kind, exp: &PV, act: &J, path: &str) {
         let equal = match exp {
             PV::Message(m) => return self.message(m, act, path),
             PV::Bool(b) => act.as_bool() == Some(*b),
@@ -426,7 +426,7 @@ impl Differ {
         }
     }
 
-    fn any(&mut self, exp: &DynamicMessage, act: &J, path: &mut String) {
+    fn any(&mut self, exp: &DynamicMessage, act: &J, path: &str) {
         let url = exp
             .get_field_by_number(1)
             .and_then(|v| v.as_str().map(str::to_string))
@@ -469,8 +469,8 @@ impl Differ {
             }
             match members.get("value") {
                 Some(v) => {
-                    let mut here = join(path, "value");
-                    self.message(&inner, v, &mut here);
+                    let here = join(path, "value");
+                    self.message(&inner, v, &here);
                 }
                 None => {
                     let here = join(path, "value");
