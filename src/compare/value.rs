@@ -856,3 +856,279 @@ mod tests {
         assert!(e.contains("response"), "{e}");
     }
 }
+
+/// Property tests over generated messages: every message type of the
+/// modeled schema, one field at a time set to a seeded value, written in
+/// each spelling the mapping allows (equal), then with the value changed
+/// (not equal, the path named, both values shown).
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use crate::schema::Schema;
+
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        }
+    }
+
+    /// A non-default value of a scalar kind, and its other spellings.
+    fn value_and_spellings(kind: &Kind, rng: &mut Rng) -> Option<(PV, J, Vec<J>)> {
+        let n = rng.next();
+        let j = |s: &str| serde_json::from_str::<J>(s).expect("test JSON");
+        Some(match kind {
+            Kind::Int64 | Kind::Sint64 | Kind::Sfixed64 => {
+                let v = -((n >> 1) as i64) - 1;
+                (
+                    PV::I64(v),
+                    J::String(v.to_string()),
+                    vec![j(&v.to_string()), j(&format!("\"{v}.0\""))],
+                )
+            }
+            Kind::Uint64 | Kind::Fixed64 => {
+                let v = n | 1 << 63;
+                (
+                    PV::U64(v),
+                    J::String(v.to_string()),
+                    vec![j(&v.to_string()), j(&format!("{v}e0"))],
+                )
+            }
+            Kind::Int32 | Kind::Sint32 | Kind::Sfixed32 => {
+                let v = (n as i32).saturating_abs().max(1) / 10 * 10 + 10;
+                let e = format!("{}e1", v / 10);
+                (
+                    PV::I32(v),
+                    J::from(v),
+                    vec![J::String(v.to_string()), j(&e), j(&format!("{v}.00"))],
+                )
+            }
+            Kind::Uint32 | Kind::Fixed32 => {
+                let v = (n as u32).max(1);
+                (PV::U32(v), J::from(v), vec![J::String(v.to_string())])
+            }
+            Kind::Double => {
+                let v = (n % 1_000_000) as f64 / 1000.0 + 0.001;
+                let canonical = float_json(v);
+                (
+                    PV::F64(v),
+                    canonical,
+                    vec![
+                        J::String(format!("{v:e}")),
+                        j(&format!("{v:.800e}")),
+                        j(&format!("{v:e}")),
+                    ],
+                )
+            }
+            Kind::Float => {
+                let v = (n % 10_000) as f32 / 8.0 + 0.125;
+                (
+                    PV::F32(v),
+                    float_json(f64::from(v)),
+                    vec![j(&format!("{v:e}")), J::String(format!("{v}"))],
+                )
+            }
+            Kind::Bytes => {
+                let b: Vec<u8> = n.to_le_bytes()[..(n % 7 + 1) as usize].to_vec();
+                let std = base64::engine::general_purpose::STANDARD.encode(&b);
+                let url = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&b);
+                let std_nopad = std.trim_end_matches('=').to_string();
+                (
+                    PV::Bytes(b.into()),
+                    J::String(std),
+                    vec![J::String(url), J::String(std_nopad)],
+                )
+            }
+            Kind::Enum(e) => {
+                let values: Vec<_> = e.values().filter(|v| v.number() != 0).collect();
+                let v = values.get((n % values.len().max(1) as u64) as usize)?;
+                (
+                    PV::EnumNumber(v.number()),
+                    J::String(v.name().to_string()),
+                    vec![J::from(v.number())],
+                )
+            }
+            Kind::Message(m) if m.full_name() == "google.protobuf.Timestamp" => {
+                let seconds = (n % 4_000_000_000) as i64;
+                let nanos = (n % 1000) as i32 * 1_000_000;
+                let mut t = DynamicMessage::new(m.clone());
+                t.set_field_by_number(1, PV::I64(seconds));
+                t.set_field_by_number(2, PV::I32(nanos));
+                let canonical = to_daemon_json(&t);
+                let text = canonical.as_str()?.to_string();
+                let (civil, _) = text.split_once('.').unwrap_or((&text[..19], ""));
+                let nine = format!("{civil}.{nanos:09}Z");
+                // The same instant one hour east, written by hand.
+                let east = {
+                    let hour: i64 = civil[11..13].parse().ok()?;
+                    if hour == 23 {
+                        nine.clone()
+                    } else {
+                        format!(
+                            "{}{:02}{}.{nanos:09}+01:00",
+                            &civil[..11],
+                            hour + 1,
+                            &civil[13..]
+                        )
+                    }
+                };
+                (
+                    PV::Message(t),
+                    canonical,
+                    vec![J::String(nine), J::String(east)],
+                )
+            }
+            Kind::Message(m) if m.full_name() == "google.protobuf.Duration" => {
+                let seconds = (n % 100_000) as i64;
+                let nanos = (n % 1000) as i32 * 1_000_000;
+                let mut d = DynamicMessage::new(m.clone());
+                d.set_field_by_number(1, PV::I64(seconds));
+                d.set_field_by_number(2, PV::I32(nanos));
+                let canonical = to_daemon_json(&d);
+                (
+                    PV::Message(d),
+                    canonical,
+                    vec![J::String(format!("{seconds}.{nanos:09}s"))],
+                )
+            }
+            Kind::Bool => (PV::Bool(true), J::Bool(true), vec![]),
+            Kind::String => (
+                PV::String(format!("s{n}")),
+                J::String(format!("s{n}")),
+                vec![],
+            ),
+            Kind::Message(_) => return None,
+        })
+    }
+
+    /// A different value of the same kind, as the canonical JSON.
+    fn changed(kind: &Kind, canonical: &J) -> Option<J> {
+        Some(match (kind, canonical) {
+            (Kind::Enum(e), J::String(name)) => {
+                let other = e.values().find(|v| v.name() != name)?;
+                J::String(other.name().to_string())
+            }
+            (_, J::String(s)) if s.ends_with('Z') && s.len() > 19 => J::String(
+                format!("{}{}", &s[..18], if &s[18..19] == "1" { "2" } else { "1" }) + &s[19..],
+            ),
+            (_, J::String(s))
+                if s.ends_with('s') && s.starts_with(|c: char| c.is_ascii_digit()) =>
+            {
+                J::String(format!("1{s}"))
+            }
+            (Kind::Bytes, J::String(s)) => {
+                let mut b = base64::engine::general_purpose::STANDARD.decode(s).ok()?;
+                b.push(0);
+                J::String(base64::engine::general_purpose::STANDARD.encode(b))
+            }
+            (_, J::String(s)) if s.parse::<i128>().is_ok() => J::String(format!("{s}1")),
+            (_, J::String(s)) => J::String(format!("{s}x")),
+            (_, J::Number(n)) => serde_json::from_str(&format!("{n}1")).ok()?,
+            (_, J::Bool(b)) => J::Bool(!b),
+            _ => return None,
+        })
+    }
+
+    fn one(key: &str, v: J) -> J {
+        let mut m = serde_json::Map::new();
+        m.insert(key.to_string(), v);
+        J::Object(m)
+    }
+
+    #[test]
+    fn every_spelling_is_equal_and_every_change_is_named() {
+        let schema = Schema::modeled().expect("the modeled schema");
+        let mut rng = Rng(23);
+        let (mut equal, mut different) = (0, 0);
+        let mut kinds = std::collections::BTreeSet::new();
+        for desc in schema.pool.all_messages() {
+            if desc.is_map_entry() || desc.full_name().starts_with("google.protobuf.") {
+                continue;
+            }
+            for field in desc.fields() {
+                if field.is_list() || field.is_map() {
+                    continue;
+                }
+                let kind = field.kind();
+                let Some((value, canonical, spellings)) = value_and_spellings(&kind, &mut rng)
+                else {
+                    continue;
+                };
+                kinds.insert(match &kind {
+                    Kind::Message(m) => m.name().to_string(),
+                    Kind::Enum(_) => "enum".to_string(),
+                    k => format!("{k:?}"),
+                });
+                let mut msg = DynamicMessage::new(desc.clone());
+                msg.set_field(&field, value);
+                assert_eq!(
+                    to_daemon_json(&msg),
+                    one(field.json_name(), canonical.clone()),
+                    "{}",
+                    field.full_name()
+                );
+                let mut all = vec![canonical.clone()];
+                all.extend(spellings);
+                for v in &all {
+                    for key in [field.json_name(), field.name()] {
+                        let text = one(key, v.clone()).to_string();
+                        let d = diff_text(&msg, &text, 5);
+                        assert!(d.is_empty(), "{}: {text}: {d:?}", field.full_name());
+                        equal += 1;
+                    }
+                }
+                // The field given twice, by both names: refused.
+                if field.json_name() != field.name() {
+                    let text = format!(
+                        "{{\"{}\":{canonical},\"{}\":{canonical}}}",
+                        field.json_name(),
+                        field.name()
+                    );
+                    assert!(!diff_text(&msg, &text, 5).is_empty(), "{text}");
+                }
+                // The same key twice: refused.
+                let key = field.json_name();
+                let text = format!("{{\"{key}\":{canonical},\"{key}\":{canonical}}}");
+                assert!(!diff_text(&msg, &text, 5).is_empty(), "{text}");
+                let Some(other) = changed(&kind, &canonical) else {
+                    continue;
+                };
+                for key in [field.json_name(), field.name()] {
+                    let text = one(key, other.clone()).to_string();
+                    let d = diff_text(&msg, &text, 5);
+                    assert_eq!(d.len(), 1, "{}: {text}: {d:?}", field.full_name());
+                    assert!(d[0].starts_with(&format!("{key}: ")), "{d:?}");
+                    assert!(
+                        d[0].contains(&short(&other)) && d[0].contains(&short(&canonical)),
+                        "both values: {d:?}"
+                    );
+                    different += 1;
+                }
+                // Absent and null: the default, which this value is not.
+                assert!(!diff_text(&msg, "{}", 5).is_empty());
+                let null = one(key, J::Null).to_string();
+                assert!(!diff_text(&msg, &null, 5).is_empty());
+                assert!(diff_text(&DynamicMessage::new(desc.clone()), &null, 5).is_empty());
+            }
+        }
+        println!("{equal} spellings equal, {different} changes named; kinds {kinds:?}");
+        assert!(equal > 500 && different > 200, "{equal} {different}");
+        for k in [
+            "Duration",
+            "Timestamp",
+            "bytes",
+            "double",
+            "enum",
+            "int32",
+            "int64",
+            "uint64",
+        ] {
+            assert!(kinds.contains(k), "no {k} field generated: {kinds:?}");
+        }
+    }
+}
