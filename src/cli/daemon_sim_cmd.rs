@@ -1,6 +1,6 @@
 //! `agy-audit daemon-sim`: serve a generated store like agy's language server.
 
-use crate::sim::{DaemonSim, FaultSpec, SimOptions};
+use crate::sim::{DaemonSim, FaultSpec, JsonStyle, SimOptions};
 use anyhow::Context;
 use clap::Args;
 use std::path::PathBuf;
@@ -31,6 +31,16 @@ pub struct DaemonSimArgs {
     /// Ignore DIR/.truth/faults.txt.
     #[arg(long)]
     pub no_fault_file: bool,
+    /// How to spell the trajectories: canonical (the stored views, as agy
+    /// writes them), nine-digit-times (Timestamps and Durations with nine
+    /// fraction digits), proto-names (field names as in the .proto),
+    /// enum-numbers, int64-numbers (64-bit integers as JSON numbers), spaced
+    /// (indented), or mixed (a seeded random mix per answer and value, with
+    /// Timestamp offsets, URL-safe base64 and quoted numbers too). Every
+    /// style is a legal proto3 JSON encoding of the same values, so verdicts
+    /// must not change.
+    #[arg(long, value_name = "STYLE", default_value_t = JsonStyle::Canonical)]
+    pub json_style: JsonStyle,
     /// Stop after this many seconds (default: run until killed).
     #[arg(long, value_name = "SECS")]
     pub duration: Option<u64>,
@@ -57,12 +67,14 @@ pub fn run(a: DaemonSimArgs) -> anyhow::Result<i32> {
     opts.faults = faults;
     opts.seed = a.seed;
     opts.load_fault_file = !a.no_fault_file;
+    opts.json_style = a.json_style;
     let sim = DaemonSim::start(opts).context("starting the simulated daemon")?;
     outln!(
-        "daemon-sim: serving {} at {} ({} faults)",
+        "daemon-sim: serving {} at {} ({} faults, JSON style {})",
         a.store.display(),
         sim.url(),
-        sim.faults().len()
+        sim.faults().len(),
+        a.json_style
     );
     match a.duration {
         Some(s) => std::thread::sleep(Duration::from_secs(s)),

@@ -9,7 +9,7 @@ use crate::pipeline::{sweep, SweepOptions};
 use crate::report::{render_report, verdict_chart};
 use crate::rpc::ClientOptions;
 use crate::schema::Schema;
-use crate::sim::{DaemonSim, FaultSpec, SimOptions};
+use crate::sim::{DaemonSim, FaultSpec, JsonStyle, SimOptions};
 use crate::source::legacy::LegacyKey;
 use crate::util::atomic::{write_file, WriteOptions};
 use crate::verdict::exit;
@@ -53,6 +53,11 @@ pub struct DemoArgs {
     /// together, so up to twice this many requests are in flight.
     #[arg(long, default_value_t = 8, value_parser = super::sweep_cmd::concurrency_value)]
     pub concurrency: usize,
+    /// How the simulated daemon spells its answers (see `daemon-sim
+    /// --json-style`): canonical, nine-digit-times, proto-names,
+    /// enum-numbers, int64-numbers, spaced or mixed. Verdicts must not change.
+    #[arg(long, value_name = "STYLE", default_value_t = JsonStyle::Canonical)]
+    pub json_style: JsonStyle,
     /// Only the summary.
     #[arg(long)]
     pub quiet: bool,
@@ -151,6 +156,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
         write_cli_log: true,
         load_fault_file: true,
         hang_limit: Duration::from_secs(60),
+        json_style: a.json_style,
     })?;
     eprintln!("demo: simulated daemon on {}", sim.url());
     let schema = Schema::modeled()?;

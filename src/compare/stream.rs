@@ -64,7 +64,14 @@ impl<'de> DeserializeSeed<'de> for MessageSeed<'_> {
             };
         }
         if desc.full_name().starts_with("google.protobuf.") || msg.extensions().next().is_some() {
-            let actual = serde_json::Value::deserialize(d)?;
+            // The tree would keep only the last of a repeated member: the
+            // raw text is checked for one first.
+            let raw = <&RawValue>::deserialize(d)?;
+            if super::value::unique_members(raw.get()).is_err() {
+                return Err(differ());
+            }
+            let actual: serde_json::Value =
+                serde_json::from_str(raw.get()).map_err(|_| differ::<D::Error>())?;
             return if json_diff(&to_daemon_json(msg), &actual, 1).is_empty() {
                 Ok(())
             } else {

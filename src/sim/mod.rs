@@ -26,8 +26,10 @@ pub mod fault;
 pub mod http;
 mod mutate;
 mod serve;
+pub mod style;
 
 pub use fault::{FaultKind, FaultSpec, FaultTarget};
+pub use style::JsonStyle;
 
 use crossbeam_channel::{Receiver, Sender};
 use std::collections::{HashMap, HashSet};
@@ -64,6 +66,9 @@ pub enum SimError {
         /// The cause.
         detail: String,
     },
+    /// The schema a `--json-style` walks did not load.
+    #[error("loading the schema for --json-style: {0}")]
+    Schema(String),
     /// A fault specification (from `--fault` or `.truth/faults.txt`) is invalid.
     #[error(transparent)]
     Fault(#[from] fault::FaultParseError),
@@ -90,6 +95,8 @@ pub struct SimOptions {
     pub load_fault_file: bool,
     /// How long a `hang` lasts at most (the server's stop ends it earlier).
     pub hang_limit: Duration,
+    /// How the answers' trajectories are spelled ([`style`]).
+    pub json_style: JsonStyle,
 }
 
 impl SimOptions {
@@ -105,6 +112,7 @@ impl SimOptions {
             write_cli_log: true,
             load_fault_file: true,
             hang_limit: Duration::from_secs(3600),
+            json_style: JsonStyle::Canonical,
         }
     }
 }
@@ -117,6 +125,9 @@ pub(crate) struct Shared {
     pub seed: u64,
     pub hang_limit: Duration,
     pub loaded: Mutex<HashSet<String>>,
+    /// The answers' spelling, and the trajectory type it walks.
+    pub style: JsonStyle,
+    pub trajectory: Option<prost_reflect::MessageDescriptor>,
     /// Source rewrites done per id (mutate-source).
     pub mutations: Mutex<HashMap<String, u64>>,
     pub counter: AtomicU64,
@@ -181,6 +192,15 @@ impl DaemonSim {
             Vec::new()
         };
         faults.extend(opts.faults.iter().cloned());
+        let trajectory = match opts.json_style {
+            JsonStyle::Canonical => None,
+            _ => Some(
+                crate::schema::Schema::modeled()
+                    .map_err(|e| SimError::Schema(e.to_string()))?
+                    .names
+                    .trajectory,
+            ),
+        };
         let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(0);
         let shared = Arc::new(Shared {
             store: opts.store.clone(),
@@ -189,6 +209,8 @@ impl DaemonSim {
             seed: opts.seed,
             hang_limit: opts.hang_limit,
             loaded: Mutex::new(HashSet::new()),
+            style: opts.json_style,
+            trajectory,
             mutations: Mutex::new(HashMap::new()),
             counter: AtomicU64::new(0),
             stopping: AtomicBool::new(false),

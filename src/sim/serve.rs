@@ -181,6 +181,18 @@ fn get(shared: &Shared, id: &str, full: bool, faults: &[FaultKind]) -> Reply {
         Ok(v) => v,
         Err(m) => return error(500, "internal", &m),
     };
+    // --json-style: another legal spelling of the same value, after the
+    // content faults (which edit the canonical form).
+    let view = match &shared.trajectory {
+        Some(desc) => {
+            let label = [id, which];
+            match super::style::restyle(&view, desc, shared.style, shared.seed, &label) {
+                Ok(v) => v,
+                Err(e) => return error(500, "internal", &e.to_string()),
+            }
+        }
+        None => view,
+    };
     let mut body = Vec::with_capacity(view.len() + 96);
     body.extend_from_slice(b"{\"trajectory\":");
     body.extend_from_slice(&view);
