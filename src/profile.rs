@@ -9,7 +9,7 @@
 //! changes the digest part. Legacy sources prefix
 //! `legacy-aes256gcm-v1-<key sha256 12 hex>/`.
 
-use crate::rules::{RuleId, SUFFIX_ORDER};
+use crate::rules::{RuleId, RETAINED_SUFFIXES, SUFFIX_ORDER};
 use crate::schema::{Schema, SchemaOrigin};
 use crate::source::legacy::LegacyKey;
 use crate::util::hex;
@@ -46,6 +46,17 @@ pub const QUALIFIED_RULES: &[RuleId] = &[
     RuleId::PayloadFreeListPermissions,
     RuleId::PayloadFreeAskPermission,
     RuleId::GenerateImageAny,
+    RuleId::ModernRunCommand,
+    RuleId::ModernReadFile,
+    RuleId::ModernFileEdit,
+    RuleId::ModernInvokeSubagent,
+    RuleId::ModernManageTask,
+    RuleId::ModernSchedule,
+    RuleId::ModernPermission1,
+    RuleId::ModernCanceledBackgroundCommand,
+    RuleId::ModernManageSubagentsList,
+    RuleId::ModernSubagentInheritWorkspace,
+    RuleId::ModernSkillPath,
 ];
 
 fn rules_digest(rules: &[RuleId]) -> String {
@@ -65,8 +76,12 @@ pub fn sqlite_profile_with(schema: &Schema, rules: &[RuleId]) -> String {
         &schema.sha256_hex()[..12],
         rules_digest(rules)
     );
+    let qualifies = |suffix: &str| rules.iter().any(|r| r.suffix() == suffix);
     for suffix in SUFFIX_ORDER {
-        if rules.iter().any(|r| r.suffix() == *suffix) {
+        let retained = RETAINED_SUFFIXES
+            .iter()
+            .any(|(kept, by)| kept == suffix && qualifies(by));
+        if qualifies(suffix) || retained {
             s.push('-');
             s.push_str(suffix);
         }
@@ -98,7 +113,7 @@ mod tests {
         let p = sqlite_profile(&s);
         assert!(p.starts_with("sqlite-v1-format0-modeled-"), "{p}");
         assert!(
-            p.ends_with("-planner50-permission2-prompt23-history2-options145-compaction146"),
+            p.ends_with("-planner50-permission2-prompt23-tools143-permission1-tools144-skill1-history2-options145-compaction146-skill146"),
             "{p}"
         );
         let fewer = sqlite_profile_with(&s, &QUALIFIED_RULES[..3]);

@@ -60,6 +60,17 @@ rules! {
     PayloadFreeListPermissions => "payload-free-list-permissions", "", "A payload-free list_permissions step";
     PayloadFreeAskPermission => "payload-free-ask-permission", "", "A payload-free ask_permission step";
     GenerateImageAny => "generate-image-any", "", "The generate_image tool's exa.cortex.core.tools.GenerateImage Any becomes a native image step";
+    ModernRunCommand => "modern-run-command", "tools143", "RunCommand retains outer metadata and task details and presents the stored result text as command output";
+    ModernReadFile => "modern-read-file", "tools143", "ReadFile converts one-based ranges to zero-based VIEW_FILE ranges and keeps the stored result text";
+    ModernFileEdit => "modern-file-edit", "tools143", "FileEdit maps CREATE and EDIT results into CODE_ACTION, including empty-file diffs";
+    ModernInvokeSubagent => "modern-invoke-subagent", "tools143", "InvokeSubagent preserves the child specifications and results";
+    ModernManageTask => "modern-manage-task", "tools143", "ManageTask remains generic, with metadata derived from its payload";
+    ModernSchedule => "modern-schedule", "tools143", "Schedule remains generic, with metadata derived from its payload";
+    ModernPermission1 => "modern-permission1", "permission1", "The modern 1.4.3 tool mappings refuse wrappers with permission grants or completed interactions";
+    ModernCanceledBackgroundCommand => "modern-canceled-background-command", "tools144", "Canceled background run_command steps with render-only results become native command steps";
+    ModernManageSubagentsList => "modern-manage-subagents-list", "tools144", "Completed modern ManageSubagents list calls with two conversation IDs remain generic";
+    ModernSubagentInheritWorkspace => "modern-subagent-inherit-workspace", "tools144", "Modern subagent invocations also accept Workspace=inherit when the stored arguments match the metadata tool call";
+    ModernSkillPath => "modern-skill-path", "skill146", "The skill146 suffix sets a modern read's isSkillFile flag from its stored path alone";
     SourceOnlyPlanner50 => "source-only-planner50", "planner50", "Declared source-only field: CascadePlannerConfig field 50";
     SourceOnlyPrompt23 => "source-only-prompt23", "prompt23", "Declared source-only field: ChatMessagePrompt field 23";
     PerToolOutputMap => "per-tool-output-map", "options145", "The per-tool map is checked before protobuf decoding";
@@ -71,10 +82,21 @@ pub const SUFFIX_ORDER: &[&str] = &[
     "planner50",
     "permission2",
     "prompt23",
+    "tools143",
+    "permission1",
+    "tools144",
+    "skill1",
     "history2",
     "options145",
     "compaction146",
+    "skill146",
 ];
+
+/// Suffixes that stay in the identifier without a rule of their own: the
+/// specification keeps `skill1` ("The skill1 suffix derived modern reads'
+/// isSkillFile flag from the exact enabled-skill entry ... The skill146
+/// suffix replaces that rule"), so it is listed whenever `skill146` is.
+pub const RETAINED_SUFFIXES: &[(&str, &str)] = &[("skill1", "skill146")];
 
 #[cfg(test)]
 mod tests {

@@ -27,11 +27,12 @@
 //! | `payload_free.rs` | payload-free manage_task, send_message, send_input, schedule, subagents, permissions |
 //! | `generate_image.rs` | failed generate_image, successful embedded image Steps, the GenerateImage Any |
 //! | `history2.rs` | the is_skill_file registry rule for failed legacy reads |
+//! | `modern/` | the modern 1.4.x tool payloads: tools143, permission1, tools144, skill146 (one family per file) |
 //!
 //! Ordinary (non-generic) steps pass through unchanged. A generic step that
-//! no rule qualifies refuses the whole trajectory. The modern 1.4.x tool
-//! payloads (`exa.cortex.core.tools.*` other than GenerateImage) are refused
-//! here; their mappings are a separate family.
+//! no rule qualifies refuses the whole trajectory. Modern 1.4.x tool
+//! payloads (`exa.cortex.core.tools.*`) go to `modern/` (GenerateImage to
+//! `generate_image.rs`); any other modern payload is still refused.
 
 mod command_bridge;
 mod embedded;
@@ -40,12 +41,13 @@ mod generate_image;
 mod history2;
 mod list_resources;
 mod missing_tool_summary;
+pub(crate) mod modern;
 mod payload_free;
 mod permissions;
 pub mod reasons;
 mod resultless;
 pub mod table;
-mod view_file;
+pub(crate) mod view_file;
 mod write_to_file;
 
 pub use reasons::Reason;
@@ -381,11 +383,12 @@ fn project_step(ctx: &Ctx<'_>, step: &DynamicMessage) -> R<Presented> {
         Some((url, bytes)) if url == generate_image::GENERATE_IMAGE_URL => {
             generate_image::project_any(ctx, &w, &bytes)
         }
-        Some((url, _)) if url.starts_with(TOOLS_URL_PREFIX) => {
-            reject(None, Reason::ModernToolPayload, url)
+        Some((url, bytes)) if url.starts_with(TOOLS_URL_PREFIX) => {
+            modern::project(ctx, &w, &url, &bytes)
         }
         Some((url, _)) => reject(None, Reason::UnsupportedAnyType, url),
         None if w.result.is_none() => resultless::project(ctx, &w),
+        None if modern::is_canceled_background(&w) => modern::project_canceled_background(&w),
         None => payload_free::project(ctx, &w),
     }
 }

@@ -132,6 +132,30 @@ reasons! {
     SendInputMetadata => "send_input result metadata outside input, task_id, task_description and tool_name";
     SendInputTarget => "send_input target tool other than run_command";
     SendInputExecution => "send_input without the built-in tool source and exactly one allow hook";
+
+    // Modern (agy 1.4.x) tool payloads: tools143, permission1, tools144, skill146.
+    ModernDeclaration => "modern payload declaration missing from the loaded descriptors";
+    ModernPresentedField => "presented native field missing from the loaded descriptors";
+    ModernPayloadUndecodable => "modern tool payload does not decode";
+    ModernPayloadField => "newly populated modern payload field";
+    ModernTool => "modern payload under another tool name";
+    ModernStatus => "modern tool step outside its qualified status and outcome";
+    ModernArguments => "modern tool arguments outside the qualified names or disagreeing with the payload";
+    ModernWrapperField => "modern wrapper field outside the qualified shape";
+    ModernPath => "modern path requiring URI normalization";
+    ModernRange => "modern read range outside one-based 1 <= StartLine <= EndLine";
+    ModernEditKind => "file edit kind other than CREATE or EDIT";
+    ModernTaskMode => "subagent invocation in task mode";
+    ModernWorkspace => "subagent workspace selector other than inherit repeating the metadata tool call";
+    ModernTaskAction => "manage_task other than a single-task status, list or kill";
+    ModernTimer => "schedule other than a canceled timer";
+    ModernSubagentsList => "manage_subagents other than a list of two conversation IDs";
+    ModernResultMetadata => "stored result metadata on a modern step whose metadata the payload derives";
+    ModernPermissionRecord => "permission grant or completed interaction on a modern tool wrapper";
+    BackgroundHistory => "canceled background command without the PENDING, RUNNING, CANCELED history";
+    BackgroundTimestamp => "canceled background command without task details and their background timestamp";
+    BackgroundWait => "canceled background command without exactly CommandLine, Cwd and the 5000 ms wait argument";
+    BackgroundResult => "canceled background command result other than render-only";
 }
 
 impl std::fmt::Display for Reason {

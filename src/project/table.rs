@@ -20,7 +20,7 @@ pub struct RuleDoc {
 const ENGINE_DOCS: &[RuleDoc] = &[
     RuleDoc {
         rule: RuleId::Passthrough,
-        accepts: "Every step that is not a generic wrapper (type not GENERIC and no generic payload), presented exactly as stored. A generic step no rule below qualifies refuses the trajectory; so do modern exa.cortex.core.tools payloads other than GenerateImage (a separate family) and any other Any type.",
+        accepts: "Every step that is not a generic wrapper (type not GENERIC and no generic payload), presented exactly as stored. A generic step no rule below qualifies refuses the trajectory; so do modern exa.cortex.core.tools payloads no modern rule names (e.g. Finish) and any other Any type.",
         reasons: &[
             Reason::GenericWithoutPayload,
             Reason::GenericUnderOtherType,
@@ -56,6 +56,7 @@ const ENGINE_DOCS: &[RuleDoc] = &[
 
 /// Every family's rows, as declared.
 fn declared() -> Vec<RuleDoc> {
+    let modern = super::modern::docs();
     let families: &[&[RuleDoc]] = &[
         ENGINE_DOCS,
         super::embedded::DOCS,
@@ -70,7 +71,11 @@ fn declared() -> Vec<RuleDoc> {
         super::generate_image::DOCS,
         super::history2::DOCS,
     ];
-    families.iter().flat_map(|f| f.iter().copied()).collect()
+    families
+        .iter()
+        .flat_map(|f| f.iter().copied())
+        .chain(modern)
+        .collect()
 }
 
 /// Every rule's row, in catalogue ([`RuleId::ALL`]) order.

@@ -71,7 +71,7 @@ pub(crate) fn check_content_offset(w: &Wrapper, n: &DynamicMessage) -> R<()> {
 }
 
 /// Whether `p` is an absolute, clean path of only the observed characters.
-fn qualified_path(p: &str) -> bool {
+pub(crate) fn qualified_path(p: &str) -> bool {
     let chars_ok = p
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b"/._-@+".contains(&b));

@@ -8,7 +8,7 @@
 
 mod names;
 
-pub use names::Names;
+pub use names::{ModernNames, Names, MODERN_DECLARATIONS};
 
 use prost_reflect::{DescriptorPool, MessageDescriptor};
 use sha2::{Digest, Sha256};

@@ -15,6 +15,93 @@ pub struct Names {
     /// `CortexStepGeneric.result`, then `GenericStepResult.step_render_info`.
     pub generic_result: u32,
     pub result_render_info: u32,
+    /// The modern (agy 1.4.x) tool payload declarations the modern rules
+    /// read; resolved without failing the load, so a set that lacks one only
+    /// makes those rules refuse.
+    pub modern: ModernNames,
+}
+
+/// The modern payload messages the `project::modern` rules read, each with
+/// the fields they read, by name: `(message, fields)`.
+pub const MODERN_DECLARATIONS: &[(&str, &[&str])] = &[
+    (
+        "exa.cortex.core.tools.RunCommand",
+        &[
+            "command_line",
+            "cwd",
+            "wait_ms_before_async",
+            "output",
+            "exit_code",
+            "background",
+            "outcome",
+        ],
+    ),
+    (
+        "exa.cortex.core.tools.ReadFile",
+        &["path", "start_line", "end_line", "outcome"],
+    ),
+    (
+        "exa.cortex.core.tools.FileEdit",
+        &["path", "kind", "diff", "outcome"],
+    ),
+    (
+        "exa.cortex.core.tools.InvokeSubagent",
+        &["specs", "results", "task_mode", "outcome"],
+    ),
+    (
+        "exa.cortex.core.tools.ManageTask",
+        &["action", "tasks", "outcome"],
+    ),
+    (
+        "exa.cortex.core.tools.TaskInfo",
+        &["task_id", "description", "status"],
+    ),
+    (
+        "exa.cortex.core.tools.Schedule",
+        &["duration_seconds", "prompt", "canceled", "outcome"],
+    ),
+    (
+        "exa.cortex.core.tools.ManageSubagents",
+        &["action", "conversation_ids", "outcome"],
+    ),
+];
+
+/// The modern payload declarations as resolved from the loaded pool.
+#[derive(Debug, Clone)]
+pub struct ModernNames {
+    /// Full message name → its descriptor, or the first missing declaration
+    /// (`message X` or `field X.f`).
+    resolved: Vec<(&'static str, Result<MessageDescriptor, String>)>,
+}
+
+impl ModernNames {
+    fn resolve(pool: &DescriptorPool) -> ModernNames {
+        let resolved = MODERN_DECLARATIONS
+            .iter()
+            .map(|(name, fields)| {
+                let r = match pool.get_message_by_name(name) {
+                    None => Err(format!("message {name}")),
+                    Some(m) => match fields.iter().find(|f| m.get_field_by_name(f).is_none()) {
+                        Some(f) => Err(format!("field {name}.{f}")),
+                        None => Ok(m),
+                    },
+                };
+                (*name, r)
+            })
+            .collect();
+        ModernNames { resolved }
+    }
+
+    /// The descriptor of modern payload message `name` (full name), when the
+    /// loaded pool declares it with every field the rules read; else the
+    /// missing declaration.
+    pub fn message(&self, name: &str) -> Result<&MessageDescriptor, String> {
+        match self.resolved.iter().find(|(n, _)| *n == name) {
+            Some((_, Ok(m))) => Ok(m),
+            Some((_, Err(e))) => Err(e.clone()),
+            None => Err(format!("message {name} (not a modern declaration)")),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -104,6 +191,7 @@ impl Names {
         Ok(Names {
             generic_result: field(&generic, origin, "result")?,
             result_render_info: field(&result, origin, "step_render_info")?,
+            modern: ModernNames::resolve(pool),
             trajectory,
             step,
             traj,

@@ -1,0 +1,130 @@
+//! File edits: the tools143 FileEdit payload (CREATE and EDIT) presented as
+//! CODE_ACTION.
+
+use super::{
+    child, decode, native_step, payload_fields, put, status_is, tool_is, wrapper_shape, COMPLETED,
+};
+use crate::project::fields::{enum_name, reject, text, Wrapper, DONE, R};
+use crate::project::table::RuleDoc;
+use crate::project::view_file::qualified_path;
+use crate::project::{Ctx, Presented, Reason};
+use crate::rules::RuleId;
+use bytes::Bytes;
+use prost_reflect::Value;
+
+const CODE_ACTION_TYPE: &str = "CORTEX_STEP_TYPE_CODE_ACTION";
+const PAYLOAD_FIELDS: &[&str] = &["path", "kind", "diff", "outcome"];
+
+pub(crate) const DOCS: &[RuleDoc] = &[RuleDoc {
+    rule: RuleId::ModernFileEdit,
+    accepts: "A DONE write_to_file (kind CREATE; exactly the arguments CodeContent and TargetFile) or replace_file_content (kind EDIT; exactly Instruction, ReplacementContent and TargetFile) wrapper whose result is only result text and an Any exa.cortex.core.tools.FileEdit with outcome COMPLETED setting only path, kind, diff (possibly empty: empty-file diffs) and outcome; TargetFile (a JSON string) equals path, which is absolute, clean and only ASCII letters, digits and / . _ - @ +; no outer error, task details, permission or interaction records. Presented as a CODE_ACTION step with the wrapper's status and metadata: CREATE as action_spec.create_file {path {absolute_uri}} and action_result.edit {absolute_uri, create_file: true, unified_diff: diff}; EDIT as action_spec.command {instruction: Instruction, is_edit: true, file {absolute_uri}} and action_result.edit {absolute_uri, unified_diff: diff}; absolute_uri is file:// + path.",
+    reasons: &[
+        Reason::ModernTool,
+        Reason::ModernStatus,
+        Reason::ModernWrapperField,
+        Reason::ModernPayloadField,
+        Reason::ModernEditKind,
+        Reason::ModernPath,
+        Reason::ModernArguments,
+        Reason::ModernDeclaration,
+        Reason::ModernPayloadUndecodable,
+        Reason::ModernPresentedField,
+    ],
+}];
+
+/// "FileEdit maps CREATE and EDIT results into CODE_ACTION, including
+/// empty-file diffs" (tools143), bounded to "completed ... creates and
+/// edits".
+///
+/// Bounds (stricter where silent): DONE and COMPLETED; kind CREATE under the
+/// tool write_to_file, EDIT under replace_file_content (the tool names the
+/// native mappings qualify); the payload sets only path, kind, diff and
+/// outcome (artifact fields are newly populated here: ide225 is a separate
+/// suffix); diff may be empty; arguments exactly as listed with TargetFile
+/// equal to the path, which needs no URI normalization; the result only text
+/// and payload; no outer error or task details; permission1.
+pub(super) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
+    let rule = RuleId::ModernFileEdit;
+    let payload = decode(ctx, rule, "FileEdit", bytes)?;
+    tool_is(w, rule, &["write_to_file", "replace_file_content"])?;
+    wrapper_shape(
+        w,
+        rule,
+        &["type", "status", "metadata", "generic"],
+        &["result", "payload"],
+    )?;
+    payload_fields(&payload, rule, PAYLOAD_FIELDS)?;
+    status_is(w, &payload, rule, DONE, COMPLETED)?;
+    let kind = enum_name(&payload, "kind");
+    let create = match (kind.as_str(), w.tool.as_str()) {
+        ("KIND_CREATE", "write_to_file") => true,
+        ("KIND_EDIT", "replace_file_content") => false,
+        _ => {
+            return reject(
+                Some(rule),
+                Reason::ModernEditKind,
+                format!("{kind} under {}", w.tool),
+            )
+        }
+    };
+    let path = text(&payload, "path");
+    if !qualified_path(&path) {
+        return reject(Some(rule), Reason::ModernPath, path);
+    }
+    let keys: &[&str] = if create {
+        &["CodeContent", "TargetFile"]
+    } else {
+        &["Instruction", "ReplacementContent", "TargetFile"]
+    };
+    let args_ok = w.args.keys_are(keys)
+        && w.args.string("TargetFile").as_deref() == Some(path.as_str())
+        && keys.iter().all(|k| w.args.string(k).is_some());
+    if !args_ok {
+        return reject(
+            Some(rule),
+            Reason::ModernArguments,
+            format!("{:?}", w.args.keys()),
+        );
+    }
+    let uri = format!("file://{path}");
+
+    let mut step = native_step(w, rule, CODE_ACTION_TYPE, false)?;
+    let mut ca = child(&step, rule, "code_action")?;
+    let mut spec = child(&ca, rule, "action_spec")?;
+    let mut result = child(&ca, rule, "action_result")?;
+    let mut edit = child(&result, rule, "edit")?;
+    put(&mut edit, rule, "absolute_uri", Value::String(uri.clone()))?;
+    if create {
+        let mut cf = child(&spec, rule, "create_file")?;
+        let mut p = child(&cf, rule, "path")?;
+        put(&mut p, rule, "absolute_uri", Value::String(uri))?;
+        put(&mut cf, rule, "path", Value::Message(p))?;
+        put(&mut spec, rule, "create_file", Value::Message(cf))?;
+        put(&mut edit, rule, "create_file", Value::Bool(true))?;
+    } else {
+        let mut cmd = child(&spec, rule, "command")?;
+        let instruction = w.args.string("Instruction").unwrap_or_default();
+        put(&mut cmd, rule, "instruction", Value::String(instruction))?;
+        put(&mut cmd, rule, "is_edit", Value::Bool(true))?;
+        let mut f = child(&cmd, rule, "file")?;
+        put(&mut f, rule, "absolute_uri", Value::String(uri))?;
+        put(&mut cmd, rule, "file", Value::Message(f))?;
+        put(&mut spec, rule, "command", Value::Message(cmd))?;
+    }
+    put(
+        &mut edit,
+        rule,
+        "unified_diff",
+        Value::String(text(&payload, "diff")),
+    )?;
+    put(&mut result, rule, "edit", Value::Message(edit))?;
+    put(&mut ca, rule, "action_spec", Value::Message(spec))?;
+    put(&mut ca, rule, "action_result", Value::Message(result))?;
+    put(&mut step, rule, "code_action", Value::Message(ca))?;
+    Ok(Presented {
+        step: Some(step),
+        rule,
+        extra: Vec::new(),
+        carried: vec!["generic.result.payload"],
+    })
+}

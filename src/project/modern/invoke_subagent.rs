@@ -1,0 +1,111 @@
+//! invoke_subagent: the tools143 InvokeSubagent payload, with the tools144
+//! Workspace=inherit argument.
+
+use super::{
+    child, decode, native_step, payload_fields, put, status_is, tool_is, wrapper_shape, COMPLETED,
+};
+use crate::project::fields::{flag, message_refs, reject, Wrapper, DONE, R};
+use crate::project::table::RuleDoc;
+use crate::project::{Ctx, Presented, Reason};
+use crate::rules::RuleId;
+use bytes::Bytes;
+use prost_reflect::Value;
+
+const INVOKE_TYPE: &str = "CORTEX_STEP_TYPE_INVOKE_SUBAGENT";
+const PAYLOAD_FIELDS: &[&str] = &["specs", "results", "task_mode", "outcome"];
+
+pub(crate) const DOCS: &[RuleDoc] = &[
+    RuleDoc {
+        rule: RuleId::ModernInvokeSubagent,
+        accepts: "A DONE invoke_subagent wrapper whose result is only result text and an Any exa.cortex.core.tools.InvokeSubagent with outcome COMPLETED, task_mode unset, at least one child specification and setting only specs, results and outcome; the argument exactly Prompt (a JSON string), or under tools144 Prompt and Workspace \"inherit\" repeating the metadata tool call; no outer error, task details, permission or interaction records. Presented as an INVOKE_SUBAGENT step with the wrapper's status and metadata and invoke_subagent {specs, results} copied unchanged from the payload.",
+        reasons: &[
+            Reason::ModernTool,
+            Reason::ModernStatus,
+            Reason::ModernTaskMode,
+            Reason::ModernWrapperField,
+            Reason::ModernPayloadField,
+            Reason::ModernArguments,
+            Reason::ModernWorkspace,
+            Reason::ModernDeclaration,
+            Reason::ModernPayloadUndecodable,
+            Reason::ModernPresentedField,
+        ],
+    },
+    RuleDoc {
+        rule: RuleId::ModernSubagentInheritWorkspace,
+        accepts: "A modern invoke_subagent (see modern-invoke-subagent) whose arguments are exactly Prompt and Workspace with Workspace the JSON string \"inherit\" and both arguments equal to the metadata tool call's; child specifications and results unchanged. Other workspace selectors, or arguments that differ from the tool call, are refused.",
+        reasons: &[Reason::ModernWorkspace],
+    },
+];
+
+/// "InvokeSubagent preserves the child specifications and results"
+/// (tools143), bounded to "a completed subagent invocation without task
+/// mode"; tools144: "Modern subagent invocations also accept
+/// Workspace=inherit when the stored arguments match the metadata tool
+/// call; child specifications and results remain unchanged. Other workspace
+/// selectors ... remain unknown."
+///
+/// Bounds (stricter where silent): DONE and COMPLETED; task_mode false; at
+/// least one child specification; the arguments exactly Prompt, or Prompt
+/// and Workspace "inherit" repeating the tool call; the result only text
+/// and payload; no outer error or task details; permission1.
+pub(super) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
+    let rule = RuleId::ModernInvokeSubagent;
+    let payload = decode(ctx, rule, "InvokeSubagent", bytes)?;
+    tool_is(w, rule, &["invoke_subagent"])?;
+    wrapper_shape(
+        w,
+        rule,
+        &["type", "status", "metadata", "generic"],
+        &["result", "payload"],
+    )?;
+    if flag(&payload, "task_mode") {
+        return reject(Some(rule), Reason::ModernTaskMode, String::new());
+    }
+    payload_fields(&payload, rule, PAYLOAD_FIELDS)?;
+    status_is(w, &payload, rule, DONE, COMPLETED)?;
+    let specs = message_refs(&payload, "specs");
+    let results = message_refs(&payload, "results");
+    if specs.is_empty() || w.args.string("Prompt").is_none() {
+        return reject(
+            Some(rule),
+            Reason::ModernArguments,
+            format!("{:?}", w.args.keys()),
+        );
+    }
+    let mut extra = Vec::new();
+    if w.args.keys_are(&["Prompt", "Workspace"]) {
+        let inherit = w.args.string("Workspace").as_deref() == Some("inherit");
+        if !inherit || !w.args.repeat_tool_call(w.step) {
+            return reject(
+                Some(RuleId::ModernSubagentInheritWorkspace),
+                Reason::ModernWorkspace,
+                w.args.raw("Workspace").unwrap_or_default().to_string(),
+            );
+        }
+        extra.push(RuleId::ModernSubagentInheritWorkspace);
+    } else if !w.args.keys_are(&["Prompt"]) {
+        return reject(
+            Some(rule),
+            Reason::ModernArguments,
+            format!("{:?}", w.args.keys()),
+        );
+    }
+
+    let mut step = native_step(w, rule, INVOKE_TYPE, false)?;
+    let mut inv = child(&step, rule, "invoke_subagent")?;
+    let list = |v: Vec<&prost_reflect::DynamicMessage>| {
+        Value::List(v.into_iter().map(|m| Value::Message(m.clone())).collect())
+    };
+    put(&mut inv, rule, "specs", list(specs))?;
+    if !results.is_empty() {
+        put(&mut inv, rule, "results", list(results))?;
+    }
+    put(&mut step, rule, "invoke_subagent", Value::Message(inv))?;
+    Ok(Presented {
+        step: Some(step),
+        rule,
+        extra,
+        carried: vec!["generic.result.payload"],
+    })
+}

@@ -1,0 +1,161 @@
+//! read_file: the tools143 ReadFile payload presented as VIEW_FILE, with the
+//! skill146 path rule for its isSkillFile flag.
+
+use super::{
+    child, decode, native_step, payload_fields, put, status_is, tool_is, wrapper_shape, COMPLETED,
+};
+use crate::project::fields::{int, reject, text, Wrapper, DONE, R};
+use crate::project::table::RuleDoc;
+use crate::project::view_file::qualified_path;
+use crate::project::{Ctx, Presented, Reason};
+use crate::rules::RuleId;
+use bytes::Bytes;
+use prost_reflect::Value;
+
+const VIEW_FILE_TYPE: &str = "CORTEX_STEP_TYPE_VIEW_FILE";
+const PAYLOAD_FIELDS: &[&str] = &["path", "start_line", "end_line", "outcome"];
+
+pub(crate) const DOCS: &[RuleDoc] = &[
+    RuleDoc {
+        rule: RuleId::ModernReadFile,
+        accepts: "A read_file wrapper with status DONE whose result is only result text and an Any exa.cortex.core.tools.ReadFile with outcome COMPLETED setting only path, start_line, end_line and outcome; path absolute, clean and only ASCII letters, digits and / . _ - @ + (anything else would need URI normalization); both or neither of start_line and end_line with 1 <= start_line <= end_line; arguments exactly AbsolutePath (= path) and, with a range, StartLine and EndLine (canonical decimals equal to the range); no outer error, task details, permission or interaction records. Presented as a VIEW_FILE step with the wrapper's status and metadata and view_file {absolute_path_uri: file:// + path, start_line: start_line - 1, end_line: end_line - 1, content: the stored result text, is_skill_file: the skill146 path rule}.",
+        reasons: &[
+            Reason::ModernTool,
+            Reason::ModernStatus,
+            Reason::ModernWrapperField,
+            Reason::ModernPayloadField,
+            Reason::ModernPath,
+            Reason::ModernRange,
+            Reason::ModernArguments,
+            Reason::ModernDeclaration,
+            Reason::ModernPayloadUndecodable,
+            Reason::ModernPresentedField,
+        ],
+    },
+    RuleDoc {
+        rule: RuleId::ModernSkillPath,
+        accepts: "The is_skill_file flag of every modern read presented as VIEW_FILE: set exactly when the stored path, with backslashes read as slashes, ends in /SKILL.md or is exactly SKILL.md (case-sensitive: skill.md and SKILL.MD stay unmarked); no registry, filesystem or content. Replaces the skill1 registry rule (skill1 stays in the profile identifier). Legacy native VIEW_FILE steps keep their stored flag; failed legacy reads keep the history2 registry rule.",
+        reasons: &[],
+    },
+];
+
+/// skill146: "the flag is set when the path, with backslashes read as
+/// slashes, ends in /SKILL.md or is exactly SKILL.md. Case matters, so
+/// skill.md and SKILL.MD stay unmarked. The executor's skill registry, the
+/// filesystem and the file content play no part."
+pub(crate) fn is_skill_path(path: &str) -> bool {
+    let p = path.replace('\\', "/");
+    p == "SKILL.md" || p.ends_with("/SKILL.md")
+}
+
+/// "ReadFile converts one-based ranges to zero-based VIEW_FILE ranges and
+/// keeps the stored result text" (tools143), bounded to "completed reads";
+/// "paths requiring URI normalization ... still return unknown".
+///
+/// Bounds (stricter where silent): tool read_file, wrapper DONE and outcome
+/// COMPLETED; the result is only the result text and the payload; the
+/// payload sets only path, start_line, end_line and outcome (content,
+/// byte_offset, media, num_bytes and not_found are newly populated fields);
+/// the path is one `file://` + path needs no normalization for: absolute,
+/// clean, only ASCII letters, digits and / . _ - @ + (so a path with a
+/// backslash is refused here, before the skill146 rule could read it);
+/// both or neither of the lines, 1 <= start <= end; the arguments exactly
+/// AbsolutePath and, with a range, StartLine and EndLine, equal to the
+/// payload; no outer error or task details; permission1.
+pub(super) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
+    let rule = RuleId::ModernReadFile;
+    let payload = decode(ctx, rule, "ReadFile", bytes)?;
+    tool_is(w, rule, &["read_file"])?;
+    wrapper_shape(
+        w,
+        rule,
+        &["type", "status", "metadata", "generic"],
+        &["result", "payload"],
+    )?;
+    payload_fields(&payload, rule, PAYLOAD_FIELDS)?;
+    status_is(w, &payload, rule, DONE, COMPLETED)?;
+    let path = text(&payload, "path");
+    if !qualified_path(&path) {
+        return reject(Some(rule), Reason::ModernPath, path);
+    }
+    let range = match (int(&payload, "start_line"), int(&payload, "end_line")) {
+        (None, None) => None,
+        (Some(s), Some(e)) if 1 <= s && s <= e && e <= i128::from(u32::MAX) => Some((s, e)),
+        (s, e) => return reject(Some(rule), Reason::ModernRange, format!("{s:?}..{e:?}")),
+    };
+    let args_ok = w.args.string("AbsolutePath").as_deref() == Some(path.as_str())
+        && match range {
+            None => w.args.keys_are(&["AbsolutePath"]),
+            Some((s, e)) => {
+                w.args.keys_are(&["AbsolutePath", "EndLine", "StartLine"])
+                    && w.args.canonical_uint("StartLine").map(i128::from) == Some(s)
+                    && w.args.canonical_uint("EndLine").map(i128::from) == Some(e)
+            }
+        };
+    if !args_ok {
+        return reject(
+            Some(rule),
+            Reason::ModernArguments,
+            format!("{:?}", w.args.0),
+        );
+    }
+    let content = w.result.map(|r| text(r, "result")).unwrap_or_default();
+
+    let mut step = native_step(w, rule, VIEW_FILE_TYPE, false)?;
+    let mut vf = child(&step, rule, "view_file")?;
+    put(
+        &mut vf,
+        rule,
+        "absolute_path_uri",
+        Value::String(format!("file://{path}")),
+    )?;
+    if let Some((s, e)) = range {
+        // 1 <= s <= e <= u32::MAX, checked above
+        let zero = |x: i128| u32::try_from(x - 1).unwrap_or_default();
+        put(&mut vf, rule, "start_line", Value::U32(zero(s)))?;
+        put(&mut vf, rule, "end_line", Value::U32(zero(e)))?;
+    }
+    put(&mut vf, rule, "content", Value::String(content))?;
+    put(
+        &mut vf,
+        rule,
+        "is_skill_file",
+        Value::Bool(is_skill_path(&path)),
+    )?;
+    put(&mut step, rule, "view_file", Value::Message(vf))?;
+    Ok(Presented {
+        step: Some(step),
+        rule,
+        extra: vec![RuleId::ModernSkillPath],
+        carried: vec!["generic.result.result", "generic.result.payload"],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_skill_path;
+
+    #[test]
+    fn skill146_path_rule() {
+        for yes in [
+            "SKILL.md",
+            "/a/b/SKILL.md",
+            "a\\b\\SKILL.md",
+            "C:\\x\\SKILL.md",
+            "\\SKILL.md",
+        ] {
+            assert!(is_skill_path(yes), "{yes}");
+        }
+        for no in [
+            "skill.md",
+            "SKILL.MD",
+            "/a/skill.md",
+            "/a/SKILL.md.bak",
+            "/a/xSKILL.md",
+            "",
+            "/a/SKILL.md/",
+        ] {
+            assert!(!is_skill_path(no), "{no}");
+        }
+    }
+}
