@@ -539,8 +539,9 @@ fn generic_shapes_no_rule_covers_fail() {
         "CORTEX_STEP_STATUS_DONE",
         &cmd_args(),
         Some(json!({"result": "a b",
-        "payload": any_of("type.googleapis.com/exa.cortex.core.tools.RunCommand", &json!({"commandLine": "ls"}))})),
+        "payload": any_of("type.googleapis.com/exa.cortex.core.tools.Finish", &json!({"resultJson": "{}"}))})),
     );
+    // Finish (finish147) has no mapping here; RunCommand is tools143's (tests/project_modern.rs)
     assert_refuses(&s, &w, Reason::ModernToolPayload, None);
     let w = wrapper(
         "grep_search",

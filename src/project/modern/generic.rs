@@ -70,8 +70,7 @@ pub(crate) const DOCS: &[RuleDoc] = &[
 /// The shared shape: the wrapper's fields, the payload's fields, no stored
 /// result metadata (the presentation derives it; stricter where silent).
 fn shape(w: &Wrapper, rule: RuleId, payload: &DynamicMessage, fields: &[&str]) -> R<()> {
-    wrapper_shape(w, rule, STEP_FIELDS, RESULT_FIELDS)?;
-    payload_fields(payload, rule, fields)?;
+    super::no_permission_records(w)?;
     if !w.result_metadata().is_empty() {
         return reject(
             Some(rule),
@@ -79,7 +78,8 @@ fn shape(w: &Wrapper, rule: RuleId, payload: &DynamicMessage, fields: &[&str]) -
             format!("{:?}", w.result_metadata().keys()),
         );
     }
-    Ok(())
+    wrapper_shape(w, rule, STEP_FIELDS, RESULT_FIELDS)?;
+    payload_fields(payload, rule, fields)
 }
 
 /// The stored step with result metadata `derived` added.
