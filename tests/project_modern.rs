@@ -914,3 +914,25 @@ fn a_renamed_payload_field_refuses_naming_the_declaration() {
         );
     }
 }
+
+#[test]
+fn every_modern_declaration_is_listed_in_conformance() {
+    let text = std::fs::read_to_string(
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("proto/CONFORMANCE.md"),
+    )
+    .expect("proto/CONFORMANCE.md");
+    let (_, section) = text
+        .split_once("## Modeled modern payload fields")
+        .expect("section");
+    for (message, fields) in agy_audit::schema::MODERN_DECLARATIONS {
+        for f in *fields {
+            // listed as `message.field` or, after the first field of a line, `.field`
+            let full = format!("`{message}.{f}`");
+            let line_ok = section.lines().any(|l| {
+                l.contains(&full)
+                    || (l.contains(&format!("`{message}.")) && l.contains(&format!("`.{f}`")))
+            });
+            assert!(line_ok, "{message}.{f} not listed as modeled");
+        }
+    }
+}
