@@ -7,7 +7,8 @@
 //! output"), so comparing it with a projection is never circular.
 
 use super::plan::{
-    BeforeRunKind, ConvPlan, OuterKind, Planner50Site, Recipe, StepKind, TaskKind, UnqKind,
+    BeforeRunKind, ConvPlan, ModernKind, OuterKind, Planner50Site, Recipe, StepKind, TaskKind,
+    UnqKind,
 };
 use super::rng::Rng;
 use super::text;
@@ -177,6 +178,11 @@ fn any_of(url: &str, body: &Value) -> Value {
         }
     }
     Value::Object(m)
+}
+
+/// The Any type URL of a modern tool payload `exa.cortex.core.tools.<name>`.
+fn tools_url(name: &str) -> String {
+    format!("type.googleapis.com/exa.cortex.core.tools.{name}")
 }
 
 fn render(title: &str, markdown: &str, verb: &str) -> Value {
@@ -491,6 +497,7 @@ impl<'a> Ctx<'a> {
             R::ListPermissions => self.list_permissions(pidx, idx, false),
             R::AskPermission => self.ask_permission(pidx, idx),
             R::GenerateImageAny => self.generate_image_any(pidx, idx),
+            R::Modern(m) => self.modern(pidx, idx, m),
             R::Unqualified(k) => self.unqualified(pidx, idx, k),
         }
     }
@@ -2027,6 +2034,382 @@ impl<'a> Ctx<'a> {
         let presented = json!({"type": ty("GENERATE_IMAGE"), "status": status("DONE"), "metadata": meta,
             "generateImage": {"prompt": prompt, "imageName": name, "aspectRatio": "16:9",
                 "modelName": "imagen-4", "generatedMedia": m}});
+        self.finish(planner, call, stored, Some(presented), shown, false)
+    }
+
+    // ---- modern (agy 1.4.x) tool payloads: tools143, tools144, skill146 -------
+
+    fn modern(&mut self, pidx: usize, idx: usize, m: ModernKind) -> (StepJson, StepJson) {
+        use ModernKind as M;
+        match m {
+            M::RunCommand { background } => self.modern_run_command(pidx, idx, background),
+            M::CanceledBackground => self.modern_canceled_background(pidx, idx),
+            M::ReadFile { skill, range } => self.modern_read_file(pidx, idx, skill, range),
+            M::FileCreate { empty } => self.modern_file_edit(pidx, idx, true, empty),
+            M::FileEdit => self.modern_file_edit(pidx, idx, false, false),
+            M::InvokeSubagent { inherit } => self.modern_invoke_subagent(pidx, idx, inherit),
+            M::ManageTask(a) => self.modern_manage_task(pidx, idx, a),
+            M::Schedule => self.modern_schedule(pidx, idx),
+            M::ManageSubagentsList => self.modern_manage_subagents(pidx, idx),
+        }
+    }
+
+    /// The stored step with result metadata `md` (the payload-derived keys
+    /// the ordinary presentation adds).
+    fn with_result_metadata(stored: &Value, md: Value) -> Value {
+        let mut p = stored.clone();
+        p["generic"]["result"]["metadata"] = md;
+        p
+    }
+
+    fn modern_run_command(
+        &mut self,
+        pidx: usize,
+        idx: usize,
+        background: bool,
+    ) -> (StepJson, StepJson) {
+        let cmd = text::command(&mut self.r);
+        let args = self.cmd_args(&cmd, if background { 500 } else { 5000 });
+        let call = self.call("run_command", args);
+        let planner = self.planner(pidx, Some(&call));
+        let meta = self.meta(
+            idx,
+            "MODEL",
+            Some(&call),
+            &["PENDING", "RUNNING", "DONE"],
+            Self::builtin(),
+        );
+        let n = self.sized(40, 2000);
+        let out = text::output(&mut self.r, n);
+        let mut payload =
+            json!({"commandLine": cmd, "cwd": self.ws, "outcome": "OUTCOME_COMPLETED"});
+        let mut rc = json!({"commandLine": cmd, "proposedCommandLine": cmd, "cwd": self.ws,
+            "blocking": !background, "combinedOutput": {"full": out}});
+        if background {
+            payload["background"] = json!(true);
+        } else {
+            let code = if self.r.chance(0.12) { 1 } else { 0 };
+            payload["exitCode"] = json!(code);
+            rc["exitCode"] = json!(code);
+        }
+        let mut stored = Self::generic(
+            "DONE",
+            meta.clone(),
+            &call,
+            Some(json!({"result": out, "payload": any_of(&tools_url("RunCommand"), &payload)})),
+        );
+        let mut presented = json!({"type": ty("RUN_COMMAND"), "status": status("DONE"), "metadata": meta, "runCommand": rc});
+        if background {
+            let td = json!({"id": format!("{}/task-{idx}", self.plan.id), "commandLine": cmd,
+                "shortDescription": format!("{cmd} (background)"), "movedToBackgroundAt": self.ts(600)});
+            stored["taskDetails"] = td.clone();
+            presented["taskDetails"] = td;
+        }
+        self.finish(planner, call, stored, Some(presented), out, false)
+    }
+
+    fn modern_canceled_background(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
+        let cmd = text::command(&mut self.r);
+        let args = self.cmd_args(&cmd, 5000);
+        let call = self.call("run_command", args);
+        let planner = self.planner(pidx, Some(&call));
+        let meta = self.meta(
+            idx,
+            "MODEL",
+            Some(&call),
+            &["PENDING", "RUNNING", "CANCELED"],
+            Self::builtin(),
+        );
+        let td = json!({"id": format!("{}/task-{idx}", self.plan.id),
+            "logUri": format!("file://{}/.gemini/tasks/{idx}.log", self.ws), "commandLine": cmd,
+            "shortDescription": format!("{cmd} (background)"), "movedToBackgroundAt": self.ts(600)});
+        let mut stored = Self::generic(
+            "CANCELED",
+            meta.clone(),
+            &call,
+            Some(json!({"stepRenderInfo": render("Command", &cmd, "Canceled")})),
+        );
+        stored["taskDetails"] = td.clone();
+        let presented = json!({"type": ty("RUN_COMMAND"), "status": status("CANCELED"), "metadata": meta,
+            "taskDetails": td,
+            "runCommand": {"commandLine": cmd, "proposedCommandLine": cmd, "cwd": self.ws, "combinedOutput": {}}});
+        self.finish(planner, call, stored, Some(presented), String::new(), false)
+    }
+
+    fn modern_read_file(
+        &mut self,
+        pidx: usize,
+        idx: usize,
+        skill: bool,
+        range: bool,
+    ) -> (StepJson, StepJson) {
+        let path = if skill {
+            let name = *self.r.pick(&["release", "deploy", "review"]);
+            if self.r.chance(0.5) {
+                format!("{}/.agy/skills/{name}/SKILL.md", self.ws)
+            } else {
+                format!("{}/.agy/plugins/toolkit/skills/{name}/SKILL.md", self.ws)
+            }
+        } else {
+            text::abs_path(&mut self.r, &self.ws.clone())
+        };
+        let lines = self.sized(5, 160);
+        let start = self.r.range(1, 60) as usize;
+        let end = start + lines - 1;
+        let mut args = vec![("AbsolutePath", js(&path))];
+        let mut payload = json!({"path": path, "outcome": "OUTCOME_COMPLETED"});
+        let mut vf = json!({"absolutePathUri": format!("file://{path}"), "isSkillFile": skill});
+        if range {
+            args.push(("EndLine", end.to_string()));
+            args.push(("StartLine", start.to_string()));
+            payload["startLine"] = json!(start);
+            payload["endLine"] = json!(end);
+            vf["startLine"] = json!(start - 1);
+            vf["endLine"] = json!(end - 1);
+        }
+        let call = self.call("read_file", args);
+        let planner = self.planner(pidx, Some(&call));
+        let meta = self.meta(
+            idx,
+            "MODEL",
+            Some(&call),
+            &["PENDING", "RUNNING", "DONE"],
+            Self::builtin(),
+        );
+        let content = text::file_content(&mut self.r, lines);
+        let shown = truncate(&content, 800);
+        vf["content"] = json!(shown);
+        let stored = Self::generic(
+            "DONE",
+            meta.clone(),
+            &call,
+            Some(json!({"result": shown, "payload": any_of(&tools_url("ReadFile"), &payload)})),
+        );
+        let presented = json!({"type": ty("VIEW_FILE"), "status": status("DONE"), "metadata": meta, "viewFile": vf});
+        self.finish(planner, call, stored, Some(presented), shown, false)
+    }
+
+    fn modern_file_edit(
+        &mut self,
+        pidx: usize,
+        idx: usize,
+        create: bool,
+        empty: bool,
+    ) -> (StepJson, StepJson) {
+        let path = text::abs_path(&mut self.r, &self.ws.clone());
+        let uri = format!("file://{path}");
+        let (call, diff, spec, edit) = if create {
+            let content = if empty {
+                String::new()
+            } else {
+                let n = self.sized(3, 60);
+                text::file_content(&mut self.r, n)
+            };
+            let diff = if empty {
+                String::new()
+            } else {
+                let added: String = content.lines().map(|l| format!("+{l}\n")).collect();
+                format!(
+                    "--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{} @@\n{added}",
+                    content.lines().count()
+                )
+            };
+            let call = self.call(
+                "write_to_file",
+                vec![("CodeContent", js(&content)), ("TargetFile", js(&path))],
+            );
+            let spec = json!({"createFile": {"path": {"absoluteUri": uri}}});
+            let edit = json!({"absoluteUri": uri, "createFile": true, "unifiedDiff": diff});
+            (call, diff, spec, edit)
+        } else {
+            let instr = text::sentence(&mut self.r, 9);
+            let n = self.sized(3, 40);
+            let content = text::file_content(&mut self.r, n);
+            let diff = text::diff(&mut self.r, &path);
+            let call = self.call(
+                "replace_file_content",
+                vec![
+                    ("Instruction", js(&instr)),
+                    ("ReplacementContent", js(&content)),
+                    ("TargetFile", js(&path)),
+                ],
+            );
+            let spec = json!({"command": {"instruction": instr, "isEdit": true, "file": {"absoluteUri": uri}}});
+            let edit = json!({"absoluteUri": uri, "unifiedDiff": diff});
+            (call, diff, spec, edit)
+        };
+        let planner = self.planner(pidx, Some(&call));
+        let meta = self.meta(
+            idx,
+            "MODEL",
+            Some(&call),
+            &["PENDING", "RUNNING", "DONE"],
+            Self::builtin(),
+        );
+        let kind = if create { "KIND_CREATE" } else { "KIND_EDIT" };
+        let payload =
+            json!({"path": path, "kind": kind, "diff": diff, "outcome": "OUTCOME_COMPLETED"});
+        let shown = format!("{} {path}", if create { "Created" } else { "Edited" });
+        let stored = Self::generic(
+            "DONE",
+            meta.clone(),
+            &call,
+            Some(json!({"result": shown, "payload": any_of(&tools_url("FileEdit"), &payload)})),
+        );
+        let presented = json!({"type": ty("CODE_ACTION"), "status": status("DONE"), "metadata": meta,
+            "codeAction": {"actionSpec": spec, "actionResult": {"edit": edit}}});
+        self.finish(planner, call, stored, Some(presented), shown, false)
+    }
+
+    fn modern_invoke_subagent(
+        &mut self,
+        pidx: usize,
+        idx: usize,
+        inherit: bool,
+    ) -> (StepJson, StepJson) {
+        let prompt = text::sentence(&mut self.r, 10);
+        let mut args = vec![("Prompt", js(&prompt))];
+        if inherit {
+            args.push(("Workspace", js("inherit")));
+        }
+        let call = self.call("invoke_subagent", args);
+        let planner = self.planner(pidx, Some(&call));
+        let meta = self.meta(
+            idx,
+            "MODEL",
+            Some(&call),
+            &["PENDING", "RUNNING", "DONE"],
+            Self::builtin(),
+        );
+        let kids: Vec<String> = (0..self.r.range(1, 2)).map(|_| self.r.uuid()).collect();
+        let specs: Vec<Value> = (0..kids.len())
+            .map(|i| json!({"name": format!("helper-{i}"), "prompt": prompt, "workspace": "inherit"}))
+            .collect();
+        let results: Vec<Value> = kids
+            .iter()
+            .map(|k| json!({"conversationId": k,
+                "logUri": format!("file://{}/.gemini/antigravity-cli/brain/{k}/.system_generated/logs/transcript.jsonl", self.ws),
+                "workspaceUri": format!("file://{}", self.ws)}))
+            .collect();
+        let payload = json!({"specs": specs, "results": results, "outcome": "OUTCOME_COMPLETED"});
+        let shown = "Subagents finished.".to_string();
+        let stored = Self::generic(
+            "DONE",
+            meta.clone(),
+            &call,
+            Some(
+                json!({"result": shown, "payload": any_of(&tools_url("InvokeSubagent"), &payload)}),
+            ),
+        );
+        let presented = json!({"type": ty("INVOKE_SUBAGENT"), "status": status("DONE"), "metadata": meta,
+            "invokeSubagent": {"specs": specs, "results": results}});
+        self.finish(planner, call, stored, Some(presented), shown, false)
+    }
+
+    fn modern_manage_task(&mut self, pidx: usize, idx: usize, a: u8) -> (StepJson, StepJson) {
+        let action = ["status", "list", "kill"][usize::from(a % 3)];
+        let task_id = format!("{}/task-{}", self.plan.id, self.r.range(1, 40));
+        let desc = text::sentence(&mut self.r, 4);
+        let task_status = if action == "kill" {
+            "killed"
+        } else {
+            "running"
+        };
+        let mut args = vec![("Action", js(action))];
+        if action != "list" {
+            args.push(("TaskId", js(&task_id)));
+        }
+        let call = self.call("manage_task", args);
+        let planner = self.planner(pidx, Some(&call));
+        let meta = self.meta(
+            idx,
+            "MODEL",
+            Some(&call),
+            &["PENDING", "RUNNING", "DONE"],
+            Self::builtin(),
+        );
+        let payload = json!({"action": action, "tasks": [{"taskId": task_id, "description": desc, "status": task_status}],
+            "outcome": "OUTCOME_COMPLETED"});
+        let shown = format!("{task_id}: {task_status}");
+        let stored = Self::generic(
+            "DONE",
+            meta,
+            &call,
+            Some(json!({"result": shown,
+            "payload": any_of(&tools_url("ManageTask"), &payload),
+            "stepRenderInfo": render("Task", &shown, "Checked")})),
+        );
+        let presented = Self::with_result_metadata(
+            &stored,
+            json!({"action": action, "task_id": task_id,
+            "task_description": desc, "task_status": task_status}),
+        );
+        self.finish(planner, call, stored, Some(presented), shown, false)
+    }
+
+    fn modern_schedule(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
+        let secs = self.r.range(30, 3600);
+        let prompt = "check whether the deploy finished";
+        let call = self.call(
+            "schedule",
+            vec![
+                ("DurationSeconds", secs.to_string()),
+                ("Prompt", js(prompt)),
+            ],
+        );
+        let planner = self.planner(pidx, Some(&call));
+        let meta = self.meta(
+            idx,
+            "MODEL",
+            Some(&call),
+            &["PENDING", "RUNNING", "CANCELED"],
+            Self::builtin(),
+        );
+        let payload = json!({"durationSeconds": secs.to_string(), "prompt": prompt, "canceled": true,
+            "outcome": "OUTCOME_CANCELED"});
+        let shown = format!("Timer for {secs}s canceled");
+        let stored = Self::generic(
+            "CANCELED",
+            meta,
+            &call,
+            Some(json!({"result": shown,
+            "payload": any_of(&tools_url("Schedule"), &payload),
+            "stepRenderInfo": render("Timer", &format!("{secs}s"), "Canceled")})),
+        );
+        let presented = Self::with_result_metadata(
+            &stored,
+            json!({"duration_seconds": secs.to_string(), "canceled": "true"}),
+        );
+        self.finish(planner, call, stored, Some(presented), shown, false)
+    }
+
+    fn modern_manage_subagents(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
+        let a = self.r.uuid();
+        let b = self.r.uuid();
+        let call = self.call("manage_subagents", vec![("Action", js("list"))]);
+        let planner = self.planner(pidx, Some(&call));
+        let meta = self.meta(
+            idx,
+            "MODEL",
+            Some(&call),
+            &["PENDING", "RUNNING", "DONE"],
+            Self::builtin(),
+        );
+        let payload =
+            json!({"action": "list", "conversationIds": [a, b], "outcome": "OUTCOME_COMPLETED"});
+        let shown = "2 subagents".to_string();
+        let stored = Self::generic(
+            "DONE",
+            meta,
+            &call,
+            Some(json!({"result": shown,
+            "payload": any_of(&tools_url("ManageSubagents"), &payload),
+            "stepRenderInfo": render("Subagents", "2 running", "Listed")})),
+        );
+        let presented = Self::with_result_metadata(
+            &stored,
+            json!({"action": "list", "conversation_ids": format!("{a},{b}")}),
+        );
         self.finish(planner, call, stored, Some(presented), shown, false)
     }
 

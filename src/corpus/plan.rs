@@ -103,6 +103,114 @@ pub enum TaskKind {
     Error,
 }
 
+/// Modern (agy 1.4.x) tool payload shapes (tools143, tools144, skill146).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum ModernKind {
+    /// A completed RunCommand payload.
+    RunCommand {
+        /// Moved to the background (task details, not blocking).
+        background: bool,
+    },
+    /// A canceled background run_command with a render-only result (tools144).
+    CanceledBackground,
+    /// A completed ReadFile payload.
+    ReadFile {
+        /// A SKILL.md path (skill146 marks it).
+        skill: bool,
+        /// StartLine and EndLine given.
+        range: bool,
+    },
+    /// A completed FileEdit CREATE.
+    FileCreate {
+        /// An empty file: empty diff.
+        empty: bool,
+    },
+    /// A completed FileEdit EDIT.
+    FileEdit,
+    /// A completed InvokeSubagent payload.
+    InvokeSubagent {
+        /// Workspace=inherit repeating the tool call (tools144).
+        inherit: bool,
+    },
+    /// A completed single-task ManageTask (0 status, 1 list, 2 kill).
+    ManageTask(u8),
+    /// A canceled Schedule timer.
+    Schedule,
+    /// A completed ManageSubagents list with two IDs (tools144).
+    ManageSubagentsList,
+}
+
+impl ModernKind {
+    /// The rule the step is presented under.
+    pub fn rule(self) -> RuleId {
+        use ModernKind as M;
+        match self {
+            M::RunCommand { .. } => RuleId::ModernRunCommand,
+            M::CanceledBackground => RuleId::ModernCanceledBackgroundCommand,
+            M::ReadFile { .. } => RuleId::ModernReadFile,
+            M::FileCreate { .. } | M::FileEdit => RuleId::ModernFileEdit,
+            M::InvokeSubagent { .. } => RuleId::ModernInvokeSubagent,
+            M::ManageTask(_) => RuleId::ModernManageTask,
+            M::Schedule => RuleId::ModernSchedule,
+            M::ManageSubagentsList => RuleId::ModernManageSubagentsList,
+        }
+    }
+
+    /// Further rules the step's presentation relies on: every modern step
+    /// passes the permission1 refusal; reads take skill146's flag.
+    pub fn extra_rules(self) -> Vec<RuleId> {
+        let mut v = vec![RuleId::ModernPermission1];
+        match self {
+            ModernKind::ReadFile { .. } => v.push(RuleId::ModernSkillPath),
+            ModernKind::InvokeSubagent { inherit: true } => {
+                v.push(RuleId::ModernSubagentInheritWorkspace)
+            }
+            _ => {}
+        }
+        v
+    }
+}
+
+/// The modern steps of the default corpus, one per chosen clean conversation:
+/// 70 reads (6 of SKILL.md), 40 commands (5 canceled in the background), 20
+/// file edits (8 creates, 2 of them empty), 10 subagent invocations (4 with
+/// Workspace=inherit), 9 task calls, 4 canceled timers and 4 subagent lists.
+fn modern_steps() -> Vec<ModernKind> {
+    use ModernKind as M;
+    let mut v = Vec::new();
+    for i in 0..64 {
+        v.push(M::ReadFile {
+            skill: false,
+            range: i % 3 != 0,
+        });
+    }
+    for i in 0..6 {
+        v.push(M::ReadFile {
+            skill: true,
+            range: i % 2 == 0,
+        });
+    }
+    for i in 0..35 {
+        v.push(M::RunCommand {
+            background: i % 5 == 0,
+        });
+    }
+    v.extend([M::CanceledBackground; 5]);
+    for i in 0..8 {
+        v.push(M::FileCreate { empty: i < 2 });
+    }
+    v.extend([M::FileEdit; 12]);
+    for i in 0..10 {
+        v.push(M::InvokeSubagent { inherit: i < 4 });
+    }
+    for i in 0..9 {
+        v.push(M::ManageTask(i % 3));
+    }
+    v.extend([M::Schedule; 4]);
+    v.extend([M::ManageSubagentsList; 4]);
+    v
+}
+
 /// Wrapper shapes one bound outside a rule (the unqualified-projection near-miss).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum UnqKind {
@@ -268,6 +376,8 @@ pub enum Recipe {
     AskPermission,
     /// generate_image with a GenerateImage Any.
     GenerateImageAny,
+    /// A modern (agy 1.4.x) tool payload step.
+    Modern(ModernKind),
     /// A near-miss shape (refused).
     Unqualified(UnqKind),
 }
@@ -314,6 +424,7 @@ impl Recipe {
             ListPermissions => RuleId::PayloadFreeListPermissions,
             AskPermission => RuleId::PayloadFreeAskPermission,
             GenerateImageAny => RuleId::GenerateImageAny,
+            Modern(m) => m.rule(),
             Unqualified(k) => k.rule(),
         }
     }
@@ -331,6 +442,12 @@ impl Recipe {
                 | DefineSubagent { .. }
                 | ListPermissions
                 | AskPermission
+                | Modern(
+                    ModernKind::CanceledBackground
+                        | ModernKind::ManageTask(_)
+                        | ModernKind::Schedule
+                        | ModernKind::ManageSubagentsList
+                )
         )
     }
 }
@@ -810,6 +927,9 @@ impl ConvPlan {
             if !matches!(s, StepKind::Tool(Recipe::Unqualified(_))) {
                 set.insert(s.rule());
             }
+            if let StepKind::Tool(Recipe::Modern(m)) = s {
+                set.extend(m.extra_rules());
+            }
         }
         if !self.planner50.is_empty() {
             set.insert(RuleId::SourceOnlyPlanner50);
@@ -1142,6 +1262,15 @@ pub fn plan(opts: &PlanOptions) -> CorpusPlan {
         }
     }
 
+    // modern steps: one each on a shuffled set of clean conversations, from
+    // their own stream so the other choices stay as they were
+    let mut m_rng = Rng::new(seed, &["modern"]);
+    let modern_order = shuffled(clean.len(), &mut m_rng);
+    let mut modern_of: Vec<Option<ModernKind>> = vec![None; n];
+    for (k, m) in modern_order.iter().zip(modern_steps()) {
+        modern_of[clean[*k]] = Some(m);
+    }
+
     // The headless child's rejected request (BypassSandbox "false") is
     // qualified only in a subagent's conversation (its trajectory metadata
     // names a parent): move each one off a top-level conversation onto a
@@ -1213,6 +1342,9 @@ pub fn plan(opts: &PlanOptions) -> CorpusPlan {
         }
         if !cp.children.is_empty() {
             must.push(Recipe::InvokeSubagent);
+        }
+        if let Some(m) = modern_of[i] {
+            must.push(Recipe::Modern(m));
         }
         if cp.big_output > 0 {
             must.push(Recipe::RunCommand {

@@ -388,7 +388,9 @@ fn project_step(ctx: &Ctx<'_>, step: &DynamicMessage) -> R<Presented> {
         }
         Some((url, _)) => reject(None, Reason::UnsupportedAnyType, url),
         None if w.result.is_none() => resultless::project(ctx, &w),
-        None if modern::is_canceled_background(&w) => modern::project_canceled_background(&w),
+        None if modern::is_canceled_background(&w) => {
+            modern::project_canceled_background(&w).map(modern::with_permission1)
+        }
         None => payload_free::project(ctx, &w),
     }
 }

@@ -71,7 +71,7 @@ pub(super) const CANCELED_OUTCOME: &str = "OUTCOME_CANCELED";
 /// Projects a wrapper whose result payload is a modern tool Any.
 pub(crate) fn project(ctx: &Ctx<'_>, w: &Wrapper, url: &str, bytes: &Bytes) -> R<Presented> {
     let name = url.strip_prefix(TOOLS_URL_PREFIX).unwrap_or(url);
-    match name {
+    let presented = match name {
         "RunCommand" => run_command::project(ctx, w, bytes),
         "ReadFile" => read_file::project(ctx, w, bytes),
         "FileEdit" => file_edit::project(ctx, w, bytes),
@@ -80,7 +80,14 @@ pub(crate) fn project(ctx: &Ctx<'_>, w: &Wrapper, url: &str, bytes: &Bytes) -> R
         "Schedule" => generic::project_schedule(ctx, w, bytes),
         "ManageSubagents" => generic::project_manage_subagents(ctx, w, bytes),
         _ => reject(None, Reason::ModernToolPayload, url),
-    }
+    };
+    presented.map(with_permission1)
+}
+
+/// Records that the presentation passed the permission1 refusal.
+pub(crate) fn with_permission1(mut p: Presented) -> Presented {
+    p.extra.push(RuleId::ModernPermission1);
+    p
 }
 
 /// Decodes the payload as `exa.cortex.core.tools.<short>` through the
