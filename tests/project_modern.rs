@@ -936,3 +936,54 @@ fn every_modern_declaration_is_listed_in_conformance() {
         }
     }
 }
+
+// ---- the corpus's modern near-miss shapes -------------------------------------
+
+/// Each modern near-miss recipe of the corpus generator (appended to the
+/// unqualified-projection cycle; the default corpus's two such conversations
+/// use the first two variants) refuses under the rule it names.
+#[test]
+fn corpus_modern_near_misses_refuse_under_their_rule() {
+    use agy_audit::corpus::plan::{plan, NearMiss, PlanOptions, Recipe, StepKind, UnqKind};
+    let s = schema();
+    let base = plan(&PlanOptions {
+        conversations: 12,
+        near_miss_rate: 0.0,
+        ..PlanOptions::default()
+    });
+    let kinds = [
+        (UnqKind::ModernReadPath, Reason::ModernPath),
+        (UnqKind::ModernCommandFailed, Reason::ModernStatus),
+        (UnqKind::ModernEditArtifact, Reason::ModernPayloadField),
+        (UnqKind::ModernSubagentTaskMode, Reason::ModernTaskMode),
+        (UnqKind::ModernSubagentWorkspace, Reason::ModernWorkspace),
+        (UnqKind::ModernTaskTwoTasks, Reason::ModernTaskAction),
+        (UnqKind::ModernTimerNotCanceled, Reason::ModernTimer),
+        (
+            UnqKind::ModernSubagentsThreeIds,
+            Reason::ModernSubagentsList,
+        ),
+        (UnqKind::ModernBackgroundWait, Reason::BackgroundWait),
+        (
+            UnqKind::ModernPermissionGrant,
+            Reason::ModernPermissionRecord,
+        ),
+    ];
+
+    for (k, reason) in kinds {
+        let mut cp = base.conversations[0].clone();
+        cp.steps = vec![
+            StepKind::UserInput,
+            StepKind::Planner { tool_call: true },
+            StepKind::Tool(Recipe::Unqualified(k)),
+            StepKind::Planner { tool_call: false },
+        ];
+        cp.planner50.clear();
+        cp.near_miss = Some(NearMiss::Unqualified(k));
+        let cj = agy_audit::corpus::content::build(&cp, 1);
+        let stored = cj.steps[2].stored.clone();
+        let r = refuse_one(&s, &stored);
+        assert_eq!(r.rule, Some(k.rule()), "{k:?}: {r}");
+        assert_eq!(r.kind, reason, "{k:?}: {r}");
+    }
+}

@@ -2461,10 +2461,84 @@ impl<'a> Ctx<'a> {
                 self.finish(planner, call, stored, None, "1 todo".into(), false)
             }
             UnqKind::ScheduleInvalid => self.schedule(pidx, idx, false, "INVALID"),
+            UnqKind::ModernReadPath => {
+                let (p, mut t) = self.modern_read_file(pidx, idx, false, false);
+                let path = format!("{}/../etc/hosts", self.ws);
+                t.stored["generic"]["result"]["payload"]["path"] = json!(path);
+                set_arg(&mut t, "AbsolutePath", &js(&path));
+                (p, t)
+            }
+            UnqKind::ModernCommandFailed => {
+                let (p, mut t) = self.modern_run_command(pidx, idx, false);
+                t.stored["generic"]["result"]["payload"]["outcome"] = json!("OUTCOME_FAILED");
+                (p, t)
+            }
+            UnqKind::ModernEditArtifact => {
+                let (p, mut t) = self.modern_file_edit(pidx, idx, true, false);
+                t.stored["generic"]["result"]["payload"]["isArtifactFile"] = json!(true);
+                (p, t)
+            }
+            UnqKind::ModernSubagentTaskMode => {
+                let (p, mut t) = self.modern_invoke_subagent(pidx, idx, false);
+                t.stored["generic"]["result"]["payload"]["taskMode"] = json!(true);
+                (p, t)
+            }
+            UnqKind::ModernSubagentWorkspace => {
+                let (p, mut t) = self.modern_invoke_subagent(pidx, idx, true);
+                let ws = js(&format!("{}/scratch", self.ws));
+                set_arg(&mut t, "Workspace", &ws);
+                (p, t)
+            }
+            UnqKind::ModernTaskTwoTasks => {
+                let (p, mut t) = self.modern_manage_task(pidx, idx, 1);
+                let extra =
+                    json!({"taskId": format!("{}/task-99", self.plan.id), "status": "running"});
+                if let Some(tasks) =
+                    t.stored["generic"]["result"]["payload"]["tasks"].as_array_mut()
+                {
+                    tasks.push(extra);
+                }
+                (p, t)
+            }
+            UnqKind::ModernTimerNotCanceled => {
+                let (p, mut t) = self.modern_schedule(pidx, idx);
+                t.stored["generic"]["result"]["payload"]["canceled"] = json!(false);
+                (p, t)
+            }
+            UnqKind::ModernSubagentsThreeIds => {
+                let (p, mut t) = self.modern_manage_subagents(pidx, idx);
+                let c = self.r.uuid();
+                if let Some(ids) =
+                    t.stored["generic"]["result"]["payload"]["conversationIds"].as_array_mut()
+                {
+                    ids.push(json!(c));
+                }
+                (p, t)
+            }
+            UnqKind::ModernBackgroundWait => {
+                let (p, mut t) = self.modern_canceled_background(pidx, idx);
+                set_arg(&mut t, "WaitMsBeforeAsync", "500");
+                (p, t)
+            }
+            UnqKind::ModernPermissionGrant => {
+                let (p, mut t) = self.modern_read_file(pidx, idx, false, true);
+                let path = t.stored["generic"]["result"]["payload"]["path"].clone();
+                t.stored["permissions"] = json!({"permissionGrants": [{"action": "read_file", "allow": true,
+                    "target": path.clone(), "resource": {"action": "read_file", "target": path}}]});
+                (p, t)
+            }
         };
         t.presented = None;
         (p, t)
     }
+}
+
+/// Replaces (or adds) an argument on a wrapper and its retained tool call.
+fn set_arg(t: &mut StepJson, key: &str, value: &str) {
+    if let Some(c) = t.call.as_mut() {
+        c.args.retain(|(k, _)| k != key);
+    }
+    add_arg(t, key, value);
 }
 
 /// Adds an argument to a wrapper and to its retained tool call.

@@ -232,6 +232,26 @@ pub enum UnqKind {
     UnknownTool,
     /// A schedule step with status INVALID.
     ScheduleInvalid,
+    /// A modern read whose path would need URI normalization (`..`).
+    ModernReadPath,
+    /// A modern command whose payload outcome is FAILED.
+    ModernCommandFailed,
+    /// A modern file edit with a newly populated payload field (isArtifactFile).
+    ModernEditArtifact,
+    /// A modern subagent invocation in task mode.
+    ModernSubagentTaskMode,
+    /// A modern subagent invocation with another workspace selector.
+    ModernSubagentWorkspace,
+    /// A modern manage_task reporting two tasks.
+    ModernTaskTwoTasks,
+    /// A modern schedule whose timer was not canceled.
+    ModernTimerNotCanceled,
+    /// A modern manage_subagents list with three IDs.
+    ModernSubagentsThreeIds,
+    /// A canceled background command with a 500 ms wait.
+    ModernBackgroundWait,
+    /// A modern read carrying a permission grant (permission1).
+    ModernPermissionGrant,
 }
 
 impl UnqKind {
@@ -245,6 +265,16 @@ impl UnqKind {
         UnqKind::AppendBadValue,
         UnqKind::UnknownTool,
         UnqKind::ScheduleInvalid,
+        UnqKind::ModernReadPath,
+        UnqKind::ModernCommandFailed,
+        UnqKind::ModernEditArtifact,
+        UnqKind::ModernSubagentTaskMode,
+        UnqKind::ModernSubagentWorkspace,
+        UnqKind::ModernTaskTwoTasks,
+        UnqKind::ModernTimerNotCanceled,
+        UnqKind::ModernSubagentsThreeIds,
+        UnqKind::ModernBackgroundWait,
+        UnqKind::ModernPermissionGrant,
     ];
 
     /// The rule whose bounds the shape falls outside of.
@@ -259,6 +289,16 @@ impl UnqKind {
             UnqKind::AppendBadValue => RuleId::WriteToFileAppend,
             UnqKind::UnknownTool => RuleId::PayloadFreeManageTask,
             UnqKind::ScheduleInvalid => RuleId::PayloadFreeScheduleSubagents,
+            UnqKind::ModernReadPath => RuleId::ModernReadFile,
+            UnqKind::ModernCommandFailed => RuleId::ModernRunCommand,
+            UnqKind::ModernEditArtifact => RuleId::ModernFileEdit,
+            UnqKind::ModernSubagentTaskMode => RuleId::ModernInvokeSubagent,
+            UnqKind::ModernSubagentWorkspace => RuleId::ModernSubagentInheritWorkspace,
+            UnqKind::ModernTaskTwoTasks => RuleId::ModernManageTask,
+            UnqKind::ModernTimerNotCanceled => RuleId::ModernSchedule,
+            UnqKind::ModernSubagentsThreeIds => RuleId::ModernManageSubagentsList,
+            UnqKind::ModernBackgroundWait => RuleId::ModernCanceledBackgroundCommand,
+            UnqKind::ModernPermissionGrant => RuleId::ModernPermission1,
         }
     }
 }
