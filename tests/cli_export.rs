@@ -227,7 +227,7 @@ fn bad_input_gets_a_clear_error() {
         stderr(&o)
     );
     let o = run(&["export-offline", "no-such-thing"]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("neither an existing .db/.pb file nor a conversation id"));
     let o = run(&["export-offline"]);
     assert_eq!(o.status.code(), Some(2));

@@ -139,12 +139,28 @@ fn sweep(store: &Path, out: &Path, extra: &[&str]) -> (Option<i32>, serde_json::
     (o.status.code(), serde_json::from_slice(&m).unwrap())
 }
 
+/// A session's outcome as the manifest tells it: a verdict, `not-fetched`
+/// (no verdict, the daemon failed) or `error`.
+fn outcome(s: &serde_json::Value) -> &str {
+    match (s["verdict"].as_str(), s["reasonClass"].as_str()) {
+        (Some(v), _) => v,
+        (None, Some("daemon-unavailable")) => "not-fetched",
+        (None, _) => "error",
+    }
+}
+
 /// Checks each session against the truth; returns the fault kinds seen.
 fn check_against_truth(store: &Path, m: &serde_json::Value) -> BTreeSet<String> {
     let truth = truth(store);
     assert_eq!(m["manifestVersion"], 5);
-    assert_eq!(m["complete"], true, "a finished sweep is complete");
     let sessions = m["sessions"].as_array().unwrap();
+    // A finished sweep is complete unless the daemon failed a session
+    // (missing evidence is never a finished audit).
+    let not_fetched = sessions.iter().any(|s| outcome(s) == "not-fetched");
+    assert_eq!(
+        m["complete"], !not_fetched,
+        "complete unless something was not fetched"
+    );
     assert_eq!(
         sessions.len(),
         truth.len(),
@@ -155,7 +171,7 @@ fn check_against_truth(store: &Path, m: &serde_json::Value) -> BTreeSet<String> 
     for s in sessions {
         let id = s["fileId"].as_str().unwrap();
         let (verdict, class, fault) = truth.get(id).unwrap_or_else(|| panic!("{id}: no truth"));
-        let got_verdict = s["verdict"].as_str().unwrap_or("error");
+        let got_verdict = outcome(s);
         let got_class = s["reasonClass"].as_str().map(str::to_string);
         if got_verdict.starts_with("verified") {
             assert!(
@@ -243,7 +259,7 @@ fn every_daemon_fault_meets_its_expected_verdict_through_daemon_sim() {
             "dropped-field" | "version-skew" => ("incomplete", "ordinary-mismatch"),
             "mutate-source" => ("incomplete", "source-changed"),
             "latency" | "jitter" => return None,
-            _ => ("unknown", "daemon-unavailable"),
+            _ => ("not-fetched", "daemon-unavailable"),
         })
     };
     let planned = planned_faults(&store);
@@ -252,7 +268,7 @@ fn every_daemon_fault_meets_its_expected_verdict_through_daemon_sim() {
         let Some(kind) = planned.get(id) else {
             continue;
         };
-        let got = (s["verdict"].as_str().unwrap(), s["reasonClass"].as_str());
+        let got = (outcome(s), s["reasonClass"].as_str());
         match expected(kind) {
             Some((v, c)) => assert_eq!(got, (v, Some(c)), "{id}: {kind}: {}", s["reason"]),
             None => assert!(
@@ -261,8 +277,8 @@ fn every_daemon_fault_meets_its_expected_verdict_through_daemon_sim() {
             ),
         }
     }
-    // Anything not incomplete or unknown-daemon-unavailable gives exit 4.
-    assert_eq!(code, Some(4), "incomplete sessions make the sweep exit 4");
+    // Sessions not fetched (the daemon failed them) make the sweep exit 1.
+    assert_eq!(code, Some(1), "sessions not fetched make the sweep exit 1");
     // Sources are untouched by the audit; only the daemon's mutate-source
     // fault rewrites its own targets.
     let mutated: BTreeSet<String> = truth(&store)
@@ -277,16 +293,34 @@ fn every_daemon_fault_meets_its_expected_verdict_through_daemon_sim() {
         }
         assert_eq!(std::fs::read(&path).unwrap(), bytes, "{name} unchanged");
     }
-    // The CI regression on the store as it is now: every recorded result
-    // holds but those of the sources the daemon rewrote.
+    // audit-qualify refuses the manifest: it is not complete.
     let o = bin()
         .args(["audit-qualify"])
         .arg(out.join("manifest.json"))
         .args(["--root", store.to_str().unwrap()])
         .output()
         .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not complete"));
+    // The CI regression on the fetched sessions, the store as it is now:
+    // every recorded result holds but those of the sources the daemon rewrote.
+    let mut fetched = m.clone();
+    fetched["complete"] = serde_json::json!(true);
+    fetched["sessions"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|s| outcome(s) != "not-fetched");
+    let kept = fetched["sessions"].as_array().unwrap().len();
+    let fetched_path = dir.join("fetched.json");
+    std::fs::write(&fetched_path, serde_json::to_vec(&fetched).unwrap()).unwrap();
+    let o = bin()
+        .args(["audit-qualify"])
+        .arg(&fetched_path)
+        .args(["--root", store.to_str().unwrap()])
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout);
-    let summary = format!("holding={} changed={}", 80 - mutated.len(), mutated.len());
+    let summary = format!("holding={} changed={}", kept - mutated.len(), mutated.len());
     assert!(stdout.contains(&summary), "want {summary}:\n{stdout}");
     assert_eq!(o.status.code(), Some(4), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);

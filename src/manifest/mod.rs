@@ -98,6 +98,11 @@ pub struct SessionRecord {
     pub bytes: u64,
     #[serde(default)]
     pub step_types: BTreeMap<String, u64>,
+    /// The declared source-only fields of a verified session, as its
+    /// attestation records them (`audit-qualify` compares them with what
+    /// the current source yields).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub source_only: Vec<serde_json::Value>,
     /// The daemon this session was fetched from (a resumed sweep may talk
     /// to a restarted daemon on another port).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -120,6 +125,11 @@ impl SessionRecord {
             steps: r.steps,
             bytes: r.bytes,
             step_types: r.step_types.clone(),
+            source_only: if r.verdict == Some(VerdictKind::VerifiedSourceOnly) {
+                crate::attest::Completeness::source_only_entries(&r.source_only)
+            } else {
+                Vec::new()
+            },
             endpoint: None,
         }
     }

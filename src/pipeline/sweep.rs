@@ -502,10 +502,15 @@ impl Progress {
             let verdict = crate::verdict::Outcome::of(r.verdict, r.reason_class).as_str();
             match &r.reason {
                 Some(reason) => eprintln!(
-                    "audit-sweep: {verdict} {} ({} steps): {reason}",
-                    r.file_id, r.steps
+                    "audit-sweep: {verdict} {} ({}): {reason}",
+                    r.file_id,
+                    crate::util::count(r.steps as u64, "step")
                 ),
-                None => eprintln!("audit-sweep: {verdict} {} ({} steps)", r.file_id, r.steps),
+                None => eprintln!(
+                    "audit-sweep: {verdict} {} ({})",
+                    r.file_id,
+                    crate::util::count(r.steps as u64, "step")
+                ),
             }
         }
     }

@@ -210,6 +210,7 @@ mod tests {
             steps: 1,
             bytes: 1,
             step_types: Default::default(),
+            source_only: Vec::new(),
             endpoint: None,
         }
     }
