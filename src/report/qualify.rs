@@ -107,7 +107,7 @@ pub fn recheck(ctx: &AuditContext<'_>, root: &Path, s: &SessionRecord) -> Rechec
                 return changed(r.class, format!("no longer qualifies: {r}"));
             }
             let now = record(&src.source_only);
-            if !now.is_empty() != (s.verdict == Some(VerdictKind::VerifiedSourceOnly)) {
+            if now.is_empty() == (s.verdict == Some(VerdictKind::VerifiedSourceOnly)) {
                 return changed(
                     ReasonClass::SourceChanged,
                     format!(
