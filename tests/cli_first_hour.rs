@@ -83,6 +83,15 @@ fn sweep(store: &Path, out: &Path, url: &str, extra: &[&str]) -> std::process::O
         .unwrap()
 }
 
+/// Everything a piped child wrote to its standard error (until it closed it).
+fn stderr_of(child: &mut std::process::Child) -> String {
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        e.read_to_string(&mut err).unwrap();
+    }
+    err
+}
+
 fn text(o: &std::process::Output) -> String {
     format!(
         "{}{}",
@@ -357,13 +366,7 @@ fn ctrl_c_while_the_daemon_hangs_does_not_wait_for_the_timeout() {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let err = stderr_of(&mut child);
     assert_eq!(status.code(), Some(130), "{err}");
     assert!(err.contains("interrupted: draining"), "{err}");
     assert!(err.contains("--resume"), "{err}");
@@ -483,13 +486,7 @@ fn every_printing_command_ends_quietly_on_a_closed_pipe() {
                 .unwrap();
             // The reader goes away before the command prints.
             drop(child.stdout.take());
-            let mut err = String::new();
-            child
-                .stderr
-                .take()
-                .unwrap()
-                .read_to_string(&mut err)
-                .unwrap();
+            let err = stderr_of(&mut child);
             let status = child.wait().unwrap();
             assert_ne!(status.code(), Some(101), "{args:?}: {err}");
             assert!(!err.contains("panicked"), "{args:?}: {err}");

@@ -134,6 +134,39 @@ impl SessionRecord {
         }
     }
 
+    /// A record with the given id, profile and verdict and nothing else
+    /// (one step, one byte), for the report modules' tests.
+    #[cfg(test)]
+    pub(crate) fn for_test(
+        id: usize,
+        profile: &str,
+        verdict: Option<VerdictKind>,
+        class: Option<ReasonClass>,
+        reason: Option<&str>,
+    ) -> SessionRecord {
+        SessionRecord {
+            file_id: format!("{id:08}"),
+            cascade_id: format!("{id:08}"),
+            format: if profile.starts_with("legacy") {
+                Format::Protobuf
+            } else {
+                Format::Sqlite
+            },
+            profile: profile.to_string(),
+            source_digest: format!("sha256:{id}"),
+            payload_digest: None,
+            verdict,
+            reason: reason.map(str::to_string),
+            reason_class: class,
+            rules: Vec::new(),
+            steps: 1,
+            bytes: 1,
+            step_types: Default::default(),
+            source_only: Vec::new(),
+            endpoint: None,
+        }
+    }
+
     /// The record's outcome: a verdict, not fetched, or an error.
     pub fn outcome(&self) -> Outcome {
         Outcome::of(self.verdict, self.reason_class)
