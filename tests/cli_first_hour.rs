@@ -554,3 +554,56 @@ fn files_that_are_not_conversations_are_listed_as_skipped() {
     assert_eq!(m["skipped"].as_array().unwrap().len(), 2, "{m:#}");
     healthy.stop();
 }
+
+/// Items 6 and 7: a damaged legacy source says it may be damaged (not just
+/// "another key"); errors name the command and say each thing once.
+#[test]
+fn damaged_sources_and_missing_paths_read_clearly() {
+    let d = tempfile::tempdir().unwrap();
+    let store = small_store(d.path(), 12);
+    let pb = std::fs::read_dir(store.join("conversations"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "pb"))
+        .expect("the corpus has a legacy source");
+    let mut bytes = std::fs::read(&pb).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x01;
+    let damaged = d.path().join("copy").join(pb.file_name().unwrap());
+    std::fs::create_dir_all(damaged.parent().unwrap()).unwrap();
+    std::fs::write(&damaged, &bytes).unwrap();
+    let o = bin().arg("export-offline").arg(&damaged).output().unwrap();
+    assert!(text(&o).contains("damaged"), "{}", text(&o));
+    std::fs::write(&damaged, &bytes[..bytes.len() - 9]).unwrap();
+    let o = bin().arg("export-offline").arg(&damaged).output().unwrap();
+    assert!(text(&o).contains("damaged"), "{}", text(&o));
+
+    let o = bin()
+        .args(["audit-sweep", "--root", "/nonexistent/store", "--out"])
+        .arg(d.path().join("o"))
+        .args(["--daemon-url", "http://127.0.0.1:9"])
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert!(t.starts_with("agy-audit audit-sweep: "), "{t}");
+    assert_eq!(t.matches("No such file or directory").count(), 1, "{t}");
+    assert!(!t.contains("os error"), "{t}");
+    let o = bin()
+        .args(["report", "/nonexistent/manifest.json"])
+        .output()
+        .unwrap();
+    assert!(
+        text(&o).starts_with("agy-audit report: error: "),
+        "{}",
+        text(&o)
+    );
+    let o = bin()
+        .arg("export-offline")
+        .arg("--out")
+        .arg(d.path().join("no/such/folder/x.json"))
+        .arg(&pb)
+        .output()
+        .unwrap();
+    assert!(text(&o).contains("does not exist"), "{}", text(&o));
+    assert!(!text(&o).contains("not a regular file"), "{}", text(&o));
+}
