@@ -4,74 +4,23 @@
 //! `<root>/cli.log` and sweeps the store, and every verdict must equal the
 //! generator's ground truth (`.truth/expected.jsonl`), with no false verified.
 
+mod common;
+
+use common::{bin, generate_store, start_sim, truth_verdicts};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_agy-audit"));
-    c.env_remove("ANTIGRAVITY_DAEMON_URL")
-        .env_remove("ANTIGRAVITY_CLI_ROOT")
-        .env_remove("ANTIGRAVITY_CSRF_TOKEN");
-    c
-}
-
-fn run_ok(c: &mut Command) -> String {
-    let o = c.output().expect("running agy-audit");
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{c:?}\nstdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 fn generate(store: &Path, conversations: usize, fault_rate: f64) {
-    run_ok(bin().args([
-        "corpus",
-        "generate",
-        "--out",
-        store.to_str().unwrap(),
-        "--conversations",
-        &conversations.to_string(),
-        "--fault-rate",
-        &fault_rate.to_string(),
-    ]));
-}
-
-/// The simulated daemon as a child process, killed on drop.
-struct Sim {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_sim(store: &Path) -> Sim {
-    let mut child = bin()
-        .args(["daemon-sim", "--store", store.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("starting daemon-sim");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("piped stdout"))
-        .read_line(&mut line)
-        .expect("reading daemon-sim's announcement");
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://127.0.0.1:"))
-        .unwrap_or_else(|| panic!("no URL in `{line}`"))
-        .to_string();
-    Sim { child, url }
+    let (conversations, fault_rate) = (conversations.to_string(), fault_rate.to_string());
+    generate_store(
+        store,
+        &[
+            "--conversations",
+            &conversations,
+            "--fault-rate",
+            &fault_rate,
+        ],
+    );
 }
 
 /// The planned daemon faults of `.truth/faults.txt`: `ID:KIND[:ARG]` lines.
@@ -88,21 +37,11 @@ fn planned_faults(store: &Path) -> HashMap<String, String> {
 /// `fileId` → (verdict, reasonClass, daemon fault kind).
 fn truth(store: &Path) -> HashMap<String, (String, Option<String>, Option<String>)> {
     let faults = planned_faults(store);
-    let text = std::fs::read_to_string(store.join(".truth/expected.jsonl")).unwrap();
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            let id = v["fileId"].as_str().unwrap();
-            let fault = faults.get(id).cloned();
-            (
-                v["fileId"].as_str().unwrap().to_string(),
-                (
-                    v["verdict"].as_str().unwrap().to_string(),
-                    v["reasonClass"].as_str().map(str::to_string),
-                    fault,
-                ),
-            )
+    truth_verdicts(store)
+        .into_iter()
+        .map(|(id, (verdict, class))| {
+            let fault = faults.get(&id).cloned();
+            (id, (verdict, class, fault))
         })
         .collect()
 }
@@ -208,7 +147,7 @@ fn every_daemon_fault_meets_its_expected_verdict_through_daemon_sim() {
     // least twice (the plan deals them round-robin).
     generate(&store, 80, 0.5);
     let before = sources(&store);
-    let sim = start_sim(&store);
+    let sim = start_sim(&store, &[]);
     let out = dir.join("sweep");
     let (code, m) = sweep(
         &store,
@@ -330,9 +269,9 @@ fn every_daemon_fault_meets_its_expected_verdict_through_daemon_sim() {
 fn default_corpus_through_daemon_sim_equals_the_truth() {
     let dir = tempfile_dir("default");
     let store = dir.join("store");
-    run_ok(bin().args(["corpus", "generate", "--out", store.to_str().unwrap()]));
+    generate_store(&store, &[]);
     let before = sources(&store);
-    let sim = start_sim(&store);
+    let sim = start_sim(&store, &[]);
     let out = dir.join("sweep");
     let (code, m) = sweep(&store, &out, &["--concurrency", "16"]);
     drop(sim);

@@ -601,3 +601,106 @@ pub fn assert_refuses(
         assert_eq!(r.rule, rule, "{r}");
     }
 }
+
+// ---------------------------------------------------------------------------
+// The binary, generated stores and the simulated daemon (tests that run
+// `agy-audit` as a child process).
+// ---------------------------------------------------------------------------
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+/// The `agy-audit` binary, with none of the settings it reads from the
+/// environment (daemon URL, CLI root, CSRF token, schema, legacy key file).
+pub fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_agy-audit"));
+    c.env_remove("ANTIGRAVITY_DAEMON_URL")
+        .env_remove("ANTIGRAVITY_CLI_ROOT")
+        .env_remove("ANTIGRAVITY_CSRF_TOKEN")
+        .env_remove("AGY_AUDIT_SCHEMA")
+        .env_remove("AGY_AUDIT_LEGACY_KEY_FILE");
+    c
+}
+
+/// Runs `c`, asserting exit 0; returns its stdout.
+pub fn run_ok(c: &mut Command) -> String {
+    let o = c.output().expect("running agy-audit");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{c:?}\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// `agy-audit corpus generate --out store` with `options` (none: the
+/// default plan).
+pub fn generate_store(store: &Path, options: &[&str]) {
+    run_ok(
+        bin()
+            .args(["corpus", "generate", "--out", store.to_str().unwrap()])
+            .args(options),
+    );
+}
+
+/// The simulated daemon as a child process, killed on drop.
+pub struct Sim {
+    child: Child,
+    pub url: String,
+    /// The line it announced itself with.
+    pub announcement: String,
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `agy-audit daemon-sim --store store` with `options`, once it has
+/// announced its URL.
+pub fn start_sim(store: &Path, options: &[&str]) -> Sim {
+    let mut child = bin()
+        .args(["daemon-sim", "--store", store.to_str().unwrap()])
+        .args(options)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("starting daemon-sim");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("piped stdout"))
+        .read_line(&mut line)
+        .expect("reading daemon-sim's announcement");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://127.0.0.1:"))
+        .unwrap_or_else(|| panic!("no URL in `{line}`"))
+        .to_string();
+    Sim {
+        child,
+        url,
+        announcement: line,
+    }
+}
+
+/// The generator's ground truth, `.truth/expected.jsonl`: `fileId` →
+/// (verdict, reasonClass).
+pub fn truth_verdicts(store: &Path) -> std::collections::HashMap<String, (String, Option<String>)> {
+    let text = std::fs::read_to_string(store.join(".truth/expected.jsonl")).unwrap();
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["fileId"].as_str().unwrap().to_string(),
+                (
+                    v["verdict"].as_str().unwrap().to_string(),
+                    v["reasonClass"].as_str().map(str::to_string),
+                ),
+            )
+        })
+        .collect()
+}
