@@ -704,3 +704,99 @@ pub fn truth_verdicts(store: &Path) -> std::collections::HashMap<String, (String
         })
         .collect()
 }
+
+// ---------------------------------------------------------------------------
+// Daemon views of a generated corpus (tests/compare_*.rs).
+// ---------------------------------------------------------------------------
+
+use agy_audit::verdict::ReasonClass;
+
+/// One daemon view the generator wrote (`.truth/daemon/<id>.<view>.json`)
+/// for a conversation the offline audit accepts.
+pub struct DaemonView {
+    pub file_id: String,
+    /// "full" or "ordinary".
+    pub view: &'static str,
+    /// The message the view must equal: the persisted trajectory, or its
+    /// ordinary projection.
+    pub expected: DynamicMessage,
+    /// The class a disagreement of this view is refused under.
+    pub class: ReasonClass,
+    pub text: String,
+}
+
+/// Generates `conversations` conversations with `seed` into a scratch
+/// folder named after `tag` (removed again) and returns the schema and the
+/// daemon views of every conversation the offline audit accepts, in file
+/// name order.
+pub fn generated_daemon_views(
+    tag: &str,
+    conversations: usize,
+    seed: u64,
+) -> (Schema, Vec<DaemonView>) {
+    use agy_audit::corpus::{generate, GenerateOptions, PlanOptions};
+    use agy_audit::pipeline::{prepare, AuditContext};
+    let dir = std::env::temp_dir().join(format!("agy-audit-{tag}-{}-{seed}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    generate(&GenerateOptions {
+        out: dir.clone(),
+        plan: PlanOptions {
+            conversations,
+            seed,
+            ..PlanOptions::default()
+        },
+        force: false,
+    })
+    .unwrap();
+    let schema = Schema::modeled().unwrap();
+    let key = LegacyKey::default();
+    let ctx = AuditContext {
+        schema: &schema,
+        key: &key,
+        client: None,
+        bracket_retries: 0,
+    };
+    let mut paths: Vec<_> = std::fs::read_dir(dir.join("conversations"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    paths.sort();
+    let mut out = Vec::new();
+    for path in paths {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !(name.ends_with(".db") || name.ends_with(".pb")) {
+            continue;
+        }
+        let mut p = prepare(&ctx, &path).unwrap();
+        // Offline, prepare leaves the tree undecoded; the comparison needs it.
+        p.source.materialize();
+        if p.refusal().is_some() {
+            continue;
+        }
+        let (Some(persisted), Some(projection)) = (&p.source.trajectory, &p.projection) else {
+            continue;
+        };
+        let file_id = &name[..name.len() - 3];
+        let ordinary = projection.ordinary(persisted);
+        for (view, expected, class) in [
+            ("full", persisted.clone(), ReasonClass::FullMismatch),
+            ("ordinary", ordinary, ReasonClass::OrdinaryMismatch),
+        ] {
+            let file = dir
+                .join(".truth/daemon")
+                .join(format!("{file_id}.{view}.json"));
+            let Ok(text) = std::fs::read_to_string(file) else {
+                continue;
+            };
+            out.push(DaemonView {
+                file_id: file_id.to_string(),
+                view,
+                expected,
+                class,
+                text,
+            });
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    (schema, out)
+}
