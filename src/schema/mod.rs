@@ -6,7 +6,11 @@
 //! pool ([`Names`]), never by hard-coded numbers, so a real descriptor set can
 //! replace the modeled one.
 
+pub mod bundle;
+pub mod diff;
+pub mod extract;
 mod names;
+pub mod pin;
 
 pub use names::Names;
 
@@ -30,8 +34,24 @@ pub const MAX_SET_BYTES: u64 = 64 << 20;
 pub enum SchemaOrigin {
     /// The modeled schema embedded in this binary.
     Modeled,
-    /// A FileDescriptorSet file given with `--schema`.
+    /// A FileDescriptorSet file given with `--schema`, not pinned (loaded
+    /// for inspection only, see [`pin`]).
     File(PathBuf),
+    /// A `--schema` file pinned by `--schema-sha256` or its manifest; `agy`
+    /// names the release and binary it was extracted from, when known.
+    Pinned {
+        path: PathBuf,
+        agy: Option<AgyBuild>,
+    },
+}
+
+/// The agy build a pinned set came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgyBuild {
+    /// The release, e.g. `1.4.7`.
+    pub release: String,
+    /// The first 12 hex digits of the binary's SHA-256.
+    pub binary_sha12: String,
 }
 
 /// Why a descriptor set could not be loaded.
@@ -162,7 +182,23 @@ impl SchemaOrigin {
     pub fn label(&self) -> String {
         match self {
             SchemaOrigin::Modeled => "<modeled schema>".to_string(),
-            SchemaOrigin::File(p) => p.display().to_string(),
+            SchemaOrigin::File(p) | SchemaOrigin::Pinned { path: p, .. } => {
+                p.display().to_string()
+            }
+        }
+    }
+
+    /// The schema part of the profile identifier: `modeled`, `agy-<release>-<sha12>`
+    /// for a pinned extraction or bundle, `pinned` for another pinned set,
+    /// `unpinned` for an inspection-only set.
+    pub fn profile_label(&self) -> String {
+        match self {
+            SchemaOrigin::Modeled => "modeled".into(),
+            SchemaOrigin::Pinned { agy: Some(a), .. } => {
+                format!("agy-{}-{}", a.release, a.binary_sha12)
+            }
+            SchemaOrigin::Pinned { agy: None, .. } => "pinned".into(),
+            SchemaOrigin::File(_) => "unpinned".into(),
         }
     }
 }
