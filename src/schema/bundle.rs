@@ -29,13 +29,17 @@ pub enum BundleError {
     Invalid { which: &'static str, detail: String },
     #[error("{0}: not declared by the --from set (a message, enum, field pkg.Msg.field or enum value pkg.Enum.VALUE)")]
     NotFound(String),
-    #[error("{name}: already in the base with a different definition (base: {base}; from: {from})")]
+    #[error(
+        "{name}: already in the base with a different definition (base: {base}; from: {from})"
+    )]
     Conflict {
         name: String,
         base: String,
         from: String,
     },
-    #[error("{name}: depends on {needs}, which is neither in the base nor added (add it with --add)")]
+    #[error(
+        "{name}: depends on {needs}, which is neither in the base nor added (add it with --add)"
+    )]
     Dependency { name: String, needs: String },
     #[error("{name}: its file {file} is not in the base")]
     NoFile { name: String, file: String },
@@ -61,10 +65,24 @@ pub struct Bundle {
 
 #[derive(Debug, Clone)]
 enum Decl {
-    Message { file: String, path: Vec<String> },
-    Enum { file: String, path: Vec<String> },
-    Field { file: String, msg: Vec<String>, field: String },
-    Value { file: String, en: Vec<String>, value: String },
+    Message {
+        file: String,
+        path: Vec<String>,
+    },
+    Enum {
+        file: String,
+        path: Vec<String>,
+    },
+    Field {
+        file: String,
+        msg: Vec<String>,
+        field: String,
+    },
+    Value {
+        file: String,
+        en: Vec<String>,
+        value: String,
+    },
 }
 
 fn invalid(which: &'static str) -> impl Fn(String) -> BundleError {
@@ -83,7 +101,10 @@ fn rel_path(package: &str, full: &str) -> Vec<String> {
     rest.split('.').map(str::to_string).collect()
 }
 
-fn find_msg<'a>(f: &'a mut FileDescriptorProto, path: &[String]) -> Option<&'a mut DescriptorProto> {
+fn find_msg<'a>(
+    f: &'a mut FileDescriptorProto,
+    path: &[String],
+) -> Option<&'a mut DescriptorProto> {
     let (first, rest) = path.split_first()?;
     let mut m = f.message_type.iter_mut().find(|m| m.name() == first)?;
     for p in rest {
@@ -92,7 +113,10 @@ fn find_msg<'a>(f: &'a mut FileDescriptorProto, path: &[String]) -> Option<&'a m
     Some(m)
 }
 
-fn find_enum<'a>(f: &'a mut FileDescriptorProto, path: &[String]) -> Option<&'a mut EnumDescriptorProto> {
+fn find_enum<'a>(
+    f: &'a mut FileDescriptorProto,
+    path: &[String],
+) -> Option<&'a mut EnumDescriptorProto> {
     let (last, parents) = path.split_last()?;
     let list = if parents.is_empty() {
         &mut f.enum_type
@@ -235,14 +259,15 @@ pub fn bundle(base: &[u8], from: &[u8], add: &[String]) -> Result<Bundle, Bundle
     let known = |t: &str| {
         added_types.contains(t)
             || t.strip_prefix('.').is_some_and(|n| {
-                base_pool.get_message_by_name(n).is_some() || base_pool.get_enum_by_name(n).is_some()
+                base_pool.get_message_by_name(n).is_some()
+                    || base_pool.get_enum_by_name(n).is_some()
             })
     };
     // Part of a whole message or enum added in the same bundle.
     let inside_whole = |name: &str| {
-        whole
-            .iter()
-            .any(|w| name.len() > w.len() && name.starts_with(w.as_str()) && name.as_bytes()[w.len()] == b'.')
+        whole.iter().any(|w| {
+            name.len() > w.len() && name.starts_with(w.as_str()) && name.as_bytes()[w.len()] == b'.'
+        })
     };
 
     let mut added = Vec::new();
@@ -278,9 +303,19 @@ pub fn bundle(base: &[u8], from: &[u8], add: &[String]) -> Result<Bundle, Bundle
                 if let Some(b) = base_pool.get_message_by_name(name) {
                     let fm = from_pool.get_message_by_name(name);
                     let desc = |fs: Vec<String>| fs.join("; ");
-                    let bd = desc(b.fields().map(|f| format!("{} = {}", describe_field(&f), f.number())).collect());
+                    let bd = desc(
+                        b.fields()
+                            .map(|f| format!("{} = {}", describe_field(&f), f.number()))
+                            .collect(),
+                    );
                     let fd = fm
-                        .map(|m| desc(m.fields().map(|f| format!("{} = {}", describe_field(&f), f.number())).collect()))
+                        .map(|m| {
+                            desc(
+                                m.fields()
+                                    .map(|f| format!("{} = {}", describe_field(&f), f.number()))
+                                    .collect(),
+                            )
+                        })
                         .unwrap_or_default();
                     if bd == fd {
                         unchanged.push(name.clone());
@@ -326,8 +361,15 @@ pub fn bundle(base: &[u8], from: &[u8], add: &[String]) -> Result<Bundle, Bundle
                     .cloned()
                     .ok_or_else(|| BundleError::NotFound(name.clone()))?;
                 if let Some(b) = base_pool.get_enum_by_name(name) {
-                    let bd: Vec<String> = b.values().map(|v| format!("{}={}", v.name(), v.number())).collect();
-                    let fd: Vec<String> = e.value.iter().map(|v| format!("{}={}", v.name(), v.number())).collect();
+                    let bd: Vec<String> = b
+                        .values()
+                        .map(|v| format!("{}={}", v.name(), v.number()))
+                        .collect();
+                    let fd: Vec<String> = e
+                        .value
+                        .iter()
+                        .map(|v| format!("{}={}", v.name(), v.number()))
+                        .collect();
                     if bd == fd {
                         unchanged.push(name.clone());
                         continue;
@@ -396,7 +438,10 @@ pub fn bundle(base: &[u8], from: &[u8], add: &[String]) -> Result<Bundle, Bundle
                     });
                 }
                 if !f.type_name().is_empty() {
-                    needs.entry(file_name.clone()).or_default().insert(f.type_name().to_string());
+                    needs
+                        .entry(file_name.clone())
+                        .or_default()
+                        .insert(f.type_name().to_string());
                 }
                 let Some(dst_msg) = find_msg(dst, msg) else {
                     return Err(BundleError::Dependency {
@@ -406,18 +451,26 @@ pub fn bundle(base: &[u8], from: &[u8], add: &[String]) -> Result<Bundle, Bundle
                 };
                 let mut f = f;
                 if let Some(i) = f.oneof_index {
-                    let Some(o) = usize::try_from(i).ok().and_then(|i| from_msg.oneof_decl.get(i)) else {
+                    let Some(o) = usize::try_from(i)
+                        .ok()
+                        .and_then(|i| from_msg.oneof_decl.get(i))
+                    else {
                         return Err(BundleError::NotFound(name.clone()));
                     };
                     if f.proto3_optional() {
                         f.oneof_index = Some(dst_msg.oneof_decl.len() as i32);
                         dst_msg.oneof_decl.push(o.clone());
-                    } else if let Some(j) = dst_msg.oneof_decl.iter().position(|b| b.name() == o.name()) {
+                    } else if let Some(j) =
+                        dst_msg.oneof_decl.iter().position(|b| b.name() == o.name())
+                    {
                         f.oneof_index = Some(j as i32);
                     } else {
                         return Err(BundleError::Unsupported {
                             name: name.clone(),
-                            detail: format!("joins oneof {}, which the base message lacks", o.name()),
+                            detail: format!(
+                                "joins oneof {}, which the base message lacks",
+                                o.name()
+                            ),
                         });
                     }
                 }
@@ -473,12 +526,20 @@ pub fn bundle(base: &[u8], from: &[u8], add: &[String]) -> Result<Bundle, Bundle
         base_pool
             .get_message_by_name(n)
             .map(|m| m.parent_file().name().to_string())
-            .or_else(|| base_pool.get_enum_by_name(n).map(|e| e.parent_file().name().to_string()))
+            .or_else(|| {
+                base_pool
+                    .get_enum_by_name(n)
+                    .map(|e| e.parent_file().name().to_string())
+            })
             .or_else(|| {
                 from_pool
                     .get_message_by_name(n)
                     .map(|m| m.parent_file().name().to_string())
-                    .or_else(|| from_pool.get_enum_by_name(n).map(|e| e.parent_file().name().to_string()))
+                    .or_else(|| {
+                        from_pool
+                            .get_enum_by_name(n)
+                            .map(|e| e.parent_file().name().to_string())
+                    })
             })
     };
     for (file, types) in &needs {
@@ -504,7 +565,8 @@ pub fn bundle(base: &[u8], from: &[u8], add: &[String]) -> Result<Bundle, Bundle
         prost::encoding::encode_varint(body.len() as u64, &mut set);
         set.extend(body);
     }
-    let new_pool = DescriptorPool::decode(&set[..]).map_err(|e| invalid("bundle")(e.to_string()))?;
+    let new_pool =
+        DescriptorPool::decode(&set[..]).map_err(|e| invalid("bundle")(e.to_string()))?;
     let delta = diff(&base_pool, &new_pool);
     if !delta.additive() {
         return Err(BundleError::Delta(delta.text()));
@@ -513,12 +575,17 @@ pub fn bundle(base: &[u8], from: &[u8], add: &[String]) -> Result<Bundle, Bundle
     for c in &delta.added {
         let ok = requested.contains(c.name.as_str()) || inside_whole(&c.name);
         if !ok {
-            return Err(BundleError::Delta(format!("unexpected addition {} {}", c.kind, c.name)));
+            return Err(BundleError::Delta(format!(
+                "unexpected addition {} {}",
+                c.kind, c.name
+            )));
         }
     }
     for n in &added {
         if !delta.added.iter().any(|c| &c.name == n) {
-            return Err(BundleError::Delta(format!("{n} does not appear in the delta")));
+            return Err(BundleError::Delta(format!(
+                "{n} does not appear in the delta"
+            )));
         }
     }
     let sha256 = Sha256::digest(&set).into();

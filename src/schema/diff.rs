@@ -72,10 +72,22 @@ impl SchemaDiff {
         let mut s = String::new();
         let num = |c: &Change| c.number.map(|n| format!(" = {n}")).unwrap_or_default();
         for c in &self.added {
-            s += &format!("+ {} {}{}: {}\n", c.kind, c.name, num(c), c.new.as_deref().unwrap_or(""));
+            s += &format!(
+                "+ {} {}{}: {}\n",
+                c.kind,
+                c.name,
+                num(c),
+                c.new.as_deref().unwrap_or("")
+            );
         }
         for c in &self.removed {
-            s += &format!("- {} {}{}: {}\n", c.kind, c.name, num(c), c.old.as_deref().unwrap_or(""));
+            s += &format!(
+                "- {} {}{}: {}\n",
+                c.kind,
+                c.name,
+                num(c),
+                c.old.as_deref().unwrap_or("")
+            );
         }
         for c in &self.changed {
             s += &format!(

@@ -9,11 +9,15 @@
 //! prost serialize them) until the message cannot continue; each field
 //! boundary is a candidate end, tried from the longest. A candidate is
 //! accepted only when it decodes strictly and re-encodes to exactly its bytes:
-//! as a prost-types `FileDescriptorProto` (which keeps no unknown field), or,
-//! for files carrying custom options, as a dynamic
-//! `google.protobuf.FileDescriptorProto` whose only unknown fields are
-//! extension numbers (>= 1000) inside an `*Options` message. A record must
-//! declare something (a message, enum, service or extension).
+//! as a prost-types `FileDescriptorProto` (which keeps no unknown field), or
+//! as a dynamic `google.protobuf.FileDescriptorProto` whose only unknown
+//! fields are custom-option extension numbers (>= 1000) inside an `*Options`
+//! message. The dynamic description is the binary's own
+//! `google/protobuf/descriptor.proto` when it embeds one that checks itself
+//! strictly (newer runtimes add descriptor fields, e.g. editions), else
+//! prost-reflect's. A record must declare something (a message, enum,
+//! service or extension). The set must load as a pool, which catches a
+//! record cut short.
 //!
 //! Two accepted records with one name: identical bytes are one record; a
 //! record that is a byte prefix of another is a truncated copy and dropped;
@@ -209,7 +213,10 @@ fn candidate_ends(b: &[u8], start: usize) -> Vec<usize> {
             break;
         };
         let (field, wire) = (tag >> 3, tag & 7);
-        if field == 0 || field > 15 || field < last {
+        // Singular fields (name, package, options, source info, syntax,
+        // edition) appear once; repeated ones may repeat.
+        let singular = matches!(field, 1 | 2 | 8 | 9 | 12 | 14);
+        if field == 0 || field > 15 || field < last || (singular && field == last) {
             break;
         }
         let ok = match wire {
@@ -266,18 +273,55 @@ fn only_option_extensions(m: &DynamicMessage) -> bool {
 }
 
 /// Strictly decodes `bytes` as one FileDescriptorProto that re-encodes to
-/// exactly `bytes`.
+/// exactly `bytes`: as a dynamic message of `fdp` (the newest
+/// `google.protobuf.FileDescriptorProto` at hand) whose only unknown fields
+/// are option extensions, and as a prost-types message for the set.
 fn strict(bytes: &[u8], fdp: &prost_reflect::MessageDescriptor) -> Option<FileDescriptorProto> {
     let f = FileDescriptorProto::decode(bytes).ok()?;
-    if f.encoded_len() == bytes.len() && f.encode_to_vec() == bytes {
-        return declares_something(&f).then_some(f);
-    }
-    // Custom options: prost keeps no unknown field, a dynamic message does.
-    let d = DynamicMessage::decode(fdp.clone(), bytes).ok()?;
-    if d.encode_to_vec() != bytes || !only_option_extensions(&d) {
+    if !declares_something(&f) {
         return None;
     }
-    declares_something(&f).then_some(f)
+    if f.encoded_len() == bytes.len() && f.encode_to_vec() == bytes {
+        return Some(f);
+    }
+    let d = DynamicMessage::decode(fdp.clone(), bytes).ok()?;
+    (d.encode_to_vec() == bytes && only_option_extensions(&d)).then_some(f)
+}
+
+/// The file name a record starting at `s` declares.
+fn name_at(b: &[u8], s: usize) -> Option<&[u8]> {
+    let mut i = s + 1;
+    let len = usize::try_from(read_varint(b, &mut i)?).ok()?;
+    b.get(i..i.checked_add(len)?)
+}
+
+const DESCRIPTOR_PROTO: &[u8] = b"google/protobuf/descriptor.proto";
+
+/// The binary's own descriptor.proto, when it embeds one that describes
+/// itself strictly: newer protobuf runtimes add descriptor fields (editions,
+/// feature support) that older descriptions would call unknown.
+fn own_fdp(b: &[u8], starts: &[usize]) -> Option<prost_reflect::MessageDescriptor> {
+    for &s in starts {
+        if name_at(b, s) != Some(DESCRIPTOR_PROTO) {
+            continue;
+        }
+        for &e in candidate_ends(b, s).iter().rev() {
+            let Ok(f) = FileDescriptorProto::decode(&b[s..e]) else {
+                continue;
+            };
+            let mut pool = DescriptorPool::new();
+            if pool.add_file_descriptor_proto(f).is_err() {
+                continue;
+            }
+            let Some(fdp) = pool.get_message_by_name("google.protobuf.FileDescriptorProto") else {
+                continue;
+            };
+            if strict(&b[s..e], &fdp).is_some() {
+                return Some(fdp);
+            }
+        }
+    }
+    None
 }
 
 /// Reads `path` into memory once (read-only) and extracts.
@@ -299,15 +343,18 @@ struct Found {
 /// Extracts the descriptor set embedded in `b`.
 pub fn extract(b: &[u8]) -> Result<Extraction, ExtractError> {
     let binary_sha256: [u8; 32] = Sha256::digest(b).into();
-    let fdp = DescriptorPool::global()
-        .get_message_by_name("google.protobuf.FileDescriptorProto")
-        .ok_or_else(|| ExtractError::Pool("no google.protobuf.FileDescriptorProto".into()))?;
     let mut starts = Vec::new();
     for hit in memmem::find_iter(b, b".proto") {
         starts_for(b, hit + ".proto".len(), &mut starts);
     }
     starts.sort_unstable();
     starts.dedup();
+    let fdp = match own_fdp(b, &starts) {
+        Some(d) => d,
+        None => DescriptorPool::global()
+            .get_message_by_name("google.protobuf.FileDescriptorProto")
+            .ok_or_else(|| ExtractError::Pool("no google.protobuf.FileDescriptorProto".into()))?,
+    };
     let mut found: Vec<Found> = Vec::new();
     let mut covered = 0usize;
     for s in starts {
@@ -337,7 +384,10 @@ pub fn extract(b: &[u8]) -> Result<Extraction, ExtractError> {
             by_name.insert(found[i].name.clone(), i);
             continue;
         };
-        let (a, c) = (&b[found[j].offset..found[j].end], &b[found[i].offset..found[i].end]);
+        let (a, c) = (
+            &b[found[j].offset..found[j].end],
+            &b[found[i].offset..found[i].end],
+        );
         if a == c {
             keep[i] = false;
             duplicates.push((found[i].name.clone(), found[i].offset as u64));
@@ -459,7 +509,10 @@ fn assemble(files: Vec<(FileDescriptorProto, Option<&[u8]>)>) -> Result<Assemble
             dropped_types.contains(x.extendee()) || dropped_types.contains(x.type_name())
         };
         f.extension.retain(|x| !refers(x));
-        fn strip(m: &mut prost_types::DescriptorProto, refers: &dyn Fn(&prost_types::FieldDescriptorProto) -> bool) {
+        fn strip(
+            m: &mut prost_types::DescriptorProto,
+            refers: &dyn Fn(&prost_types::FieldDescriptorProto) -> bool,
+        ) {
             m.extension.retain(|x| !refers(x));
             for n in &mut m.nested_type {
                 strip(n, refers);
@@ -486,7 +539,12 @@ fn assemble(files: Vec<(FileDescriptorProto, Option<&[u8]>)>) -> Result<Assemble
     // Dependency order, ties by name (Kahn).
     let mut pending: BTreeMap<&str, BTreeSet<&str>> = out
         .iter()
-        .map(|(n, (f, _))| (n.as_str(), f.dependency.iter().map(String::as_str).collect()))
+        .map(|(n, (f, _))| {
+            (
+                n.as_str(),
+                f.dependency.iter().map(String::as_str).collect(),
+            )
+        })
         .collect();
     let mut order: Vec<String> = Vec::new();
     while !pending.is_empty() {
@@ -517,8 +575,19 @@ fn assemble(files: Vec<(FileDescriptorProto, Option<&[u8]>)>) -> Result<Assemble
         set.extend(varint_bytes(body.len() as u64));
         set.extend(body);
     }
-    FileDescriptorSet::decode(&set[..]).map_err(|e| ExtractError::Pool(e.to_string()))?;
-    DescriptorPool::decode(&set[..]).map_err(|e| ExtractError::Pool(e.to_string()))?;
+    let decoded =
+        FileDescriptorSet::decode(&set[..]).map_err(|e| ExtractError::Pool(e.to_string()))?;
+    if let Err(e) = DescriptorPool::decode(&set[..]) {
+        // Name the first file that does not load.
+        let mut pool = DescriptorPool::new();
+        for f in decoded.file {
+            let name = f.name().to_string();
+            if let Err(e) = pool.add_file_descriptor_proto(f) {
+                return Err(ExtractError::Pool(format!("{name}: {e}")));
+            }
+        }
+        return Err(ExtractError::Pool(e.to_string()));
+    }
     Ok((set, order, dropped.into_iter().collect()))
 }
 
@@ -538,7 +607,11 @@ pub struct Mismatch {
 
 impl std::fmt::Display for Mismatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} at offset {}: {}", self.name, self.offset, self.detail)
+        write!(
+            f,
+            "{} at offset {}: {}",
+            self.name, self.offset, self.detail
+        )
     }
 }
 
@@ -548,11 +621,10 @@ pub fn read_manifest(path: &Path) -> Result<ExtractManifest, ExtractError> {
         path: path.to_path_buf(),
         source,
     })?;
-    let m: ExtractManifest =
-        serde_json::from_slice(&text).map_err(|e| ExtractError::Manifest {
-            path: path.to_path_buf(),
-            detail: e.to_string(),
-        })?;
+    let m: ExtractManifest = serde_json::from_slice(&text).map_err(|e| ExtractError::Manifest {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    })?;
     if m.format != EXTRACT_FORMAT {
         return Err(ExtractError::Manifest {
             path: path.to_path_buf(),
@@ -597,11 +669,16 @@ pub fn verify(m: &ExtractManifest, b: &[u8]) -> Vec<Mismatch> {
             out.push(Mismatch {
                 name: r.name.clone(),
                 offset: r.offset,
-                detail: format!("SHA-256 of {} bytes is {got}, manifest says {}", r.length, r.sha256),
+                detail: format!(
+                    "SHA-256 of {} bytes is {got}, manifest says {}",
+                    r.length, r.sha256
+                ),
             });
             continue;
         }
-        let name = FileDescriptorProto::decode(&b[range]).ok().and_then(|f| f.name);
+        let name = FileDescriptorProto::decode(&b[range])
+            .ok()
+            .and_then(|f| f.name);
         if name.as_deref() != Some(r.name.as_str()) {
             out.push(Mismatch {
                 name: r.name.clone(),

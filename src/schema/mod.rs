@@ -104,38 +104,7 @@ impl Schema {
 
     /// Loads a FileDescriptorSet file, raw or gzip-compressed.
     pub fn from_file(path: &Path) -> Result<Schema, SchemaError> {
-        let io = |source| SchemaError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let file = std::fs::File::open(path).map_err(io)?;
-        let mut raw = Vec::new();
-        file.take(MAX_SET_BYTES + 1)
-            .read_to_end(&mut raw)
-            .map_err(io)?;
-        if raw.len() as u64 > MAX_SET_BYTES {
-            return Err(SchemaError::TooLarge {
-                path: path.to_path_buf(),
-            });
-        }
-        let bytes = if raw.starts_with(&[0x1f, 0x8b]) {
-            let mut out = Vec::new();
-            flate2::read::GzDecoder::new(&raw[..])
-                .take(MAX_SET_BYTES + 1)
-                .read_to_end(&mut out)
-                .map_err(|e| SchemaError::Invalid {
-                    path: path.to_path_buf(),
-                    detail: format!("gzip: {e}"),
-                })?;
-            if out.len() as u64 > MAX_SET_BYTES {
-                return Err(SchemaError::TooLarge {
-                    path: path.to_path_buf(),
-                });
-            }
-            out
-        } else {
-            raw
-        };
+        let bytes = read_set_file(path)?;
         Self::from_bytes(&bytes, SchemaOrigin::File(path.to_path_buf()))
     }
 
@@ -177,14 +146,48 @@ impl Schema {
     }
 }
 
+/// Reads a FileDescriptorSet file's bytes, gunzipped when gzip-compressed,
+/// capped at [`MAX_SET_BYTES`]. No pool is built.
+pub fn read_set_file(path: &Path) -> Result<Vec<u8>, SchemaError> {
+    let io = |source| SchemaError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let mut raw = Vec::new();
+    file.take(MAX_SET_BYTES + 1)
+        .read_to_end(&mut raw)
+        .map_err(io)?;
+    if raw.len() as u64 > MAX_SET_BYTES {
+        return Err(SchemaError::TooLarge {
+            path: path.to_path_buf(),
+        });
+    }
+    if !raw.starts_with(&[0x1f, 0x8b]) {
+        return Ok(raw);
+    }
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(&raw[..])
+        .take(MAX_SET_BYTES + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| SchemaError::Invalid {
+            path: path.to_path_buf(),
+            detail: format!("gzip: {e}"),
+        })?;
+    if out.len() as u64 > MAX_SET_BYTES {
+        return Err(SchemaError::TooLarge {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(out)
+}
+
 impl SchemaOrigin {
     /// A short label for messages and profile identifiers.
     pub fn label(&self) -> String {
         match self {
             SchemaOrigin::Modeled => "<modeled schema>".to_string(),
-            SchemaOrigin::File(p) | SchemaOrigin::Pinned { path: p, .. } => {
-                p.display().to_string()
-            }
+            SchemaOrigin::File(p) | SchemaOrigin::Pinned { path: p, .. } => p.display().to_string(),
         }
     }
 
