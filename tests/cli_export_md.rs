@@ -6,21 +6,11 @@
 //! name) and shows content taken from the step's JSON export, not just a
 //! heading; view ranges are one-based while the JSON keeps zero-based values.
 
+mod common;
+
+use common::run;
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::process::{Command, Output};
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_agy-audit"));
-    c.env_remove("ANTIGRAVITY_CLI_ROOT")
-        .env_remove("AGY_AUDIT_SCHEMA")
-        .env_remove("AGY_AUDIT_LEGACY_KEY_FILE");
-    c
-}
-
-fn run(args: &[&str]) -> Output {
-    bin().args(args).output().expect("run agy-audit")
-}
 
 /// Every step type the default corpus holds; the test fails if one vanishes
 /// from the corpus (then this list, not the renderer, needs a look).

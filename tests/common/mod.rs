@@ -622,6 +622,11 @@ pub fn bin() -> Command {
     c
 }
 
+/// Runs `agy-audit` with `args` (whatever it exits with).
+pub fn run(args: &[&str]) -> std::process::Output {
+    bin().args(args).output().expect("run agy-audit")
+}
+
 /// Runs `c`, asserting exit 0; returns its stdout.
 pub fn run_ok(c: &mut Command) -> String {
     let o = c.output().expect("running agy-audit");
