@@ -7,9 +7,9 @@
 
 mod common;
 
-use common::{bin, generate_store, start_sim, truth_verdicts};
+use common::{bin, generate_store, scratch_dir, start_sim, truth_verdicts};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const STYLES: [&str; 7] = [
     "canonical",
@@ -20,13 +20,6 @@ const STYLES: [&str; 7] = [
     "spaced",
     "mixed",
 ];
-
-fn tempdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("agy-audit-styles-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// Content faults added on the command line, by id, with the verdict each
 /// must give instead of the truth's (the generator's truth knows only the
@@ -114,7 +107,7 @@ fn sweep_in_style(
 
 #[test]
 fn every_json_style_gives_the_truths_verdicts() {
-    let dir = tempdir("small");
+    let dir = scratch_dir("styles-small");
     let store = dir.join("store");
     // Near-misses at a high rate, so each style meets refusals as well as
     // verified conversations.
@@ -167,7 +160,7 @@ fn every_json_style_gives_the_truths_verdicts() {
 
 #[test]
 fn the_default_corpus_in_the_mixed_style_gives_the_truths_verdicts() {
-    let dir = tempdir("default");
+    let dir = scratch_dir("styles-default");
     let store = dir.join("store");
     generate_store(&store, &[]);
     let (counts, _) = sweep_in_style(&dir, &store, "mixed", &Vec::new());

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{bin, generate_store, start_sim, truth_verdicts};
+use common::{bin, generate_store, scratch_dir, start_sim, truth_verdicts};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -141,7 +141,7 @@ fn check_against_truth(store: &Path, m: &serde_json::Value) -> BTreeSet<String> 
 
 #[test]
 fn every_daemon_fault_meets_its_expected_verdict_through_daemon_sim() {
-    let dir = tempfile_dir("faults");
+    let dir = scratch_dir("e2e-faults");
     let store = dir.join("store");
     // 80 conversations, half of the clean ones faulted: every fault kind at
     // least twice (the plan deals them round-robin).
@@ -267,7 +267,7 @@ fn every_daemon_fault_meets_its_expected_verdict_through_daemon_sim() {
 
 #[test]
 fn default_corpus_through_daemon_sim_equals_the_truth() {
-    let dir = tempfile_dir("default");
+    let dir = scratch_dir("e2e-default");
     let store = dir.join("store");
     generate_store(&store, &[]);
     let before = sources(&store);
@@ -314,17 +314,4 @@ fn sim_url_of(store: &Path) -> String {
         })
         .expect("a listening line");
     format!("http://127.0.0.1:{port}")
-}
-
-fn tempfile_dir(what: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "agy-audit-e2e-{what}-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }

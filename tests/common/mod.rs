@@ -640,6 +640,18 @@ pub fn run_ok(c: &mut Command) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// A new scratch folder under the system's temp folder, its name unique to
+/// `tag`, this process and this moment; the caller removes it.
+pub fn scratch_dir(tag: &str) -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let d = std::env::temp_dir().join(format!("agy-audit-{tag}-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
 /// `agy-audit corpus generate --out store` with `options` (none: the
 /// default plan).
 pub fn generate_store(store: &Path, options: &[&str]) {
