@@ -101,6 +101,25 @@ fn rel_path(package: &str, full: &str) -> Vec<String> {
     rest.split('.').map(str::to_string).collect()
 }
 
+/// The message a nested declaration at `path` goes into (`None`: the file's
+/// top level); a parent the bundle does not hold refuses `name`.
+fn enclosing<'a>(
+    dst: &'a mut FileDescriptorProto,
+    path: &[String],
+    name: &str,
+) -> Result<Option<&'a mut DescriptorProto>, BundleError> {
+    let (parents, _) = path.split_at(path.len().saturating_sub(1));
+    if parents.is_empty() {
+        return Ok(None);
+    }
+    find_msg(dst, parents)
+        .map(Some)
+        .ok_or_else(|| BundleError::Dependency {
+            name: name.to_string(),
+            needs: parents.join("."),
+        })
+}
+
 fn find_msg<'a>(
     f: &'a mut FileDescriptorProto,
     path: &[String],
@@ -345,15 +364,9 @@ pub fn bundle(base: &[u8], from: &[u8], add: &[String]) -> Result<Bundle, Bundle
                     }
                 }
                 needs.entry(file_name.clone()).or_default().extend(refs);
-                let (parents, _) = path.split_at(path.len().saturating_sub(1));
-                if parents.is_empty() {
-                    dst.message_type.push(m);
-                } else {
-                    let parent = find_msg(dst, parents).ok_or_else(|| BundleError::Dependency {
-                        name: name.clone(),
-                        needs: parents.join("."),
-                    })?;
-                    parent.nested_type.push(m);
+                match enclosing(dst, path, name)? {
+                    Some(parent) => parent.nested_type.push(m),
+                    None => dst.message_type.push(m),
                 }
             }
             Decl::Enum { path, .. } => {
@@ -380,15 +393,9 @@ pub fn bundle(base: &[u8], from: &[u8], add: &[String]) -> Result<Bundle, Bundle
                         from: fd.join(", "),
                     });
                 }
-                let (parents, _) = path.split_at(path.len().saturating_sub(1));
-                if parents.is_empty() {
-                    dst.enum_type.push(e);
-                } else {
-                    let parent = find_msg(dst, parents).ok_or_else(|| BundleError::Dependency {
-                        name: name.clone(),
-                        needs: parents.join("."),
-                    })?;
-                    parent.enum_type.push(e);
+                match enclosing(dst, path, name)? {
+                    Some(parent) => parent.enum_type.push(e),
+                    None => dst.enum_type.push(e),
                 }
             }
             Decl::Field { msg, field, .. } => {
