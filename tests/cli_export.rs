@@ -183,7 +183,8 @@ fn unknown_sources_are_refused_unless_allow_unknown() {
     assert_eq!(o.status.code(), Some(3));
     assert!(stdout(&o).is_empty());
     assert!(
-        stderr(&o).contains("steps[1].metadata: unknown field 61 (varint) [unknown-field]"),
+        stderr(&o).contains("steps[1].metadata: unknown field 61 (varint) in exa.cortex_pb.CortexStepMetadata: \
+             the schema in use does not define it; if your agy build does, audit with its descriptors (--schema FILE) [unknown-field]"),
         "{}",
         stderr(&o)
     );
