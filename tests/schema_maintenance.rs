@@ -9,7 +9,7 @@ use agy_audit::schema::{SchemaOrigin, MODELED_SET};
 use prost::Message;
 use prost_reflect::DescriptorPool;
 use prost_types::{FileDescriptorProto, FileDescriptorSet};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -285,6 +285,64 @@ fn diff_of_the_public_ide_set_against_the_modeled_schema() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0));
+}
+
+/// `schema diff` of the public IDE set against the modeled schema tells the
+/// same story as proto/CONFORMANCE.md: nothing the two share differs
+/// (no change), and every declaration the modeled schema adds is one of the
+/// table's documented differences (a field or value inside an added message
+/// or enum comes with it).
+#[test]
+fn the_ide_diff_agrees_with_conformance_md() {
+    let Some(ide) = ide_set() else {
+        println!("SKIP: ../shared/schema/antigravity-ide-descriptors.protoset is absent");
+        return;
+    };
+    let d = diff(
+        &DescriptorPool::decode(&ide[..]).unwrap(),
+        &DescriptorPool::decode(MODELED_SET).unwrap(),
+    );
+    assert!(d.changed.is_empty(), "shared declarations differ: {:#?}", d.changed);
+    let table = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("proto/CONFORMANCE.md"),
+    )
+    .unwrap();
+    let entries: BTreeSet<String> = table
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split_once('`').map(|(e, _)| e.to_string()))
+        .collect();
+    let added_parents: BTreeSet<&str> = d
+        .added
+        .iter()
+        .filter(|c| c.kind == "message" || c.kind == "enum")
+        .map(|c| c.name.as_str())
+        .collect();
+    let mut undocumented = Vec::new();
+    for c in &d.added {
+        let parent = c.name.rsplit_once('.').map(|(p, _)| p).unwrap_or("");
+        let documented = match c.kind {
+            "message" | "enum" => {
+                entries.contains(&format!("{} {}", c.kind, c.name)) || added_parents.contains(parent)
+            }
+            "field" => {
+                added_parents.contains(parent)
+                    || entries.contains(&format!("field {} = {}", c.name, c.number.unwrap_or(0)))
+            }
+            _ => {
+                added_parents.contains(parent)
+                    || entries.contains(&format!("value {} = {}", c.name, c.number.unwrap_or(0)))
+            }
+        };
+        if !documented {
+            undocumented.push(format!("{} {} {:?}", c.kind, c.name, c.number));
+        }
+    }
+    assert!(
+        undocumented.is_empty(),
+        "in the diff but not in CONFORMANCE.md:\n{}",
+        undocumented.join("\n")
+    );
 }
 
 // ---- bundle ----
