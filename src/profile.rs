@@ -1,7 +1,9 @@
 //! The profile identifier, built in one place.
 //!
 //! `sqlite-v1-format0-<schema label>-<schema sha256 12 hex>-r<rule-set 6 hex>-<suffixes>`,
-//! e.g. `sqlite-v1-format0-modeled-19f5ca8aba2b-r3c0d1e-planner50-prompt23-options145-compaction146`,
+//! where the label is `modeled` (the embedded schema), `agy-<release>-<binary
+//! sha256 12 hex>` (a pinned extraction or bundle, as the specification names
+//! its profiles), `pinned` or `unpinned` (`crate::schema::pin`); e.g. `sqlite-v1-format0-modeled-19f5ca8aba2b-r3c0d1e-planner50-prompt23-options145-compaction146`,
 //! in the specification's style: the store format, where the descriptors came
 //! from and their digest, then the suffixes of the qualified rules. The
 //! `r<hex>` part is a digest of every qualified rule identifier, so changing
@@ -10,7 +12,7 @@
 //! `legacy-aes256gcm-v1-<key sha256 12 hex>/`.
 
 use crate::rules::{RuleId, RETAINED_SUFFIXES, SUFFIX_ORDER};
-use crate::schema::{Schema, SchemaOrigin};
+use crate::schema::Schema;
 use crate::source::legacy::LegacyKey;
 use crate::util::hex;
 use sha2::{Digest, Sha256};
@@ -67,10 +69,7 @@ fn rules_digest(rules: &[RuleId]) -> String {
 
 /// The SQLite (and base) profile for `schema` under `rules`.
 pub fn sqlite_profile_with(schema: &Schema, rules: &[RuleId]) -> String {
-    let label = match schema.origin {
-        SchemaOrigin::Modeled => "modeled",
-        SchemaOrigin::File(_) => "schema",
-    };
+    let label = schema.origin.profile_label();
     let mut s = format!(
         "sqlite-v1-format0-{label}-{}-r{}",
         &schema.sha256_hex()[..12],

@@ -48,3 +48,24 @@ mod io_text_tests {
         assert_eq!(super::io_text(&plain), "plain words");
     }
 }
+
+/// `1 conversation`, `2 conversations`: a count with its noun, plural when
+/// the count is not one (regular English plurals only).
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+#[cfg(test)]
+mod count_tests {
+    #[test]
+    fn one_is_singular_everything_else_plural() {
+        assert_eq!(super::count(1u64, "step"), "1 step");
+        assert_eq!(super::count(0u64, "step"), "0 steps");
+        assert_eq!(super::count(405u64, "conversation"), "405 conversations");
+    }
+}

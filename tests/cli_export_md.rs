@@ -6,21 +6,11 @@
 //! name) and shows content taken from the step's JSON export, not just a
 //! heading; view ranges are one-based while the JSON keeps zero-based values.
 
+mod common;
+
+use common::run;
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::process::{Command, Output};
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_agy-audit"));
-    c.env_remove("ANTIGRAVITY_CLI_ROOT")
-        .env_remove("AGY_AUDIT_SCHEMA")
-        .env_remove("AGY_AUDIT_LEGACY_KEY_FILE");
-    c
-}
-
-fn run(args: &[&str]) -> Output {
-    bin().args(args).output().expect("run agy-audit")
-}
 
 /// Every step type the default corpus holds; the test fails if one vanishes
 /// from the corpus (then this list, not the renderer, needs a look).
@@ -44,18 +34,21 @@ const CORPUS_TYPES: &[(&str, &str)] = &[
     ("GENERIC", "Used tool"),
 ];
 
-/// Step fields around the payload.
-const ENVELOPE: &[&str] = &[
-    "type",
-    "status",
-    "metadata",
-    "error",
-    "permissions",
-    "taskDetails",
-    "requestedInteraction",
-    "completedInteractions",
-    "subtrajectory",
-];
+/// The JSON names of a step's payload fields: the members of the `step`
+/// oneof of `gemini_coder.Step` (the one holding `generic`), as the modeled
+/// schema declares them, not as the renderer lists its envelope.
+fn payload_fields() -> BTreeSet<String> {
+    let schema = agy_audit::schema::Schema::modeled().expect("modeled schema");
+    let step = schema
+        .pool
+        .get_message_by_name("gemini_coder.Step")
+        .expect("gemini_coder.Step");
+    let oneof = step
+        .oneofs()
+        .find(|o| o.fields().any(|f| f.name() == "generic"))
+        .expect("the step oneof");
+    oneof.fields().map(|f| f.json_name().to_string()).collect()
+}
 
 /// The strings at `path` ("*" walks an array), pushed onto `out`.
 fn at(v: &Value, path: &[&str], out: &mut Vec<String>) {
@@ -204,7 +197,13 @@ fn shows(sec: &str, text: &str) -> bool {
         .all(|l| sec.contains(l))
 }
 
-fn check_conversation(json: &Value, md: &str, file: &str, seen: &mut BTreeSet<String>) -> usize {
+fn check_conversation(
+    json: &Value,
+    md: &str,
+    file: &str,
+    payload: &BTreeSet<String>,
+    seen: &mut BTreeSet<String>,
+) -> usize {
     let steps = json["steps"].as_array().cloned().unwrap_or_default();
     for (i, step) in steps.iter().enumerate() {
         let sec = section(md, i);
@@ -230,7 +229,7 @@ fn check_conversation(json: &Value, md: &str, file: &str, seen: &mut BTreeSet<St
             // A type without a dedicated list: some payload string shows.
             let mut all = Vec::new();
             for (k, v) in step.as_object().into_iter().flatten() {
-                if !ENVELOPE.contains(&k.as_str()) {
+                if payload.contains(k) {
                     leaves(v, &mut all);
                 }
             }
@@ -285,6 +284,11 @@ fn every_step_of_the_default_corpus_shows_its_content_in_markdown() {
         .collect();
     sources.sort();
     assert!(sources.len() >= 400, "{} sources", sources.len());
+    let payload = payload_fields();
+    assert!(
+        payload.contains("runCommand") && !payload.contains("metadata"),
+        "{payload:?}"
+    );
     let mut seen = BTreeSet::new();
     let (mut conversations, mut steps) = (0, 0);
     for src in &sources {
@@ -316,7 +320,7 @@ fn every_step_of_the_default_corpus_shows_its_content_in_markdown() {
         }
         let json: Value = serde_json::from_slice(&json).expect("JSON export");
         let md = String::from_utf8(export("md")).expect("UTF-8 Markdown");
-        steps += check_conversation(&json, &md, &file, &mut seen);
+        steps += check_conversation(&json, &md, &file, &payload, &mut seen);
         conversations += 1;
     }
     assert!(

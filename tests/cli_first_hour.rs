@@ -83,6 +83,15 @@ fn sweep(store: &Path, out: &Path, url: &str, extra: &[&str]) -> std::process::O
         .unwrap()
 }
 
+/// Everything a piped child wrote to its standard error (until it closed it).
+fn stderr_of(child: &mut std::process::Child) -> String {
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        e.read_to_string(&mut err).unwrap();
+    }
+    err
+}
+
 fn text(o: &std::process::Output) -> String {
     format!(
         "{}{}",
@@ -357,13 +366,7 @@ fn ctrl_c_while_the_daemon_hangs_does_not_wait_for_the_timeout() {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let err = stderr_of(&mut child);
     assert_eq!(status.code(), Some(130), "{err}");
     assert!(err.contains("interrupted: draining"), "{err}");
     assert!(err.contains("--resume"), "{err}");
@@ -483,13 +486,7 @@ fn every_printing_command_ends_quietly_on_a_closed_pipe() {
                 .unwrap();
             // The reader goes away before the command prints.
             drop(child.stdout.take());
-            let mut err = String::new();
-            child
-                .stderr
-                .take()
-                .unwrap()
-                .read_to_string(&mut err)
-                .unwrap();
+            let err = stderr_of(&mut child);
             let status = child.wait().unwrap();
             assert_ne!(status.code(), Some(101), "{args:?}: {err}");
             assert!(!err.contains("panicked"), "{args:?}: {err}");
@@ -556,4 +553,57 @@ fn files_that_are_not_conversations_are_listed_as_skipped() {
     let m = manifest(&out);
     assert_eq!(m["skipped"].as_array().unwrap().len(), 2, "{m:#}");
     healthy.stop();
+}
+
+/// Items 6 and 7: a damaged legacy source says it may be damaged (not just
+/// "another key"); errors name the command and say each thing once.
+#[test]
+fn damaged_sources_and_missing_paths_read_clearly() {
+    let d = tempfile::tempdir().unwrap();
+    let store = small_store(d.path(), 12);
+    let pb = std::fs::read_dir(store.join("conversations"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "pb"))
+        .expect("the corpus has a legacy source");
+    let mut bytes = std::fs::read(&pb).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x01;
+    let damaged = d.path().join("copy").join(pb.file_name().unwrap());
+    std::fs::create_dir_all(damaged.parent().unwrap()).unwrap();
+    std::fs::write(&damaged, &bytes).unwrap();
+    let o = bin().arg("export-offline").arg(&damaged).output().unwrap();
+    assert!(text(&o).contains("damaged"), "{}", text(&o));
+    std::fs::write(&damaged, &bytes[..bytes.len() - 9]).unwrap();
+    let o = bin().arg("export-offline").arg(&damaged).output().unwrap();
+    assert!(text(&o).contains("damaged"), "{}", text(&o));
+
+    let o = bin()
+        .args(["audit-sweep", "--root", "/nonexistent/store", "--out"])
+        .arg(d.path().join("o"))
+        .args(["--daemon-url", "http://127.0.0.1:9"])
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert!(t.starts_with("agy-audit audit-sweep: "), "{t}");
+    assert_eq!(t.matches("No such file or directory").count(), 1, "{t}");
+    assert!(!t.contains("os error"), "{t}");
+    let o = bin()
+        .args(["report", "/nonexistent/manifest.json"])
+        .output()
+        .unwrap();
+    assert!(
+        text(&o).starts_with("agy-audit report: error: "),
+        "{}",
+        text(&o)
+    );
+    let o = bin()
+        .arg("export-offline")
+        .arg("--out")
+        .arg(d.path().join("no/such/folder/x.json"))
+        .arg(&pb)
+        .output()
+        .unwrap();
+    assert!(text(&o).contains("does not exist"), "{}", text(&o));
+    assert!(!text(&o).contains("not a regular file"), "{}", text(&o));
 }

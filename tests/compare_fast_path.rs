@@ -3,12 +3,12 @@
 //! parse and the tree comparison must say so too. Checked on every daemon view
 //! of a generated corpus, and on systematic near-misses of each view.
 
+mod common;
+
 use agy_audit::compare::{compare_slow, stream};
-use agy_audit::corpus::{generate, GenerateOptions, PlanOptions};
-use agy_audit::pipeline::{prepare, AuditContext};
 use agy_audit::schema::Schema;
-use agy_audit::source::legacy::LegacyKey;
 use agy_audit::verdict::ReasonClass;
+use common::generated_daemon_views;
 use prost_reflect::DynamicMessage;
 use serde_json::Value;
 
@@ -212,108 +212,65 @@ fn check(schema: &Schema, expected: &DynamicMessage, text: &str, class: ReasonCl
 
 #[test]
 fn fast_path_never_confirms_what_the_slow_path_refuses() {
-    let dir = std::env::temp_dir().join(format!("agy-audit-fastpath-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    generate(&GenerateOptions {
-        out: dir.clone(),
-        plan: PlanOptions {
-            conversations: 8,
-            seed: 7,
-            ..PlanOptions::default()
-        },
-        force: false,
-    })
-    .unwrap();
-    let schema = Schema::modeled().unwrap();
-    let key = LegacyKey::default();
-    let ctx = AuditContext {
-        schema: &schema,
-        key: &key,
-        client: None,
-        bracket_retries: 0,
-    };
+    let (schema, views) = generated_daemon_views("fastpath", 8, 7);
     let mut confirmed = 0;
     let mut mutated = 0;
     let mut refused = 0;
-    for e in std::fs::read_dir(dir.join("conversations")).unwrap() {
-        let path = e.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if !(name.ends_with(".db") || name.ends_with(".pb")) {
+    for dv in &views {
+        let (id, view, class) = (&dv.file_id, dv.view, dv.class);
+        let (expected, text) = (&dv.expected, dv.text.as_str());
+        if compare_slow(&schema, expected, text, class).is_err() {
+            // A planned disagreement of the daemon's view (the truth
+            // says incomplete): the fast path must not confirm it either.
+            assert!(!stream::equals(expected, text), "{id} {view}");
+            refused += 1;
             continue;
         }
-        let mut p = prepare(&ctx, &path).unwrap();
-        // offline, prepare leaves the tree undecoded; the comparison needs it
-        p.source.materialize();
-        let (Some(persisted), Some(projection)) = (&p.source.trajectory, &p.projection) else {
-            continue;
-        };
-        if p.refusal().is_some() {
-            continue;
+        if let Err(e) = stream::check(expected, text) {
+            let col = e.column();
+            let around = &text[col.saturating_sub(200)..(col + 100).min(text.len())];
+            panic!("{id} {view}: the daemon's own view is not confirmed by the fast path: {e}: …{around}…");
         }
-        let id = &name[..name.len() - 3];
-        let views = dir.join(".truth").join("daemon");
-        let ordinary = projection.ordinary(persisted);
-        for (view, expected, class) in [
-            ("full", persisted, ReasonClass::FullMismatch),
-            ("ordinary", &ordinary, ReasonClass::OrdinaryMismatch),
-        ] {
-            let Ok(text) = std::fs::read_to_string(views.join(format!("{id}.{view}.json"))) else {
-                continue;
-            };
-            if compare_slow(&schema, expected, &text, class).is_err() {
-                // A planned disagreement of the daemon's view (the truth
-                // says incomplete): the fast path must not confirm it either.
-                assert!(!stream::equals(expected, &text), "{id} {view}");
-                refused += 1;
-                continue;
-            }
-            if let Err(e) = stream::check(expected, &text) {
-                let col = e.column();
-                let around = &text[col.saturating_sub(200)..(col + 100).min(text.len())];
-                panic!("{id} {view}: the daemon's own view is not confirmed by the fast path: {e}: …{around}…");
-            }
-            confirmed += 1;
-            let v: Value = serde_json::from_str(&text).unwrap();
-            let mut all = Vec::new();
-            nodes(&v, &mut Vec::new(), &mut all);
-            // A spread of 16 nodes, from the root down.
-            let stride = (all.len() / 16).max(1);
-            for path in all.iter().step_by(stride) {
-                for (what, m, equal) in mutations(&v, path) {
-                    let t = serde_json::to_string(&m).unwrap();
-                    check(
-                        &schema,
-                        expected,
-                        &t,
-                        class,
-                        &format!("{id} {view}: {what}"),
+        confirmed += 1;
+        let v: Value = serde_json::from_str(text).unwrap();
+        let mut all = Vec::new();
+        nodes(&v, &mut Vec::new(), &mut all);
+        // A spread of 16 nodes, from the root down.
+        let stride = (all.len() / 16).max(1);
+        for path in all.iter().step_by(stride) {
+            for (what, m, equal) in mutations(&v, path) {
+                let t = serde_json::to_string(&m).unwrap();
+                check(
+                    &schema,
+                    expected,
+                    &t,
+                    class,
+                    &format!("{id} {view}: {what}"),
+                );
+                if equal {
+                    assert!(
+                        stream::equals(expected, &t),
+                        "{id} {view}: {what}: still equal, confirmed by the fast path"
                     );
-                    if equal {
-                        assert!(
-                            stream::equals(expected, &t),
-                            "{id} {view}: {what}: still equal, confirmed by the fast path"
-                        );
-                    }
-                    mutated += 1;
                 }
+                mutated += 1;
             }
-            // Textual near-misses the tree cannot express.
-            let dup = text.replacen('{', "{\"trajectoryId\":\"x\",", 1);
-            check(
-                &schema,
-                expected,
-                &dup,
-                class,
-                &format!("{id} {view}: duplicate key"),
-            );
-            assert!(!stream::equals(expected, &format!("{text} {{}}")));
-            assert!(!stream::equals(expected, &text[..text.len() / 2]));
         }
+        // Textual near-misses the tree cannot express.
+        let dup = text.replacen('{', "{\"trajectoryId\":\"x\",", 1);
+        check(
+            &schema,
+            expected,
+            &dup,
+            class,
+            &format!("{id} {view}: duplicate key"),
+        );
+        assert!(!stream::equals(expected, &format!("{text} {{}}")));
+        assert!(!stream::equals(expected, &text[..text.len() / 2]));
     }
     assert!(
         confirmed > 8,
         "{confirmed} views confirmed ({refused} refused)"
     );
     assert!(mutated > 500, "{mutated} near-misses checked");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -5,10 +5,11 @@
 //! (`.truth/expected.jsonl`) under each, with no false verified, and be the
 //! same verdicts as under the canonical spelling.
 
-use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+mod common;
+
+use common::{bin, generate_store, scratch_dir, start_sim, truth_verdicts};
+use std::collections::BTreeMap;
+use std::path::Path;
 
 const STYLES: [&str; 7] = [
     "canonical",
@@ -19,85 +20,6 @@ const STYLES: [&str; 7] = [
     "spaced",
     "mixed",
 ];
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_agy-audit"));
-    c.env_remove("ANTIGRAVITY_DAEMON_URL")
-        .env_remove("ANTIGRAVITY_CLI_ROOT")
-        .env_remove("ANTIGRAVITY_CSRF_TOKEN");
-    c
-}
-
-fn run_ok(c: &mut Command) {
-    let o = c.output().expect("running agy-audit");
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{c:?}\nstdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
-fn tempdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("agy-audit-styles-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// The simulated daemon as a child process, killed on drop.
-struct Sim {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_sim(store: &Path, style: &str, faults: &[String]) -> Sim {
-    let mut child = bin()
-        .args(["daemon-sim", "--store", store.to_str().unwrap()])
-        .args(["--json-style", style])
-        .args(faults.iter().flat_map(|f| ["--fault", f.as_str()]))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("starting daemon-sim");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("piped stdout"))
-        .read_line(&mut line)
-        .expect("reading daemon-sim's announcement");
-    assert!(line.contains(&format!("JSON style {style}")), "{line}");
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://127.0.0.1:"))
-        .unwrap_or_else(|| panic!("no URL in `{line}`"))
-        .to_string();
-    Sim { child, url }
-}
-
-/// `fileId` → (verdict, reasonClass) of `.truth/expected.jsonl`.
-fn truth(store: &Path) -> HashMap<String, (String, Option<String>)> {
-    let text = std::fs::read_to_string(store.join(".truth/expected.jsonl")).unwrap();
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            (
-                v["fileId"].as_str().unwrap().to_string(),
-                (
-                    v["verdict"].as_str().unwrap().to_string(),
-                    v["reasonClass"].as_str().map(str::to_string),
-                ),
-            )
-        })
-        .collect()
-}
 
 /// Content faults added on the command line, by id, with the verdict each
 /// must give instead of the truth's (the generator's truth knows only the
@@ -117,7 +39,16 @@ fn sweep_in_style(
         .iter()
         .map(|(id, kind, _)| format!("{id}:{kind}"))
         .collect();
-    let sim = start_sim(store, style, &faults);
+    let mut options = vec!["--json-style", style];
+    for f in &faults {
+        options.extend(["--fault", f.as_str()]);
+    }
+    let sim = start_sim(store, &options);
+    assert!(
+        sim.announcement.contains(&format!("JSON style {style}")),
+        "{}",
+        sim.announcement
+    );
     let out = dir.join(format!("sweep-{style}"));
     let o = bin()
         .args(["audit-sweep", "--quiet", "--root", store.to_str().unwrap()])
@@ -136,7 +67,7 @@ fn sweep_in_style(
     )
     .unwrap();
     assert_eq!(m["complete"], true, "{style}: a finished sweep");
-    let mut truth = truth(store);
+    let mut truth = truth_verdicts(store);
     for (id, _, class) in overrides {
         truth.insert(id.clone(), ("incomplete".into(), Some(class.to_string())));
     }
@@ -176,25 +107,24 @@ fn sweep_in_style(
 
 #[test]
 fn every_json_style_gives_the_truths_verdicts() {
-    let dir = tempdir("small");
+    let dir = scratch_dir("styles-small");
     let store = dir.join("store");
     // Near-misses at a high rate, so each style meets refusals as well as
     // verified conversations.
-    run_ok(
-        bin()
-            .args(["corpus", "generate", "--out", store.to_str().unwrap()])
-            .args([
-                "--conversations",
-                "60",
-                "--seed",
-                "3",
-                "--near-miss-rate",
-                "0.3",
-            ]),
+    generate_store(
+        &store,
+        &[
+            "--conversations",
+            "60",
+            "--seed",
+            "3",
+            "--near-miss-rate",
+            "0.3",
+        ],
     );
     // A mismatch must still be one in every spelling: three verified
     // conversations get a content fault each.
-    let mut verified: Vec<String> = truth(&store)
+    let mut verified: Vec<String> = truth_verdicts(&store)
         .into_iter()
         .filter(|(_, (v, _))| v == "verified")
         .map(|(id, _)| id)
@@ -230,9 +160,9 @@ fn every_json_style_gives_the_truths_verdicts() {
 
 #[test]
 fn the_default_corpus_in_the_mixed_style_gives_the_truths_verdicts() {
-    let dir = tempdir("default");
+    let dir = scratch_dir("styles-default");
     let store = dir.join("store");
-    run_ok(bin().args(["corpus", "generate", "--out", store.to_str().unwrap()]));
+    generate_store(&store, &[]);
     let (counts, _) = sweep_in_style(&dir, &store, "mixed", &Vec::new());
     assert_eq!(counts.values().sum::<usize>(), 405);
     assert_eq!(counts.get("incomplete"), None, "{counts:?}");

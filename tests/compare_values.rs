@@ -6,71 +6,25 @@
 //! JSON mapping does not allow (a repeated member, a field named twice, an
 //! unknown enum name or number) is refused.
 
+mod common;
+
 use agy_audit::compare::{compare_slow, stream};
-use agy_audit::corpus::{generate, GenerateOptions, PlanOptions};
-use agy_audit::pipeline::{prepare, AuditContext};
 use agy_audit::schema::Schema;
 use agy_audit::sim::style::{restyle, JsonStyle, ALL_STYLES};
-use agy_audit::source::legacy::LegacyKey;
 use agy_audit::verdict::ReasonClass;
+use common::generated_daemon_views;
 use prost_reflect::DynamicMessage;
 use serde_json::Value;
 
 /// (id, view, expected message, canonical text) of every view the daemon
 /// would confirm.
 fn views(conversations: usize, seed: u64) -> (Schema, Vec<(String, DynamicMessage, String)>) {
-    let dir = std::env::temp_dir().join(format!("agy-audit-values-{}-{seed}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    generate(&GenerateOptions {
-        out: dir.clone(),
-        plan: PlanOptions {
-            conversations,
-            seed,
-            ..PlanOptions::default()
-        },
-        force: false,
-    })
-    .unwrap();
-    let schema = Schema::modeled().unwrap();
-    let key = LegacyKey::default();
-    let ctx = AuditContext {
-        schema: &schema,
-        key: &key,
-        client: None,
-        bracket_retries: 0,
-    };
-    let mut out = Vec::new();
-    let mut names: Vec<_> = std::fs::read_dir(dir.join("conversations"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
+    let (schema, all) = generated_daemon_views("values", conversations, seed);
+    let out = all
+        .into_iter()
+        .filter(|v| compare_slow(&schema, &v.expected, &v.text, ReasonClass::FullMismatch).is_ok())
+        .map(|v| (format!("{}.{}", v.file_id, v.view), v.expected, v.text))
         .collect();
-    names.sort();
-    for path in names {
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if !(name.ends_with(".db") || name.ends_with(".pb")) {
-            continue;
-        }
-        let mut p = prepare(&ctx, &path).unwrap();
-        p.source.materialize();
-        if p.refusal().is_some() {
-            continue;
-        }
-        let (Some(persisted), Some(projection)) = (&p.source.trajectory, &p.projection) else {
-            continue;
-        };
-        let id = &name[..name.len() - 3];
-        let ordinary = projection.ordinary(persisted);
-        for (view, expected) in [("full", persisted.clone()), ("ordinary", ordinary)] {
-            let file = dir.join(".truth/daemon").join(format!("{id}.{view}.json"));
-            let Ok(text) = std::fs::read_to_string(file) else {
-                continue;
-            };
-            if compare_slow(&schema, &expected, &text, ReasonClass::FullMismatch).is_ok() {
-                out.push((format!("{id}.{view}"), expected, text));
-            }
-        }
-    }
-    let _ = std::fs::remove_dir_all(&dir);
     (schema, out)
 }
 

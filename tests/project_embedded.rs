@@ -36,6 +36,59 @@ fn native(ty: &str, status: &str, body: &str, b: Json) -> Json {
 
 const PAYLOAD: &str = "/generic/result/payload";
 
+/// The rule each near-miss is refused under.
+const EMBEDDED: Option<RuleId> = Some(RuleId::EmbeddedNativeStep);
+const OUTER: Option<RuleId> = Some(RuleId::OuterError);
+const CANCELED: Option<RuleId> = Some(RuleId::CanceledCommandStatus);
+
+/// A native VIEW_FILE step of `file:///a`.
+fn native_view_file(status: &str) -> Json {
+    native(
+        "VIEW_FILE",
+        status,
+        "viewFile",
+        json!({"absolutePathUri": "file:///a"}),
+    )
+}
+
+/// A native INVOKE_SUBAGENT step of subagent `r`.
+fn native_subagent(status: &str) -> Json {
+    native(
+        "INVOKE_SUBAGENT",
+        status,
+        "invokeSubagent",
+        json!({"subagentName": "r"}),
+    )
+}
+
+/// A native MCP_TOOL step of `srv`'s `make_issue`, failed with "boom".
+fn native_mcp_error(arguments_json: &str) -> Json {
+    failed(native(
+        "MCP_TOOL",
+        "ERROR",
+        "mcpTool",
+        json!({"serverName": "srv", "toolCall": {"name": "make_issue", "argumentsJson": arguments_json}}),
+    ))
+}
+
+/// `n` with its own error "boom".
+fn failed(n: Json) -> Json {
+    with(&n, "/error", json!({"shortError": "boom"}))
+}
+
+/// A DONE wrapper of `tool` over the native step `n`.
+fn done_over(tool: &str, args: &Json, n: &Json) -> Json {
+    wrapper_over(tool, "CORTEX_STEP_STATUS_DONE", args, n)
+}
+
+/// An ERROR wrapper of `tool` over the native step `n`, with the outer error "boom".
+fn outer_error_over(tool: &str, args: &Json, n: &Json) -> Json {
+    with_outer_error(
+        &wrapper_over(tool, "CORTEX_STEP_STATUS_ERROR", args, n),
+        "boom",
+    )
+}
+
 #[test]
 fn ordinary_steps_pass_through_unchanged() {
     let s = schema();
@@ -143,36 +196,18 @@ fn inner_only_and_conflicting_task_details_fail() {
         &format!("{PAYLOAD}/taskDetails"),
         json!({"id": "t"}),
     );
-    assert_refuses(
-        &s,
-        &inner,
-        Reason::InnerOnlyTaskDetails,
-        Some(RuleId::EmbeddedNativeStep),
-    );
+    assert_refuses(&s, &inner, Reason::InnerOnlyTaskDetails, EMBEDDED);
     let conflicting = with(&inner, "/taskDetails", json!({"id": "other"}));
-    assert_refuses(
-        &s,
-        &conflicting,
-        Reason::ConflictingTaskDetails,
-        Some(RuleId::EmbeddedNativeStep),
-    );
+    assert_refuses(&s, &conflicting, Reason::ConflictingTaskDetails, EMBEDDED);
 }
 
 #[test]
 fn wrapper_and_native_status_must_match() {
     let s = schema();
-    assert_refuses(
-        &s,
-        &cmd_wrapper("DONE", "ERROR"),
-        Reason::StatusMismatch,
-        Some(RuleId::EmbeddedNativeStep),
-    );
-    assert_refuses(
-        &s,
-        &cmd_wrapper("ERROR", "DONE"),
-        Reason::StatusMismatch,
-        Some(RuleId::EmbeddedNativeStep),
-    );
+    for (wrapper_status, native_status) in [("DONE", "ERROR"), ("ERROR", "DONE")] {
+        let w = cmd_wrapper(wrapper_status, native_status);
+        assert_refuses(&s, &w, Reason::StatusMismatch, EMBEDDED);
+    }
     // Equal non-DONE statuses are a match.
     let (got, rule, _) = accept_one(&s, &cmd_wrapper("ERROR", "ERROR"));
     assert_eq!(rule, RuleId::EmbeddedNativeStep);
@@ -208,46 +243,26 @@ fn canceled_command_over_native_running_without_error_presents_canceled() {
 fn other_canceled_combinations_fail() {
     let s = schema();
     // Native ERROR without error details.
-    assert_refuses(
-        &s,
-        &cmd_wrapper("CANCELED", "ERROR"),
-        Reason::CanceledCombination,
-        Some(RuleId::CanceledCommandStatus),
-    );
+    let w = cmd_wrapper("CANCELED", "ERROR");
+    assert_refuses(&s, &w, Reason::CanceledCombination, CANCELED);
     // Native RUNNING with an error.
     let running_err = with(
         &cmd_wrapper("CANCELED", "RUNNING"),
         &format!("{PAYLOAD}/error"),
         json!({"shortError": "x"}),
     );
-    assert_refuses(
-        &s,
-        &running_err,
-        Reason::CanceledCombination,
-        Some(RuleId::CanceledCommandStatus),
-    );
+    assert_refuses(&s, &running_err, Reason::CanceledCombination, CANCELED);
     // Native DONE.
-    assert_refuses(
-        &s,
-        &cmd_wrapper("CANCELED", "DONE"),
-        Reason::CanceledCombination,
-        Some(RuleId::CanceledCommandStatus),
-    );
+    let w = cmd_wrapper("CANCELED", "DONE");
+    assert_refuses(&s, &w, Reason::CanceledCombination, CANCELED);
     // Another native type.
-    let vf = native(
-        "VIEW_FILE",
-        "ERROR",
-        "viewFile",
-        json!({"absolutePathUri": "file:///a"}),
+    let vf = with(
+        &native_view_file("ERROR"),
+        "/error",
+        json!({"shortError": "x"}),
     );
-    let vf = with(&vf, "/error", json!({"shortError": "x"}));
     let w = wrapper_over("view_file", "CORTEX_STEP_STATUS_CANCELED", &json!({}), &vf);
-    assert_refuses(
-        &s,
-        &w,
-        Reason::CanceledCombination,
-        Some(RuleId::EmbeddedNativeStep),
-    );
+    assert_refuses(&s, &w, Reason::CanceledCombination, EMBEDDED);
 }
 
 #[test]
@@ -259,35 +274,20 @@ fn unrecognized_native_types_and_bodies_fail() {
         "userInput",
         json!({"userResponse": "hi"}),
     );
-    let w = wrapper_over("x", "CORTEX_STEP_STATUS_DONE", &json!({}), &n);
-    assert_refuses(
-        &s,
-        &w,
-        Reason::EmbeddedType,
-        Some(RuleId::EmbeddedNativeStep),
-    );
+    let w = done_over("x", &json!({}), &n);
+    assert_refuses(&s, &w, Reason::EmbeddedType, EMBEDDED);
     let n = native(
         "RUN_COMMAND",
         "DONE",
         "viewFile",
         json!({"absolutePathUri": "file:///a"}),
     );
-    let w = wrapper_over("run_command", "CORTEX_STEP_STATUS_DONE", &json!({}), &n);
-    assert_refuses(
-        &s,
-        &w,
-        Reason::EmbeddedBody,
-        Some(RuleId::EmbeddedNativeStep),
-    );
+    let w = done_over("run_command", &json!({}), &n);
+    assert_refuses(&s, &w, Reason::EmbeddedBody, EMBEDDED);
     // A type qualified only under an outer error, without one.
     let n = native("GREP_SEARCH", "DONE", "grepSearch", json!({"query": "x"}));
-    let w = wrapper_over("grep_search", "CORTEX_STEP_STATUS_DONE", &json!({}), &n);
-    assert_refuses(
-        &s,
-        &w,
-        Reason::EmbeddedOuterOnlyType,
-        Some(RuleId::EmbeddedNativeStep),
-    );
+    let w = done_over("grep_search", &json!({}), &n);
+    assert_refuses(&s, &w, Reason::EmbeddedOuterOnlyType, EMBEDDED);
 }
 
 #[test]
@@ -298,34 +298,19 @@ fn extra_wrapper_native_and_result_fields_fail() {
         "/subtrajectory",
         json!({"trajectoryId": "t"}),
     );
-    assert_refuses(
-        &s,
-        &w,
-        Reason::WrapperField,
-        Some(RuleId::EmbeddedNativeStep),
-    );
+    assert_refuses(&s, &w, Reason::WrapperField, EMBEDDED);
     let w = with(
         &cmd_wrapper("DONE", "DONE"),
         &format!("{PAYLOAD}/subtrajectory"),
         json!({"trajectoryId": "t"}),
     );
-    assert_refuses(
-        &s,
-        &w,
-        Reason::NativeField,
-        Some(RuleId::EmbeddedNativeStep),
-    );
+    assert_refuses(&s, &w, Reason::NativeField, EMBEDDED);
     let w = with(
         &cmd_wrapper("DONE", "DONE"),
         "/generic/result/media",
         json!([{"mimeType": "image/png", "uri": "file:///i.png"}]),
     );
-    assert_refuses(
-        &s,
-        &w,
-        Reason::WrapperResultField,
-        Some(RuleId::EmbeddedNativeStep),
-    );
+    assert_refuses(&s, &w, Reason::WrapperResultField, EMBEDDED);
 }
 
 fn with_outer_error(w: &Json, short: &str) -> Json {
@@ -401,10 +386,7 @@ fn outer_error_over_each_listed_native_type_presents_the_native_error() {
             "/error",
             json!({"shortError": "boom", "fullError": "inner boom"}),
         );
-        let w = with_outer_error(
-            &wrapper_over(tool, "CORTEX_STEP_STATUS_ERROR", &args, &n),
-            "boom",
-        );
+        let w = outer_error_over(tool, &args, &n);
         let (got, rule, p) = accept_one(&s, &w);
         assert_eq!(rule, RuleId::OuterError, "{ty}");
         assert_eq!(got, normalized_step(&s, &n), "{ty}");
@@ -436,27 +418,17 @@ fn outer_error_near_misses_fail() {
         "/error/userErrorMessage",
         json!("Something failed"),
     );
-    assert_refuses(&s, &w, Reason::OuterErrorText, Some(RuleId::OuterError));
+    assert_refuses(&s, &w, Reason::OuterErrorText, OUTER);
     // Another short error.
     let w = with(
         &outer_error_cmd(),
         &format!("{PAYLOAD}/error/shortError"),
         json!("other"),
     );
-    assert_refuses(
-        &s,
-        &w,
-        Reason::OuterErrorShortError,
-        Some(RuleId::OuterError),
-    );
+    assert_refuses(&s, &w, Reason::OuterErrorShortError, OUTER);
     // A native Step without its own error.
     let w = without(&outer_error_cmd(), &format!("{PAYLOAD}/error"));
-    assert_refuses(
-        &s,
-        &w,
-        Reason::OuterErrorShortError,
-        Some(RuleId::OuterError),
-    );
+    assert_refuses(&s, &w, Reason::OuterErrorShortError, OUTER);
     // A native Step that is not ERROR.
     let n = native(
         "CODE_ACTION",
@@ -464,66 +436,24 @@ fn outer_error_near_misses_fail() {
         "codeAction",
         json!({"description": "d"}),
     );
-    let w = with_outer_error(
-        &wrapper_over("t", "CORTEX_STEP_STATUS_ERROR", &json!({}), &n),
-        "boom",
-    );
-    assert_refuses(
-        &s,
-        &w,
-        Reason::OuterErrorNativeStatus,
-        Some(RuleId::OuterError),
-    );
+    let w = outer_error_over("t", &json!({}), &n);
+    assert_refuses(&s, &w, Reason::OuterErrorNativeStatus, OUTER);
     // An outer error on a wrapper that is not ERROR.
     let w = with_outer_error(&cmd_wrapper("DONE", "DONE"), "boom");
-    assert_refuses(&s, &w, Reason::OuterErrorStatus, Some(RuleId::OuterError));
+    assert_refuses(&s, &w, Reason::OuterErrorStatus, OUTER);
     // Over invoke-subagent.
-    let n = with(
-        &native(
-            "INVOKE_SUBAGENT",
-            "ERROR",
-            "invokeSubagent",
-            json!({"subagentName": "r"}),
-        ),
-        "/error",
-        json!({"shortError": "boom"}),
-    );
-    let w = with_outer_error(
-        &wrapper_over(
-            "invoke_subagent",
-            "CORTEX_STEP_STATUS_ERROR",
-            &json!({}),
-            &n,
-        ),
-        "boom",
-    );
-    assert_refuses(
-        &s,
-        &w,
-        Reason::OuterErrorNativeType,
-        Some(RuleId::OuterError),
-    );
+    let n = failed(native_subagent("ERROR"));
+    let w = outer_error_over("invoke_subagent", &json!({}), &n);
+    assert_refuses(&s, &w, Reason::OuterErrorNativeType, OUTER);
     // Over any other native type.
-    let n = with(
-        &native(
-            "USER_INPUT",
-            "ERROR",
-            "userInput",
-            json!({"userResponse": "x"}),
-        ),
-        "/error",
-        json!({"shortError": "boom"}),
-    );
-    let w = with_outer_error(
-        &wrapper_over("t", "CORTEX_STEP_STATUS_ERROR", &json!({}), &n),
-        "boom",
-    );
-    assert_refuses(
-        &s,
-        &w,
-        Reason::EmbeddedType,
-        Some(RuleId::EmbeddedNativeStep),
-    );
+    let n = failed(native(
+        "USER_INPUT",
+        "ERROR",
+        "userInput",
+        json!({"userResponse": "x"}),
+    ));
+    let w = outer_error_over("t", &json!({}), &n);
+    assert_refuses(&s, &w, Reason::EmbeddedType, EMBEDDED);
 }
 
 #[test]
@@ -587,15 +517,8 @@ fn wrapper_tool_must_match_the_native_type() {
     let s = schema();
     // Accepted: run_command over RUN_COMMAND (above), and each listed type.
     for (ty, body, b, tool, args) in listed_outer_error_types() {
-        let n = with(
-            &native(ty, "ERROR", body, b.clone()),
-            "/error",
-            json!({"shortError": "boom"}),
-        );
-        let ok = with_outer_error(
-            &wrapper_over(tool, "CORTEX_STEP_STATUS_ERROR", &args, &n),
-            "boom",
-        );
+        let n = failed(native(ty, "ERROR", body, b.clone()));
+        let ok = outer_error_over(tool, &args, &n);
         assert_eq!(accept_one(&s, &ok).1, RuleId::OuterError, "{ty}");
         // Another tool over the same native type.
         let other = if tool == "run_command" {
@@ -603,96 +526,31 @@ fn wrapper_tool_must_match_the_native_type() {
         } else {
             "run_command"
         };
-        let w = with_outer_error(
-            &wrapper_over(other, "CORTEX_STEP_STATUS_ERROR", &args, &n),
-            "boom",
-        );
-        assert_refuses(
-            &s,
-            &w,
-            Reason::WrapperTool,
-            Some(RuleId::EmbeddedNativeStep),
-        );
+        let w = outer_error_over(other, &args, &n);
+        assert_refuses(&s, &w, Reason::WrapperTool, EMBEDDED);
     }
     // run_command over VIEW_FILE, view_file over RUN_COMMAND, and no tool name.
-    let vf = native(
-        "VIEW_FILE",
-        "DONE",
-        "viewFile",
-        json!({"absolutePathUri": "file:///a"}),
-    );
-    let w = wrapper_over("run_command", "CORTEX_STEP_STATUS_DONE", &cmd_args(), &vf);
-    assert_refuses(
-        &s,
-        &w,
-        Reason::WrapperTool,
-        Some(RuleId::EmbeddedNativeStep),
-    );
-    let w = wrapper_over(
-        "view_file",
-        "CORTEX_STEP_STATUS_DONE",
-        &json!({"AbsolutePath": "/a"}),
-        &native_cmd("CORTEX_STEP_STATUS_DONE"),
-    );
-    assert_refuses(
-        &s,
-        &w,
-        Reason::WrapperTool,
-        Some(RuleId::EmbeddedNativeStep),
-    );
+    let w = done_over("run_command", &cmd_args(), &native_view_file("DONE"));
+    assert_refuses(&s, &w, Reason::WrapperTool, EMBEDDED);
+    let args = json!({"AbsolutePath": "/a"});
+    let w = done_over("view_file", &args, &native_cmd("CORTEX_STEP_STATUS_DONE"));
+    assert_refuses(&s, &w, Reason::WrapperTool, EMBEDDED);
     let w = without(&cmd_wrapper("DONE", "DONE"), "/metadata/toolCall");
-    assert_refuses(
-        &s,
-        &w,
-        Reason::WrapperTool,
-        Some(RuleId::EmbeddedNativeStep),
-    );
+    assert_refuses(&s, &w, Reason::WrapperTool, EMBEDDED);
     // write_to_file over INVOKE_SUBAGENT.
-    let n = native(
-        "INVOKE_SUBAGENT",
-        "DONE",
-        "invokeSubagent",
-        json!({"subagentName": "r"}),
-    );
-    let w = wrapper_over(
-        "write_to_file",
-        "CORTEX_STEP_STATUS_DONE",
-        &json!({"TargetFile": "/a"}),
-        &n,
-    );
-    assert_refuses(
-        &s,
-        &w,
-        Reason::WrapperTool,
-        Some(RuleId::EmbeddedNativeStep),
-    );
+    let args = json!({"TargetFile": "/a"});
+    let w = done_over("write_to_file", &args, &native_subagent("DONE"));
+    assert_refuses(&s, &w, Reason::WrapperTool, EMBEDDED);
     // An MCP wrapper named after another server or tool.
-    let n = with(
-        &native(
-            "MCP_TOOL",
-            "ERROR",
-            "mcpTool",
-            json!({"serverName": "srv", "toolCall": {"name": "make_issue", "argumentsJson": "{}"}}),
-        ),
-        "/error",
-        json!({"shortError": "boom"}),
-    );
+    let n = native_mcp_error("{}");
     for tool in [
         "mcp_other_make_issue",
         "mcp_srv_other",
         "mcp_srv",
         "make_issue",
     ] {
-        let w = with_outer_error(
-            &wrapper_over(tool, "CORTEX_STEP_STATUS_ERROR", &json!({}), &n),
-            "boom",
-        );
-        assert_refuses(
-            &s,
-            &w,
-            Reason::WrapperTool,
-            Some(RuleId::EmbeddedNativeStep),
-        );
+        let w = outer_error_over(tool, &json!({}), &n);
+        assert_refuses(&s, &w, Reason::WrapperTool, EMBEDDED);
     }
 }
 
@@ -706,111 +564,39 @@ fn wrapper_arguments_outside_the_tools_allow_list_fail() {
     );
     // One more argument, for each qualified tool.
     for (ty, body, b, tool, args) in listed_outer_error_types() {
-        let n = with(
-            &native(ty, "ERROR", body, b),
-            "/error",
-            json!({"shortError": "boom"}),
-        );
+        let n = failed(native(ty, "ERROR", body, b));
         for extra in ["toolSummary", "Extra", "BypassSandbox"] {
             let mut a = args.clone();
             a[extra] = json!("x");
-            let w = with_outer_error(
-                &wrapper_over(tool, "CORTEX_STEP_STATUS_ERROR", &a, &n),
-                "boom",
-            );
-            let r = refuse_one(&s, &w);
+            let r = refuse_one(&s, &outer_error_over(tool, &a, &n));
             assert_eq!(r.kind, Reason::WrapperArgument, "{tool} {extra}: {r}");
-            assert_eq!(r.rule, Some(RuleId::EmbeddedNativeStep));
+            assert_eq!(r.rule, EMBEDDED);
         }
     }
     // run_command's own bounds: the missing-toolSummary shape's arguments do not carry over.
     for extra in ["IsDaemon", "RunPersistent", "toolAction"] {
         let mut a = cmd_args();
         a[extra] = json!(false);
-        let w = wrapper_over(
-            "run_command",
-            "CORTEX_STEP_STATUS_DONE",
-            &a,
-            &native_cmd("CORTEX_STEP_STATUS_DONE"),
-        );
-        assert_refuses(
-            &s,
-            &w,
-            Reason::WrapperArgument,
-            Some(RuleId::EmbeddedNativeStep),
-        );
+        let w = done_over("run_command", &a, &native_cmd("CORTEX_STEP_STATUS_DONE"));
+        assert_refuses(&s, &w, Reason::WrapperArgument, EMBEDDED);
     }
     // view_file: ByteOffset (a modern-read argument) is not a native read's.
-    let vf = native(
-        "VIEW_FILE",
-        "DONE",
-        "viewFile",
-        json!({"absolutePathUri": "file:///a"}),
-    );
-    let w = wrapper_over(
-        "view_file",
-        "CORTEX_STEP_STATUS_DONE",
-        &json!({"AbsolutePath": "/a", "ByteOffset": 0}),
-        &vf,
-    );
-    assert_refuses(
-        &s,
-        &w,
-        Reason::WrapperArgument,
-        Some(RuleId::EmbeddedNativeStep),
-    );
+    let args = json!({"AbsolutePath": "/a", "ByteOffset": 0});
+    let w = done_over("view_file", &args, &native_view_file("DONE"));
+    assert_refuses(&s, &w, Reason::WrapperArgument, EMBEDDED);
     // invoke_subagent with a task-mode argument.
-    let n = native(
-        "INVOKE_SUBAGENT",
-        "DONE",
-        "invokeSubagent",
-        json!({"subagentName": "r"}),
-    );
-    let w = wrapper_over(
-        "invoke_subagent",
-        "CORTEX_STEP_STATUS_DONE",
-        &json!({"Prompt": "p", "Workspace": "inherit", "TaskMode": true}),
-        &n,
-    );
-    assert_refuses(
-        &s,
-        &w,
-        Reason::WrapperArgument,
-        Some(RuleId::EmbeddedNativeStep),
-    );
+    let args = json!({"Prompt": "p", "Workspace": "inherit", "TaskMode": true});
+    let w = done_over("invoke_subagent", &args, &native_subagent("DONE"));
+    assert_refuses(&s, &w, Reason::WrapperArgument, EMBEDDED);
     // MCP: arguments that do not repeat the native MCP tool call.
-    let mcp = |args_json: &str| {
-        with(
-            &native(
-                "MCP_TOOL",
-                "ERROR",
-                "mcpTool",
-                json!({"serverName": "srv", "toolCall": {"name": "make_issue", "argumentsJson": args_json}}),
-            ),
-            "/error",
-            json!({"shortError": "boom"}),
-        )
-    };
     for (native_args, wrapper_args) in [
         ("{\"title\":\"t\"}", json!({"title": "u"})),
         ("{\"title\":\"t\"}", json!({"title": "t", "body": "b"})),
         ("{\"title\":\"t\",\"body\":\"b\"}", json!({"title": "t"})),
         ("not json", json!({})),
     ] {
-        let w = with_outer_error(
-            &wrapper_over(
-                "mcp_srv_make_issue",
-                "CORTEX_STEP_STATUS_ERROR",
-                &wrapper_args,
-                &mcp(native_args),
-            ),
-            "boom",
-        );
-        assert_refuses(
-            &s,
-            &w,
-            Reason::WrapperArgument,
-            Some(RuleId::EmbeddedNativeStep),
-        );
+        let n = native_mcp_error(native_args);
+        let w = outer_error_over("mcp_srv_make_issue", &wrapper_args, &n);
+        assert_refuses(&s, &w, Reason::WrapperArgument, EMBEDDED);
     }
 }

@@ -40,7 +40,7 @@ fn command() -> Json {
     let perms = record(
         "command",
         "rm -rf build",
-        json!({"triggerSource": "TYPE_FORCE_ASK_HOOK"}),
+        json!({"triggerSource": {"type": "TYPE_FORCE_ASK_HOOK"}}),
     );
     with_record(native, "run_command", &args, &perms)
 }
@@ -159,7 +159,7 @@ fn records_for_another_tool_or_native_type_fail() {
     let perms = record(
         "command",
         "x",
-        json!({"triggerSource": "TYPE_FORCE_ASK_HOOK"}),
+        json!({"triggerSource": {"type": "TYPE_FORCE_ASK_HOOK"}}),
     );
     let native = json!({"type": "CORTEX_STEP_TYPE_CODE_ACTION", "status": DONE, "codeAction": {"description": "d"}});
     let w = with_record(native, "write_to_file", &json!({}), &perms);
@@ -258,7 +258,19 @@ fn requests_outside_the_observed_shape_fail() {
 fn another_trigger_fails() {
     let s = schema();
     let t = "/completedInteractions/0/request/permission/triggerSource";
-    let w = both(&command(), t, json!("TYPE_POLICY_RULE"));
+    let w = both(&command(), t, json!({"type": "TYPE_POLICY_RULE"}));
+    assert_refuses(
+        &s,
+        &w,
+        Reason::PermissionTrigger,
+        Some(RuleId::PermissionRunCommand),
+    );
+    // The trigger is an object {type, detail}: a detail is another trigger.
+    let w = both(
+        &command(),
+        t,
+        json!({"type": "TYPE_FORCE_ASK_HOOK", "detail": "hook"}),
+    );
     assert_refuses(
         &s,
         &w,
@@ -273,7 +285,7 @@ fn another_trigger_fails() {
         Some(RuleId::PermissionRunCommand),
     );
     // A read request has no trigger.
-    let w = both(&read(), t, json!("TYPE_FORCE_ASK_HOOK"));
+    let w = both(&read(), t, json!({"type": "TYPE_FORCE_ASK_HOOK"}));
     assert_refuses(
         &s,
         &w,

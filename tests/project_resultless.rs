@@ -377,7 +377,7 @@ fn rejected() -> Json {
     w["error"] = json!({"shortError": rejected_error(CMD), "fullError": rejected_error(CMD)});
     w["completedInteractions"] = json!([{
         "request": {"permission": {"resource": {"action": "command", "target": CMD}, "actionDescription": "run git push",
-            "triggerSource": "TYPE_DEFAULT_FALLBACK", "persistSuggestionType": "PERSIST_SUGGESTION_TYPE_PREFIX",
+            "triggerSource": {"type": "TYPE_DEFAULT_FALLBACK"}, "persistSuggestionType": "PERSIST_SUGGESTION_TYPE_PREFIX",
             "suggestedPersistPattern": "git push*", "shellName": "bash"}},
         "response": {"permission": {"persistGrants": {}}}}]);
     w
@@ -464,7 +464,7 @@ fn rejected_permission_near_misses_fail() {
         &with(
             &w,
             &format!("{req}/triggerSource"),
-            json!("TYPE_FORCE_ASK_HOOK"),
+            json!({"type": "TYPE_FORCE_ASK_HOOK"}),
         ),
         Reason::RejectedTrigger,
         rule,
@@ -532,8 +532,8 @@ fn rejected_permission_near_misses_fail() {
     );
     assert_refuses(
         &s,
-        &with(&w, &format!("{req}/triggerDetail"), json!("no tty")),
-        Reason::RejectedInteraction,
+        &with(&w, &format!("{req}/triggerSource/detail"), json!("no tty")),
+        Reason::RejectedTrigger,
         rule,
     );
     assert_refuses(

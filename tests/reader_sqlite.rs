@@ -415,7 +415,8 @@ fn unknown_field_inside_a_step_names_its_path() {
     assert_eq!(r.class, ReasonClass::UnknownField);
     assert_eq!(
         r.to_string(),
-        "steps[2].metadata.toolCall: unknown field 41 (varint)"
+        "steps[2].metadata.toolCall: unknown field 41 (varint) in exa.codeium_common_pb.ChatToolCall: \
+         the schema in use does not define it; if your agy build does, audit with its descriptors (--schema FILE)"
     );
 }
 

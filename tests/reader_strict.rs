@@ -26,6 +26,12 @@ fn refused(src: &DecodedSource, class: ReasonClass, display: &str) {
     assert_eq!(r.to_string(), display);
 }
 
+/// An unknown-field refusal: `head` (location, number, wire type, message)
+/// and the suggestion to load the user's own build's descriptors.
+fn hint(head: &str) -> String {
+    format!("{head}: the schema in use does not define it; if your agy build does, audit with its descriptors (--schema FILE)")
+}
+
 fn tnum(s: &Schema, f: &str) -> u32 {
     num(s, "gemini_coder.Trajectory", f)
 }
@@ -50,7 +56,7 @@ fn unknown_fields_at_every_depth_name_their_path() {
     refused(
         &read_plain(&s, &top),
         ReasonClass::UnknownField,
-        "unknown field 99 (varint)",
+        &hint("unknown field 99 (varint) in gemini_coder.Trajectory"),
     );
     let deep = insert_raw(
         &base,
@@ -60,7 +66,7 @@ fn unknown_fields_at_every_depth_name_their_path() {
     refused(
         &read_plain(&s, &deep),
         ReasonClass::UnknownField,
-        "steps[1].metadata.modelUsage: unknown field 77 (length-delimited)",
+        &hint("steps[1].metadata.modelUsage: unknown field 77 (length-delimited) in exa.codeium_common_pb.ModelUsageStats"),
     );
     let key = |n: u64, wt: u64| {
         let mut b = Vec::new();
@@ -73,7 +79,7 @@ fn unknown_fields_at_every_depth_name_their_path() {
     refused(
         &read_plain(&s, &fixed),
         ReasonClass::UnknownField,
-        "steps[0]: unknown field 1000 (fixed32)",
+        &hint("steps[0]: unknown field 1000 (fixed32) in gemini_coder.Step"),
     );
     let mut g = key(1002, 3);
     g.extend(key(1002, 4));
@@ -81,7 +87,7 @@ fn unknown_fields_at_every_depth_name_their_path() {
     refused(
         &read_plain(&s, &group),
         ReasonClass::UnknownField,
-        "steps[2]: unknown field 1002 (start-group)",
+        &hint("steps[2]: unknown field 1002 (start-group) in gemini_coder.Step"),
     );
 }
 
@@ -306,7 +312,7 @@ fn any_payloads_are_walked_by_type_url() {
     refused(
         &read_plain(&s, &c2),
         ReasonClass::UnknownField,
-        "steps[3].generic.result.payload(gemini_coder.Step): unknown field 63 (varint)",
+        &hint("steps[3].generic.result.payload(gemini_coder.Step): unknown field 63 (varint) in gemini_coder.Step"),
     );
     // An unknown type URL is unknown.
     let c3 = with_any(b"type.googleapis.com/exa.cortex.core.tools.Mystery", b"");
@@ -468,7 +474,7 @@ fn per_tool_map_near_misses_are_refused_on_the_wire() {
         (
             vec![entry("a", Some(unknown_varint(9, 1)))],
             false,
-            "unknown field 9 (varint)",
+            "unknown field 9 (varint) in exa.cortex_pb.ToolOutputOverride: the schema in use does not define it; if your agy build does, audit with its descriptors (--schema FILE)",
         ),
     ];
     for (entries, split, detail) in cases {

@@ -4,74 +4,23 @@
 //! `<root>/cli.log` and sweeps the store, and every verdict must equal the
 //! generator's ground truth (`.truth/expected.jsonl`), with no false verified.
 
+mod common;
+
+use common::{bin, generate_store, scratch_dir, start_sim, truth_verdicts};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_agy-audit"));
-    c.env_remove("ANTIGRAVITY_DAEMON_URL")
-        .env_remove("ANTIGRAVITY_CLI_ROOT")
-        .env_remove("ANTIGRAVITY_CSRF_TOKEN");
-    c
-}
-
-fn run_ok(c: &mut Command) -> String {
-    let o = c.output().expect("running agy-audit");
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{c:?}\nstdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 fn generate(store: &Path, conversations: usize, fault_rate: f64) {
-    run_ok(bin().args([
-        "corpus",
-        "generate",
-        "--out",
-        store.to_str().unwrap(),
-        "--conversations",
-        &conversations.to_string(),
-        "--fault-rate",
-        &fault_rate.to_string(),
-    ]));
-}
-
-/// The simulated daemon as a child process, killed on drop.
-struct Sim {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_sim(store: &Path) -> Sim {
-    let mut child = bin()
-        .args(["daemon-sim", "--store", store.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("starting daemon-sim");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("piped stdout"))
-        .read_line(&mut line)
-        .expect("reading daemon-sim's announcement");
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://127.0.0.1:"))
-        .unwrap_or_else(|| panic!("no URL in `{line}`"))
-        .to_string();
-    Sim { child, url }
+    let (conversations, fault_rate) = (conversations.to_string(), fault_rate.to_string());
+    generate_store(
+        store,
+        &[
+            "--conversations",
+            &conversations,
+            "--fault-rate",
+            &fault_rate,
+        ],
+    );
 }
 
 /// The planned daemon faults of `.truth/faults.txt`: `ID:KIND[:ARG]` lines.
@@ -88,21 +37,11 @@ fn planned_faults(store: &Path) -> HashMap<String, String> {
 /// `fileId` → (verdict, reasonClass, daemon fault kind).
 fn truth(store: &Path) -> HashMap<String, (String, Option<String>, Option<String>)> {
     let faults = planned_faults(store);
-    let text = std::fs::read_to_string(store.join(".truth/expected.jsonl")).unwrap();
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            let id = v["fileId"].as_str().unwrap();
-            let fault = faults.get(id).cloned();
-            (
-                v["fileId"].as_str().unwrap().to_string(),
-                (
-                    v["verdict"].as_str().unwrap().to_string(),
-                    v["reasonClass"].as_str().map(str::to_string),
-                    fault,
-                ),
-            )
+    truth_verdicts(store)
+        .into_iter()
+        .map(|(id, (verdict, class))| {
+            let fault = faults.get(&id).cloned();
+            (id, (verdict, class, fault))
         })
         .collect()
 }
@@ -139,12 +78,28 @@ fn sweep(store: &Path, out: &Path, extra: &[&str]) -> (Option<i32>, serde_json::
     (o.status.code(), serde_json::from_slice(&m).unwrap())
 }
 
+/// A session's outcome as the manifest tells it: a verdict, `not-fetched`
+/// (no verdict, the daemon failed) or `error`.
+fn outcome(s: &serde_json::Value) -> &str {
+    match (s["verdict"].as_str(), s["reasonClass"].as_str()) {
+        (Some(v), _) => v,
+        (None, Some("daemon-unavailable")) => "not-fetched",
+        (None, _) => "error",
+    }
+}
+
 /// Checks each session against the truth; returns the fault kinds seen.
 fn check_against_truth(store: &Path, m: &serde_json::Value) -> BTreeSet<String> {
     let truth = truth(store);
     assert_eq!(m["manifestVersion"], 5);
-    assert_eq!(m["complete"], true, "a finished sweep is complete");
     let sessions = m["sessions"].as_array().unwrap();
+    // A finished sweep is complete unless the daemon failed a session
+    // (missing evidence is never a finished audit).
+    let not_fetched = sessions.iter().any(|s| outcome(s) == "not-fetched");
+    assert_eq!(
+        m["complete"], !not_fetched,
+        "complete unless something was not fetched"
+    );
     assert_eq!(
         sessions.len(),
         truth.len(),
@@ -155,7 +110,7 @@ fn check_against_truth(store: &Path, m: &serde_json::Value) -> BTreeSet<String> 
     for s in sessions {
         let id = s["fileId"].as_str().unwrap();
         let (verdict, class, fault) = truth.get(id).unwrap_or_else(|| panic!("{id}: no truth"));
-        let got_verdict = s["verdict"].as_str().unwrap_or("error");
+        let got_verdict = outcome(s);
         let got_class = s["reasonClass"].as_str().map(str::to_string);
         if got_verdict.starts_with("verified") {
             assert!(
@@ -186,13 +141,13 @@ fn check_against_truth(store: &Path, m: &serde_json::Value) -> BTreeSet<String> 
 
 #[test]
 fn every_daemon_fault_meets_its_expected_verdict_through_daemon_sim() {
-    let dir = tempfile_dir("faults");
+    let dir = scratch_dir("e2e-faults");
     let store = dir.join("store");
     // 80 conversations, half of the clean ones faulted: every fault kind at
     // least twice (the plan deals them round-robin).
     generate(&store, 80, 0.5);
     let before = sources(&store);
-    let sim = start_sim(&store);
+    let sim = start_sim(&store, &[]);
     let out = dir.join("sweep");
     let (code, m) = sweep(
         &store,
@@ -243,7 +198,7 @@ fn every_daemon_fault_meets_its_expected_verdict_through_daemon_sim() {
             "dropped-field" | "version-skew" => ("incomplete", "ordinary-mismatch"),
             "mutate-source" => ("incomplete", "source-changed"),
             "latency" | "jitter" => return None,
-            _ => ("unknown", "daemon-unavailable"),
+            _ => ("not-fetched", "daemon-unavailable"),
         })
     };
     let planned = planned_faults(&store);
@@ -252,7 +207,7 @@ fn every_daemon_fault_meets_its_expected_verdict_through_daemon_sim() {
         let Some(kind) = planned.get(id) else {
             continue;
         };
-        let got = (s["verdict"].as_str().unwrap(), s["reasonClass"].as_str());
+        let got = (outcome(s), s["reasonClass"].as_str());
         match expected(kind) {
             Some((v, c)) => assert_eq!(got, (v, Some(c)), "{id}: {kind}: {}", s["reason"]),
             None => assert!(
@@ -261,8 +216,8 @@ fn every_daemon_fault_meets_its_expected_verdict_through_daemon_sim() {
             ),
         }
     }
-    // Anything not incomplete or unknown-daemon-unavailable gives exit 4.
-    assert_eq!(code, Some(4), "incomplete sessions make the sweep exit 4");
+    // Sessions not fetched (the daemon failed them) make the sweep exit 1.
+    assert_eq!(code, Some(1), "sessions not fetched make the sweep exit 1");
     // Sources are untouched by the audit; only the daemon's mutate-source
     // fault rewrites its own targets.
     let mutated: BTreeSet<String> = truth(&store)
@@ -277,16 +232,34 @@ fn every_daemon_fault_meets_its_expected_verdict_through_daemon_sim() {
         }
         assert_eq!(std::fs::read(&path).unwrap(), bytes, "{name} unchanged");
     }
-    // The CI regression on the store as it is now: every recorded result
-    // holds but those of the sources the daemon rewrote.
+    // audit-qualify refuses the manifest: it is not complete.
     let o = bin()
         .args(["audit-qualify"])
         .arg(out.join("manifest.json"))
         .args(["--root", store.to_str().unwrap()])
         .output()
         .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not complete"));
+    // The CI regression on the fetched sessions, the store as it is now:
+    // every recorded result holds but those of the sources the daemon rewrote.
+    let mut fetched = m.clone();
+    fetched["complete"] = serde_json::json!(true);
+    fetched["sessions"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|s| outcome(s) != "not-fetched");
+    let kept = fetched["sessions"].as_array().unwrap().len();
+    let fetched_path = dir.join("fetched.json");
+    std::fs::write(&fetched_path, serde_json::to_vec(&fetched).unwrap()).unwrap();
+    let o = bin()
+        .args(["audit-qualify"])
+        .arg(&fetched_path)
+        .args(["--root", store.to_str().unwrap()])
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout);
-    let summary = format!("holding={} changed={}", 80 - mutated.len(), mutated.len());
+    let summary = format!("holding={} changed={}", kept - mutated.len(), mutated.len());
     assert!(stdout.contains(&summary), "want {summary}:\n{stdout}");
     assert_eq!(o.status.code(), Some(4), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -294,11 +267,11 @@ fn every_daemon_fault_meets_its_expected_verdict_through_daemon_sim() {
 
 #[test]
 fn default_corpus_through_daemon_sim_equals_the_truth() {
-    let dir = tempfile_dir("default");
+    let dir = scratch_dir("e2e-default");
     let store = dir.join("store");
-    run_ok(bin().args(["corpus", "generate", "--out", store.to_str().unwrap()]));
+    generate_store(&store, &[]);
     let before = sources(&store);
-    let sim = start_sim(&store);
+    let sim = start_sim(&store, &[]);
     let out = dir.join("sweep");
     let (code, m) = sweep(&store, &out, &["--concurrency", "16"]);
     drop(sim);
@@ -341,17 +314,4 @@ fn sim_url_of(store: &Path) -> String {
         })
         .expect("a listening line");
     format!("http://127.0.0.1:{port}")
-}
-
-fn tempfile_dir(what: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "agy-audit-e2e-{what}-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }

@@ -171,11 +171,23 @@ fn uncommitted_and_torn_tails_replay_like_sqlite() {
         std::fs::write(&wal_path, &wal[..cut]).unwrap();
         same_both_ways(&db);
     }
-    // a flipped byte in a middle frame ends the log there, as in SQLite
+    // a flipped byte in a middle frame: SQLite would end the log there and
+    // silently drop every later commit; the next frame still chains from
+    // the checksum the damaged one carries, so the checksums prove damage
+    // (not a torn write) and the reader refuses it, naming the frame
     let mut bad = wal.clone();
     bad[32 + 3 * frame + 100] ^= 0xff;
     std::fs::write(&wal_path, &bad).unwrap();
-    same_both_ways(&db);
+    for strategy in [Strategy::Auto, Strategy::Disk] {
+        let e = snapshot_with(&db, strategy)
+            .err()
+            .expect("a damaged log is refused");
+        let text = e.to_string();
+        assert!(
+            text.contains("-wal") && text.contains("frame 3") && text.contains("damaged"),
+            "{text}"
+        );
+    }
 }
 
 #[test]

@@ -68,7 +68,7 @@ fn default_corpus() -> anyhow::Result<PathBuf> {
 }
 
 pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
-    let (schema, key) = a.decode.load()?;
+    let (schema, key) = a.decode.load_inspect()?;
     let root = match &a.corpus {
         Some(c) => c.clone(),
         None => default_corpus()?,
@@ -97,6 +97,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
                 .args(["--rss-probe", &n.to_string()]);
             if let Some(s) = &a.decode.schema {
                 c.arg("--schema").arg(s);
+            }
+            if let Some(h) = &a.decode.schema_sha256 {
+                c.arg("--schema-sha256").arg(h);
             }
             let o = c.output()?;
             Ok(String::from_utf8_lossy(&o.stdout).trim().parse()?)

@@ -1,5 +1,6 @@
 //! Arguments shared by every decoding command.
 
+use crate::schema::pin::{self, PinError, Use};
 use crate::schema::Schema;
 use crate::source::legacy::LegacyKey;
 use anyhow::Context;
@@ -10,8 +11,16 @@ use std::path::PathBuf;
 pub struct DecodeArgs {
     /// Decode with this FileDescriptorSet (raw or gzip), e.g. one extracted from
     /// your own agy build, instead of the embedded modeled schema.
+    /// Commands that verify (audit-sweep, sync, audit-qualify) require it
+    /// pinned: by --schema-sha256, or by the manifest `schema extract` or
+    /// `schema bundle` wrote beside it (FILE.manifest.json). Inspection
+    /// (export-offline, bench) loads an unpinned set, labelled `unpinned`.
     #[arg(long, env = "AGY_AUDIT_SCHEMA", value_name = "FILE")]
     pub schema: Option<PathBuf>,
+    /// Pin --schema to this SHA-256 (64 hex digits, of the set after gunzip,
+    /// as `schema info` prints it); a set with another digest is refused.
+    #[arg(long, env = "AGY_AUDIT_SCHEMA_SHA256", value_name = "HEX")]
+    pub schema_sha256: Option<String>,
     /// Key for legacy .pb sources: 32 raw bytes or 64 hex digits. Default: the
     /// fixed format key agy distributes. Another key only opens sources for
     /// offline inspection (e.g. export-offline --allow-unknown): unknown keys
@@ -22,8 +31,32 @@ pub struct DecodeArgs {
 }
 
 impl DecodeArgs {
+    /// Loads for a command that verifies: a `--schema` must be pinned.
     pub fn load(&self) -> anyhow::Result<(Schema, LegacyKey)> {
-        let schema = Schema::load(self.schema.as_deref()).context("loading the descriptor set")?;
+        self.load_for(Use::Verify)
+    }
+
+    /// Loads for offline inspection: an unpinned `--schema` loads, labelled
+    /// `unpinned` in the profile, with a note on standard error.
+    pub fn load_inspect(&self) -> anyhow::Result<(Schema, LegacyKey)> {
+        self.load_for(Use::Inspect)
+    }
+
+    fn load_for(&self, use_: Use) -> anyhow::Result<(Schema, LegacyKey)> {
+        let schema = match pin::load(self.schema.as_deref(), self.schema_sha256.as_deref(), use_) {
+            Ok(s) => s,
+            Err(e @ (PinError::Unpinned { .. } | PinError::BadHex(_))) => {
+                return Err(anyhow::Error::new(crate::Error::Usage(e.to_string())))
+            }
+            Err(e) => return Err(anyhow::Error::new(e).context("loading the descriptor set")),
+        };
+        if let crate::schema::SchemaOrigin::File(p) = &schema.origin {
+            eprintln!(
+                "agy-audit: note: {} is not pinned (--schema-sha256 or {}): output is unverified inspection, profile label `unpinned`",
+                p.display(),
+                pin::manifest_path(p).display()
+            );
+        }
         let key = match &self.legacy_key_file {
             Some(p) => LegacyKey::from_file(p).context("loading the legacy key")?,
             None => LegacyKey::default(),

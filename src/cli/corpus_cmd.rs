@@ -83,8 +83,8 @@ pub fn run(cmd: CorpusCommand) -> anyhow::Result<i32> {
                 return Ok(0);
             }
             outln!(
-                "wrote {} conversations ({} sqlite, {} legacy .pb, {} with both, {} -wal) to {}",
-                s.conversations,
+                "wrote {} ({} sqlite, {} legacy .pb, {} with both, {} -wal) to {}",
+                crate::util::count(s.conversations as u64, "conversation"),
                 s.sqlite,
                 s.protobuf,
                 s.both,

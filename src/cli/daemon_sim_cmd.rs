@@ -70,10 +70,10 @@ pub fn run(a: DaemonSimArgs) -> anyhow::Result<i32> {
     opts.json_style = a.json_style;
     let sim = DaemonSim::start(opts).context("starting the simulated daemon")?;
     outln!(
-        "daemon-sim: serving {} at {} ({} faults, JSON style {})",
+        "daemon-sim: serving {} at {} ({}, JSON style {})",
         a.store.display(),
         sim.url(),
-        sim.faults().len(),
+        crate::util::count(sim.faults().len() as u64, "fault"),
         a.json_style
     );
     match a.duration {

@@ -132,11 +132,11 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
         force: false,
     })?;
     eprintln!(
-        "demo: generated {} conversations ({} sqlite, {} legacy, {} steps) in {}",
-        summary.conversations,
+        "demo: generated {} ({} sqlite, {} legacy, {}) in {}",
+        crate::util::count(summary.conversations as u64, "conversation"),
         summary.sqlite,
         summary.protobuf,
-        summary.steps,
+        crate::util::count(summary.steps as u64, "step"),
         store.display()
     );
     let mut faults = Vec::new();
@@ -209,9 +209,9 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
     let size = |p: &Path| folder_bytes(p);
     outln!("demo: wrote everything under {}:", out.display());
     outln!(
-        "demo:   store    {} ({} conversations, {})",
+        "demo:   store    {} ({}, {})",
         store.display(),
-        summary_conversations(&m),
+        crate::util::count(summary_conversations(&m), "conversation"),
         human_bytes(size(&store))
     );
     outln!(

@@ -51,7 +51,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Inspect or write the descriptor set agy-audit decodes with.
+    /// The descriptor set agy-audit decodes with: dump, info, and its maintenance
+    /// (extract from an agy binary, verify, diff, bundle).
     #[command(subcommand)]
     Schema(schema_cmd::SchemaCommand),
     /// Export one conversation from its stored source alone (JSON or Markdown).

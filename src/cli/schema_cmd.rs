@@ -1,10 +1,52 @@
-//! `agy-audit schema dump|info`.
+//! `agy-audit schema dump|info|extract|verify|diff|bundle`.
 
-use crate::schema::{Schema, MODELED_SET};
+use crate::schema::bundle::BUNDLE_FORMAT;
+use crate::schema::extract;
+use crate::schema::pin::{self, valid_release};
+use crate::schema::{read_set_file, Schema, MODELED_SET};
 use crate::util::atomic::{write_file, WriteOptions};
-use anyhow::Context;
+use crate::verdict::exit;
+use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
-use std::path::PathBuf;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+const EXTRACT_HELP: &str = "\
+Reads BINARY once into memory (never writes or locks it; copy an installed agy
+first so it cannot change underneath you), prints its SHA-256, finds every
+serialized FileDescriptorProto a Go protobuf program embeds raw, accepts a
+record only when it decodes strictly and re-encodes to the same bytes, and
+writes a deterministic FileDescriptorSet (files in dependency order) plus a
+JSON manifest of each record's name, offset, length and SHA-256, the binary's
+SHA-256, --release and the set's SHA-256 (the pin).
+
+Annotation-only files are dropped with the imports and extensions that refer
+to them: google/api/annotations.proto, google/api/client.proto,
+google/api/field_behavior.proto, google/api/http.proto,
+google/api/launch_stage.proto, google/api/resource.proto. Any other missing
+import stops extraction (exit 1).";
+
+const DIFF_HELP: &str = "\
+OLD and NEW are FileDescriptorSet files (raw or gzip) or the word `modeled`
+(the embedded schema). Lists messages, fields (number, type, label: singular,
+optional = explicit presence, repeated, map; real oneof) and enums and their
+values added (+), removed (-) or changed (~), then a summary line.
+
+Exit codes: 0 when NEW keeps every declaration of OLD (additions alone),
+4 when anything was removed or changed, 1 on an unreadable set.";
+
+const BUNDLE_HELP: &str = "\
+A pinned bundle is the base plus exactly the named declarations copied from a
+newer extraction: messages or enums (pkg.Msg, copied whole with their nested
+declarations), fields (pkg.Msg.field, with their optional-field presence) and
+enum values (pkg.Enum.VALUE). Refused (exit 2, nothing written): a name --from
+does not declare, a name already in the base with a different definition, a
+number the base already uses, a dependency on a type neither in the base nor
+added, a file the base lacks. The result is checked to differ from the base by
+exactly the named declarations. Written atomically with OUT.manifest.json
+(its SHA-256, the base's and --from's, and the agy release and binary from
+--from's own manifest when present), which pins it for --schema.";
 
 #[derive(Debug, Subcommand)]
 pub enum SchemaCommand {
@@ -12,6 +54,294 @@ pub enum SchemaCommand {
     Dump(DumpArgs),
     /// Print a descriptor set's files, message and enum counts and SHA-256.
     Info(InfoArgs),
+    /// Extract the descriptor set embedded in an agy (or any Go protobuf) binary.
+    #[command(after_help = EXTRACT_HELP)]
+    Extract(ExtractArgs),
+    /// Recheck every record of an extraction manifest against the binary.
+    #[command(
+        after_help = "Exit codes: 0 every record matches; 4 a record (or the binary's SHA-256) does not, each mismatch named; 1 unreadable input."
+    )]
+    Verify(VerifyArgs),
+    /// Compare two descriptor sets: what was added, removed or changed.
+    #[command(after_help = DIFF_HELP)]
+    Diff(DiffArgs),
+    /// Build a pinned bundle: a base set plus exactly the named declarations.
+    #[command(after_help = BUNDLE_HELP)]
+    Bundle(BundleArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExtractArgs {
+    /// The binary to read (read-only, once).
+    pub binary: PathBuf,
+    /// Where to write the FileDescriptorSet (atomically).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Where to write the JSON manifest (default: OUT.manifest.json, which
+    /// also pins OUT for --schema).
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
+    /// The agy release the binary is (e.g. 1.4.7), recorded in the manifest
+    /// and named in the profile of a set pinned by it.
+    #[arg(long, value_name = "VERSION")]
+    pub release: Option<String>,
+    /// Replace existing output files.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The manifest `schema extract` wrote.
+    #[arg(long, value_name = "FILE")]
+    pub manifest: PathBuf,
+    /// The binary to recheck.
+    pub binary: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The older set (file, or `modeled`).
+    pub old: String,
+    /// The newer set (file, or `modeled`).
+    pub new: String,
+    /// Print JSON {added, removed, changed, summary} instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BundleArgs {
+    /// The base set (file, or `modeled`).
+    #[arg(long, value_name = "FILE")]
+    pub base: String,
+    /// The newer extraction to copy declarations from.
+    #[arg(long, value_name = "FILE")]
+    pub from: PathBuf,
+    /// Declarations to copy: pkg.Msg, pkg.Msg.field, pkg.Enum, pkg.Enum.VALUE.
+    #[arg(long, value_name = "NAME", num_args = 1.., required = true)]
+    pub add: Vec<String>,
+    /// Where to write the bundle (atomically), with OUT.manifest.json beside it.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Replace existing output files.
+    #[arg(long)]
+    pub force: bool,
+}
+
+fn usage(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(crate::Error::Usage(msg.into()))
+}
+
+/// A set's bytes: a file (raw or gzip) or `modeled`.
+fn set_bytes(spec: &str) -> anyhow::Result<Vec<u8>> {
+    if spec == "modeled" {
+        return Ok(MODELED_SET.to_vec());
+    }
+    Ok(read_set_file(Path::new(spec))?)
+}
+
+fn pool(spec: &str, bytes: &[u8]) -> anyhow::Result<prost_reflect::DescriptorPool> {
+    prost_reflect::DescriptorPool::decode(bytes)
+        .with_context(|| format!("{spec}: not a valid FileDescriptorSet"))
+}
+
+fn write_json(path: &Path, v: &serde_json::Value, force: bool) -> anyhow::Result<()> {
+    let mut text = serde_json::to_vec_pretty(v)?;
+    text.push(b'\n');
+    write_file(
+        path,
+        &text,
+        &WriteOptions {
+            force,
+            ..Default::default()
+        },
+    )?;
+    Ok(())
+}
+
+fn run_extract(a: ExtractArgs) -> anyhow::Result<i32> {
+    if let Some(r) = &a.release {
+        if !valid_release(r) {
+            bail!(usage(format!(
+                "--release {r:?}: expected letters, digits, dots or dashes (e.g. 1.4.7)"
+            )));
+        }
+    }
+    let manifest_path = a
+        .manifest
+        .clone()
+        .unwrap_or_else(|| pin::manifest_path(&a.out));
+    let opts = WriteOptions {
+        force: a.force,
+        ..Default::default()
+    };
+    for p in [&a.out, &manifest_path] {
+        if !a.force && p.symlink_metadata().is_ok() {
+            bail!(usage(format!(
+                "{}: refusing to overwrite an existing file (use --force)",
+                p.display()
+            )));
+        }
+    }
+    let t0 = Instant::now();
+    let bytes =
+        std::fs::read(&a.binary).with_context(|| format!("reading {}", a.binary.display()))?;
+    let read_s = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    let x = extract::extract(&bytes)
+        .with_context(|| format!("extracting from {}", a.binary.display()))?;
+    let scan_s = t1.elapsed().as_secs_f64();
+    drop(bytes);
+    let m = x.manifest(a.release.as_deref());
+    outln!("binary: {}", a.binary.display());
+    outln!("sha256: {}", m.binary_sha256);
+    outln!("bytes: {}", m.binary_bytes);
+    if let Some(r) = &m.release {
+        outln!("release: {r}");
+    }
+    outln!(
+        "records: {} (identical repeats skipped: {}, truncated copies dropped: {})",
+        x.records.len(),
+        x.duplicates.len(),
+        x.truncated.len()
+    );
+    if !x.dropped.is_empty() {
+        outln!("dropped annotation-only: {}", x.dropped.join(", "));
+    }
+    let p = pool("extraction", &x.set)?;
+    outln!(
+        "set: {} files, {} messages, {} enums",
+        x.files.len(),
+        p.all_messages().count(),
+        p.all_enums().count()
+    );
+    write_file(&a.out, &x.set, &opts)?;
+    let value = serde_json::to_value(&m)?;
+    write_json(&manifest_path, &value, a.force)?;
+    outln!(
+        "wrote {} (sha256 {}, {} bytes)",
+        a.out.display(),
+        m.schema_sha256,
+        x.set.len()
+    );
+    outln!("wrote {}", manifest_path.display());
+    let mb = m.binary_bytes as f64 / 1e6;
+    outln!(
+        "time: read {:.2} s, extract {:.2} s ({:.0} MB/s)",
+        read_s,
+        scan_s,
+        mb / scan_s.max(1e-9)
+    );
+    Ok(exit::OK)
+}
+
+fn run_verify(a: VerifyArgs) -> anyhow::Result<i32> {
+    let m = extract::read_manifest(&a.manifest)?;
+    let bytes =
+        std::fs::read(&a.binary).with_context(|| format!("reading {}", a.binary.display()))?;
+    let bad = extract::verify(&m, &bytes);
+    if bad.is_empty() {
+        outln!(
+            "ok: {} records match {} (sha256 {})",
+            m.records.len(),
+            a.binary.display(),
+            m.binary_sha256
+        );
+        return Ok(exit::OK);
+    }
+    for b in &bad {
+        outln!("MISMATCH {b}");
+    }
+    eprintln!(
+        "agy-audit schema verify: {} of {} records do not match {}",
+        bad.len(),
+        m.records.len(),
+        a.binary.display()
+    );
+    Ok(exit::INCOMPLETE)
+}
+
+fn run_diff(a: DiffArgs) -> anyhow::Result<i32> {
+    let old = pool(&a.old, &set_bytes(&a.old)?)?;
+    let new = pool(&a.new, &set_bytes(&a.new)?)?;
+    let d = crate::schema::diff::diff(&old, &new);
+    if a.json {
+        let mut v = serde_json::to_value(&d)?;
+        v["summary"] = serde_json::Value::String(d.summary());
+        outln!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        use std::io::Write as _;
+        std::io::stdout().lock().write_all(d.text().as_bytes())?;
+    }
+    Ok(if d.additive() {
+        exit::OK
+    } else {
+        exit::INCOMPLETE
+    })
+}
+
+fn run_bundle(a: BundleArgs) -> anyhow::Result<i32> {
+    if !a.force && a.out.symlink_metadata().is_ok() {
+        bail!(usage(format!(
+            "{}: refusing to overwrite an existing file (use --force)",
+            a.out.display()
+        )));
+    }
+    let base = set_bytes(&a.base)?;
+    let from = read_set_file(&a.from)?;
+    let from_sha = crate::util::hex(&Sha256::digest(&from));
+    // The extraction's own manifest names the release and binary.
+    let (release, binary) = match pin::read_pin_manifest(&a.from)? {
+        Some((mp, m)) => {
+            if m.schema_sha256.to_ascii_lowercase() != from_sha {
+                bail!(usage(format!(
+                    "{}: SHA-256 is {from_sha}, but {} says {}",
+                    a.from.display(),
+                    mp.display(),
+                    m.schema_sha256
+                )));
+            }
+            (m.release, m.binary_sha256)
+        }
+        None => (None, None),
+    };
+    let b = match crate::schema::bundle::bundle(&base, &from, &a.add) {
+        Ok(b) => b,
+        Err(e @ crate::schema::bundle::BundleError::Invalid { .. }) => return Err(e.into()),
+        Err(e) => bail!(usage(e.to_string())),
+    };
+    for c in &b.delta.added {
+        outln!("+ {} {}", c.kind, c.name);
+    }
+    for n in &b.unchanged {
+        outln!("= {n} (already in the base, identical)");
+    }
+    let sha = crate::util::hex(&b.sha256);
+    write_file(
+        &a.out,
+        &b.set,
+        &WriteOptions {
+            force: a.force,
+            ..Default::default()
+        },
+    )?;
+    let manifest = serde_json::json!({
+        "format": BUNDLE_FORMAT,
+        "schemaSha256": sha,
+        "baseSha256": crate::util::hex(&Sha256::digest(&base)),
+        "fromSha256": from_sha,
+        "release": release,
+        "binarySha256": binary,
+        "added": b.added,
+        "unchanged": b.unchanged,
+    });
+    let mp = pin::manifest_path(&a.out);
+    write_json(&mp, &manifest, true)?;
+    outln!("bundle: {} ({} bytes)", a.out.display(), b.set.len());
+    outln!("sha256: {sha}");
+    outln!("pinned by: {}", mp.display());
+    Ok(exit::OK)
 }
 
 #[derive(Debug, Args)]
@@ -51,6 +381,10 @@ pub fn run(cmd: SchemaCommand) -> anyhow::Result<i32> {
             }
             Ok(0)
         }
+        SchemaCommand::Extract(a) => run_extract(a),
+        SchemaCommand::Verify(a) => run_verify(a),
+        SchemaCommand::Diff(a) => run_diff(a),
+        SchemaCommand::Bundle(a) => run_bundle(a),
         SchemaCommand::Info(a) => {
             let schema = Schema::load(a.schema.as_deref())?;
             {
@@ -71,6 +405,16 @@ pub fn describe(schema: &Schema) -> String {
     let files: Vec<_> = schema.pool.files().collect();
     let _ = writeln!(s, "schema: {}", schema.origin.label());
     let _ = writeln!(s, "sha256: {}", schema.sha256_hex());
+    if let crate::schema::SchemaOrigin::File(p) = &schema.origin {
+        let pin = match crate::schema::pin::read_pin_manifest(p) {
+            Ok(Some((mp, m))) if m.schema_sha256.eq_ignore_ascii_case(&schema.sha256_hex()) => {
+                format!("pinned by {}", mp.display())
+            }
+            Ok(Some((mp, _))) => format!("{} does NOT match: refused for verifying", mp.display()),
+            _ => "none (pass --schema-sha256 to verify with it)".to_string(),
+        };
+        let _ = writeln!(s, "pin: {pin}");
+    }
     let _ = writeln!(
         s,
         "files: {}  messages: {}  enums: {}",

@@ -47,6 +47,22 @@ fn sidecar_path(source: &Path) -> PathBuf {
     source.with_file_name(format!("{stem}.trajectory.json"))
 }
 
+/// The source-only record the current source yields, as an attestation saves it.
+fn current_source_only(now: &crate::pipeline::Prepared) -> Vec<serde_json::Value> {
+    crate::attest::Completeness::source_only_entries(&crate::source::source_only::record(
+        &now.source.source_only,
+    ))
+}
+
+/// The verified kind the current source yields (source-only fields or not).
+fn current_kind(now: &crate::pipeline::Prepared) -> VerdictKind {
+    if crate::source::source_only::record(&now.source.source_only).is_empty() {
+        VerdictKind::Verified
+    } else {
+        VerdictKind::VerifiedSourceOnly
+    }
+}
+
 /// An existing file at the sidecar path that agy-audit did not write (no
 /// `agyReader.completeness`) is replaced only with `--force`.
 fn refuse_foreign_sidecar(out: &Path, force: bool) -> anyhow::Result<()> {
@@ -134,6 +150,30 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
         } else if saved.payload_digest.as_deref() != Some(payload.as_str()) {
             (
                 "INCOMPLETE (payload changed since the attestation)".to_string(),
+                exit::INCOMPLETE,
+            )
+        } else if let Some(r) = now.refusal() {
+            (format!("UNKNOWN (no longer qualifies: {r})"), exit::UNKNOWN)
+        } else if matches!(
+            saved.verdict,
+            VerdictKind::Verified | VerdictKind::VerifiedSourceOnly
+        ) && saved.source_only != current_source_only(&now)
+        {
+            (
+                "INCOMPLETE (source-only record changed since the attestation)".to_string(),
+                exit::INCOMPLETE,
+            )
+        } else if matches!(
+            saved.verdict,
+            VerdictKind::Verified | VerdictKind::VerifiedSourceOnly
+        ) && saved.verdict != current_kind(&now)
+        {
+            (
+                format!(
+                    "INCOMPLETE (verdict kind changed: attested {}, the source now yields {})",
+                    saved.verdict.as_str(),
+                    current_kind(&now).as_str()
+                ),
                 exit::INCOMPLETE,
             )
         } else if saved.verdict == VerdictKind::VerifiedSourceOnly {

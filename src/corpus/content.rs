@@ -1078,7 +1078,7 @@ impl<'a> Ctx<'a> {
         let perms = json!({"permissionGrants": [{"action": "command", "allow": true,
             "resource": {"action": "command", "target": cmd}, "target": cmd}]});
         let inter = json!([{"request": {"permission": {"resource": {"action": "command", "target": cmd},
-                "triggerSource": "TYPE_FORCE_ASK_HOOK"}},
+                "triggerSource": {"type": "TYPE_FORCE_ASK_HOOK"}}},
             "response": {"permission": {"allow": true, "persistGrants": {}}}}]);
         let n = self.sized(40, 1500);
         let out = text::output(&mut self.r, n);
@@ -1654,7 +1654,7 @@ impl<'a> Ctx<'a> {
                 "persistSuggestionType": "PERSIST_SUGGESTION_TYPE_PREFIX",
                 "suggestedPersistPattern": format!("{first} *"),
                 "actionDescription": format!("Run command: {cmd}"),
-                "shellName": "bash", "triggerSource": "TYPE_DEFAULT_FALLBACK"}},
+                "shellName": "bash", "triggerSource": {"type": "TYPE_DEFAULT_FALLBACK"}}},
             "response": {"permission": {"persistGrants": {}}}}]);
         let mut stored = Self::generic("ERROR", meta.clone(), &call, None);
         stored["error"] = error.clone();

@@ -738,7 +738,7 @@ fn render_envelope(out: &mut String, step: &Value) {
                 p.get("resource").map(resource).unwrap_or_default()
             ),
         };
-        if let Some(t) = ne(p, &["triggerDetail"]) {
+        if let Some(t) = ne(p, &["triggerSource", "detail"]) {
             let _ = write!(line, " ({t})");
         }
         match answer.and_then(|a| a.get("permission")) {

@@ -98,6 +98,11 @@ pub struct SessionRecord {
     pub bytes: u64,
     #[serde(default)]
     pub step_types: BTreeMap<String, u64>,
+    /// The declared source-only fields of a verified session, as its
+    /// attestation records them (`audit-qualify` compares them with what
+    /// the current source yields).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub source_only: Vec<serde_json::Value>,
     /// The daemon this session was fetched from (a resumed sweep may talk
     /// to a restarted daemon on another port).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -120,6 +125,44 @@ impl SessionRecord {
             steps: r.steps,
             bytes: r.bytes,
             step_types: r.step_types.clone(),
+            source_only: if r.verdict == Some(VerdictKind::VerifiedSourceOnly) {
+                crate::attest::Completeness::source_only_entries(&r.source_only)
+            } else {
+                Vec::new()
+            },
+            endpoint: None,
+        }
+    }
+
+    /// A record with the given id, profile and verdict and nothing else
+    /// (one step, one byte), for the report modules' tests.
+    #[cfg(test)]
+    pub(crate) fn for_test(
+        id: usize,
+        profile: &str,
+        verdict: Option<VerdictKind>,
+        class: Option<ReasonClass>,
+        reason: Option<&str>,
+    ) -> SessionRecord {
+        SessionRecord {
+            file_id: format!("{id:08}"),
+            cascade_id: format!("{id:08}"),
+            format: if profile.starts_with("legacy") {
+                Format::Protobuf
+            } else {
+                Format::Sqlite
+            },
+            profile: profile.to_string(),
+            source_digest: format!("sha256:{id}"),
+            payload_digest: None,
+            verdict,
+            reason: reason.map(str::to_string),
+            reason_class: class,
+            rules: Vec::new(),
+            steps: 1,
+            bytes: 1,
+            step_types: Default::default(),
+            source_only: Vec::new(),
             endpoint: None,
         }
     }

@@ -374,24 +374,6 @@ fn resumed_manifest(opts: &SweepOptions, root: &str) -> Result<Manifest> {
     Ok(m)
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn running_counts_name_each_nonzero_verdict() {
-        let c = crate::manifest::Counts {
-            verified: 3,
-            verified_source_only: 1,
-            unknown: 2,
-            not_fetched: 1,
-            ..Default::default()
-        };
-        assert_eq!(
-            super::running_counts(&c),
-            "4 verified, 2 unknown, 1 not fetched"
-        );
-    }
-}
-
 /// Writes a session's files, then drops its bodies and sidecar.
 fn written(corpus: &Path, mut r: SessionResult) -> (SessionResult, Result<()>) {
     let files = write_session(corpus, &r);
@@ -502,10 +484,15 @@ impl Progress {
             let verdict = crate::verdict::Outcome::of(r.verdict, r.reason_class).as_str();
             match &r.reason {
                 Some(reason) => eprintln!(
-                    "audit-sweep: {verdict} {} ({} steps): {reason}",
-                    r.file_id, r.steps
+                    "audit-sweep: {verdict} {} ({}): {reason}",
+                    r.file_id,
+                    crate::util::count(r.steps as u64, "step")
                 ),
-                None => eprintln!("audit-sweep: {verdict} {} ({} steps)", r.file_id, r.steps),
+                None => eprintln!(
+                    "audit-sweep: {verdict} {} ({})",
+                    r.file_id,
+                    crate::util::count(r.steps as u64, "step")
+                ),
             }
         }
     }
@@ -514,5 +501,23 @@ impl Progress {
         for b in [&self.decoded, &self.fetched, &self.written] {
             b.finish();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn running_counts_name_each_nonzero_verdict() {
+        let c = crate::manifest::Counts {
+            verified: 3,
+            verified_source_only: 1,
+            unknown: 2,
+            not_fetched: 1,
+            ..Default::default()
+        };
+        assert_eq!(
+            super::running_counts(&c),
+            "4 verified, 2 unknown, 1 not fetched"
+        );
     }
 }

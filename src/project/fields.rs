@@ -131,6 +131,20 @@ pub(crate) fn extra_field(m: &DynamicMessage, allowed: &[&str]) -> Option<String
 }
 
 /// The name of an enum field's value (the default value's name when unset).
+/// A permission request's trigger (`trigger_source`, an object `{type,
+/// detail}`): `None` when unset, the type's name when only the type is set,
+/// else the type's name with the other fields set (which no rule accepts).
+pub(crate) fn trigger_name(perm: &DynamicMessage) -> Option<String> {
+    let t = sub(perm, "trigger_source")?;
+    let name = enum_name(t, "type");
+    let fields = set_fields(t);
+    if fields == ["type"] {
+        Some(name)
+    } else {
+        Some(format!("{name} with fields {fields:?}"))
+    }
+}
+
 pub(crate) fn enum_name(m: &DynamicMessage, name: &str) -> String {
     let Some(fd) = m.descriptor().get_field_by_name(name) else {
         return String::new();

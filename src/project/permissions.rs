@@ -2,8 +2,8 @@
 
 use super::embedded::{RUN_COMMAND, VIEW_FILE};
 use super::fields::{
-    ensure, enum_name, extra_field, flag, has, messages, reject, same, same_list, same_opt,
-    set_fields, status, step_type, sub, text, Wrapper, DONE, R,
+    ensure, extra_field, flag, has, messages, reject, same, same_list, same_opt, set_fields,
+    status, step_type, sub, text, trigger_name, Wrapper, DONE, R,
 };
 use super::table::RuleDoc;
 use super::Reason;
@@ -25,7 +25,7 @@ const REASONS: &[Reason] = &[
 pub(crate) const DOCS: &[RuleDoc] = &[
     RuleDoc {
         rule: RuleId::PermissionRunCommand,
-        accepts: "A DONE run_command wrapper over a DONE embedded RUN_COMMAND Step, both carrying equal permissions and completed_interactions: one grant {action: \"command\", allow: true, target: C, resource: {action: \"command\", target: C}} where C is the native command_line; one completed interaction whose request is only {resource: the grant's resource, trigger_source: TYPE_FORCE_ASK_HOOK} and whose answer is {allow: true, persist_grants: {} (present, empty)} (the response carries nothing else: no trajectory_id, step_index or other field). Presented as the native Step with its copy; the wrapper's copy is dropped.",
+        accepts: "A DONE run_command wrapper over a DONE embedded RUN_COMMAND Step, both carrying equal permissions and completed_interactions: one grant {action: \"command\", allow: true, target: C, resource: {action: \"command\", target: C}} where C is the native command_line; one completed interaction whose request is only {resource: the grant's resource, trigger_source: {type: TYPE_FORCE_ASK_HOOK} (no detail)} and whose answer is {allow: true, persist_grants: {} (present, empty)} (the response carries nothing else: no trajectory_id, step_index or other field). Presented as the native Step with its copy; the wrapper's copy is dropped.",
         reasons: REASONS,
     },
     RuleDoc {
@@ -140,7 +140,7 @@ pub(crate) fn check(w: &Wrapper, n: &DynamicMessage) -> R<RuleId> {
         || format!("request fields {:?}", set_fields(request)),
     )?;
     let perm = sub(request, "permission").unwrap_or(request);
-    let trigger = has(perm, "trigger_source").then(|| enum_name(perm, "trigger_source"));
+    let trigger = trigger_name(perm);
     let expected_fields: &[&str] = if rule == RuleId::PermissionRunCommand {
         ensure(
             trigger.as_deref() == Some("TYPE_FORCE_ASK_HOOK"),

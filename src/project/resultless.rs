@@ -8,7 +8,7 @@ use super::embedded::RUN_COMMAND;
 use super::fields::{
     ensure, enum_name, extra_field, has, history, hooks, messages, new_sub, only_short_full,
     plain_for_go_quote, reject, set, set_enum, set_fields, single_allow_hook, sub, text,
-    tool_source, Wrapper, CANCELED, ERROR, INVALID, R, RUNNING, WAITING,
+    tool_source, trigger_name, Wrapper, CANCELED, ERROR, INVALID, R, RUNNING, WAITING,
 };
 use super::table::RuleDoc;
 use super::{missing_tool_summary, unqualified, view_file, Ctx, Presented, Reason};
@@ -134,7 +134,7 @@ pub(crate) const DOCS: &[RuleDoc] = &[
     },
     RuleDoc {
         rule: RuleId::ResultlessRejectedPermission,
-        accepts: "A resultless run_command wrapper with status ERROR, the arguments CommandLine, Cwd, WaitMsBeforeAsync (and BypassSandbox \"false\" only in a subagent's conversation, whose trajectory metadata names a parent conversation) repeating the metadata tool call, no permissions grant, exactly one pre-tool hook result {decision: allow}, an outer error whose short and full text are both exactly `permission check failed for command \"C\": user denied permission to run command:` / C / `Do not attempt to run this command another way or to circumvent this denial.` (exactly these three lines, C plain printable ASCII without quote or backslash, so Go %q adds only the quotes), and one completed interaction: a request of exactly resource {action: \"command\", target: C}, persist_suggestion_type, suggested_persist_pattern, action_description, shell_name and trigger_source TYPE_DEFAULT_FALLBACK (no trigger_detail), answered with no allow field and an empty persist_grants, and nothing else in the response (no trajectory_id or step_index). Presented as a RUN_COMMAND step built like the hook-denied one, keeping status, metadata, error and the completed request.",
+        accepts: "A resultless run_command wrapper with status ERROR, the arguments CommandLine, Cwd, WaitMsBeforeAsync (and BypassSandbox \"false\" only in a subagent's conversation, whose trajectory metadata names a parent conversation) repeating the metadata tool call, no permissions grant, exactly one pre-tool hook result {decision: allow}, an outer error whose short and full text are both exactly `permission check failed for command \"C\": user denied permission to run command:` / C / `Do not attempt to run this command another way or to circumvent this denial.` (exactly these three lines, C plain printable ASCII without quote or backslash, so Go %q adds only the quotes), and one completed interaction: a request of exactly resource {action: \"command\", target: C}, persist_suggestion_type, suggested_persist_pattern, action_description, shell_name and trigger_source {type: TYPE_DEFAULT_FALLBACK} (no detail), answered with no allow field and an empty persist_grants, and nothing else in the response (no trajectory_id or step_index). Presented as a RUN_COMMAND step built like the hook-denied one, keeping status, metadata, error and the completed request.",
         reasons: &[
             Reason::ResultlessExtraField,
             Reason::ResultlessArguments,
@@ -558,7 +558,7 @@ fn check_rejected_interaction(rule: RuleId, w: &Wrapper, cmd: &str) -> R<()> {
     let Some(perm) = sub(req, "permission") else {
         return fail("no permission request".into());
     };
-    let trigger = enum_name(perm, "trigger_source");
+    let trigger = trigger_name(perm).unwrap_or_else(|| "no trigger".into());
     if trigger != "TYPE_DEFAULT_FALLBACK" {
         return reject(Some(rule), Reason::RejectedTrigger, trigger);
     }

@@ -196,22 +196,13 @@ mod tests {
     use crate::verdict::ReasonClass;
 
     fn refused(id: usize, class: ReasonClass, reason: &str) -> SessionRecord {
-        SessionRecord {
-            file_id: format!("{id:08}"),
-            cascade_id: format!("{id:08}"),
-            format: Format::Sqlite,
-            profile: "sqlite-v1-format0-modeled-19f5ca8aba2b-r12934a-planner50-permission2-prompt23-history2".into(),
-            source_digest: format!("sha256:{id}"),
-            payload_digest: None,
-            verdict: Some(class.verdict()),
-            reason: Some(reason.into()),
-            reason_class: Some(class),
-            rules: Vec::new(),
-            steps: 1,
-            bytes: 1,
-            step_types: Default::default(),
-            endpoint: None,
-        }
+        SessionRecord::for_test(
+            id,
+            "sqlite-v1-format0-modeled-19f5ca8aba2b-r12934a-planner50-permission2-prompt23-history2",
+            Some(class.verdict()),
+            Some(class),
+            Some(reason),
+        )
     }
 
     fn section<'a>(md: &'a str, title: &str) -> &'a str {

@@ -106,12 +106,37 @@ pub fn recheck(ctx: &AuditContext<'_>, root: &Path, s: &SessionRecord) -> Rechec
             if let Some(r) = refusal {
                 return changed(r.class, format!("no longer qualifies: {r}"));
             }
-            let source_only = !record(&src.source_only).is_empty();
-            if source_only != (s.verdict == Some(VerdictKind::VerifiedSourceOnly)) {
+            let now = record(&src.source_only);
+            if now.is_empty() == (s.verdict == Some(VerdictKind::VerifiedSourceOnly)) {
                 return changed(
                     ReasonClass::SourceChanged,
-                    "source-only record changed".into(),
+                    format!(
+                        "verdict kind changed: recorded {}, the source now yields {}",
+                        s.verdict_str(),
+                        if now.is_empty() {
+                            "verified"
+                        } else {
+                            "verified-source-only"
+                        }
+                    ),
                 );
+            }
+            // The recorded source-only fields must be exactly the ones the
+            // source yields now (a verified-source-only record without them
+            // is missing evidence).
+            if s.verdict == Some(VerdictKind::VerifiedSourceOnly) {
+                if s.source_only.is_empty() {
+                    return changed(
+                        ReasonClass::MissingEvidence,
+                        "the manifest records no source-only fields for this verified-source-only session".into(),
+                    );
+                }
+                if s.source_only != crate::attest::Completeness::source_only_entries(&now) {
+                    return changed(
+                        ReasonClass::SourceChanged,
+                        "source-only record changed since the manifest was captured".into(),
+                    );
+                }
             }
         }
         Some(VerdictKind::Unknown) | Some(VerdictKind::Incomplete) | None => {

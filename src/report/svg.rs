@@ -223,32 +223,12 @@ pub fn verdict_chart(m: &Manifest) -> String {
 mod tests {
     use super::*;
     use crate::manifest::{Manifest, SessionRecord};
-    use crate::source::Format;
     use crate::verdict::VerdictKind;
 
     const LONG_SQLITE: &str = "sqlite-v1-format0-modeled-19f5ca8aba2b-r12934a-planner50-permission2-prompt23-history2-options145-compaction146-skill146-finish147-replay147";
 
     fn session(id: usize, profile: &str, verdict: Option<VerdictKind>) -> SessionRecord {
-        SessionRecord {
-            file_id: format!("{id:08}"),
-            cascade_id: format!("{id:08}"),
-            format: if profile.starts_with("legacy") {
-                Format::Protobuf
-            } else {
-                Format::Sqlite
-            },
-            profile: profile.to_string(),
-            source_digest: format!("sha256:{id}"),
-            payload_digest: None,
-            verdict,
-            reason: None,
-            reason_class: None,
-            rules: Vec::new(),
-            steps: 1,
-            bytes: 1,
-            step_types: Default::default(),
-            endpoint: None,
-        }
+        SessionRecord::for_test(id, profile, verdict, None, None)
     }
 
     /// `counts` sessions per verdict (verified, source-only, unknown,

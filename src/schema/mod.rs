@@ -6,7 +6,11 @@
 //! pool ([`Names`]), never by hard-coded numbers, so a real descriptor set can
 //! replace the modeled one.
 
+pub mod bundle;
+pub mod diff;
+pub mod extract;
 mod names;
+pub mod pin;
 
 pub use names::{ModernNames, Names, MODERN_DECLARATIONS};
 
@@ -30,8 +34,24 @@ pub const MAX_SET_BYTES: u64 = 64 << 20;
 pub enum SchemaOrigin {
     /// The modeled schema embedded in this binary.
     Modeled,
-    /// A FileDescriptorSet file given with `--schema`.
+    /// A FileDescriptorSet file given with `--schema`, not pinned (loaded
+    /// for inspection only, see [`pin`]).
     File(PathBuf),
+    /// A `--schema` file pinned by `--schema-sha256` or its manifest; `agy`
+    /// names the release and binary it was extracted from, when known.
+    Pinned {
+        path: PathBuf,
+        agy: Option<AgyBuild>,
+    },
+}
+
+/// The agy build a pinned set came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgyBuild {
+    /// The release, e.g. `1.4.7`.
+    pub release: String,
+    /// The first 12 hex digits of the binary's SHA-256.
+    pub binary_sha12: String,
 }
 
 /// Why a descriptor set could not be loaded.
@@ -84,38 +104,7 @@ impl Schema {
 
     /// Loads a FileDescriptorSet file, raw or gzip-compressed.
     pub fn from_file(path: &Path) -> Result<Schema, SchemaError> {
-        let io = |source| SchemaError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let file = std::fs::File::open(path).map_err(io)?;
-        let mut raw = Vec::new();
-        file.take(MAX_SET_BYTES + 1)
-            .read_to_end(&mut raw)
-            .map_err(io)?;
-        if raw.len() as u64 > MAX_SET_BYTES {
-            return Err(SchemaError::TooLarge {
-                path: path.to_path_buf(),
-            });
-        }
-        let bytes = if raw.starts_with(&[0x1f, 0x8b]) {
-            let mut out = Vec::new();
-            flate2::read::GzDecoder::new(&raw[..])
-                .take(MAX_SET_BYTES + 1)
-                .read_to_end(&mut out)
-                .map_err(|e| SchemaError::Invalid {
-                    path: path.to_path_buf(),
-                    detail: format!("gzip: {e}"),
-                })?;
-            if out.len() as u64 > MAX_SET_BYTES {
-                return Err(SchemaError::TooLarge {
-                    path: path.to_path_buf(),
-                });
-            }
-            out
-        } else {
-            raw
-        };
+        let bytes = read_set_file(path)?;
         Self::from_bytes(&bytes, SchemaOrigin::File(path.to_path_buf()))
     }
 
@@ -157,12 +146,62 @@ impl Schema {
     }
 }
 
+/// Reads a FileDescriptorSet file's bytes, gunzipped when gzip-compressed,
+/// capped at [`MAX_SET_BYTES`]. No pool is built.
+pub fn read_set_file(path: &Path) -> Result<Vec<u8>, SchemaError> {
+    let io = |source| SchemaError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let mut raw = Vec::new();
+    file.take(MAX_SET_BYTES + 1)
+        .read_to_end(&mut raw)
+        .map_err(io)?;
+    if raw.len() as u64 > MAX_SET_BYTES {
+        return Err(SchemaError::TooLarge {
+            path: path.to_path_buf(),
+        });
+    }
+    if !raw.starts_with(&[0x1f, 0x8b]) {
+        return Ok(raw);
+    }
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(&raw[..])
+        .take(MAX_SET_BYTES + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| SchemaError::Invalid {
+            path: path.to_path_buf(),
+            detail: format!("gzip: {e}"),
+        })?;
+    if out.len() as u64 > MAX_SET_BYTES {
+        return Err(SchemaError::TooLarge {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(out)
+}
+
 impl SchemaOrigin {
     /// A short label for messages and profile identifiers.
     pub fn label(&self) -> String {
         match self {
             SchemaOrigin::Modeled => "<modeled schema>".to_string(),
-            SchemaOrigin::File(p) => p.display().to_string(),
+            SchemaOrigin::File(p) | SchemaOrigin::Pinned { path: p, .. } => p.display().to_string(),
+        }
+    }
+
+    /// The schema part of the profile identifier: `modeled`, `agy-<release>-<sha12>`
+    /// for a pinned extraction or bundle, `pinned` for another pinned set,
+    /// `unpinned` for an inspection-only set.
+    pub fn profile_label(&self) -> String {
+        match self {
+            SchemaOrigin::Modeled => "modeled".into(),
+            SchemaOrigin::Pinned { agy: Some(a), .. } => {
+                format!("agy-{}-{}", a.release, a.binary_sha12)
+            }
+            SchemaOrigin::Pinned { agy: None, .. } => "pinned".into(),
+            SchemaOrigin::File(_) => "unpinned".into(),
         }
     }
 }

@@ -7,7 +7,9 @@
 //! bad map entry (unknown, malformed, wrongly encoded or duplicate member,
 //! duplicate key, also across repeated occurrences of a singular enclosing
 //! message) and nesting past [`MAX_DEPTH`] is refused with the exact JSON-style
-//! path, e.g. `steps[12].metadata.toolCall: unknown field 41 (varint)`.
+//! path, e.g. `steps[12].metadata.toolCall: unknown field 41 (varint) in
+//! exa.codeium_common_pb.ChatToolCall: …` (an unknown field's refusal names
+//! the message and suggests the user's own build's descriptors, `--schema`).
 //!
 //! The two declared source-only fields are the only unknown fields it lets
 //! through, and only at their exact paths and shapes (see [`super::source_only`]).
@@ -531,13 +533,14 @@ impl<'p> Scanner<'p> {
                 _ => {
                     let loc = self.location("");
                     self.record_unknown(loc.clone(), f);
-                    let class = source_only::class_for(desc.full_name(), f.number)
-                        .unwrap_or(ReasonClass::UnknownField);
-                    self.refuse(
-                        class,
-                        loc,
-                        format!("unknown field {} ({})", f.number, f.wire_type.name()),
-                    )?;
+                    let detail = match source_only::class_for(desc.full_name(), f.number) {
+                        Some(class) => (
+                            class,
+                            format!("unknown field {} ({})", f.number, f.wire_type.name()),
+                        ),
+                        None => (ReasonClass::UnknownField, unknown_field_detail(desc, f)),
+                    };
+                    self.refuse(detail.0, loc, detail.1)?;
                 }
             }
         }
@@ -627,4 +630,18 @@ fn packed_ok(want: WireType, body: &[u8]) -> bool {
         }
         _ => false,
     }
+}
+
+/// The detail of an unknown-field refusal: the field number and wire type,
+/// the message that lacks it (the refusal's location is its path), and what
+/// to do: a build of agy newer or other than the schema in use may define the
+/// field, and its own descriptors (`--schema FILE`) can be loaded instead.
+fn unknown_field_detail(desc: &MessageDescriptor, f: &RawField<'_>) -> String {
+    format!(
+        "unknown field {} ({}) in {}: the schema in use does not define it; \
+         if your agy build does, audit with its descriptors (--schema FILE)",
+        f.number,
+        f.wire_type.name(),
+        desc.full_name()
+    )
 }

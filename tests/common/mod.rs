@@ -601,3 +601,219 @@ pub fn assert_refuses(
         assert_eq!(r.rule, rule, "{r}");
     }
 }
+
+// ---------------------------------------------------------------------------
+// The binary, generated stores and the simulated daemon (tests that run
+// `agy-audit` as a child process).
+// ---------------------------------------------------------------------------
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+/// The `agy-audit` binary, with none of the settings it reads from the
+/// environment (daemon URL, CLI root, CSRF token, schema, legacy key file).
+pub fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_agy-audit"));
+    c.env_remove("ANTIGRAVITY_DAEMON_URL")
+        .env_remove("ANTIGRAVITY_CLI_ROOT")
+        .env_remove("ANTIGRAVITY_CSRF_TOKEN")
+        .env_remove("AGY_AUDIT_SCHEMA")
+        .env_remove("AGY_AUDIT_LEGACY_KEY_FILE");
+    c
+}
+
+/// Runs `agy-audit` with `args` (whatever it exits with).
+pub fn run(args: &[&str]) -> std::process::Output {
+    bin().args(args).output().expect("run agy-audit")
+}
+
+/// Runs `c`, asserting exit 0; returns its stdout.
+pub fn run_ok(c: &mut Command) -> String {
+    let o = c.output().expect("running agy-audit");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{c:?}\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A new scratch folder under the system's temp folder, its name unique to
+/// `tag`, this process and this moment; the caller removes it.
+pub fn scratch_dir(tag: &str) -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let d = std::env::temp_dir().join(format!("agy-audit-{tag}-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// `agy-audit corpus generate --out store` with `options` (none: the
+/// default plan).
+pub fn generate_store(store: &Path, options: &[&str]) {
+    run_ok(
+        bin()
+            .args(["corpus", "generate", "--out", store.to_str().unwrap()])
+            .args(options),
+    );
+}
+
+/// The simulated daemon as a child process, killed on drop.
+pub struct Sim {
+    child: Child,
+    pub url: String,
+    /// The line it announced itself with.
+    pub announcement: String,
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `agy-audit daemon-sim --store store` with `options`, once it has
+/// announced its URL.
+pub fn start_sim(store: &Path, options: &[&str]) -> Sim {
+    let mut child = bin()
+        .args(["daemon-sim", "--store", store.to_str().unwrap()])
+        .args(options)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("starting daemon-sim");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("piped stdout"))
+        .read_line(&mut line)
+        .expect("reading daemon-sim's announcement");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://127.0.0.1:"))
+        .unwrap_or_else(|| panic!("no URL in `{line}`"))
+        .to_string();
+    Sim {
+        child,
+        url,
+        announcement: line,
+    }
+}
+
+/// The generator's ground truth, `.truth/expected.jsonl`: `fileId` →
+/// (verdict, reasonClass).
+pub fn truth_verdicts(store: &Path) -> std::collections::HashMap<String, (String, Option<String>)> {
+    let text = std::fs::read_to_string(store.join(".truth/expected.jsonl")).unwrap();
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["fileId"].as_str().unwrap().to_string(),
+                (
+                    v["verdict"].as_str().unwrap().to_string(),
+                    v["reasonClass"].as_str().map(str::to_string),
+                ),
+            )
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// Daemon views of a generated corpus (tests/compare_*.rs).
+// ---------------------------------------------------------------------------
+
+use agy_audit::verdict::ReasonClass;
+
+/// One daemon view the generator wrote (`.truth/daemon/<id>.<view>.json`)
+/// for a conversation the offline audit accepts.
+pub struct DaemonView {
+    pub file_id: String,
+    /// "full" or "ordinary".
+    pub view: &'static str,
+    /// The message the view must equal: the persisted trajectory, or its
+    /// ordinary projection.
+    pub expected: DynamicMessage,
+    /// The class a disagreement of this view is refused under.
+    pub class: ReasonClass,
+    pub text: String,
+}
+
+/// Generates `conversations` conversations with `seed` into a scratch
+/// folder named after `tag` (removed again) and returns the schema and the
+/// daemon views of every conversation the offline audit accepts, in file
+/// name order.
+pub fn generated_daemon_views(
+    tag: &str,
+    conversations: usize,
+    seed: u64,
+) -> (Schema, Vec<DaemonView>) {
+    use agy_audit::corpus::{generate, GenerateOptions, PlanOptions};
+    use agy_audit::pipeline::{prepare, AuditContext};
+    let dir = std::env::temp_dir().join(format!("agy-audit-{tag}-{}-{seed}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    generate(&GenerateOptions {
+        out: dir.clone(),
+        plan: PlanOptions {
+            conversations,
+            seed,
+            ..PlanOptions::default()
+        },
+        force: false,
+    })
+    .unwrap();
+    let schema = Schema::modeled().unwrap();
+    let key = LegacyKey::default();
+    let ctx = AuditContext {
+        schema: &schema,
+        key: &key,
+        client: None,
+        bracket_retries: 0,
+    };
+    let mut paths: Vec<_> = std::fs::read_dir(dir.join("conversations"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    paths.sort();
+    let mut out = Vec::new();
+    for path in paths {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !(name.ends_with(".db") || name.ends_with(".pb")) {
+            continue;
+        }
+        let mut p = prepare(&ctx, &path).unwrap();
+        // Offline, prepare leaves the tree undecoded; the comparison needs it.
+        p.source.materialize();
+        if p.refusal().is_some() {
+            continue;
+        }
+        let (Some(persisted), Some(projection)) = (&p.source.trajectory, &p.projection) else {
+            continue;
+        };
+        let file_id = &name[..name.len() - 3];
+        let ordinary = projection.ordinary(persisted);
+        for (view, expected, class) in [
+            ("full", persisted.clone(), ReasonClass::FullMismatch),
+            ("ordinary", ordinary, ReasonClass::OrdinaryMismatch),
+        ] {
+            let file = dir
+                .join(".truth/daemon")
+                .join(format!("{file_id}.{view}.json"));
+            let Ok(text) = std::fs::read_to_string(file) else {
+                continue;
+            };
+            out.push(DaemonView {
+                file_id: file_id.to_string(),
+                view,
+                expected,
+                class,
+                text,
+            });
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    (schema, out)
+}
