@@ -257,16 +257,24 @@ fn extract_from_a_real_go_program() {
     }
 }
 
-#[test]
-fn diff_of_the_public_ide_set_against_the_modeled_schema() {
+/// The diff from the public IDE set to the modeled schema (a SKIP line and
+/// `None` when ../shared is absent).
+fn ide_vs_modeled() -> Option<agy_audit::schema::diff::SchemaDiff> {
     let Some(ide) = ide_set() else {
         println!("SKIP: ../shared/schema/antigravity-ide-descriptors.protoset is absent");
-        return;
+        return None;
     };
-    let d = diff(
+    Some(diff(
         &DescriptorPool::decode(&ide[..]).unwrap(),
         &DescriptorPool::decode(MODELED_SET).unwrap(),
-    );
+    ))
+}
+
+#[test]
+fn diff_of_the_public_ide_set_against_the_modeled_schema() {
+    let Some(d) = ide_vs_modeled() else {
+        return;
+    };
     println!("ide -> modeled: {}", d.summary());
     assert!(!d.additive());
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -294,14 +302,9 @@ fn diff_of_the_public_ide_set_against_the_modeled_schema() {
 /// or enum comes with it).
 #[test]
 fn the_ide_diff_agrees_with_conformance_md() {
-    let Some(ide) = ide_set() else {
-        println!("SKIP: ../shared/schema/antigravity-ide-descriptors.protoset is absent");
+    let Some(d) = ide_vs_modeled() else {
         return;
     };
-    let d = diff(
-        &DescriptorPool::decode(&ide[..]).unwrap(),
-        &DescriptorPool::decode(MODELED_SET).unwrap(),
-    );
     assert!(
         d.changed.is_empty(),
         "shared declarations differ: {:#?}",
