@@ -61,7 +61,12 @@ fn every_refusal_class_appears_and_each_near_miss_is_alone() {
             seen.insert(n.class());
         }
     }
-    assert_eq!(near, 41, "10% of 405, rounded");
+    let shapes = agy_audit::corpus::plan::UnqKind::ALL.len();
+    assert_eq!(
+        near,
+        41 + shapes - 2,
+        "10% of 405, rounded, and every rule-bound shape the class cycle left out"
+    );
     let missing: Vec<&str> = NEAR_MISS_CLASSES
         .iter()
         .filter(|c| !seen.contains(c))
@@ -91,6 +96,37 @@ fn every_refusal_class_appears_and_each_near_miss_is_alone() {
         let c = ReasonClass::from_id(required).unwrap_or_else(|| panic!("no class {required}"));
         assert!(seen.contains(&c), "{required}");
     }
+}
+
+#[test]
+fn every_rule_bound_near_miss_shape_has_its_own_conversation() {
+    use agy_audit::corpus::plan::UnqKind;
+    let p = plan(&PlanOptions::default());
+    let mut seen: BTreeMap<UnqKind, usize> = BTreeMap::new();
+    for c in &p.conversations {
+        if let Some(NearMiss::Unqualified(k)) = c.near_miss {
+            *seen.entry(k).or_default() += 1;
+        }
+    }
+    let missing: Vec<_> = UnqKind::ALL
+        .iter()
+        .filter(|k| !seen.contains_key(k))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "shapes without a conversation: {missing:?}"
+    );
+    // A small corpus keeps half of its conversations clean instead.
+    let small = plan(&PlanOptions {
+        conversations: 30,
+        ..PlanOptions::default()
+    });
+    let near = small
+        .conversations
+        .iter()
+        .filter(|c| c.near_miss.is_some())
+        .count();
+    assert!(near <= 15, "{near} near-misses in 30 conversations");
 }
 
 #[test]

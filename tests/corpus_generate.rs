@@ -507,3 +507,24 @@ fn planned_faults_are_written_and_set_the_truth() {
         }
     }
 }
+
+/// Every variant of every near-miss class assembles (the cycle reaches the
+/// later variants only when most conversations are near-misses): a wrong
+/// wire type serves the daemon's views from the clean bytes.
+#[test]
+fn every_near_miss_variant_assembles_at_rate_one() {
+    use agy_audit::corpus::{assemble, content, msg::Builder, plan};
+    let p = plan::plan(&plan::PlanOptions {
+        conversations: 400,
+        near_miss_rate: 1.0,
+        ..plan::PlanOptions::default()
+    });
+    let b = Builder::new(agy_audit::schema::Schema::modeled().expect("modeled schema"));
+    let mut failed = Vec::new();
+    for cp in &p.conversations {
+        if let Err(e) = assemble::assemble(&b, cp, content::build(cp, 1)) {
+            failed.push(format!("{:?}: {e}", cp.near_miss));
+        }
+    }
+    assert!(failed.is_empty(), "{failed:#?}");
+}

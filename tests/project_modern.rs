@@ -939,9 +939,8 @@ fn every_modern_declaration_is_listed_in_conformance() {
 
 // ---- the corpus's modern near-miss shapes -------------------------------------
 
-/// Each modern near-miss recipe of the corpus generator (appended to the
-/// unqualified-projection cycle; the default corpus's two such conversations
-/// use the first two variants) refuses under the rule it names.
+/// Each modern near-miss recipe of the corpus generator (the default corpus
+/// holds one conversation of each) refuses under the rule it names.
 #[test]
 fn corpus_modern_near_misses_refuse_under_their_rule() {
     use agy_audit::corpus::plan::{plan, NearMiss, PlanOptions, Recipe, StepKind, UnqKind};
@@ -968,6 +967,15 @@ fn corpus_modern_near_misses_refuse_under_their_rule() {
             UnqKind::ModernPermissionGrant,
             Reason::ModernPermissionRecord,
         ),
+        (UnqKind::ModernToolName, Reason::ModernTool),
+        (UnqKind::ModernReadRange, Reason::ModernRange),
+        (UnqKind::ModernEditKindMismatch, Reason::ModernEditKind),
+        (UnqKind::ModernStoredMetadata, Reason::ModernResultMetadata),
+        (
+            UnqKind::ModernWrapperTaskDetails,
+            Reason::ModernWrapperField,
+        ),
+        (UnqKind::ModernExtraArgument, Reason::ModernArguments),
     ];
 
     for (k, reason) in kinds {

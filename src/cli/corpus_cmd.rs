@@ -24,7 +24,10 @@ pub struct GenerateArgs {
     /// Seed: the same seed gives byte-identical files.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Fraction of conversations carrying exactly one deliberate near-miss.
+    /// Fraction of conversations carrying exactly one deliberate near-miss,
+    /// cycling over the refusal classes; when nonzero, one more near-miss
+    /// conversation for every rule-bound shape the cycle left out, while at
+    /// least half of the corpus stays clean.
     #[arg(long, default_value_t = 0.1)]
     pub near_miss_rate: f64,
     /// Fraction of conversations with a planned daemon fault (written to .truth/faults.txt).

@@ -303,6 +303,9 @@ pub fn assemble(b: &Builder, plan: &ConvPlan, cj: ConvJson) -> Result<Assembled,
                 len_field(per_tool, &e)
             };
             if let Some(g) = gens.get_mut(0) {
+                // a wrong wire type does not decode: the daemon's views come
+                // from the clean bytes
+                clean_gen = Some((0, g.clone()));
                 *g = match f {
                     MapFault::DuplicateKey => {
                         append_at(g, &tool_output_path, &entry("run_command", &[]))?
@@ -374,6 +377,9 @@ pub fn assemble(b: &Builder, plan: &ConvPlan, cj: ConvJson) -> Result<Assembled,
                     _ => varint_field(50, 0),
                 };
                 if let Some(g) = gens.get_mut(0) {
+                    // a varint field 50 does not decode under the declared
+                    // message: the daemon's views come from the clean bytes
+                    clean_gen = Some((0, g.clone()));
                     *g = append_at(g, &gen_pc, &bytes)?;
                 }
             }

@@ -2527,10 +2527,65 @@ impl<'a> Ctx<'a> {
                     "target": path.clone(), "resource": {"action": "read_file", "target": path}}]});
                 (p, t)
             }
+            UnqKind::ModernToolName => {
+                let (mut p, mut t) = self.modern_read_file(pidx, idx, false, false);
+                rename_tool(&mut p, &mut t, "view_file");
+                (p, t)
+            }
+            UnqKind::ModernReadRange => {
+                let (p, mut t) = self.modern_read_file(pidx, idx, false, true);
+                t.stored["generic"]["result"]["payload"]["startLine"] = json!(0);
+                set_arg(&mut t, "StartLine", "0");
+                (p, t)
+            }
+            UnqKind::ModernEditKindMismatch => {
+                let (p, mut t) = self.modern_file_edit(pidx, idx, false, false);
+                t.stored["generic"]["result"]["payload"]["kind"] = json!("KIND_CREATE");
+                (p, t)
+            }
+            UnqKind::ModernStoredMetadata => {
+                let (p, mut t) = self.modern_manage_task(pidx, idx, 1);
+                t.stored["generic"]["result"]["metadata"] = json!({"action": "list"});
+                (p, t)
+            }
+            UnqKind::ModernWrapperTaskDetails => {
+                let (p, mut t) = self.modern_read_file(pidx, idx, false, false);
+                t.stored["taskDetails"] = json!({"id": format!("{}/task-{idx}", self.plan.id)});
+                (p, t)
+            }
+            UnqKind::ModernExtraArgument => {
+                let (p, mut t) = self.modern_read_file(pidx, idx, false, false);
+                add_arg(&mut t, "Encoding", &js("utf-8"));
+                (p, t)
+            }
         };
         t.presented = None;
         (p, t)
     }
+}
+
+/// Renames the tool call of a wrapper (its retained call and the planner's).
+fn rename_tool(p: &mut StepJson, t: &mut StepJson, name: &str) {
+    let Some(c) = t.call.as_mut() else {
+        return;
+    };
+    fn walk(v: &mut Value, id: &str, name: &str) {
+        match v {
+            Value::Object(m) => {
+                if m.get("id").and_then(Value::as_str) == Some(id) && m.contains_key("name") {
+                    m.insert("name".into(), Value::String(name.into()));
+                }
+                for x in m.values_mut() {
+                    walk(x, id, name);
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(|x| walk(x, id, name)),
+            _ => {}
+        }
+    }
+    walk(&mut p.stored, &c.id, name);
+    walk(&mut t.stored, &c.id, name);
+    c.name = name.into();
 }
 
 /// Replaces (or adds) an argument on a wrapper and its retained tool call.

@@ -212,7 +212,14 @@ fn modern_steps() -> Vec<ModernKind> {
 }
 
 /// Wrapper shapes one bound outside a rule (the unqualified-projection near-miss).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+///
+/// The default corpus holds a conversation of every shape. Three modern
+/// refusals have no shape here because no store the strict scan accepts can
+/// reach them: an undecodable payload (the scan decodes every Any payload
+/// first and refuses it as malformed or invalid UTF-8), and a declaration or
+/// presented field missing from the loaded descriptors (a property of the
+/// schema, not of the store); `tests/project_modern.rs` covers those three.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub enum UnqKind {
     /// A hook-denied command with an extra argument.
     HookDeniedExtraArg,
@@ -252,10 +259,23 @@ pub enum UnqKind {
     ModernBackgroundWait,
     /// A modern read carrying a permission grant (permission1).
     ModernPermissionGrant,
+    /// A modern read payload under the view_file tool name.
+    ModernToolName,
+    /// A modern read whose one-based range starts at line 0.
+    ModernReadRange,
+    /// A modern file edit of kind EDIT under write_to_file.
+    ModernEditKindMismatch,
+    /// A modern manage_task with stored result metadata.
+    ModernStoredMetadata,
+    /// A modern read wrapper with task details.
+    ModernWrapperTaskDetails,
+    /// A modern read with an argument outside the qualified names.
+    ModernExtraArgument,
 }
 
 impl UnqKind {
-    const ALL: &'static [UnqKind] = &[
+    /// Every shape, in the order the unqualified-projection class cycles.
+    pub const ALL: &'static [UnqKind] = &[
         UnqKind::HookDeniedExtraArg,
         UnqKind::CanceledPromptBypass,
         UnqKind::ListPermissionsArg,
@@ -275,6 +295,12 @@ impl UnqKind {
         UnqKind::ModernSubagentsThreeIds,
         UnqKind::ModernBackgroundWait,
         UnqKind::ModernPermissionGrant,
+        UnqKind::ModernToolName,
+        UnqKind::ModernReadRange,
+        UnqKind::ModernEditKindMismatch,
+        UnqKind::ModernStoredMetadata,
+        UnqKind::ModernWrapperTaskDetails,
+        UnqKind::ModernExtraArgument,
     ];
 
     /// The rule whose bounds the shape falls outside of.
@@ -299,6 +325,12 @@ impl UnqKind {
             UnqKind::ModernSubagentsThreeIds => RuleId::ModernManageSubagentsList,
             UnqKind::ModernBackgroundWait => RuleId::ModernCanceledBackgroundCommand,
             UnqKind::ModernPermissionGrant => RuleId::ModernPermission1,
+            UnqKind::ModernToolName
+            | UnqKind::ModernReadRange
+            | UnqKind::ModernWrapperTaskDetails
+            | UnqKind::ModernExtraArgument => RuleId::ModernReadFile,
+            UnqKind::ModernEditKindMismatch => RuleId::ModernFileEdit,
+            UnqKind::ModernStoredMetadata => RuleId::ModernManageTask,
         }
     }
 }
@@ -1223,6 +1255,28 @@ pub fn plan(opts: &PlanOptions) -> CorpusPlan {
     for (m, &i) in nm_order.iter().take(n_near).enumerate() {
         let class = NEAR_MISS_CLASSES[m % NEAR_MISS_CLASSES.len()];
         near[i] = NearMiss::of(class, m / NEAR_MISS_CLASSES.len());
+    }
+    // One more near-miss for every rule-bound shape the class cycle left
+    // out, so each projection refusal has its own conversation; only while
+    // at least half of the corpus stays clean.
+    if n_near > 0 {
+        let chosen: BTreeSet<UnqKind> = near
+            .iter()
+            .filter_map(|x| match x {
+                Some(NearMiss::Unqualified(k)) => Some(*k),
+                _ => None,
+            })
+            .collect();
+        let left: Vec<UnqKind> = UnqKind::ALL
+            .iter()
+            .copied()
+            .filter(|k| !chosen.contains(k))
+            .collect();
+        if n_near + left.len() <= n / 2 {
+            for (&i, k) in nm_order.iter().skip(n_near).zip(left) {
+                near[i] = Some(NearMiss::Unqualified(k));
+            }
+        }
     }
     let clean: Vec<usize> = (0..n).filter(|i| near[*i].is_none()).collect();
 
