@@ -407,3 +407,115 @@ fn modeled_schema_represents_what_real_data_and_the_ide_set_share() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+// ---- the default corpus against the real shapes --------------------------------
+
+/// The subtrees agy-reader's shape listings do not descend into.
+const PRUNED: &[&str] = &[
+    "executorMetadatas",
+    "generatorMetadata",
+    "metadata.mendelExperimentIds",
+    "steps.[].generic",
+    "steps.[].metadata.internalMetadata",
+    "steps.[].metadata.sourceTrajectoryStepInfo",
+    "steps.[].userInput.activeUserState",
+    "steps.[].userInput.userConfig",
+];
+
+/// A data-dependent map key, which the listings write as `*`: URIs, paths,
+/// UUIDs, integers and long hex.
+fn volatile(key: &str) -> bool {
+    let hex = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit());
+    key.contains('/')
+        || key.contains(':')
+        || (!key.is_empty() && key.bytes().all(|b| b.is_ascii_digit()))
+        || (key.len() >= 16 && hex(key))
+        || (key.len() == 36 && key.split('-').all(hex))
+}
+
+/// Every path of `v` as the listings write it.
+fn shape_paths(v: &serde_json::Value, path: &str, out: &mut BTreeSet<String>) {
+    out.insert(path.to_string());
+    if PRUNED.contains(&path) {
+        return;
+    }
+    let join = |seg: &str| {
+        if path.is_empty() {
+            seg.to_string()
+        } else {
+            format!("{path}.{seg}")
+        }
+    };
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                let seg = if volatile(k) { "*" } else { k.as_str() };
+                shape_paths(x, &join(seg), out);
+            }
+        }
+        serde_json::Value::Array(a) => {
+            let p = join("[]");
+            for x in a {
+                shape_paths(x, &p, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The paths of every conversation the default corpus's daemon serves
+/// (full and ordinary views), built in memory from the plan.
+fn default_corpus_paths() -> BTreeSet<String> {
+    use agy_audit::corpus::{assemble, content, msg::Builder, plan};
+    let p = plan::plan(&plan::PlanOptions::default());
+    let b = Builder::new(Schema::modeled().unwrap());
+    let mut out = BTreeSet::new();
+    for cp in &p.conversations {
+        let a = assemble::assemble(&b, cp, content::build(cp, 1))
+            .unwrap_or_else(|e| panic!("{}: {e}", cp.id));
+        for bytes in [&a.full, &a.ordinary] {
+            let v: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+            shape_paths(&v, "", &mut out);
+        }
+    }
+    out
+}
+
+/// Item 3 of the real-data issue: the generator writes what real stores
+/// hold. Every path of the real 1.2.10 listing that the modeled schema
+/// represents appears in the default corpus's daemon responses.
+#[test]
+fn the_default_corpus_writes_every_modeled_real_path() {
+    let Some(shared) = shared() else {
+        println!("SKIP real_shapes: ../shared not found");
+        return;
+    };
+    let modeled = Schema::modeled().unwrap();
+    let lines = listing(&shared, "1.2.10");
+    let r = classify(&modeled, &lines);
+    let represented: BTreeSet<&String> = r
+        .classes
+        .iter()
+        .filter(|(_, c)| *c == Class::Represented)
+        .map(|(p, _)| p)
+        .collect();
+    let written = default_corpus_paths();
+    let unwritten: Vec<&&String> = represented
+        .iter()
+        .filter(|p| !written.contains(p.as_str()))
+        .collect();
+    println!(
+        "default corpus: writes {} of the {} modeled real paths; {} paths it writes are not in the listing",
+        represented.len() - unwritten.len(),
+        represented.len(),
+        written.iter().filter(|p| !lines.iter().any(|(l, _)| l == *p)).count()
+    );
+    for p in &unwritten {
+        println!("  unwritten {p}");
+    }
+    assert!(
+        unwritten.is_empty(),
+        "{} modeled real paths the corpus never writes",
+        unwritten.len()
+    );
+}

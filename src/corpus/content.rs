@@ -37,6 +37,8 @@ pub struct Call {
     pub name: String,
     /// (key, JSON text) pairs, sorted by key.
     pub args: Vec<(String, String)>,
+    /// The model's thinking signature over the call, when it sent one.
+    pub signature: Option<String>,
 }
 
 impl Call {
@@ -185,6 +187,9 @@ fn tools_url(name: &str) -> String {
     format!("type.googleapis.com/exa.cortex.core.tools.{name}")
 }
 
+/// The model real 1.2.x conversations name.
+const MODEL: &str = "MODEL_GOOGLE_GEMINI_2_5_PRO";
+
 fn render(title: &str, markdown: &str, verb: &str) -> Value {
     json!({"title": title, "markdown": markdown, "verb": verb, "icon": "tool", "kind": "card"})
 }
@@ -237,10 +242,12 @@ impl<'a> Ctx<'a> {
         self.calls += 1;
         let mut a: Vec<(String, String)> = args.into_iter().map(|(k, v)| (k.into(), v)).collect();
         a.sort();
+        let signature = self.r.chance(0.5).then(|| self.signature());
         Call {
             id: format!("call_{}", self.calls),
             name: name.into(),
             args: a,
+            signature,
         }
     }
 
@@ -267,6 +274,13 @@ impl<'a> Ctx<'a> {
         });
         if let Some(c) = call {
             m["toolCall"] = json!({"id": c.id, "name": c.name, "argumentsJson": c.args_json()});
+            if let Some(sig) = &c.signature {
+                m["toolCall"]["thinkingSignature"] = json!(sig);
+            }
+            if !c.args.is_empty() {
+                m["argumentsOrder"] = json!(c.args.iter().map(|(k, _)| k).collect::<Vec<_>>());
+            }
+            m["toolCallOutputTokens"] = json!(self.r.range(12, 900));
         }
         if !history.is_empty() {
             let mut trans = Vec::new();
@@ -323,31 +337,38 @@ impl<'a> Ctx<'a> {
         let response = text::markdown(&mut self.r, paras);
         let th = self.r.range(1, 2) as usize;
         let thinking = text::paragraph(&mut self.r, th);
-        let usage = json!({
-            "inputTokens": self.r.range(2_000, 120_000).to_string(),
-            "outputTokens": self.r.range(20, 4_000).to_string(),
-            "cacheReadTokens": self.r.range(0, 90_000).to_string(),
-        });
+        let message_id = format!("msg_{}", self.r.next_u64() % 1_000_000_000);
+        let usage = self.usage(&message_id);
         let mut body = json!({
             "response": response,
             "thinking": thinking,
-            "messageId": format!("msg_{}", self.r.next_u64() % 1_000_000_000),
+            "messageId": message_id,
             "thinkingDuration": format!("{}.{:03}s", self.r.below(20), self.r.below(1000)),
+            "stopReason": if self.r.chance(0.02) { "STOP_REASON_MAX_TOKENS" } else { "STOP_REASON_STOP_PATTERN" },
         });
+        if self.r.chance(0.7) {
+            body["thinkingSignature"] = json!(self.signature());
+        }
         if self.r.chance(0.4) {
             body["modifiedResponse"] = body["response"].clone();
         }
         if let Some(c) = call {
-            body["toolCalls"] =
-                json!([{"id": c.id, "name": c.name, "argumentsJson": c.args_json()}]);
+            let mut tc = json!({"id": c.id, "name": c.name, "argumentsJson": c.args_json()});
+            if let Some(sig) = &c.signature {
+                tc["thinkingSignature"] = json!(sig);
+            }
+            body["toolCalls"] = json!([tc]);
         }
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            None,
-            &["GENERATING", "DONE"],
-            json!({"modelUsage": usage}),
-        );
+        if self.r.chance(0.03) {
+            let end = self.r.range(40, 400);
+            body["recitationMetadata"] = json!({"recitations": [{
+                "citation": {"startIndex": end - 30, "endIndex": end,
+                    "uri": format!("https://github.com/example/project-{}", self.r.range(1, 99))},
+                "content": text::sentence(&mut self.r, 6)}]});
+        }
+        let mut extra = json!({"modelUsage": usage});
+        self.model_metadata(&mut extra);
+        let meta = self.meta(idx, "MODEL", None, &["GENERATING", "DONE"], extra);
         StepJson::plain(json!({
             "type": ty("PLANNER_RESPONSE"),
             "status": status("DONE"),
@@ -360,11 +381,51 @@ impl<'a> Ctx<'a> {
         let n = self.r.range(1, 3) as usize;
         let text = text::paragraph(&mut self.r, n);
         let meta = self.meta(idx, "USER_EXPLICIT", None, &[], json!({}));
+        let ws_uri = format!("file://{}", self.ws);
+        let mut items = vec![json!({"text": text})];
+        if self.r.chance(0.3) {
+            let rel = text::rel_path(&mut self.r);
+            let kind = if self.r.chance(0.7) {
+                "file"
+            } else {
+                "directory"
+            };
+            let rel = if kind == "file" {
+                rel
+            } else {
+                rel.rsplit_once('/')
+                    .map(|(d, _)| d.to_string())
+                    .unwrap_or(rel)
+            };
+            items.push(
+                json!({"item": {kind: {"absoluteUri": format!("{ws_uri}/{rel}"),
+                "workspaceUrisToRelativePaths": {ws_uri.clone(): rel}}}}),
+            );
+        }
+        let skills = format!("{}/.agy/skills", self.ws);
+        let config = json!({
+            "plannerConfig": {
+                "conversational": {"agenticMode": self.r.chance(0.8)},
+                "planModel": MODEL,
+                "requestedModel": {"model": MODEL},
+                "customizationConfig": {
+                    "customizationDiscoveryConfig": {"skills": {"inheritUser": true, "skillsPaths": [{"absolute": skills}]}},
+                    "workspacePaths": {"absolutePaths": [self.ws]},
+                },
+                "retryConfig": {"apiRetry": {}},
+                "toolConfig": {
+                    "notifyUser": {"artifactReviewMode": "ARTIFACT_REVIEW_MODE_TURBO"},
+                    "runCommand": {"autoCommandConfig": {"autoExecutionPolicy": "CASCADE_COMMANDS_AUTO_EXECUTION_AUTO"}},
+                },
+            },
+            "executorConfig": {},
+        });
         StepJson::plain(json!({
             "type": ty("USER_INPUT"),
             "status": status("DONE"),
             "metadata": meta,
-            "userInput": {"userResponse": text, "query": text},
+            "userInput": {"userResponse": text, "query": text, "items": items,
+                "userConfig": config.clone(), "lastUserConfig": config, "activeUserState": {}},
         }))
     }
 
@@ -393,7 +454,28 @@ impl<'a> Ctx<'a> {
             "userIntent": text::sentence(&mut self.r, 12),
             "sessionSummary": text::paragraph(&mut self.r, 4),
             "userRequests": [text::sentence(&mut self.r, 8), text::sentence(&mut self.r, 6)],
+            "intentOnly": false,
+            "includedStepIndexStart": 0,
+            "includedStepIndexEnd": idx.saturating_sub(1),
+            "modelSummarizationFailed": false,
+            "usedFallbackSummary": self.r.chance(0.1),
+            "conversationLogUris": [format!("file://{}/.gemini/antigravity-cli/brain/{}/.system_generated/logs/transcript.jsonl", self.ws, self.plan.id)],
         });
+        let uri = format!("file://{}", text::abs_path(&mut self.r, &self.ws.clone()));
+        let original = text::file_content(&mut self.r, 6);
+        let modified = format!("{original}{}\n", text::sentence(&mut self.r, 6));
+        body["trajectoryFileDiffs"] = json!([{"uri": uri, "originalContent": original,
+            "modifiedContent": modified, "hasModelEdited": true, "isArtifactFile": false,
+            "lastModifiedAt": self.ts(2_000)}]);
+        if self.r.chance(0.5) {
+            let art = format!(
+                "file://{}/.gemini/antigravity-cli/brain/{}/task.md",
+                self.ws, self.plan.id
+            );
+            body["artifactSnapshots"] = json!([{"artifactAbsoluteUri": art, "artifactName": "task.md",
+                "lastEdited": self.ts(2_000),
+                "reviewState": {"artifactUri": art, "status": "ARTIFACT_REVIEW_STATUS_REVIEWED"}}]);
+        }
         if self.r.chance(0.5) {
             let img = self.r.bytes(48);
             use base64_lite::encode;
@@ -421,7 +503,13 @@ impl<'a> Ctx<'a> {
                 "userErrorMessage": "The model is overloaded; retrying.",
                 "shortError": "resource exhausted",
                 "fullError": "rpc error: code = ResourceExhausted desc = quota exceeded (429)",
-            }},
+                "modelErrorMessage": "The request was rate limited.",
+                "details": "quota exceeded for the project's requests per minute",
+                "errorCode": 429,
+                "errorId": format!("err-{:016x}", self.r.next_u64()),
+                "isBenign": true,
+                "rpcErrorDetails": ["type.googleapis.com/google.rpc.ErrorInfo: RATE_LIMIT_EXCEEDED"],
+            }, "shouldShowModel": false, "shouldShowUser": true},
         }))
     }
 
@@ -452,6 +540,55 @@ impl<'a> Ctx<'a> {
             "git fetch origin",
         ];
         self.r.pick(&c).to_string()
+    }
+
+    /// A thinking signature (opaque bytes, base64 in proto3 JSON).
+    fn signature(&mut self) -> String {
+        let n = self.r.range(48, 160) as usize;
+        let b = self.r.bytes(n);
+        base64_lite::encode(&b)
+    }
+
+    /// Model usage as real planner steps carry it.
+    fn usage(&mut self, message_id: &str) -> Value {
+        let out = self.r.range(20, 4_000);
+        let thinking = self.r.range(0, out);
+        json!({
+            "model": MODEL,
+            "inputTokens": self.r.range(2_000, 120_000).to_string(),
+            "outputTokens": out.to_string(),
+            "thinkingOutputTokens": thinking.to_string(),
+            "responseOutputTokens": (out - thinking).to_string(),
+            "cacheReadTokens": self.r.range(0, 90_000).to_string(),
+            "apiProvider": "API_PROVIDER_GOOGLE_GEMINI",
+            "messageId": message_id,
+            "responseHeader": {"sessionID": format!("{:016x}", self.r.next_u64())},
+            "responseId": format!("resp_{:012x}", self.r.next_u64() % (1 << 48)),
+        })
+    }
+
+    /// The generation fields of a model-written step's metadata, and now and
+    /// then a retried call.
+    fn model_metadata(&mut self, extra: &mut Value) {
+        extra["generatorModel"] = json!(MODEL);
+        extra["requestedModel"] = json!({"model": MODEL});
+        extra["viewableAt"] = json!(self.ts(800));
+        extra["lastCompletedChunkAt"] = json!(self.ts(4_000));
+        extra["finishedGeneratingAt"] = json!(self.ts(200));
+        if self.r.chance(0.2) {
+            extra["snapshotMetadata"] = json!({});
+        }
+        if self.r.chance(0.04) {
+            let mid = format!("msg_{}", self.r.next_u64() % 1_000_000_000);
+            let mut u = self.usage(&mid);
+            u["inputTokens"] = json!(self.r.range(2_000, 120_000).to_string());
+            extra["retryInfos"] = json!([{
+                "usage": u,
+                "error": "rpc error: code = Unavailable desc = the model is overloaded",
+                "traceId": format!("{:032x}", u128::from(self.r.next_u64()) << 64 | u128::from(self.r.next_u64())),
+                "retryReason": "RETRY_REASON_API_RETRYABLE",
+            }]);
+        }
     }
 
     /// A tool step (with its planner's call) for `recipe` at `idx`.
