@@ -699,6 +699,12 @@ impl<'a> Ctx<'a> {
         });
         if skill {
             body["isSkillFile"] = Value::Bool(true);
+            body["skillMetadata"] = json!({"name": "release",
+                "description": "Cut a release: bump versions, tag and publish notes."});
+        } else if self.r.chance(0.04) {
+            let img = self.r.bytes(64);
+            body["mediaData"] = json!({"mimeType": "image/png", "inlineData": base64_lite::encode(&img),
+                "uri": format!("file://{path}")});
         }
         let stored = json!({"type": ty("VIEW_FILE"), "status": status("DONE"), "metadata": meta, "viewFile": body});
         (
@@ -733,6 +739,16 @@ impl<'a> Ctx<'a> {
             "runCommand": {"commandLine": cmd, "proposedCommandLine": cmd, "cwd": self.ws,
                 "waitMsBeforeAsync": 5000, "blocking": true, "exitCode": exit,
                 "combinedOutput": {"full": out}, "shell": "bash"}});
+        let mut stored = stored;
+        let terminal = format!("terminal-{}", self.r.range(1, 6));
+        stored["runCommand"]["requestedTerminalId"] = json!(terminal);
+        stored["runCommand"]["terminalId"] = json!(terminal);
+        if self.r.chance(0.3) {
+            stored["runCommand"]["combinedOutputSnapshot"] = json!({"full": truncate(&out, 200)});
+        }
+        if self.r.chance(0.1) {
+            stored["runCommand"]["sandboxOverride"] = json!(true);
+        }
         (
             planner,
             StepJson {
@@ -763,10 +779,7 @@ impl<'a> Ctx<'a> {
             Self::builtin(),
         );
         let uri = format!("file://{path}");
-        let stored = json!({"type": ty("CODE_ACTION"), "status": status("DONE"), "metadata": meta,
-            "codeAction": {"actionSpec": {"command": {"instruction": instr, "isEdit": true, "file": {"absoluteUri": uri}}},
-                "actionResult": {"edit": {"absoluteUri": uri, "unifiedDiff": diff}},
-                "description": text::sentence(&mut self.r, 6)}});
+        let stored = self.native_code_action_body(&path, &uri, &instr, &diff, meta);
         (
             planner,
             StepJson {
@@ -778,6 +791,91 @@ impl<'a> Ctx<'a> {
                 grep: None,
             },
         )
+    }
+
+    /// A native CODE_ACTION as real stores hold it: an edit with replacement
+    /// chunks, their match information and the structured diff, or (now and
+    /// then) a file creation, an artifact edit or a fast-apply fallback.
+    fn native_code_action_body(
+        &mut self,
+        path: &str,
+        uri: &str,
+        instr: &str,
+        diff: &str,
+        meta: Value,
+    ) -> Value {
+        let ws_uri = format!("file://{}", self.ws);
+        let rel = path
+            .strip_prefix(&format!("{}/", self.ws))
+            .unwrap_or(path)
+            .to_string();
+        let scope = json!({"absoluteUri": uri, "workspaceUrisToRelativePaths": {ws_uri: rel}});
+        let lines: Vec<Value> = diff
+            .lines()
+            .filter_map(|l| {
+                let (t, rest) = match l.as_bytes().first() {
+                    Some(b'+') if !l.starts_with("+++") => {
+                        ("UNIFIED_DIFF_LINE_TYPE_INSERT", &l[1..])
+                    }
+                    Some(b'-') if !l.starts_with("---") => {
+                        ("UNIFIED_DIFF_LINE_TYPE_DELETE", &l[1..])
+                    }
+                    Some(b' ') => ("UNIFIED_DIFF_LINE_TYPE_UNCHANGED", &l[1..]),
+                    _ => return None,
+                };
+                Some(json!({"text": rest, "type": t}))
+            })
+            .collect();
+        let start = self.r.range(1, 200) as i64;
+        let end = start + lines.len() as i64;
+        let original = text::file_content(&mut self.r, 4);
+        let block = json!({"endLine": end, "unifiedDiff": {"lines": lines}});
+        let create = self.r.chance(0.2);
+        let mut ca = if create {
+            json!({"actionSpec": {"createFile": {"instruction": instr, "path": scope, "overwrite": false}},
+                "actionResult": {"edit": {"absoluteUri": uri, "createFile": true, "unifiedDiff": diff, "diff": block}}})
+        } else {
+            let target = text::sentence(&mut self.r, 5);
+            let replacement = text::sentence(&mut self.r, 6);
+            let chunk = json!({"targetContent": target, "replacementContent": replacement,
+                "allowMultiple": false, "startLine": start, "endLine": end});
+            let exact = self.r.chance(0.9);
+            let mut info = json!({"originalChunk": chunk, "numMatches": 1, "editDistance": 0,
+                "relEditDistance": 0.0, "useGlobalMatch": false});
+            if !exact {
+                info["isNonExact"] = json!(true);
+                info["fuzzyMatch"] = json!(text::sentence(&mut self.r, 5));
+                info["editDistance"] = json!(self.r.range(1, 12));
+                info["relEditDistance"] = json!(0.125);
+                info["fastApplyFixable"] = json!(true);
+                info["repairFixable"] = json!(false);
+                if self.r.chance(0.3) {
+                    info["error"] = json!(true);
+                    info["errorStr"] =
+                        json!("target content matched with differences in whitespace");
+                }
+            }
+            json!({"actionSpec": {"command": {"instruction": instr, "isEdit": true, "file": scope,
+                    "replacementChunks": [chunk], "useFastApply": false}},
+                "actionResult": {"edit": {"absoluteUri": uri, "unifiedDiff": diff, "diff": block,
+                    "originalContent": original}},
+                "replacementInfos": [info], "useFastApply": false})
+        };
+        ca["description"] = json!(text::sentence(&mut self.r, 6));
+        if !create && self.r.chance(0.05) {
+            ca["heuristicFailure"] = json!("CODE_HEURISTIC_FAILURE_LAZY_COMMENT");
+            ca["fastApplyFallbackInfo"] = json!({"fallbackAttempted": true,
+                "fastApplyPrompt": format!("Apply the edit to {rel}", rel = path),
+                "fastApplyResult": {"edit": {"diff": ca["actionResult"]["edit"]["diff"].clone()}},
+                "heuristicFailure": "CODE_HEURISTIC_FAILURE_DELETED_LINES",
+                "numFastApplyEditsMasked": 1});
+        }
+        if self.r.chance(0.1) {
+            ca["isArtifactFile"] = json!(true);
+            ca["artifactMetadata"] = json!({"artifactType": "ARTIFACT_TYPE_TASK",
+                "summary": text::sentence(&mut self.r, 7), "updatedAt": self.ts(1_000)});
+        }
+        json!({"type": ty("CODE_ACTION"), "status": status("DONE"), "metadata": meta, "codeAction": ca})
     }
 
     fn native_grep(
@@ -830,10 +928,31 @@ impl<'a> Ctx<'a> {
             &["PENDING", "RUNNING", "DONE"],
             Self::builtin(),
         );
-        let stored = json!({"type": ty("GREP_SEARCH"), "status": status("DONE"), "metadata": meta,
+        let mut stored = json!({"type": ty("GREP_SEARCH"), "status": status("DONE"), "metadata": meta,
             "grepSearch": {"searchPathUri": format!("file://{}", self.ws), "query": query,
                 "matchPerLine": per_line, "results": res_json, "totalResults": total,
                 "commandRun": format!("rg --json -n {} {}", js(&query), self.ws)}});
+        {
+            let ws = self.ws.clone();
+            let g = &mut stored["grepSearch"];
+            if let Some(rs) = g["results"].as_array_mut() {
+                for r in rs.iter_mut() {
+                    let rel = r["relativePath"].as_str().unwrap_or_default().to_string();
+                    r["absolutePath"] = json!(format!("{ws}/{rel}"));
+                }
+            }
+            g["caseInsensitive"] = json!(self.r.chance(0.3));
+            g["isRegex"] = json!(self.r.chance(0.4));
+            if self.r.chance(0.3) {
+                g["includes"] = json!(["*.rs", "*.go"]);
+            }
+            if self.r.chance(0.2) {
+                g["rawOutput"] = json!(format!("{n} matches"));
+            }
+            if self.r.chance(0.02) {
+                g["timedOut"] = json!(true);
+            }
+        }
         let result_text = format!("{n} results for {query}");
         let grep = GrepInfo {
             idx,
@@ -871,6 +990,12 @@ impl<'a> Ctx<'a> {
         );
         let stored = json!({"type": ty("LIST_DIRECTORY"), "status": status("DONE"), "metadata": meta,
             "listDirectory": {"directoryPathUri": format!("file://{dir}"), "children": children}});
+        let mut stored = stored;
+        let results: Vec<Value> = children
+            .iter()
+            .map(|c| json!({"name": c, "isDir": false, "sizeBytes": (c.len() as u64 * 97).to_string()}))
+            .collect();
+        stored["listDirectory"]["results"] = json!(results);
         let rt = children.join("\n");
         self.finish_native(planner, call, stored, rt)
     }
@@ -914,6 +1039,17 @@ impl<'a> Ctx<'a> {
         let stored = json!({"type": ty("MCP_TOOL"), "status": status("DONE"), "metadata": meta,
             "mcpTool": {"serverName": "github", "toolCall": {"id": call.id, "name": "search_issues", "argumentsJson": call.args_json()},
                 "resultString": res}});
+        let mut stored = stored;
+        if self.r.chance(0.2) {
+            let m = stored["mcpTool"].as_object_mut();
+            if let Some(m) = m {
+                m.remove("resultString");
+                m.insert(
+                    "resultUri".into(),
+                    json!(format!("file://{}/.gemini/mcp/result-{idx}.json", self.ws)),
+                );
+            }
+        }
         self.finish_native(planner, call, stored, res)
     }
 
@@ -930,7 +1066,8 @@ impl<'a> Ctx<'a> {
             Self::builtin(),
         );
         let stored = json!({"type": ty("SEARCH_WEB"), "status": status("DONE"), "metadata": meta,
-            "searchWeb": {"query": q, "summary": summary}});
+            "searchWeb": {"query": q, "summary": summary, "domain": "docs.example.com",
+                "searchType": "SEARCH_WEB_TYPE_WEB", "thirdPartyConfig": {"provider": "THIRD_PARTY_WEB_SEARCH_PROVIDER_GEMINI"}}});
         self.finish_native(planner, call, stored, summary)
     }
 
@@ -946,7 +1083,10 @@ impl<'a> Ctx<'a> {
             Self::builtin(),
         );
         let stored = json!({"type": ty("READ_URL_CONTENT"), "status": status("DONE"), "metadata": meta,
-            "readUrlContent": {"url": url, "resolvedUrl": url, "latencyMs": self.r.range(20, 900)}});
+            "readUrlContent": {"url": url, "resolvedUrl": url, "latencyMs": self.r.range(20, 900),
+                "webDocument": {"url": url, "documentId": format!("doc-{:x}", self.r.next_u64()),
+                    "title": text::sentence(&mut self.r, 4), "summary": text::sentence(&mut self.r, 10),
+                    "chunks": [{"markdownChunk": {"text": text::paragraph(&mut self.r, 2)}}]}}});
         self.finish_native(planner, call, stored, format!("Read {url}"))
     }
 
