@@ -172,7 +172,9 @@ fn source_only_formats_and_step_mix_are_as_specified() {
                     | Recipe::NativeListDir
                     | Recipe::NativeMcp
                     | Recipe::NativeSearchWeb
-                    | Recipe::NativeReadUrl,
+                    | Recipe::NativeReadUrl
+                    | Recipe::NativeFind
+                    | Recipe::NativeCommandStatus,
                 ) => native += 1,
                 StepKind::Tool(_) => wrappers += 1,
                 _ => {}

@@ -603,6 +603,8 @@ impl<'a> Ctx<'a> {
             R::NativeMcp => self.native_mcp(pidx, idx),
             R::NativeSearchWeb => self.native_search_web(pidx, idx),
             R::NativeReadUrl => self.native_read_url(pidx, idx),
+            R::NativeFind => self.native_find(pidx, idx),
+            R::NativeCommandStatus => self.native_command_status(pidx, idx),
             R::RunCommand { background, big } => self.run_command(pidx, idx, background, big),
             R::ViewFile => self.view_file(pidx, idx),
             R::CodeAction { create } => self.code_action(pidx, idx, create),
@@ -1088,6 +1090,101 @@ impl<'a> Ctx<'a> {
                     "title": text::sentence(&mut self.r, 4), "summary": text::sentence(&mut self.r, 10),
                     "chunks": [{"markdownChunk": {"text": text::paragraph(&mut self.r, 2)}}]}}});
         self.finish_native(planner, call, stored, format!("Read {url}"))
+    }
+
+    fn native_find(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
+        let dir = format!("{}/src", self.ws);
+        let pattern = self
+            .r
+            .pick(&["*_test.go", "*.rs", "Makefile", "*.md"])
+            .to_string();
+        let call = self.call(
+            "find_by_name",
+            vec![("Pattern", js(&pattern)), ("SearchDirectory", js(&dir))],
+        );
+        let planner = self.planner(pidx, Some(&call));
+        let meta = self.meta(
+            idx,
+            "MODEL",
+            Some(&call),
+            &["PENDING", "RUNNING", "DONE"],
+            Self::builtin(),
+        );
+        let n = self.r.range(0, 30);
+        let found: Vec<String> = (0..n).map(|_| text::rel_path(&mut self.r)).collect();
+        let raw = found.join("\n");
+        let mut find = json!({"pattern": pattern, "searchDirectory": dir, "type": "FIND_RESULT_TYPE_FILE",
+            "maxDepth": 8, "totalResults": n, "rawOutput": raw, "excludes": ["node_modules", "target"]});
+        if self.r.chance(0.3) {
+            find["extensions"] = json!(["rs", "go"]);
+        }
+        if n > 20 {
+            find["truncatedOutput"] = json!(found[..20].join("\n"));
+            find["truncatedTotalResults"] = json!(20);
+        }
+        let stored =
+            json!({"type": ty("FIND"), "status": status("DONE"), "metadata": meta, "find": find});
+        self.finish_native(planner, call, stored, raw)
+    }
+
+    fn native_command_status(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
+        let id = format!("{}/task-{}", self.plan.id, self.r.range(1, 40));
+        let wait = self.r.range(1, 30);
+        let call = self.call(
+            "command_status",
+            vec![
+                ("CommandId", js(&id)),
+                ("WaitDurationSeconds", wait.to_string()),
+            ],
+        );
+        let planner = self.planner(pidx, Some(&call));
+        let meta = self.meta(
+            idx,
+            "MODEL",
+            Some(&call),
+            &["PENDING", "RUNNING", "DONE"],
+            Self::builtin(),
+        );
+        let n = self.sized(20, 2_000);
+        let out = text::output(&mut self.r, n);
+        let stored = json!({"type": ty("COMMAND_STATUS"), "status": status("DONE"), "metadata": meta,
+            "commandStatus": {"commandId": id, "outputCharacterCount": out.chars().count(), "waitDurationSeconds": wait}});
+        self.finish_native(planner, call, stored, out)
+    }
+
+    fn ephemeral_message(&mut self, idx: usize) -> StepJson {
+        let meta = self.meta(idx, "SYSTEM", None, &[], json!({}));
+        let (content, heuristic) = *self.r.pick(&[
+            (
+                "Remember to update the task list when a step is done.",
+                "task_reminder",
+            ),
+            (
+                "The last three commands failed; consider another approach.",
+                "repeated_failures",
+            ),
+            (
+                "You have not read the file you are about to edit.",
+                "edit_without_view",
+            ),
+        ]);
+        StepJson::plain(json!({
+            "type": ty("EPHEMERAL_MESSAGE"),
+            "status": status("DONE"),
+            "metadata": meta,
+            "ephemeralMessage": {"content": content, "triggeredHeuristics": [heuristic]},
+        }))
+    }
+
+    fn conversation_history(&mut self, idx: usize) -> StepJson {
+        let meta = self.meta(idx, "SYSTEM", None, &[], json!({}));
+        let content = text::paragraph(&mut self.r, 4);
+        StepJson::plain(json!({
+            "type": ty("CONVERSATION_HISTORY"),
+            "status": status("DONE"),
+            "metadata": meta,
+            "conversationHistory": {"content": content},
+        }))
     }
 
     // ---- wrappers over embedded native steps ---------------------------------
@@ -2947,6 +3044,8 @@ pub fn build(plan: &ConvPlan, seed: u64) -> ConvJson {
             StepKind::UserInput => steps.push(cx.user_input(i)),
             StepKind::SystemMessage => steps.push(cx.system_message(i)),
             StepKind::ErrorMessage => steps.push(cx.error_message(i)),
+            StepKind::EphemeralMessage => steps.push(cx.ephemeral_message(i)),
+            StepKind::ConversationHistory => steps.push(cx.conversation_history(i)),
             StepKind::Checkpoint => {
                 checkpoints += 1;
                 steps.push(cx.checkpoint(i, checkpoints));

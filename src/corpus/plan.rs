@@ -359,6 +359,10 @@ pub enum Recipe {
     NativeSearchWeb,
     /// A top-level READ_URL_CONTENT step.
     NativeReadUrl,
+    /// A top-level FIND step (find_by_name).
+    NativeFind,
+    /// A top-level COMMAND_STATUS step (command_status).
+    NativeCommandStatus,
     /// A completed run_command wrapper over its native step.
     RunCommand {
         /// Moved to the background: outer task details.
@@ -467,7 +471,9 @@ impl Recipe {
             | NativeListDir
             | NativeMcp
             | NativeSearchWeb
-            | NativeReadUrl => RuleId::Passthrough,
+            | NativeReadUrl
+            | NativeFind
+            | NativeCommandStatus => RuleId::Passthrough,
             RunCommand { .. } | ViewFile | CodeAction { .. } | InvokeSubagent => {
                 RuleId::EmbeddedNativeStep
             }
@@ -540,6 +546,10 @@ pub enum StepKind {
     Checkpoint,
     /// ERROR_MESSAGE.
     ErrorMessage,
+    /// EPHEMERAL_MESSAGE: a reminder the executor shows the model.
+    EphemeralMessage,
+    /// CONVERSATION_HISTORY: the earlier conversation a resumed one carries.
+    ConversationHistory,
     /// A tool step.
     Tool(Recipe),
 }
@@ -1218,6 +1228,8 @@ const TOOL_MIX: &[(Recipe, u32)] = &[
     (Recipe::NativeMcp, 1),
     (Recipe::NativeSearchWeb, 1),
     (Recipe::NativeReadUrl, 1),
+    (Recipe::NativeFind, 2),
+    (Recipe::NativeCommandStatus, 1),
 ];
 
 fn shuffled(n: usize, rng: &mut Rng) -> Vec<usize> {
@@ -1535,8 +1547,12 @@ fn plan_steps(r: &mut Rng, must: &[Recipe], need_system: bool, scale: f64) -> Ve
     }
     let mut steps = Vec::with_capacity(target + must.len() * 2 + 8);
     let mut t = 0;
+    let resumed = r.chance(0.08);
     while t < tools.len() {
         steps.push(StepKind::UserInput);
+        if resumed && t == 0 {
+            steps.push(StepKind::ConversationHistory);
+        }
         if r.chance(0.25) {
             steps.push(StepKind::SystemMessage);
         }
@@ -1547,6 +1563,9 @@ fn plan_steps(r: &mut Rng, must: &[Recipe], need_system: bool, scale: f64) -> Ve
             }
             if r.chance(0.12) {
                 steps.push(StepKind::Planner { tool_call: false });
+            }
+            if r.chance(0.03) {
+                steps.push(StepKind::EphemeralMessage);
             }
             steps.push(StepKind::Planner { tool_call: true });
             steps.push(StepKind::Tool(tools[t]));

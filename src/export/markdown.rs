@@ -174,6 +174,10 @@ pub fn step_heading(ty: &Value) -> String {
         "SYSTEM_MESSAGE" => "System message",
         "CHECKPOINT" => "Checkpoint",
         "ERROR_MESSAGE" => "Error",
+        "FIND" => "Found files",
+        "COMMAND_STATUS" => "Checked command",
+        "EPHEMERAL_MESSAGE" => "Reminder",
+        "CONVERSATION_HISTORY" => "Conversation history",
         "GENERIC" => "Used tool",
         "UNSPECIFIED" => "Step",
         _ => "",
@@ -436,6 +440,45 @@ fn render_read_url(out: &mut String, r: &Value) {
     }
     if let Some(ms) = r.get("latencyMs").and_then(scalar) {
         let _ = write!(line, " ({ms} ms)");
+    }
+    let _ = writeln!(out, "{line}\n");
+    if let Some(doc) = r.get("webDocument") {
+        if let Some(t) = ne(doc, &["title"]) {
+            let _ = writeln!(out, "**{t}**\n");
+        }
+        if let Some(s) = ne(doc, &["summary"]) {
+            let _ = writeln!(out, "{s}\n");
+        }
+        for c in arr(doc, "chunks") {
+            if let Some(t) = ne(c, &["markdownChunk", "text"]) {
+                quote(out, t);
+            }
+        }
+    }
+}
+
+fn render_find(out: &mut String, f: &Value) {
+    let mut line = format!("**Pattern** {}", code(ne(f, &["pattern"]).unwrap_or("")));
+    if let Some(d) = ne(f, &["searchDirectory"]) {
+        let _ = write!(line, " in {}", link(d));
+    }
+    if let Some(n) = f.get("totalResults").and_then(scalar) {
+        let _ = write!(line, ", {n} results");
+    }
+    let _ = writeln!(out, "{line}\n");
+    if let Some(o) = ne(f, &["truncatedOutput"]).or_else(|| ne(f, &["rawOutput"])) {
+        fence(out, "text", o);
+    }
+}
+
+fn render_command_status(out: &mut String, c: &Value) {
+    let id = ne(c, &["commandId"]).unwrap_or("?");
+    let mut line = format!("**Command** {}", code(id));
+    if let Some(w) = c.get("waitDurationSeconds").and_then(scalar) {
+        let _ = write!(line, ", waited {w} s");
+    }
+    if let Some(n) = c.get("outputCharacterCount").and_then(scalar) {
+        let _ = write!(line, ", {n} characters of output");
     }
     let _ = writeln!(out, "{line}\n");
 }
@@ -839,6 +882,19 @@ fn render_body(out: &mut String, step: &Value, depth: usize, level: usize) {
                 }
             }
             "checkpoint" => render_checkpoint(out, v),
+            "find" => render_find(out, v),
+            "commandStatus" => render_command_status(out, v),
+            "ephemeralMessage" => {
+                if let Some(m) = ne(v, &["content"]) {
+                    quote(out, m);
+                }
+            }
+            "conversationHistory" => {
+                if let Some(m) = ne(v, &["content"]) {
+                    let _ = writeln!(out, "**Earlier conversation**\n");
+                    quote(out, m);
+                }
+            }
             "errorMessage" => {
                 if let Some(e) = v.get("error") {
                     render_error(out, e);
