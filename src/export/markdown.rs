@@ -517,6 +517,9 @@ fn render_mcp_tool(out: &mut String, m: &Value) {
         let _ = writeln!(out, "Result:\n");
         fence(out, "text", r);
     }
+    if let Some(u) = ne(m, &["resultUri"]) {
+        let _ = writeln!(out, "Result stored at {}\n", link(u));
+    }
 }
 
 fn render_list_resources(out: &mut String, l: &Value) {
