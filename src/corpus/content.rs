@@ -1152,6 +1152,57 @@ impl<'a> Ctx<'a> {
         self.finish_native(planner, call, stored, out)
     }
 
+    /// The agent configuration snapshot a conversation's metadata carries:
+    /// its modeled part (the rest of a real snapshot has no public
+    /// descriptor), with system prompt sections of realistic length.
+    fn agent_script(&mut self) -> Value {
+        let titles = [
+            "Identity",
+            "Tool use",
+            "Making code changes",
+            "Running commands",
+            "Communication",
+            "Task boundaries",
+        ];
+        let sections: Vec<Value> = titles
+            .iter()
+            .map(|t| {
+                let n = self.r.range(6, 30) as usize;
+                json!({"title": t, "content": text::paragraph(&mut self.r, n)})
+            })
+            .collect();
+        json!({
+            "name": "default",
+            "description": "The default coding agent.",
+            "hidden": false,
+            "config": {
+                "commandExecutionPolicy": "auto",
+                "cascadeConfig": {
+                    "executorConfig": {},
+                    "plannerConfig": {
+                        "retryConfig": {
+                            "apiRetry": {"maxRetries": 5, "initialSleepDurationMs": 1000,
+                                "exponentialMultiplier": 2.0, "includeErrorFeedback": true, "range": 0.25},
+                            "modelOutputRetry": {"maxRetries": 2, "forbidToolUse": true},
+                        },
+                        "toolConfig": {
+                            "notifyUser": {"artifactReviewMode": "ARTIFACT_REVIEW_MODE_TURBO"},
+                            "runCommand": {"autoCommandConfig": {"autoExecutionPolicy": "CASCADE_COMMANDS_AUTO_EXECUTION_AUTO"}},
+                        },
+                    },
+                },
+                "customizationConfig": {},
+                "customAgent": {
+                    "systemPromptConfig": {},
+                    "systemPromptSections": sections,
+                    "toolNames": ["run_command", "view_file", "replace_file_content", "write_to_file",
+                        "grep_search", "list_dir", "find_by_name", "command_status", "search_web",
+                        "read_url_content", "invoke_subagent", "manage_task"],
+                },
+            },
+        })
+    }
+
     fn ephemeral_message(&mut self, idx: usize) -> StepJson {
         let meta = self.meta(idx, "SYSTEM", None, &[], json!({}));
         let (content, heuristic) = *self.r.pick(&[
@@ -3169,6 +3220,16 @@ pub fn build(plan: &ConvPlan, seed: u64) -> ConvJson {
         "workspaceUris": [format!("file://{}", cx.ws)],
         "projectId": "default-cli-project",
     });
+    {
+        let name = cx.ws.rsplit('/').next().unwrap_or("project").to_string();
+        metadata["workspaces"][0]["repository"] = json!({"computedName": format!("example/{name}"),
+            "gitOriginUrl": format!("https://github.com/example/{name}.git"),
+            "gitUpstreamUrl": format!("https://github.com/upstream/{name}.git")});
+        metadata["initializationStateId"] = json!(cx.r.uuid());
+        if cx.r.chance(0.85) {
+            metadata["agentScript"] = cx.agent_script();
+        }
+    }
     if let Some((p, depth)) = &plan.parent {
         metadata["parentConversationId"] = Value::String(p.clone());
         metadata["nestingDepth"] = json!(depth);
