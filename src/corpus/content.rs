@@ -454,10 +454,10 @@ impl<'a> Ctx<'a> {
             "userIntent": text::sentence(&mut self.r, 12),
             "sessionSummary": text::paragraph(&mut self.r, 4),
             "userRequests": [text::sentence(&mut self.r, 8), text::sentence(&mut self.r, 6)],
-            "intentOnly": false,
-            "includedStepIndexStart": 0,
+            "intentOnly": self.r.chance(0.05),
+            "includedStepIndexStart": if k > 1 { self.r.range(1, idx.max(2) as u64 - 1) as usize } else { 0 },
             "includedStepIndexEnd": idx.saturating_sub(1),
-            "modelSummarizationFailed": false,
+            "modelSummarizationFailed": self.r.chance(0.03),
             "usedFallbackSummary": self.r.chance(0.1),
             "conversationLogUris": [format!("file://{}/.gemini/antigravity-cli/brain/{}/.system_generated/logs/transcript.jsonl", self.ws, self.plan.id)],
         });
@@ -465,7 +465,7 @@ impl<'a> Ctx<'a> {
         let original = text::file_content(&mut self.r, 6);
         let modified = format!("{original}{}\n", text::sentence(&mut self.r, 6));
         body["trajectoryFileDiffs"] = json!([{"uri": uri, "originalContent": original,
-            "modifiedContent": modified, "hasModelEdited": true, "isArtifactFile": false,
+            "modifiedContent": modified, "hasModelEdited": true, "isArtifactFile": self.r.chance(0.2),
             "lastModifiedAt": self.ts(2_000)}]);
         if self.r.chance(0.5) {
             let art = format!(
@@ -509,7 +509,7 @@ impl<'a> Ctx<'a> {
                 "errorId": format!("err-{:016x}", self.r.next_u64()),
                 "isBenign": true,
                 "rpcErrorDetails": ["type.googleapis.com/google.rpc.ErrorInfo: RATE_LIMIT_EXCEEDED"],
-            }, "shouldShowModel": false, "shouldShowUser": true},
+            }, "shouldShowModel": self.r.chance(0.5), "shouldShowUser": true},
         }))
     }
 
@@ -834,23 +834,24 @@ impl<'a> Ctx<'a> {
         let block = json!({"endLine": end, "unifiedDiff": {"lines": lines}});
         let create = self.r.chance(0.2);
         let mut ca = if create {
-            json!({"actionSpec": {"createFile": {"instruction": instr, "path": scope, "overwrite": false}},
+            json!({"actionSpec": {"createFile": {"instruction": instr, "path": scope, "overwrite": self.r.chance(0.3)}},
                 "actionResult": {"edit": {"absoluteUri": uri, "createFile": true, "unifiedDiff": diff, "diff": block}}})
         } else {
             let target = text::sentence(&mut self.r, 5);
             let replacement = text::sentence(&mut self.r, 6);
             let chunk = json!({"targetContent": target, "replacementContent": replacement,
-                "allowMultiple": false, "startLine": start, "endLine": end});
+                "allowMultiple": self.r.chance(0.1), "startLine": start, "endLine": end});
+            let fast = self.r.chance(0.15);
             let exact = self.r.chance(0.9);
             let mut info = json!({"originalChunk": chunk, "numMatches": 1, "editDistance": 0,
-                "relEditDistance": 0.0, "useGlobalMatch": false});
+                "relEditDistance": 0.0, "useGlobalMatch": self.r.chance(0.1)});
             if !exact {
                 info["isNonExact"] = json!(true);
                 info["fuzzyMatch"] = json!(text::sentence(&mut self.r, 5));
                 info["editDistance"] = json!(self.r.range(1, 12));
                 info["relEditDistance"] = json!(0.125);
                 info["fastApplyFixable"] = json!(true);
-                info["repairFixable"] = json!(false);
+                info["repairFixable"] = json!(self.r.chance(0.5));
                 if self.r.chance(0.3) {
                     info["error"] = json!(true);
                     info["errorStr"] =
@@ -858,10 +859,10 @@ impl<'a> Ctx<'a> {
                 }
             }
             json!({"actionSpec": {"command": {"instruction": instr, "isEdit": true, "file": scope,
-                    "replacementChunks": [chunk], "useFastApply": false}},
+                    "replacementChunks": [chunk], "useFastApply": fast}},
                 "actionResult": {"edit": {"absoluteUri": uri, "unifiedDiff": diff, "diff": block,
                     "originalContent": original}},
-                "replacementInfos": [info], "useFastApply": false})
+                "replacementInfos": [info], "useFastApply": fast})
         };
         ca["description"] = json!(text::sentence(&mut self.r, 6));
         if !create && self.r.chance(0.05) {
@@ -996,6 +997,7 @@ impl<'a> Ctx<'a> {
         let results: Vec<Value> = children
             .iter()
             .map(|c| json!({"name": c, "isDir": false, "sizeBytes": (c.len() as u64 * 97).to_string()}))
+            .chain(std::iter::once(json!({"name": "testdata", "isDir": true})))
             .collect();
         stored["listDirectory"]["results"] = json!(results);
         let rt = children.join("\n");
@@ -1174,7 +1176,7 @@ impl<'a> Ctx<'a> {
         json!({
             "name": "default",
             "description": "The default coding agent.",
-            "hidden": false,
+            "hidden": self.r.chance(0.1),
             "config": {
                 "commandExecutionPolicy": "auto",
                 "cascadeConfig": {
@@ -1720,7 +1722,11 @@ impl<'a> Ctx<'a> {
         );
         let mut native = json!({"type": ty(nty), "status": status("ERROR"),
             "metadata": Self::native_meta(&meta, name, "Running tool"),
-            "error": {"shortError": short, "fullError": format!("{name}: {short}")}});
+            "error": {"shortError": short, "fullError": format!("{name}: {short}"),
+                "userErrorMessage": format!("The tool {name} failed."),
+                "errorId": format!("err-{:016x}", self.r.next_u64()), "isBenign": self.r.chance(0.3),
+                "structuredErrorParts": [{"text": format!("{name} failed: ")}, {"codeText": short},
+                    {"directoryUri": format!("file://{}", self.ws)}, {"url": "https://antigravity.google/docs/errors"}]}});
         native[key] = body;
         let mut stored = Self::generic(
             "ERROR",
