@@ -751,6 +751,30 @@ impl<'a> Ctx<'a> {
         if self.r.chance(0.1) {
             stored["runCommand"]["sandboxOverride"] = json!(true);
         }
+        // A native step keeps its permission records as stored (passthrough):
+        // an answered request with everything real responses carry, or a
+        // request still waiting for the user.
+        let request = json!({"permission": {"resource": {"action": "command", "target": cmd},
+            "actionDescription": format!("Run {cmd}"),
+            "persistSuggestionType": "PERSIST_SUGGESTION_TYPE_PREFIX",
+            "suggestedPersistPattern": cmd.split(' ').next().unwrap_or_default(),
+            "triggerSource": {"type": "TYPE_POLICY_RULE", "detail": "commands outside the allow list ask first"}}});
+        if self.r.chance(0.06) {
+            stored["permissions"] = json!({"permissionGrants": [{"action": "command", "allow": true,
+                "resource": {"action": "command", "target": cmd}, "target": cmd}]});
+            stored["completedInteractions"] = json!([{"request": request,
+                "response": {"permission": {"allow": true,
+                    "persistGrants": {"allow": [cmd.split(' ').next().unwrap_or_default()]}},
+                    "stepIndex": idx, "trajectoryId": self.plan.trajectory_id}}]);
+        } else if self.r.chance(0.02) {
+            stored["status"] = json!(status("WAITING"));
+            stored["requestedInteraction"] = request;
+            if let Some(rc) = stored["runCommand"].as_object_mut() {
+                rc.remove("exitCode");
+                rc.remove("combinedOutput");
+                rc.remove("combinedOutputSnapshot");
+            }
+        }
         (
             planner,
             StepJson {
