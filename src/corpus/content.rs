@@ -1825,7 +1825,11 @@ impl<'a> Ctx<'a> {
             &["PENDING", "RUNNING", "DONE"],
             Self::builtin(),
         );
-        let m = self.media(&name);
+        let mut m = self.media(&name);
+        if self.r.chance(0.5) {
+            let img = self.r.bytes(96);
+            m["inlineData"] = json!(base64_lite::encode(&img));
+        }
         let native = json!({"type": ty("GENERATE_IMAGE"), "status": status("DONE"),
             "metadata": Self::native_meta(&meta, "Generate image", "Generating image"),
             "generateImage": {"prompt": prompt, "imageName": name, "aspectRatio": "16:9",
