@@ -1532,7 +1532,7 @@ pub fn plan(opts: &PlanOptions) -> CorpusPlan {
 /// planner response, with the `must` recipes placed at random tool slots.
 fn plan_steps(r: &mut Rng, must: &[Recipe], need_system: bool, scale: f64) -> Vec<StepKind> {
     let target = {
-        let x = r.normal(3.2, 0.85).exp();
+        let x = r.normal(3.86, 0.85).exp();
         let s = (6.0 + x * scale.clamp(0.05, 1.0).sqrt()).min(650.0);
         s as usize
     };
