@@ -3393,6 +3393,7 @@ mod tests {
             id: "call_1".into(),
             name: "run_command".into(),
             args: vec![("A".into(), "1".into()), ("B".into(), "\"x\"".into())],
+            signature: None,
         };
         assert_eq!(c.args_json(), r#"{"A":1,"B":"x"}"#);
         let v: Value = serde_json::from_str(&c.args_json()).unwrap();
