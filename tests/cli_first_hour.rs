@@ -109,20 +109,29 @@ fn daemon_failures_are_not_fetched_and_resume_retries_them() {
     let d = tempfile::tempdir().unwrap();
     let store = small_store(d.path(), 8);
     let ids = ids(&store);
+    // A limit above every real answer of this store (its daemon views, plus
+    // room for the response envelope), and an oversized answer twice that.
+    let largest = std::fs::read_dir(store.join(".truth/daemon"))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .max()
+        .unwrap();
+    let limit = (largest + 65_536).max(100_000);
     let faults = [
         format!("{}:http-500", ids[0]),
         format!("{}:reset", ids[1]),
         format!("{}:invalid-json", ids[2]),
-        format!("{}:oversized-body:200000", ids[3]),
+        format!("{}:oversized-body:{}", ids[3], 2 * limit),
     ];
     let fault_refs: Vec<&str> = faults.iter().map(String::as_str).collect();
     let faulty = sim(&store, &fault_refs);
     let out = d.path().join("sweep");
+    let limit_arg = limit.to_string();
     let o = sweep(
         &store,
         &out,
         &faulty.url(),
-        &["--max-response-bytes", "100000", "--retries", "0"],
+        &["--max-response-bytes", &limit_arg, "--retries", "0"],
     );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(text(&o).contains("--resume"), "{}", text(&o));
