@@ -104,7 +104,9 @@ pub(super) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented>
     };
     let args_ok = w.args.keys_are(keys)
         && w.args.string("TargetFile").as_deref() == Some(path.as_str())
-        && keys.iter().all(|k| w.args.string(k).is_some());
+        && keys
+            .iter()
+            .all(|k| *k == "ArtifactMetadata" || w.args.string(k).is_some());
     if !args_ok {
         return reject(
             Some(rule),
