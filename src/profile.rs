@@ -59,6 +59,13 @@ pub const QUALIFIED_RULES: &[RuleId] = &[
     RuleId::ModernManageSubagentsList,
     RuleId::ModernSubagentInheritWorkspace,
     RuleId::ModernSkillPath,
+    RuleId::ModernIde225ReadPermissions,
+    RuleId::ModernIde225ByteOffset,
+    RuleId::ModernIde225Artifact,
+    RuleId::ModernFinish,
+    RuleId::ModernMissingFileRead,
+    RuleId::ModernReplayWaits,
+    RuleId::ModernImageRead,
 ];
 
 fn rules_digest(rules: &[RuleId]) -> String {
@@ -112,7 +119,7 @@ mod tests {
         let p = sqlite_profile(&s);
         assert!(p.starts_with("sqlite-v1-format0-modeled-"), "{p}");
         assert!(
-            p.ends_with("-planner50-permission2-prompt23-tools143-permission1-tools144-skill1-history2-options145-compaction146-skill146"),
+            p.ends_with("-planner50-permission2-prompt23-tools143-permission1-tools144-skill1-history2-ide225-options145-compaction146-skill146-finish147-replay147"),
             "{p}"
         );
         let fewer = sqlite_profile_with(&s, &QUALIFIED_RULES[..3]);

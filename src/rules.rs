@@ -75,6 +75,14 @@ rules! {
     SourceOnlyPrompt23 => "source-only-prompt23", "prompt23", "Declared source-only field: ChatMessagePrompt field 23";
     PerToolOutputMap => "per-tool-output-map", "options145", "The per-tool map is checked before protobuf decoding";
     CustomizationKindMap => "customization-kind-map", "compaction146", "The customization map receives the same strict wire checks as the per-tool map";
+    // ---- issue 27: ide225 / finish147 / replay147 ----
+    ModernIde225ReadPermissions => "modern-ide225-read-permissions", "ide225", "Completed read_file wrappers retain their permission grants and completed interactions unchanged";
+    ModernIde225ByteOffset => "modern-ide225-byte-offset", "ide225", "Reads accept ByteOffset=0, with all arguments repeated in the retained tool call";
+    ModernIde225Artifact => "modern-ide225-artifact", "ide225", "Artifact creates and edits retain isArtifactFile; creates also retain the payload's summary, update timestamp and user-facing flag";
+    ModernFinish => "modern-finish", "finish147", "Completed Finish calls with a result schema";
+    ModernMissingFileRead => "modern-missing-file-read", "finish147", "The same capture qualifies missing-file read wrappers";
+    ModernReplayWaits => "modern-replay-waits", "replay147", "Modern RunCommand payloads either omit waits throughout, or copy each stored WaitMsBeforeAsync argument as an unsigned 64-bit integer";
+    ModernImageRead => "modern-image-read", "replay147", "Completed image reads with one persisted inline JPEG, PNG or WebP media item";
 }
 
 /// The profile suffixes in the order the profile identifier lists them.
@@ -87,9 +95,12 @@ pub const SUFFIX_ORDER: &[&str] = &[
     "tools144",
     "skill1",
     "history2",
+    "ide225",
     "options145",
     "compaction146",
     "skill146",
+    "finish147",
+    "replay147",
 ];
 
 /// Suffixes that stay in the identifier without a rule of their own: the

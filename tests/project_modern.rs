@@ -69,7 +69,8 @@ fn run_command_presents_the_result_text_as_output() {
         &json!({"type": "CORTEX_STEP_TYPE_RUN_COMMAND", "status": DONE, "metadata": w["metadata"],
             "taskDetails": w["taskDetails"],
             "runCommand": {"commandLine": "cargo test", "proposedCommandLine": "cargo test", "cwd": "/work/app",
-                "blocking": true, "exitCode": 0, "combinedOutput": {"full": "ok\n3 passed\n"}}}),
+                "blocking": true, "exitCode": 0, "combinedOutput": {"full": "ok\n3 passed\n"},
+                "waitMsBeforeAsync": "5000"}}),
     );
     assert_eq!(got, want);
     // background: not blocking, no exit code invented
@@ -335,14 +336,6 @@ fn read_file_near_misses_fail() {
             with(&w, &format!("{P}/content"), json!("x")),
             Reason::ModernPayloadField,
         ),
-        (
-            with(&w, &format!("{P}/byteOffset"), json!("0")),
-            Reason::ModernPayloadField,
-        ),
-        (
-            with(&w, &format!("{P}/notFound"), json!(true)),
-            Reason::ModernPayloadField,
-        ),
         (read_at("/work/app/../etc/passwd"), Reason::ModernPath),
         (read_at("relative/SKILL.md"), Reason::ModernPath),
         (read_at("C:\\work\\SKILL.md"), Reason::ModernPath),
@@ -361,10 +354,6 @@ fn read_file_near_misses_fail() {
             Reason::ModernArguments,
         ),
         (
-            with(&w, "/generic/args/ByteOffset", json!("0")),
-            Reason::ModernArguments,
-        ),
-        (
             with(&w, "/generic/args/AbsolutePath", json!("\"/other\"")),
             Reason::ModernArguments,
         ),
@@ -379,6 +368,25 @@ fn read_file_near_misses_fail() {
     ];
     for (v, reason) in cases {
         assert_refuses(&s, &v, reason, rule);
+    }
+    // a ranged read of a missing file is outside finish147's missing-file shape
+    assert_refuses(
+        &s,
+        &with(&w, &format!("{P}/notFound"), json!(true)),
+        Reason::ModernPayloadField,
+        Some(RuleId::ModernMissingFileRead),
+    );
+    // an offset on one side only is outside ide225's ByteOffset=0 shape
+    for v in [
+        with(&w, &format!("{P}/byteOffset"), json!("0")),
+        with(&w, "/generic/args/ByteOffset", json!("0")),
+    ] {
+        assert_refuses(
+            &s,
+            &v,
+            Reason::Ide225ByteOffset,
+            Some(RuleId::ModernIde225ByteOffset),
+        );
     }
 }
 
@@ -812,12 +820,13 @@ fn manage_subagents_near_misses_fail() {
 #[test]
 fn other_modern_payloads_still_fail() {
     let s = schema();
+    // a modeled message that is no tool payload (Finish is finish147's now)
     let w = modern(
-        "finish",
+        "manage_task",
         DONE,
         &json!({}),
-        "Finish",
-        &json!({"resultJson": "{}"}),
+        "TaskInfo",
+        &json!({"taskId": "t1"}),
         "done",
     );
     assert_refuses(&s, &w, Reason::ModernToolPayload, None);

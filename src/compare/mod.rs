@@ -126,6 +126,54 @@ pub fn compare_ordinary(
     compare(schema, projection, ordinary, ReasonClass::OrdinaryMismatch)
 }
 
+/// Compares the ordinary RPC trajectory with the projection of `trajectory`
+/// (the persisted one), taking replay147's two complete command
+/// presentations into account (`project::modern::replay_wait`): the
+/// copied form first; when it does not match and some copied wait is
+/// nonzero, the omitted form, for the whole trajectory at once. A match of
+/// the omitted form alone also requires that no modern command step spells
+/// a wait member (an explicit zero selects the copied form). Mixed forms
+/// match neither; the copied form's differences are reported.
+pub fn compare_ordinary_projection(
+    schema: &Schema,
+    projection: &mut crate::project::Projection,
+    trajectory: &mut DynamicMessage,
+    ordinary: &str,
+) -> Result<(), Mismatch> {
+    use crate::project::modern::replay_wait::{explicit_waits, WaitForm};
+    let copied = compare_ordinary(schema, &projection.present(trajectory), ordinary);
+    let waits = projection.replay_waits();
+    if copied.is_ok() || waits.iter().all(|(_, w)| *w == 0) {
+        return copied;
+    }
+    projection.set_wait_form(WaitForm::Omitted, &waits);
+    let omitted = compare_ordinary(schema, &projection.present(trajectory), ordinary);
+    projection.set_wait_form(WaitForm::Copied, &waits);
+    if omitted.is_err() {
+        return copied;
+    }
+    let indices: Vec<usize> = waits.iter().map(|(i, _)| *i).collect();
+    let explicit = parse_value(ordinary)
+        .map(|v| explicit_waits(&v, &indices))
+        .unwrap_or_default();
+    if explicit.is_empty() {
+        Ok(())
+    } else {
+        Err(Mismatch {
+            class: ReasonClass::OrdinaryMismatch,
+            paths: explicit
+                .iter()
+                .take(MAX_REPORTED_PATHS)
+                .map(|i| {
+                    format!(
+                        "steps[{i}].runCommand.waitMsBeforeAsync: spelled in a presentation that omits the other waits (replay147: mixed forms)"
+                    )
+                })
+                .collect(),
+        })
+    }
+}
+
 /// The one-pass check of [`stream::equals`] (the canonical text); when it
 /// does not confirm equality, the value comparison ([`compare_slow`])
 /// decides and names the differing paths.

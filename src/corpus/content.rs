@@ -2510,6 +2510,15 @@ impl<'a> Ctx<'a> {
             M::ManageTask(a) => self.modern_manage_task(pidx, idx, a),
             M::Schedule => self.modern_schedule(pidx, idx),
             M::ManageSubagentsList => self.modern_manage_subagents(pidx, idx),
+            M::Ide225Read { permission, offset } => {
+                self.modern_ide225_read(pidx, idx, permission, offset)
+            }
+            M::ArtifactCreate => self.modern_artifact(pidx, idx, true),
+            M::ArtifactEdit => self.modern_artifact(pidx, idx, false),
+            M::Finish => self.modern_finish(pidx, idx),
+            M::MissingFileRead => self.modern_missing_file(pidx, idx),
+            M::ReplayCopiedWait => self.modern_replay_copied(pidx, idx),
+            M::ImageRead(k) => self.modern_image_read(pidx, idx, k),
         }
     }
 
@@ -2872,6 +2881,262 @@ impl<'a> Ctx<'a> {
         self.finish(planner, call, stored, Some(presented), shown, false)
     }
 
+    // ---- issue 27: ide225 / finish147 / replay147 ----
+
+    /// An approved read's two permission records (ide225 keeps both).
+    fn read_records(path: &str) -> (Value, Value) {
+        let perms = json!({"permissionGrants": [{"action": "read_file", "allow": true,
+            "resource": {"action": "read_file", "target": path}, "target": path}]});
+        let inter = json!([{"request": {"permission": {"resource": {"action": "read_file", "target": path},
+                "actionDescription": format!("Read {path}")}},
+            "response": {"permission": {"allow": true, "persistGrants": {}}}}]);
+        (perms, inter)
+    }
+
+    fn modern_ide225_read(
+        &mut self,
+        pidx: usize,
+        idx: usize,
+        permission: bool,
+        offset: bool,
+    ) -> (StepJson, StepJson) {
+        let path = text::abs_path(&mut self.r, &self.ws.clone());
+        let lines = self.sized(5, 120);
+        let start = self.r.range(1, 60) as usize;
+        let end = start + lines - 1;
+        let range = self.r.chance(0.5);
+        let mut args = vec![("AbsolutePath", js(&path))];
+        let mut payload = json!({"path": path, "outcome": "OUTCOME_COMPLETED"});
+        let mut vf = json!({"absolutePathUri": format!("file://{path}")});
+        if range {
+            args.push(("EndLine", end.to_string()));
+            args.push(("StartLine", start.to_string()));
+            payload["startLine"] = json!(start);
+            payload["endLine"] = json!(end);
+            vf["startLine"] = json!(start - 1);
+            vf["endLine"] = json!(end - 1);
+        }
+        if offset {
+            args.push(("ByteOffset", "0".into()));
+            payload["byteOffset"] = json!("0");
+        }
+        let call = self.call("read_file", args);
+        let planner = self.planner(pidx, Some(&call));
+        let history: &[&str] = if permission {
+            &["PENDING", "RUNNING", "WAITING", "RUNNING", "DONE"]
+        } else {
+            &["PENDING", "RUNNING", "DONE"]
+        };
+        let meta = self.meta(idx, "MODEL", Some(&call), history, Self::builtin());
+        let content = text::file_content(&mut self.r, lines);
+        let shown = truncate(&content, 800);
+        vf["content"] = json!(shown);
+        let mut stored = Self::generic(
+            "DONE",
+            meta.clone(),
+            &call,
+            Some(json!({"result": shown, "payload": any_of(&tools_url("ReadFile"), &payload)})),
+        );
+        let mut presented = json!({"type": ty("VIEW_FILE"), "status": status("DONE"), "metadata": meta, "viewFile": vf});
+        if permission {
+            let (perms, inter) = Self::read_records(&path);
+            stored["permissions"] = perms.clone();
+            stored["completedInteractions"] = inter.clone();
+            presented["permissions"] = perms;
+            presented["completedInteractions"] = inter;
+        }
+        self.finish(planner, call, stored, Some(presented), shown, false)
+    }
+
+    fn modern_artifact(&mut self, pidx: usize, idx: usize, create: bool) -> (StepJson, StepJson) {
+        let name = *self
+            .r
+            .pick(&["task", "implementation_plan", "walkthrough", "notes"]);
+        let path = format!(
+            "{}/.gemini/antigravity/brain/{}/{name}.md",
+            self.ws, self.plan.id
+        );
+        let uri = format!("file://{path}");
+        let n = self.sized(3, 40);
+        let content = text::file_content(&mut self.r, n);
+        let (call, diff, spec, edit, meta_payload) = if create {
+            let added: String = content.lines().map(|l| format!("+{l}\n")).collect();
+            let diff = format!(
+                "--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{} @@\n{added}",
+                content.lines().count()
+            );
+            let summary = text::sentence(&mut self.r, 8);
+            let facing = self.r.chance(0.7);
+            let updated = self.ts(400);
+            let arg = format!(
+                "{{\"Summary\":{},\"UserFacing\":{facing},\"RequestFeedback\":false}}",
+                js(&summary)
+            );
+            let call = self.call(
+                "write_to_file",
+                vec![
+                    ("ArtifactMetadata", arg),
+                    ("CodeContent", js(&content)),
+                    ("TargetFile", js(&path)),
+                ],
+            );
+            let spec = json!({"createFile": {"path": {"absoluteUri": uri}}});
+            let edit = json!({"absoluteUri": uri, "createFile": true, "unifiedDiff": diff});
+            let meta = json!({"summary": summary, "updatedAt": updated, "userFacing": facing});
+            (call, diff, spec, edit, Some(meta))
+        } else {
+            let instr = text::sentence(&mut self.r, 9);
+            let diff = text::diff(&mut self.r, &path);
+            let call = self.call(
+                "replace_file_content",
+                vec![
+                    ("Instruction", js(&instr)),
+                    ("ReplacementContent", js(&content)),
+                    ("TargetFile", js(&path)),
+                ],
+            );
+            let spec = json!({"command": {"instruction": instr, "isEdit": true, "file": {"absoluteUri": uri}}});
+            let edit = json!({"absoluteUri": uri, "unifiedDiff": diff});
+            (call, diff, spec, edit, None)
+        };
+        let planner = self.planner(pidx, Some(&call));
+        let meta = self.meta(
+            idx,
+            "MODEL",
+            Some(&call),
+            &["PENDING", "RUNNING", "DONE"],
+            Self::builtin(),
+        );
+        let kind = if create { "KIND_CREATE" } else { "KIND_EDIT" };
+        let mut payload = json!({"path": path, "kind": kind, "diff": diff, "isArtifactFile": true,
+            "outcome": "OUTCOME_COMPLETED"});
+        let mut ca =
+            json!({"actionSpec": spec, "actionResult": {"edit": edit}, "isArtifactFile": true});
+        if let Some(m) = meta_payload {
+            payload["artifactMetadata"] = m.clone();
+            ca["artifactMetadata"] = m;
+        }
+        let shown = format!("{} {path}", if create { "Created" } else { "Edited" });
+        let stored = Self::generic(
+            "DONE",
+            meta.clone(),
+            &call,
+            Some(json!({"result": shown, "payload": any_of(&tools_url("FileEdit"), &payload)})),
+        );
+        let presented = json!({"type": ty("CODE_ACTION"), "status": status("DONE"), "metadata": meta,
+            "codeAction": ca});
+        self.finish(planner, call, stored, Some(presented), shown, false)
+    }
+
+    fn modern_finish(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
+        let summary = text::sentence(&mut self.r, 8);
+        let passed = self.r.chance(0.8);
+        let call = self.call(
+            "finish",
+            vec![("Passed", passed.to_string()), ("Summary", js(&summary))],
+        );
+        let planner = self.planner(pidx, Some(&call));
+        let meta = self.meta(
+            idx,
+            "MODEL",
+            Some(&call),
+            &["PENDING", "RUNNING", "DONE"],
+            Self::builtin(),
+        );
+        let schema = "{\"type\":\"object\",\"properties\":{\"Passed\":{\"type\":\"boolean\"},\"Summary\":{\"type\":\"string\"}},\"required\":[\"Passed\",\"Summary\"]}";
+        let payload = json!({"resultSchema": schema, "resultJson": call.args_json(),
+            "outcome": "OUTCOME_COMPLETED"});
+        let shown = "Finished.".to_string();
+        let stored = Self::generic(
+            "DONE",
+            meta,
+            &call,
+            Some(json!({"result": shown, "payload": any_of(&tools_url("Finish"), &payload)})),
+        );
+        self.finish(planner, call, stored, None, shown, false)
+    }
+
+    fn modern_missing_file(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
+        let path = text::abs_path(&mut self.r, &self.ws.clone());
+        let call = self.call("read_file", vec![("AbsolutePath", js(&path))]);
+        let planner = self.planner(pidx, Some(&call));
+        let meta = self.meta(
+            idx,
+            "MODEL",
+            Some(&call),
+            &["PENDING", "RUNNING", "DONE"],
+            Self::builtin(),
+        );
+        let payload = json!({"path": path, "notFound": true, "outcome": "OUTCOME_COMPLETED"});
+        let shown = format!("File not found: {path}");
+        let stored = Self::generic(
+            "DONE",
+            meta,
+            &call,
+            Some(json!({"result": shown, "payload": any_of(&tools_url("ReadFile"), &payload)})),
+        );
+        self.finish(planner, call, stored, None, shown, false)
+    }
+
+    /// A tools143 command whose daemon presentation copies the stored wait
+    /// (replay147's other complete form), built from the same call.
+    fn modern_replay_copied(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
+        let background = self.r.chance(0.3);
+        let (p, mut t) = self.modern_run_command(pidx, idx, background);
+        let wait = t.call.as_ref().and_then(|c| {
+            c.args
+                .iter()
+                .find(|(k, _)| k == "WaitMsBeforeAsync")
+                .map(|(_, v)| v.clone())
+        });
+        if let (Some(w), Some(pr)) = (wait, t.presented.as_mut()) {
+            pr["runCommand"]["waitMsBeforeAsync"] = Value::String(w);
+        }
+        (p, t)
+    }
+
+    fn modern_image_read(&mut self, pidx: usize, idx: usize, k: u8) -> (StepJson, StepJson) {
+        let (mime, ext, magic): (&str, &str, &[u8]) = match k % 3 {
+            0 => ("image/jpeg", "jpg", &[0xff, 0xd8, 0xff, 0xe0]),
+            1 => (
+                "image/png",
+                "png",
+                &[0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a],
+            ),
+            _ => ("image/webp", "webp", b"RIFF\x00\x00\x00\x00WEBP"),
+        };
+        let name = *self.r.pick(&["diagram", "screenshot", "logo", "mockup"]);
+        let path = format!("{}/assets/{name}.{ext}", self.ws);
+        let n = self.r.range(64, 2048) as usize;
+        let mut data = magic.to_vec();
+        while data.len() < n {
+            data.push(self.r.below(256) as u8);
+        }
+        let call = self.call("read_file", vec![("AbsolutePath", js(&path))]);
+        let planner = self.planner(pidx, Some(&call));
+        let meta = self.meta(
+            idx,
+            "MODEL",
+            Some(&call),
+            &["PENDING", "RUNNING", "DONE"],
+            Self::builtin(),
+        );
+        let media = json!({"mimeType": mime, "inlineData": base64_lite::encode(&data)});
+        let payload = json!({"path": path, "media": [media.clone()], "numBytes": data.len(),
+            "outcome": "OUTCOME_COMPLETED"});
+        let shown = format!("Read image {path} ({mime}, {} bytes)", data.len());
+        let stored = Self::generic(
+            "DONE",
+            meta.clone(),
+            &call,
+            Some(json!({"result": shown, "payload": any_of(&tools_url("ReadFile"), &payload)})),
+        );
+        let presented = json!({"type": ty("VIEW_FILE"), "status": status("DONE"), "metadata": meta,
+            "viewFile": {"absolutePathUri": format!("file://{path}"), "content": shown,
+                "mediaData": media, "numBytes": data.len()}});
+        self.finish(planner, call, stored, Some(presented), shown, false)
+    }
+
     /// A wrapper shape one bound outside a rule; the daemon passes it through.
     fn unqualified(&mut self, pidx: usize, idx: usize, kind: UnqKind) -> (StepJson, StepJson) {
         let (p, mut t) = match kind {
@@ -3015,6 +3280,144 @@ impl<'a> Ctx<'a> {
             UnqKind::ModernExtraArgument => {
                 let (p, mut t) = self.modern_read_file(pidx, idx, false, false);
                 add_arg(&mut t, "Encoding", &js("utf-8"));
+                (p, t)
+            }
+            // ---- issue 27: ide225 / finish147 / replay147 ----
+            UnqKind::Ide225OffsetNonzero => {
+                let (p, mut t) = self.modern_ide225_read(pidx, idx, false, true);
+                t.stored["generic"]["result"]["payload"]["byteOffset"] = json!("512");
+                set_arg(&mut t, "ByteOffset", "512");
+                (p, t)
+            }
+            UnqKind::Ide225OffsetNotRepeated => {
+                let (p, mut t) = self.modern_ide225_read(pidx, idx, false, true);
+                if let Some(mut c) = t.call.clone() {
+                    c.args.retain(|(k, _)| k != "ByteOffset");
+                    t.stored["metadata"]["toolCall"]["argumentsJson"] =
+                        Value::String(c.args_json());
+                }
+                (p, t)
+            }
+            UnqKind::Ide225ArtifactNoFlag => {
+                let (p, mut t) = self.modern_artifact(pidx, idx, true);
+                if let Some(o) = t.stored["generic"]["result"]["payload"].as_object_mut() {
+                    o.remove("isArtifactFile");
+                }
+                (p, t)
+            }
+            UnqKind::Ide225EditMetadata => {
+                let (p, mut t) = self.modern_artifact(pidx, idx, false);
+                t.stored["generic"]["result"]["payload"]["artifactMetadata"] =
+                    json!({"summary": "edited the plan"});
+                (p, t)
+            }
+            UnqKind::Ide225MetadataField => {
+                let (p, mut t) = self.modern_artifact(pidx, idx, true);
+                let pl = &t.stored["generic"]["result"]["payload"]["artifactMetadata"];
+                let arg = format!(
+                    "{{\"Summary\":{},\"UserFacing\":{},\"RequestFeedback\":false,\"ArtifactType\":\"task\"}}",
+                    pl["summary"],
+                    pl["userFacing"].as_bool().unwrap_or(false)
+                );
+                set_arg(&mut t, "ArtifactMetadata", &arg);
+                (p, t)
+            }
+            UnqKind::Ide225RequestFeedback => {
+                let (p, mut t) = self.modern_artifact(pidx, idx, true);
+                let pl = &t.stored["generic"]["result"]["payload"]["artifactMetadata"];
+                let arg = format!(
+                    "{{\"Summary\":{},\"UserFacing\":{},\"RequestFeedback\":true}}",
+                    pl["summary"],
+                    pl["userFacing"].as_bool().unwrap_or(false)
+                );
+                set_arg(&mut t, "ArtifactMetadata", &arg);
+                (p, t)
+            }
+            UnqKind::Ide225MetadataMismatch => {
+                let (p, mut t) = self.modern_artifact(pidx, idx, true);
+                t.stored["generic"]["result"]["payload"]["artifactMetadata"]["summary"] =
+                    json!("a different summary");
+                (p, t)
+            }
+            UnqKind::Ide225InteractionAlone => {
+                let (p, mut t) = self.modern_ide225_read(pidx, idx, true, false);
+                if let Some(o) = t.stored.as_object_mut() {
+                    o.remove("permissions");
+                }
+                (p, t)
+            }
+            UnqKind::FinishNoSchema => {
+                let (p, mut t) = self.modern_finish(pidx, idx);
+                if let Some(o) = t.stored["generic"]["result"]["payload"].as_object_mut() {
+                    o.remove("resultSchema");
+                }
+                (p, t)
+            }
+            UnqKind::FinishResultMismatch => {
+                let (p, mut t) = self.modern_finish(pidx, idx);
+                t.stored["generic"]["result"]["payload"]["resultJson"] =
+                    json!("{\"Passed\":false}");
+                (p, t)
+            }
+            UnqKind::MissingFileContent => {
+                let (p, mut t) = self.modern_missing_file(pidx, idx);
+                t.stored["generic"]["result"]["payload"]["content"] = json!("stale content");
+                (p, t)
+            }
+            UnqKind::ImageReadRange => {
+                let (p, mut t) = self.modern_image_read(pidx, idx, 1);
+                add_arg(&mut t, "StartLine", "1");
+                add_arg(&mut t, "EndLine", "40");
+                (p, t)
+            }
+            UnqKind::ImageReadTwoMedia => {
+                let (p, mut t) = self.modern_image_read(pidx, idx, 1);
+                let m = t.stored["generic"]["result"]["payload"]["media"][0].clone();
+                if let Some(list) = t.stored["generic"]["result"]["payload"]["media"].as_array_mut()
+                {
+                    list.push(m);
+                }
+                (p, t)
+            }
+            UnqKind::ImageReadGif => {
+                let (p, mut t) = self.modern_image_read(pidx, idx, 1);
+                t.stored["generic"]["result"]["payload"]["media"][0]["mimeType"] =
+                    json!("image/gif");
+                (p, t)
+            }
+            UnqKind::ImageReadExternalUri => {
+                let (p, mut t) = self.modern_image_read(pidx, idx, 0);
+                let uri = format!("https://images.example.com/{}.jpg", self.r.range(1, 999));
+                t.stored["generic"]["result"]["payload"]["media"][0]["uri"] = json!(uri);
+                (p, t)
+            }
+            UnqKind::ImageReadTextMime => {
+                let (p, mut t) = self.modern_image_read(pidx, idx, 2);
+                t.stored["generic"]["result"]["result"] = json!("Read image (image/png)");
+                (p, t)
+            }
+            UnqKind::ImageReadByteCount => {
+                let (p, mut t) = self.modern_image_read(pidx, idx, 0);
+                let n = t.stored["generic"]["result"]["payload"]["numBytes"]
+                    .as_u64()
+                    .unwrap_or(0);
+                t.stored["generic"]["result"]["payload"]["numBytes"] = json!(n + 1);
+                (p, t)
+            }
+            UnqKind::ImageReadPermission => {
+                let (p, mut t) = self.modern_image_read(pidx, idx, 1);
+                let path = t.stored["generic"]["result"]["payload"]["path"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                let (perms, inter) = Self::read_records(&path);
+                t.stored["permissions"] = perms;
+                t.stored["completedInteractions"] = inter;
+                (p, t)
+            }
+            UnqKind::ReplayWaitNoncanonical => {
+                let (p, mut t) = self.modern_run_command(pidx, idx, false);
+                set_arg(&mut t, "WaitMsBeforeAsync", "05000");
                 (p, t)
             }
         };

@@ -138,6 +138,27 @@ pub enum ModernKind {
     Schedule,
     /// A completed ManageSubagents list with two IDs (tools144).
     ManageSubagentsList,
+    // ---- issue 27: ide225 / finish147 / replay147 ----
+    /// An IDE 2.25.0 read (ide225).
+    Ide225Read {
+        /// Both a permission grant and a completed interaction, kept.
+        permission: bool,
+        /// ByteOffset=0, all arguments repeated in the retained tool call.
+        offset: bool,
+    },
+    /// An IDE 2.25.0 artifact create with its ArtifactMetadata (ide225).
+    ArtifactCreate,
+    /// An IDE 2.25.0 artifact edit (ide225).
+    ArtifactEdit,
+    /// A completed Finish call with a result schema (finish147).
+    Finish,
+    /// A read of a file that was not found (finish147).
+    MissingFileRead,
+    /// A completed RunCommand whose daemon presentation copies the stored
+    /// wait (replay147; the tools143 ones present the omitted form).
+    ReplayCopiedWait,
+    /// A completed image read (replay147): 0 JPEG, 1 PNG, 2 WebP.
+    ImageRead(u8),
 }
 
 impl ModernKind {
@@ -153,6 +174,12 @@ impl ModernKind {
             M::ManageTask(_) => RuleId::ModernManageTask,
             M::Schedule => RuleId::ModernSchedule,
             M::ManageSubagentsList => RuleId::ModernManageSubagentsList,
+            M::Ide225Read { .. } => RuleId::ModernReadFile,
+            M::ArtifactCreate | M::ArtifactEdit => RuleId::ModernFileEdit,
+            M::Finish => RuleId::ModernFinish,
+            M::MissingFileRead => RuleId::ModernMissingFileRead,
+            M::ReplayCopiedWait => RuleId::ModernRunCommand,
+            M::ImageRead(_) => RuleId::ModernImageRead,
         }
     }
 
@@ -165,6 +192,22 @@ impl ModernKind {
             ModernKind::InvokeSubagent { inherit: true } => {
                 v.push(RuleId::ModernSubagentInheritWorkspace)
             }
+            ModernKind::RunCommand { .. } | ModernKind::ReplayCopiedWait => {
+                v.push(RuleId::ModernReplayWaits)
+            }
+            ModernKind::Ide225Read { permission, offset } => {
+                v.push(RuleId::ModernSkillPath);
+                if permission {
+                    v.push(RuleId::ModernIde225ReadPermissions);
+                }
+                if offset {
+                    v.push(RuleId::ModernIde225ByteOffset);
+                }
+            }
+            ModernKind::ArtifactCreate | ModernKind::ArtifactEdit => {
+                v.push(RuleId::ModernIde225Artifact)
+            }
+            ModernKind::ImageRead(_) => v.push(RuleId::ModernSkillPath),
             _ => {}
         }
         v
@@ -208,6 +251,33 @@ fn modern_steps() -> Vec<ModernKind> {
     }
     v.extend([M::Schedule; 4]);
     v.extend([M::ManageSubagentsList; 4]);
+    // ---- issue 27: ide225 / finish147 / replay147 ----
+    // Appended, so the steps above keep their conversations: 4 reads keeping
+    // both permission records and 10 ByteOffset=0 reads, 7 artifact creates
+    // and 6 artifact edits (ide225); 4 Finish calls and 4 missing-file
+    // reads (finish147); 6 commands presented with their waits copied (the
+    // 35 above present them omitted) and 6 image reads, 2 of each MIME type
+    // (replay147).
+    for _ in 0..4 {
+        v.push(M::Ide225Read {
+            permission: true,
+            offset: false,
+        });
+    }
+    for _ in 0..10 {
+        v.push(M::Ide225Read {
+            permission: false,
+            offset: true,
+        });
+    }
+    v.extend([M::ArtifactCreate; 7]);
+    v.extend([M::ArtifactEdit; 6]);
+    v.extend([M::Finish; 4]);
+    v.extend([M::MissingFileRead; 4]);
+    v.extend([M::ReplayCopiedWait; 6]);
+    for i in 0..6 {
+        v.push(M::ImageRead(i % 3));
+    }
     v
 }
 
@@ -271,6 +341,45 @@ pub enum UnqKind {
     ModernWrapperTaskDetails,
     /// A modern read with an argument outside the qualified names.
     ModernExtraArgument,
+    // ---- issue 27: ide225 / finish147 / replay147 ----
+    /// An ide225 read with ByteOffset 512.
+    Ide225OffsetNonzero,
+    /// An ide225 ByteOffset=0 read whose retained tool call lacks an argument.
+    Ide225OffsetNotRepeated,
+    /// An artifact create with metadata but no isArtifactFile flag.
+    Ide225ArtifactNoFlag,
+    /// An artifact edit carrying artifact metadata.
+    Ide225EditMetadata,
+    /// An artifact create whose ArtifactMetadata argument has an extra member.
+    Ide225MetadataField,
+    /// An artifact create with RequestFeedback true.
+    Ide225RequestFeedback,
+    /// An artifact create whose argument's Summary differs from the payload's.
+    Ide225MetadataMismatch,
+    /// A modern read with a completed interaction but no grant.
+    Ide225InteractionAlone,
+    /// A Finish call without a result schema.
+    FinishNoSchema,
+    /// A Finish call whose result differs from its arguments.
+    FinishResultMismatch,
+    /// A missing-file read whose payload also has content.
+    MissingFileContent,
+    /// An image read with line-range arguments.
+    ImageReadRange,
+    /// An image read with two media items.
+    ImageReadTwoMedia,
+    /// An image read of a GIF.
+    ImageReadGif,
+    /// An image read whose media has an external URI.
+    ImageReadExternalUri,
+    /// An image read whose result text names another MIME type.
+    ImageReadTextMime,
+    /// An image read whose byte count differs from the media's length.
+    ImageReadByteCount,
+    /// An image read carrying both permission records.
+    ImageReadPermission,
+    /// A modern command whose WaitMsBeforeAsync is not a canonical decimal.
+    ReplayWaitNoncanonical,
 }
 
 impl UnqKind {
@@ -301,6 +410,26 @@ impl UnqKind {
         UnqKind::ModernStoredMetadata,
         UnqKind::ModernWrapperTaskDetails,
         UnqKind::ModernExtraArgument,
+        // ---- issue 27: ide225 / finish147 / replay147 ----
+        UnqKind::Ide225OffsetNonzero,
+        UnqKind::Ide225OffsetNotRepeated,
+        UnqKind::Ide225ArtifactNoFlag,
+        UnqKind::Ide225EditMetadata,
+        UnqKind::Ide225MetadataField,
+        UnqKind::Ide225RequestFeedback,
+        UnqKind::Ide225MetadataMismatch,
+        UnqKind::Ide225InteractionAlone,
+        UnqKind::FinishNoSchema,
+        UnqKind::FinishResultMismatch,
+        UnqKind::MissingFileContent,
+        UnqKind::ImageReadRange,
+        UnqKind::ImageReadTwoMedia,
+        UnqKind::ImageReadGif,
+        UnqKind::ImageReadExternalUri,
+        UnqKind::ImageReadTextMime,
+        UnqKind::ImageReadByteCount,
+        UnqKind::ImageReadPermission,
+        UnqKind::ReplayWaitNoncanonical,
     ];
 
     /// The rule whose bounds the shape falls outside of.
@@ -331,6 +460,26 @@ impl UnqKind {
             | UnqKind::ModernExtraArgument => RuleId::ModernReadFile,
             UnqKind::ModernEditKindMismatch => RuleId::ModernFileEdit,
             UnqKind::ModernStoredMetadata => RuleId::ModernManageTask,
+            // ---- issue 27: ide225 / finish147 / replay147 ----
+            UnqKind::Ide225OffsetNonzero => RuleId::ModernIde225ByteOffset,
+            UnqKind::Ide225OffsetNotRepeated => RuleId::ModernIde225ByteOffset,
+            UnqKind::Ide225ArtifactNoFlag => RuleId::ModernIde225Artifact,
+            UnqKind::Ide225EditMetadata => RuleId::ModernIde225Artifact,
+            UnqKind::Ide225MetadataField => RuleId::ModernIde225Artifact,
+            UnqKind::Ide225RequestFeedback => RuleId::ModernIde225Artifact,
+            UnqKind::Ide225MetadataMismatch => RuleId::ModernIde225Artifact,
+            UnqKind::Ide225InteractionAlone => RuleId::ModernPermission1,
+            UnqKind::FinishNoSchema => RuleId::ModernFinish,
+            UnqKind::FinishResultMismatch => RuleId::ModernFinish,
+            UnqKind::MissingFileContent => RuleId::ModernMissingFileRead,
+            UnqKind::ImageReadRange => RuleId::ModernImageRead,
+            UnqKind::ImageReadTwoMedia => RuleId::ModernImageRead,
+            UnqKind::ImageReadGif => RuleId::ModernImageRead,
+            UnqKind::ImageReadExternalUri => RuleId::ModernImageRead,
+            UnqKind::ImageReadTextMime => RuleId::ModernImageRead,
+            UnqKind::ImageReadByteCount => RuleId::ModernImageRead,
+            UnqKind::ImageReadPermission => RuleId::ModernPermission1,
+            UnqKind::ReplayWaitNoncanonical => RuleId::ModernRunCommand,
         }
     }
 }

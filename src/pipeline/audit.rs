@@ -2,7 +2,7 @@
 //! attest. The sweep runs this per source across its stages; `sync` runs it once.
 
 use crate::attest::{payload_digest, sidecar_bytes, Completeness, SOURCE_ONLY_REASON};
-use crate::compare::{compare_full, compare_ordinary, parse_value};
+use crate::compare::{compare_full, compare_ordinary_projection, parse_value};
 use crate::project::{project, Projection};
 use crate::rpc::{DaemonClient, RpcError, TrajectoryResponse};
 use crate::rules::RuleId;
@@ -268,11 +268,8 @@ pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Session
         if let Err(m) = compare_full(ctx.schema, persisted, &full.trajectory) {
             return refuse_after_change(result, &m, attempt);
         }
-        let compared = compare_ordinary(
-            ctx.schema,
-            &projection.present(persisted),
-            &ordinary.trajectory,
-        );
+        let compared =
+            compare_ordinary_projection(ctx.schema, projection, persisted, &ordinary.trajectory);
         if let Err(m) = compared {
             return refuse_after_change(result, &m, attempt);
         }

@@ -27,7 +27,7 @@
 //! | `payload_free.rs` | payload-free manage_task, send_message, send_input, schedule, subagents, permissions |
 //! | `generate_image.rs` | failed generate_image, successful embedded image Steps, the GenerateImage Any |
 //! | `history2.rs` | the is_skill_file registry rule for failed legacy reads |
-//! | `modern/` | the modern 1.4.x tool payloads: tools143, permission1, tools144, skill146 (one family per file) |
+//! | `modern/` | the modern 1.4.x tool payloads: tools143, permission1, tools144, skill146, ide225, finish147, replay147 (one family per file) |
 //!
 //! Ordinary (non-generic) steps pass through unchanged. A generic step that
 //! no rule qualifies refuses the whole trajectory. Modern 1.4.x tool

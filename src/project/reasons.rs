@@ -156,6 +156,22 @@ reasons! {
     BackgroundTimestamp => "canceled background command without task details and their background timestamp";
     BackgroundWait => "canceled background command without exactly CommandLine, Cwd and the 5000 ms wait argument";
     BackgroundResult => "canceled background command result other than render-only";
+
+    // ---- issue 27: ide225 / finish147 / replay147 ----
+    ModernToolCallRepeat => "modern arguments not repeated in the retained tool call";
+    Ide225ByteOffset => "read_file ByteOffset other than a canonical 0 that the payload repeats";
+    Ide225ArtifactFlag => "artifact metadata without the isArtifactFile flag";
+    Ide225EditMetadata => "artifact metadata on a file edit";
+    Ide225ArtifactMetadata => "artifact create without an ArtifactMetadata argument matching the retained tool call and the payload";
+    Ide225MetadataField => "unqualified artifact metadata field";
+    Ide225RequestFeedback => "ArtifactMetadata RequestFeedback other than false";
+    FinishSchema => "Finish without a result schema";
+    FinishResult => "Finish result other than its arguments";
+    ImageReadMediaCount => "image read with other than exactly one persisted media item";
+    ImageReadMime => "image read media type other than JPEG, PNG or WebP";
+    ImageReadExternal => "image read media with an external URI instead of inline bytes";
+    ImageReadText => "image read result text not naming its media type";
+    ImageReadBytes => "image read byte count other than the inline media's length";
 }
 
 impl std::fmt::Display for Reason {

@@ -38,11 +38,27 @@ pub const MODERN_DECLARATIONS: &[(&str, &[&str])] = &[
     ),
     (
         "exa.cortex.core.tools.ReadFile",
-        &["path", "start_line", "end_line", "outcome"],
+        &[
+            "path",
+            "start_line",
+            "end_line",
+            "outcome",
+            "byte_offset",
+            "media",
+            "num_bytes",
+            "not_found",
+        ],
     ),
     (
         "exa.cortex.core.tools.FileEdit",
-        &["path", "kind", "diff", "outcome"],
+        &[
+            "path",
+            "kind",
+            "diff",
+            "outcome",
+            "is_artifact_file",
+            "artifact_metadata",
+        ],
     ),
     (
         "exa.cortex.core.tools.InvokeSubagent",
@@ -63,6 +79,15 @@ pub const MODERN_DECLARATIONS: &[(&str, &[&str])] = &[
     (
         "exa.cortex.core.tools.ManageSubagents",
         &["action", "conversation_ids", "outcome"],
+    ),
+    // ---- issue 27: ide225 / finish147 / replay147 ----
+    (
+        "exa.cortex.core.tools.ArtifactMetadata",
+        &["summary", "updated_at", "user_facing", "request_feedback"],
+    ),
+    (
+        "exa.cortex.core.tools.Finish",
+        &["result_schema", "result_json", "outcome"],
     ),
 ];
 

@@ -2,9 +2,10 @@
 //! CODE_ACTION.
 
 use super::{
-    child, decode, native_step, payload_fields, put, status_is, tool_is, wrapper_shape, COMPLETED,
+    child, decode, ide225, native_step, payload_fields, put, status_is, tool_is, wrapper_shape,
+    COMPLETED,
 };
-use crate::project::fields::{enum_name, reject, text, Wrapper, DONE, R};
+use crate::project::fields::{enum_name, flag, reject, text, Wrapper, DONE, R};
 use crate::project::table::RuleDoc;
 use crate::project::view_file::qualified_path;
 use crate::project::{Ctx, Presented, Reason};
@@ -14,6 +15,15 @@ use prost_reflect::Value;
 
 const CODE_ACTION_TYPE: &str = "CORTEX_STEP_TYPE_CODE_ACTION";
 const PAYLOAD_FIELDS: &[&str] = &["path", "kind", "diff", "outcome"];
+/// With ide225's artifact fields.
+const ARTIFACT_FIELDS: &[&str] = &[
+    "path",
+    "kind",
+    "diff",
+    "outcome",
+    "is_artifact_file",
+    "artifact_metadata",
+];
 
 pub(crate) const DOCS: &[RuleDoc] = &[RuleDoc {
     rule: RuleId::ModernFileEdit,
@@ -43,6 +53,10 @@ pub(crate) const DOCS: &[RuleDoc] = &[RuleDoc {
 /// suffix); diff may be empty; arguments exactly as listed with TargetFile
 /// equal to the path, which needs no URI normalization; the result only text
 /// and payload; no outer error or task details; permission1.
+///
+/// ide225 extends it (`ide225::artifact`): artifact creates and edits keep
+/// is_artifact_file, creates also the payload's artifact metadata, with the
+/// ArtifactMetadata argument on creates.
 pub(super) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     let rule = RuleId::ModernFileEdit;
     let payload = decode(ctx, rule, "FileEdit", bytes)?;
@@ -53,9 +67,18 @@ pub(super) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented>
         &["type", "status", "metadata", "generic"],
         &["result", "payload"],
     )?;
-    payload_fields(&payload, rule, PAYLOAD_FIELDS)?;
-    status_is(w, &payload, rule, DONE, COMPLETED)?;
     let kind = enum_name(&payload, "kind");
+    let artifact = ide225::artifact(ctx, w, &payload, kind == "KIND_CREATE")?;
+    payload_fields(
+        &payload,
+        rule,
+        if artifact.is_some() {
+            ARTIFACT_FIELDS
+        } else {
+            PAYLOAD_FIELDS
+        },
+    )?;
+    status_is(w, &payload, rule, DONE, COMPLETED)?;
     let create = match (kind.as_str(), w.tool.as_str()) {
         ("KIND_CREATE", "write_to_file") => true,
         ("KIND_EDIT", "replace_file_content") => false,
@@ -71,14 +94,19 @@ pub(super) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented>
     if !qualified_path(&path) {
         return reject(Some(rule), Reason::ModernPath, path);
     }
-    let keys: &[&str] = if create {
+    let with_metadata = artifact.as_ref().is_some_and(|a| a.metadata.is_some());
+    let keys: &[&str] = if create && with_metadata {
+        &["ArtifactMetadata", "CodeContent", "TargetFile"]
+    } else if create {
         &["CodeContent", "TargetFile"]
     } else {
         &["Instruction", "ReplacementContent", "TargetFile"]
     };
     let args_ok = w.args.keys_are(keys)
         && w.args.string("TargetFile").as_deref() == Some(path.as_str())
-        && keys.iter().all(|k| w.args.string(k).is_some());
+        && keys
+            .iter()
+            .all(|k| *k == "ArtifactMetadata" || w.args.string(k).is_some());
     if !args_ok {
         return reject(
             Some(rule),
@@ -120,11 +148,36 @@ pub(super) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented>
     put(&mut result, rule, "edit", Value::Message(edit))?;
     put(&mut ca, rule, "action_spec", Value::Message(spec))?;
     put(&mut ca, rule, "action_result", Value::Message(result))?;
+    let mut extra = Vec::new();
+    if let Some(a) = artifact {
+        let arule = RuleId::ModernIde225Artifact;
+        put(&mut ca, arule, "is_artifact_file", Value::Bool(true))?;
+        if let Some(meta) = a.metadata {
+            let mut am = child(&ca, arule, "artifact_metadata")?;
+            put(
+                &mut am,
+                arule,
+                "summary",
+                Value::String(text(&meta, "summary")),
+            )?;
+            if let Some(ts) = meta.get_field_by_name("updated_at") {
+                put(&mut am, arule, "updated_at", ts.into_owned())?;
+            }
+            put(
+                &mut am,
+                arule,
+                "user_facing",
+                Value::Bool(flag(&meta, "user_facing")),
+            )?;
+            put(&mut ca, arule, "artifact_metadata", Value::Message(am))?;
+        }
+        extra.push(arule);
+    }
     put(&mut step, rule, "code_action", Value::Message(ca))?;
     Ok(Presented {
         step: Some(step),
         rule,
-        extra: Vec::new(),
+        extra,
         carried: vec!["generic.result.payload"],
     })
 }

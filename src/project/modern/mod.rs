@@ -10,6 +10,10 @@
 //! | `file_edit.rs` | tools143 FileEdit CREATE/EDIT → CODE_ACTION |
 //! | `invoke_subagent.rs` | tools143 InvokeSubagent; tools144 Workspace=inherit |
 //! | `generic.rs` | tools143 ManageTask and Schedule; tools144 ManageSubagents list |
+//! | `ide225.rs` | ide225 read permission records, ByteOffset=0 reads, artifact creates and edits (called from `read_file.rs` and `file_edit.rs`) |
+//! | `finish.rs` | finish147 Finish calls and missing-file read wrappers |
+//! | `image_read.rs` | replay147 completed image reads |
+//! | `replay_wait.rs` | replay147 command wait forms (the copied form presented; the omitted form an alternative the comparison may take for a whole trajectory) |
 //!
 //! Shared bounds, from "These are bounded mappings: completed commands,
 //! reads, creates and edits; completed single-task status/list/kill results;
@@ -27,9 +31,13 @@
 //! or renames one refuses with [`Reason::ModernDeclaration`] naming it.
 
 mod file_edit;
+mod finish;
 mod generic;
+mod ide225;
+mod image_read;
 mod invoke_subagent;
 mod read_file;
+pub mod replay_wait;
 mod run_command;
 
 pub(crate) use run_command::is_canceled_background;
@@ -53,13 +61,17 @@ pub(crate) fn docs() -> Vec<RuleDoc> {
         invoke_subagent::DOCS,
         generic::DOCS,
         PERMISSION_DOCS,
+        ide225::DOCS,
+        finish::DOCS,
+        image_read::DOCS,
+        replay_wait::DOCS,
     ];
     families.iter().flat_map(|f| f.iter().copied()).collect()
 }
 
 const PERMISSION_DOCS: &[RuleDoc] = &[RuleDoc {
     rule: RuleId::ModernPermission1,
-    accepts: "Accepts nothing by itself: every modern tool mapping (tools143, tools144) refuses a wrapper carrying a permission grant, a completed interaction or a requested interaction (the combined tools143-permission1 suffix). Older native-Step permission mappings remain separate.",
+    accepts: "Accepts nothing by itself: every modern tool mapping (tools143, tools144, finish147, replay147) refuses a wrapper carrying a permission grant, a completed interaction or a requested interaction (the combined tools143-permission1 suffix); the one exception is ide225's completed read_file wrapper carrying both a grant and a completed interaction. Older native-Step permission mappings remain separate.",
     reasons: &[Reason::ModernPermissionRecord],
 }];
 
@@ -79,6 +91,7 @@ pub(crate) fn project(ctx: &Ctx<'_>, w: &Wrapper, url: &str, bytes: &Bytes) -> R
         "ManageTask" => generic::project_manage_task(ctx, w, bytes),
         "Schedule" => generic::project_schedule(ctx, w, bytes),
         "ManageSubagents" => generic::project_manage_subagents(ctx, w, bytes),
+        "Finish" => finish::project_finish(ctx, w, bytes),
         _ => reject(None, Reason::ModernToolPayload, url),
     };
     presented.map(with_permission1)
@@ -140,6 +153,17 @@ pub(super) fn wrapper_shape(
     result_fields: &[&str],
 ) -> R<()> {
     no_permission_records(w)?;
+    wrapper_fields(w, rule, step_fields, result_fields)
+}
+
+/// [`wrapper_shape`] without the permission1 refusal (for ide225's reads,
+/// whose permission records the caller has qualified).
+pub(super) fn wrapper_fields(
+    w: &Wrapper,
+    rule: RuleId,
+    step_fields: &[&str],
+    result_fields: &[&str],
+) -> R<()> {
     let extra = w
         .extra_step_field(step_fields)
         .map(|f| format!("step {f}"))

@@ -2,9 +2,10 @@
 //! skill146 path rule for its isSkillFile flag.
 
 use super::{
-    child, decode, native_step, payload_fields, put, status_is, tool_is, wrapper_shape, COMPLETED,
+    child, decode, ide225, native_step, payload_fields, put, status_is, tool_is, wrapper_fields,
+    COMPLETED,
 };
-use crate::project::fields::{int, reject, text, Wrapper, DONE, R};
+use crate::project::fields::{has, int, reject, text, Wrapper, DONE, R};
 use crate::project::table::RuleDoc;
 use crate::project::view_file::qualified_path;
 use crate::project::{Ctx, Presented, Reason};
@@ -14,6 +15,9 @@ use prost_reflect::Value;
 
 const VIEW_FILE_TYPE: &str = "CORTEX_STEP_TYPE_VIEW_FILE";
 const PAYLOAD_FIELDS: &[&str] = &["path", "start_line", "end_line", "outcome"];
+/// With ide225's ByteOffset=0 shape.
+const PAYLOAD_FIELDS_OFFSET: &[&str] =
+    &["path", "start_line", "end_line", "outcome", "byte_offset"];
 
 pub(crate) const DOCS: &[RuleDoc] = &[
     RuleDoc {
@@ -62,17 +66,46 @@ pub(crate) fn is_skill_path(path: &str) -> bool {
 /// both or neither of the lines, 1 <= start <= end; the arguments exactly
 /// AbsolutePath and, with a range, StartLine and EndLine, equal to the
 /// payload; no outer error or task details; permission1.
+///
+/// ide225 extends it (`ide225.rs`): both a permission grant and a completed
+/// interaction are kept unchanged on the presented step; a ByteOffset `0`
+/// argument is accepted with byte_offset 0 in the payload. A payload with
+/// media is replay147's image read (`image_read.rs`), one with not_found
+/// finish147's missing-file read (`finish.rs`).
 pub(super) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     let rule = RuleId::ModernReadFile;
     let payload = decode(ctx, rule, "ReadFile", bytes)?;
     tool_is(w, rule, &["read_file"])?;
-    wrapper_shape(
-        w,
+    if has(&payload, "media") {
+        return super::image_read::project(w, &payload);
+    }
+    if has(&payload, "not_found") {
+        return super::finish::project_missing_file(w, &payload);
+    }
+    let records = ide225::read_permissions(w)?;
+    let step_fields: &[&str] = if records {
+        &[
+            "type",
+            "status",
+            "metadata",
+            "generic",
+            "permissions",
+            "completed_interactions",
+        ]
+    } else {
+        &["type", "status", "metadata", "generic"]
+    };
+    wrapper_fields(w, rule, step_fields, &["result", "payload"])?;
+    let offset = ide225::byte_offset(w, &payload)?;
+    payload_fields(
+        &payload,
         rule,
-        &["type", "status", "metadata", "generic"],
-        &["result", "payload"],
+        if offset {
+            PAYLOAD_FIELDS_OFFSET
+        } else {
+            PAYLOAD_FIELDS
+        },
     )?;
-    payload_fields(&payload, rule, PAYLOAD_FIELDS)?;
     status_is(w, &payload, rule, DONE, COMPLETED)?;
     let path = text(&payload, "path");
     if !qualified_path(&path) {
@@ -83,12 +116,18 @@ pub(super) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented>
         (Some(s), Some(e)) if 1 <= s && s <= e && e <= i128::from(u32::MAX) => Some((s, e)),
         (s, e) => return reject(Some(rule), Reason::ModernRange, format!("{s:?}..{e:?}")),
     };
+    let keys: &[&str] = match (range.is_some(), offset) {
+        (false, false) => &["AbsolutePath"],
+        (false, true) => &["AbsolutePath", "ByteOffset"],
+        (true, false) => &["AbsolutePath", "EndLine", "StartLine"],
+        (true, true) => &["AbsolutePath", "ByteOffset", "EndLine", "StartLine"],
+    };
     let args_ok = w.args.string("AbsolutePath").as_deref() == Some(path.as_str())
+        && w.args.keys_are(keys)
         && match range {
-            None => w.args.keys_are(&["AbsolutePath"]),
+            None => true,
             Some((s, e)) => {
-                w.args.keys_are(&["AbsolutePath", "EndLine", "StartLine"])
-                    && w.args.canonical_uint("StartLine").map(i128::from) == Some(s)
+                w.args.canonical_uint("StartLine").map(i128::from) == Some(s)
                     && w.args.canonical_uint("EndLine").map(i128::from) == Some(e)
             }
         };
@@ -123,10 +162,22 @@ pub(super) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented>
         Value::Bool(is_skill_path(&path)),
     )?;
     put(&mut step, rule, "view_file", Value::Message(vf))?;
+    let mut extra = vec![RuleId::ModernSkillPath];
+    if records {
+        for f in ["permissions", "completed_interactions"] {
+            if let Some(v) = w.step.get_field_by_name(f) {
+                put(&mut step, rule, f, v.into_owned())?;
+            }
+        }
+        extra.push(RuleId::ModernIde225ReadPermissions);
+    }
+    if offset {
+        extra.push(RuleId::ModernIde225ByteOffset);
+    }
     Ok(Presented {
         step: Some(step),
         rule,
-        extra: vec![RuleId::ModernSkillPath],
+        extra,
         carried: vec!["generic.result.result", "generic.result.payload"],
     })
 }

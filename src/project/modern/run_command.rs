@@ -112,11 +112,21 @@ pub(super) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented>
     let mut out = child(&rc, rule, "combined_output")?;
     put(&mut out, rule, "full", Value::String(output))?;
     put(&mut rc, rule, "combined_output", Value::Message(out))?;
+    // replay147: the copied form (see `replay_wait.rs`); the omitted form is
+    // the comparison's alternative for the whole trajectory.
+    if let Some(wait) = w.args.canonical_uint("WaitMsBeforeAsync") {
+        put(
+            &mut rc,
+            RuleId::ModernReplayWaits,
+            super::replay_wait::WAIT_FIELD,
+            Value::U64(wait),
+        )?;
+    }
     put(&mut step, rule, "run_command", Value::Message(rc))?;
     Ok(Presented {
         step: Some(step),
         rule,
-        extra: Vec::new(),
+        extra: vec![RuleId::ModernReplayWaits],
         carried: vec!["generic.result.result", "generic.result.payload"],
     })
 }
