@@ -469,9 +469,9 @@ fn generic_shapes_no_rule_covers_fail() {
         "CORTEX_STEP_STATUS_DONE",
         &cmd_args(),
         Some(json!({"result": "a b",
-        "payload": any_of("type.googleapis.com/exa.cortex.core.tools.Finish", &json!({"resultJson": "{}"}))})),
+        "payload": any_of("type.googleapis.com/exa.cortex.core.tools.TaskInfo", &json!({"taskId": "t1"}))})),
     );
-    // Finish (finish147) has no mapping here; RunCommand is tools143's (tests/project_modern.rs)
+    // TaskInfo is a modeled message no modern rule maps (tests/project_modern.rs has the rest)
     assert_refuses(&s, &w, Reason::ModernToolPayload, None);
     let w = wrapper(
         "grep_search",

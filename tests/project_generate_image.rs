@@ -284,8 +284,8 @@ fn generate_image_any_near_misses_fail() {
         &v,
         N,
         any_of(
-            "type.googleapis.com/exa.cortex.core.tools.Finish",
-            &json!({"resultJson": "x"}),
+            "type.googleapis.com/exa.cortex.core.tools.TaskInfo",
+            &json!({"taskId": "t1"}),
         ),
     );
     assert_refuses(&s, &v, Reason::ModernToolPayload, None);
