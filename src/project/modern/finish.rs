@@ -11,10 +11,11 @@
 //! presentation equality covers every field), and every stored part is
 //! bounded to the one shape the words name.
 
-use super::{decode, payload_fields, status_is, tool_is, wrapper_shape, COMPLETED};
+use super::{
+    completed_path_read, decode, payload_fields, status_is, tool_is, wrapper_shape, COMPLETED,
+};
 use crate::project::fields::{flag, reject, text, Wrapper, DONE, R};
 use crate::project::table::RuleDoc;
-use crate::project::view_file::qualified_path;
 use crate::project::{Ctx, Presented, Reason};
 use crate::rules::RuleId;
 use bytes::Bytes;
@@ -130,20 +131,7 @@ pub(super) fn project_missing_file(w: &Wrapper, payload: &DynamicMessage) -> R<P
     if !flag(payload, "not_found") {
         return reject(Some(rule), Reason::ModernPayloadField, "not_found false");
     }
-    status_is(w, payload, rule, DONE, COMPLETED)?;
-    let path = text(payload, "path");
-    if !qualified_path(&path) {
-        return reject(Some(rule), Reason::ModernPath, path);
-    }
-    if !w.args.keys_are(&["AbsolutePath"])
-        || w.args.string("AbsolutePath").as_deref() != Some(path.as_str())
-    {
-        return reject(
-            Some(rule),
-            Reason::ModernArguments,
-            format!("{:?}", w.args.0),
-        );
-    }
+    completed_path_read(w, payload, rule)?;
     if !w.args.repeat_tool_call(w.step) {
         return reject(
             Some(rule),

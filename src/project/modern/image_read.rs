@@ -9,15 +9,13 @@
 //! source comparison still checks all dropped wrapper content."
 
 use super::read_file::is_skill_path;
-use super::{child, native_step, payload_fields, put, status_is, wrapper_shape, COMPLETED};
-use crate::project::fields::{extra_field, int, message_refs, reject, text, Wrapper, DONE, R};
+use super::{completed_path_read, payload_fields, put, view_file_step, wrapper_shape};
+use crate::project::fields::{extra_field, int, message_refs, reject, text, Wrapper, R};
 use crate::project::table::RuleDoc;
-use crate::project::view_file::qualified_path;
 use crate::project::{Presented, Reason};
 use crate::rules::RuleId;
 use prost_reflect::{DynamicMessage, Value};
 
-const VIEW_FILE_TYPE: &str = "CORTEX_STEP_TYPE_VIEW_FILE";
 /// The MIME types the rule names.
 const MIME_TYPES: &[&str] = &["image/jpeg", "image/png", "image/webp"];
 
@@ -69,20 +67,7 @@ pub(super) fn project(w: &Wrapper, payload: &DynamicMessage) -> R<Presented> {
         return reject(Some(rule), Reason::ModernRange, "payload line range");
     }
     payload_fields(payload, rule, &["path", "media", "num_bytes", "outcome"])?;
-    status_is(w, payload, rule, DONE, COMPLETED)?;
-    let path = text(payload, "path");
-    if !qualified_path(&path) {
-        return reject(Some(rule), Reason::ModernPath, path);
-    }
-    if !w.args.keys_are(&["AbsolutePath"])
-        || w.args.string("AbsolutePath").as_deref() != Some(path.as_str())
-    {
-        return reject(
-            Some(rule),
-            Reason::ModernArguments,
-            format!("{:?}", w.args.0),
-        );
-    }
+    let path = completed_path_read(w, payload, rule)?;
     let media = message_refs(payload, "media");
     let item: &DynamicMessage = match media.as_slice() {
         [one] => one,
@@ -127,14 +112,7 @@ pub(super) fn project(w: &Wrapper, payload: &DynamicMessage) -> R<Presented> {
         );
     }
 
-    let mut step = native_step(w, rule, VIEW_FILE_TYPE, false)?;
-    let mut vf = child(&step, rule, "view_file")?;
-    put(
-        &mut vf,
-        rule,
-        "absolute_path_uri",
-        Value::String(format!("file://{path}")),
-    )?;
+    let (mut step, mut vf) = view_file_step(w, rule, &path)?;
     put(&mut vf, rule, "content", Value::String(shown))?;
     put(&mut vf, rule, "media_data", Value::Message(item.clone()))?;
     put(&mut vf, rule, "num_bytes", Value::U32(n))?;

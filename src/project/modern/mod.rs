@@ -274,3 +274,46 @@ pub(super) fn native_step(
     }
     Ok(step)
 }
+
+/// The bounds every path-only modern read shares (missing-file and image
+/// reads): DONE and COMPLETED, a path that needs no URI normalization, and
+/// the arguments exactly AbsolutePath equal to it. Returns the path.
+pub(super) fn completed_path_read(
+    w: &Wrapper,
+    payload: &DynamicMessage,
+    rule: RuleId,
+) -> R<String> {
+    status_is(w, payload, rule, super::fields::DONE, COMPLETED)?;
+    let path = super::fields::text(payload, "path");
+    if !super::view_file::qualified_path(&path) {
+        return reject(Some(rule), Reason::ModernPath, path);
+    }
+    if !w.args.keys_are(&["AbsolutePath"])
+        || w.args.string("AbsolutePath").as_deref() != Some(path.as_str())
+    {
+        return reject(
+            Some(rule),
+            Reason::ModernArguments,
+            format!("{:?}", w.args.0),
+        );
+    }
+    Ok(path)
+}
+
+/// A presented VIEW_FILE step for a modern read of `path`: the wrapper's
+/// status and metadata, and its `view_file` with the path's URI set.
+pub(super) fn view_file_step(
+    w: &Wrapper,
+    rule: RuleId,
+    path: &str,
+) -> R<(DynamicMessage, DynamicMessage)> {
+    let step = native_step(w, rule, "CORTEX_STEP_TYPE_VIEW_FILE", false)?;
+    let mut vf = child(&step, rule, "view_file")?;
+    put(
+        &mut vf,
+        rule,
+        "absolute_path_uri",
+        Value::String(format!("file://{path}")),
+    )?;
+    Ok((step, vf))
+}

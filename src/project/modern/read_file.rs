@@ -2,7 +2,7 @@
 //! skill146 path rule for its isSkillFile flag.
 
 use super::{
-    child, decode, ide225, native_step, payload_fields, put, status_is, tool_is, wrapper_fields,
+    decode, ide225, payload_fields, put, status_is, tool_is, view_file_step, wrapper_fields,
     COMPLETED,
 };
 use crate::project::fields::{has, int, reject, text, Wrapper, DONE, R};
@@ -13,7 +13,6 @@ use crate::rules::RuleId;
 use bytes::Bytes;
 use prost_reflect::Value;
 
-const VIEW_FILE_TYPE: &str = "CORTEX_STEP_TYPE_VIEW_FILE";
 const PAYLOAD_FIELDS: &[&str] = &["path", "start_line", "end_line", "outcome"];
 /// With ide225's ByteOffset=0 shape.
 const PAYLOAD_FIELDS_OFFSET: &[&str] =
@@ -140,14 +139,7 @@ pub(super) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented>
     }
     let content = w.result.map(|r| text(r, "result")).unwrap_or_default();
 
-    let mut step = native_step(w, rule, VIEW_FILE_TYPE, false)?;
-    let mut vf = child(&step, rule, "view_file")?;
-    put(
-        &mut vf,
-        rule,
-        "absolute_path_uri",
-        Value::String(format!("file://{path}")),
-    )?;
+    let (mut step, mut vf) = view_file_step(w, rule, &path)?;
     if let Some((s, e)) = range {
         // 1 <= s <= e <= u32::MAX, checked above
         let zero = |x: i128| u32::try_from(x - 1).unwrap_or_default();
