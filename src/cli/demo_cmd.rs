@@ -3,13 +3,13 @@
 //! runs the attesting sweep against it, writes the qualification report, and
 //! checks every verdict against the generator's ground truth.
 
-use crate::corpus::{generate, GenerateOptions, PlanOptions};
+use agy_corpus::corpus::{generate, GenerateOptions, PlanOptions};
 use crate::manifest::Manifest;
 use crate::pipeline::{sweep, SweepOptions};
 use crate::report::{render_report, verdict_chart};
 use crate::rpc::ClientOptions;
 use crate::schema::Schema;
-use crate::sim::{DaemonSim, FaultSpec, JsonStyle, SimOptions};
+use agy_corpus::sim::{DaemonSim, FaultSpec, JsonStyle, SimOptions};
 use crate::source::legacy::LegacyKey;
 use crate::util::atomic::{write_file, WriteOptions};
 use crate::verdict::exit;
