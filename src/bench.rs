@@ -197,12 +197,14 @@ pub fn ensure_corpus(root: &Path) -> Result<()> {
         plan: agy_corpus::corpus::PlanOptions::default(),
         force: false,
     };
-    agy_corpus::corpus::generate(&opts).map(|_| ()).map_err(|e| {
-        crate::Error::Usage(format!(
-            "generating the bench corpus in {}: {e}",
-            root.display()
-        ))
-    })
+    agy_corpus::corpus::generate(&opts)
+        .map(|_| ())
+        .map_err(|e| {
+            crate::Error::Usage(format!(
+                "generating the bench corpus in {}: {e}",
+                root.display()
+            ))
+        })
 }
 
 /// End-to-end sweep figures against the simulated daemon.

@@ -21,7 +21,6 @@ fn main() {
         .open_files(ROOTS)
         .unwrap_or_else(|e| panic!("modeled schema does not compile: {e:?}"))
         .file_descriptor_set();
-    let out =
-        PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR")).join("corpus_schema.pb");
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR")).join("corpus_schema.pb");
     std::fs::write(&out, fds.encode_to_vec()).expect("write corpus_schema.pb");
 }

@@ -187,7 +187,8 @@ mod tests {
         for id in ids.chain(Outcome::ALL.iter().map(|o| o.as_str())) {
             assert!(seen.insert(id), "{id} twice");
             assert!(
-                id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
+                id.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
                 "{id}"
             );
         }

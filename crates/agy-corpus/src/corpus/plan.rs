@@ -7,8 +7,8 @@
 
 use super::rng::Rng;
 use crate::ids::RuleId;
-use crate::sim::fault::{FaultKind, FaultSpec};
 use crate::ids::{ReasonClass, VerdictKind};
+use crate::sim::fault::{FaultKind, FaultSpec};
 use serde::Serialize;
 use std::collections::BTreeSet;
 
