@@ -192,17 +192,19 @@ pub fn ensure_corpus(root: &Path) -> Result<()> {
     if root.join("conversations").is_dir() {
         return Ok(());
     }
-    let opts = crate::corpus::GenerateOptions {
+    let opts = agy_corpus::corpus::GenerateOptions {
         out: root.to_path_buf(),
-        plan: crate::corpus::PlanOptions::default(),
+        plan: agy_corpus::corpus::PlanOptions::default(),
         force: false,
     };
-    crate::corpus::generate(&opts).map(|_| ()).map_err(|e| {
-        crate::Error::Usage(format!(
-            "generating the bench corpus in {}: {e}",
-            root.display()
-        ))
-    })
+    agy_corpus::corpus::generate(&opts)
+        .map(|_| ())
+        .map_err(|e| {
+            crate::Error::Usage(format!(
+                "generating the bench corpus in {}: {e}",
+                root.display()
+            ))
+        })
 }
 
 /// End-to-end sweep figures against the simulated daemon.
@@ -238,8 +240,8 @@ pub fn sweep_vs_sim(
     jobs: usize,
 ) -> Result<SweepFigures> {
     use crate::pipeline::sweep::{sweep, ProgressMode, SweepOptions};
-    use crate::sim::fault::{FaultKind, FaultSpec, FaultTarget};
-    use crate::sim::{DaemonSim, SimOptions};
+    use agy_corpus::sim::fault::{FaultKind, FaultSpec, FaultTarget};
+    use agy_corpus::sim::{DaemonSim, SimOptions};
     let concurrency = concurrency.max(1);
     let mut sim_opts = SimOptions::new(root);
     sim_opts.write_cli_log = false;

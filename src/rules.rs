@@ -1,9 +1,11 @@
 //! The catalogue of qualified representation rules: one identifier per rule of
 //! the reference specification, with the profile suffix that qualifies it.
 //!
-//! The projection engine, the synthetic corpus generator (its ground truth)
-//! and the `rules` table all name rules through [`RuleId`], so a rule cannot be
-//! renamed in one place and not the others.
+//! The projection engine and the `rules` table name rules through [`RuleId`].
+//! The synthetic corpus (crates/agy-corpus, the ground truth) keeps its own
+//! list of the public ids and shares no code with this one; the reader parses
+//! the truth's ids with [`RuleId::from_id`], and `tests/corpus_ids.rs` fails
+//! when the two lists drift apart.
 
 use serde::{Deserialize, Serialize};
 

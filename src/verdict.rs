@@ -29,6 +29,18 @@ impl VerdictKind {
             VerdictKind::Incomplete => "incomplete",
         }
     }
+
+    /// Parses a verdict id (the inverse of [`Self::as_str`]).
+    pub fn from_id(id: &str) -> Option<VerdictKind> {
+        [
+            VerdictKind::Verified,
+            VerdictKind::VerifiedSourceOnly,
+            VerdictKind::Unknown,
+            VerdictKind::Incomplete,
+        ]
+        .into_iter()
+        .find(|v| v.as_str() == id)
+    }
 }
 
 macro_rules! classes {
@@ -117,6 +129,16 @@ impl Outcome {
             Outcome::Verdict(v) => v.as_str(),
             Outcome::NotFetched => "not-fetched",
             Outcome::Error => "error",
+        }
+    }
+
+    /// Parses an outcome id (the inverse of [`Self::as_str`]), e.g. the
+    /// `verdict` member of the synthetic corpus's `.truth/expected.jsonl`.
+    pub fn from_id(id: &str) -> Option<Outcome> {
+        match id {
+            "not-fetched" => Some(Outcome::NotFetched),
+            "error" => Some(Outcome::Error),
+            v => VerdictKind::from_id(v).map(Outcome::Verdict),
         }
     }
 }

@@ -5,8 +5,8 @@
 //! a hanging daemon, an oversized answer is refused while it streams, and
 //! every printing command ends quietly on a closed pipe.
 
-use agy_audit::corpus::{generate, GenerateOptions, PlanOptions};
-use agy_audit::sim::{DaemonSim, FaultSpec, SimOptions};
+use agy_corpus::corpus::{generate, GenerateOptions, PlanOptions};
+use agy_corpus::sim::{DaemonSim, FaultSpec, SimOptions};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpListener;

@@ -10,8 +10,8 @@ mod common;
 
 use agy_audit::compare::{compare_slow, stream};
 use agy_audit::schema::Schema;
-use agy_audit::sim::style::{restyle, JsonStyle, ALL_STYLES};
 use agy_audit::verdict::ReasonClass;
+use agy_corpus::sim::style::{restyle, JsonStyle, ALL_STYLES};
 use common::generated_daemon_views;
 use prost_reflect::DynamicMessage;
 use serde_json::Value;

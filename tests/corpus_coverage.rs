@@ -4,12 +4,23 @@
 //! `default_corpus_truth_covers_everything` (ignored; run with `--ignored`,
 //! preferably `--release`) generates the real corpus and checks its truth file.
 
-use agy_audit::corpus::plan::{
+use agy_audit::rules::RuleId;
+use agy_audit::verdict::ReasonClass;
+use agy_corpus::corpus::plan::{
     plan, Format, NearMiss, PlanOptions, Recipe, StepKind, NEAR_MISS_CLASSES,
 };
-use agy_audit::rules::RuleId;
-use agy_audit::verdict::{ReasonClass, VerdictKind};
+use agy_corpus::ids::VerdictKind;
 use std::collections::{BTreeMap, BTreeSet};
+
+/// The reader's rule for a rule id the truth names (parsed, never shared).
+fn reader_rule(r: agy_corpus::ids::RuleId) -> RuleId {
+    RuleId::from_id(r.id()).unwrap_or_else(|| panic!("the reader has no rule {}", r.id()))
+}
+
+/// The reader's class for a class id the truth names.
+fn reader_class(c: agy_corpus::ids::ReasonClass) -> ReasonClass {
+    ReasonClass::from_id(c.id()).unwrap_or_else(|| panic!("the reader has no class {}", c.id()))
+}
 
 fn accepted(v: VerdictKind) -> bool {
     matches!(v, VerdictKind::Verified | VerdictKind::VerifiedSourceOnly)
@@ -23,7 +34,7 @@ fn every_rule_appears_in_accepted_shape_in_the_default_corpus() {
     for c in &p.conversations {
         if accepted(c.expected().0) {
             for r in c.rules() {
-                *count.entry(r).or_default() += 1;
+                *count.entry(reader_rule(r)).or_default() += 1;
             }
         }
     }
@@ -58,10 +69,10 @@ fn every_refusal_class_appears_and_each_near_miss_is_alone() {
                 "a near-miss conversation has no daemon fault"
             );
             assert_eq!(c.format, n.format());
-            seen.insert(n.class());
+            seen.insert(reader_class(n.class()));
         }
     }
-    let shapes = agy_audit::corpus::plan::UnqKind::ALL.len();
+    let shapes = agy_corpus::corpus::plan::UnqKind::ALL.len();
     assert_eq!(
         near,
         41 + shapes - 2,
@@ -69,7 +80,7 @@ fn every_refusal_class_appears_and_each_near_miss_is_alone() {
     );
     let missing: Vec<&str> = NEAR_MISS_CLASSES
         .iter()
-        .filter(|c| !seen.contains(c))
+        .filter(|c| !seen.contains(&reader_class(**c)))
         .map(|c| c.id())
         .collect();
     assert!(
@@ -100,7 +111,7 @@ fn every_refusal_class_appears_and_each_near_miss_is_alone() {
 
 #[test]
 fn every_rule_bound_near_miss_shape_has_its_own_conversation() {
-    use agy_audit::corpus::plan::UnqKind;
+    use agy_corpus::corpus::plan::UnqKind;
     let p = plan(&PlanOptions::default());
     let mut seen: BTreeMap<UnqKind, usize> = BTreeMap::new();
     for c in &p.conversations {
@@ -198,6 +209,7 @@ fn planned_daemon_faults_cover_the_daemon_classes() {
         .iter()
         .filter(|c| c.near_miss.is_none())
         .filter_map(|c| c.expected().1)
+        .map(reader_class)
         .collect();
     for c in [
         ReasonClass::FullMismatch,
@@ -212,14 +224,14 @@ fn planned_daemon_faults_cover_the_daemon_classes() {
         .conversations
         .iter()
         .all(|c| !(c.fault.is_some() && c.near_miss.is_some())));
-    let _ = NearMiss::of(ReasonClass::UnknownField, 0);
+    let _ = NearMiss::of(agy_corpus::ids::ReasonClass::UnknownField, 0);
 }
 
 #[test]
 #[ignore = "writes the ~300 MB default corpus; run with --release -- --ignored"]
 fn default_corpus_truth_covers_everything() {
     let d = tempfile::tempdir().unwrap();
-    let s = agy_audit::corpus::generate(&agy_audit::corpus::GenerateOptions {
+    let s = agy_corpus::corpus::generate(&agy_corpus::corpus::GenerateOptions {
         out: d.path().to_path_buf(),
         plan: PlanOptions::default(),
         force: false,

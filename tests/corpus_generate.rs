@@ -3,8 +3,8 @@
 //! these fast in debug builds; coverage of the default corpus is checked on
 //! its plan in `corpus_coverage.rs`.
 
-use agy_audit::corpus::{generate, GenerateOptions, PlanOptions};
 use agy_audit::schema::{to_daemon_json, Schema};
+use agy_corpus::corpus::{generate, GenerateOptions, PlanOptions};
 use prost_reflect::DynamicMessage;
 use rusqlite::Connection;
 use serde_json::Value;
@@ -433,10 +433,10 @@ fn full_view_is_the_persisted_trajectory_and_legacy_files_decrypt() {
             assert!(!db.exists());
             let sealed = std::fs::read(&pb).unwrap();
             if t["reasonClass"] == "legacy-authentication" {
-                assert!(agy_audit::corpus::legacy::open(&sealed).is_err());
+                assert!(agy_corpus::corpus::legacy::open(&sealed).is_err());
                 continue;
             }
-            let plain = agy_audit::corpus::legacy::open(&sealed).unwrap();
+            let plain = agy_corpus::corpus::legacy::open(&sealed).unwrap();
             let desc = s
                 .pool
                 .get_message_by_name("gemini_coder.Trajectory")
@@ -447,7 +447,7 @@ fn full_view_is_the_persisted_trajectory_and_legacy_files_decrypt() {
                 "{id}: full view ≠ legacy plaintext"
             );
             // fields 1..10 in ascending order
-            let nums: Vec<u32> = agy_audit::corpus::wire::fields(&plain)
+            let nums: Vec<u32> = agy_corpus::corpus::wire::fields(&plain)
                 .unwrap()
                 .iter()
                 .map(|f| f.number)
@@ -481,18 +481,21 @@ fn planned_faults_are_written_and_set_the_truth() {
     let text = std::fs::read_to_string(d.path().join(".truth/faults.txt")).unwrap();
     let specs: Vec<_> = text
         .lines()
-        .map(|l| agy_audit::sim::FaultSpec::parse(l).unwrap())
+        .map(|l| agy_corpus::sim::FaultSpec::parse(l).unwrap())
         .collect();
     assert_eq!(specs.len(), 20);
     let lines = truth(d.path());
     for spec in &specs {
-        let agy_audit::sim::FaultTarget::Id(id) = &spec.target else {
+        let agy_corpus::sim::FaultTarget::Id(id) = &spec.target else {
             panic!("planned faults name ids")
         };
         let t = lines.iter().find(|t| t["fileId"] == id.as_str()).unwrap();
         assert_eq!(t["fault"], spec.to_string());
         match spec.kind.expected() {
             Some((v, c)) => {
+                // The truth's ids, parsed by the reader's own parsers.
+                let v = agy_audit::verdict::VerdictKind::from_id(v.as_str()).unwrap();
+                let c = agy_audit::verdict::ReasonClass::from_id(c.id()).unwrap();
                 let want = agy_audit::verdict::Outcome::of(
                     (c != agy_audit::verdict::ReasonClass::DaemonUnavailable).then_some(v),
                     Some(c),
@@ -513,13 +516,13 @@ fn planned_faults_are_written_and_set_the_truth() {
 /// wire type serves the daemon's views from the clean bytes.
 #[test]
 fn every_near_miss_variant_assembles_at_rate_one() {
-    use agy_audit::corpus::{assemble, content, msg::Builder, plan};
+    use agy_corpus::corpus::{assemble, content, msg::Builder, plan};
     let p = plan::plan(&plan::PlanOptions {
         conversations: 400,
         near_miss_rate: 1.0,
         ..plan::PlanOptions::default()
     });
-    let b = Builder::new(agy_audit::schema::Schema::modeled().expect("modeled schema"));
+    let b = Builder::new(agy_corpus::schema::Schema::modeled().expect("modeled schema"));
     let mut failed = Vec::new();
     for cp in &p.conversations {
         if let Err(e) = assemble::assemble(&b, cp, content::build(cp, 1)) {

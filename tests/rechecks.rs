@@ -2,8 +2,8 @@
 //! yields: the verdict kind and the source-only record of a saved
 //! attestation (sidecar) or manifest session; a missing sidecar is unknown.
 
-use agy_audit::corpus::{generate, GenerateOptions, PlanOptions};
-use agy_audit::sim::{DaemonSim, SimOptions};
+use agy_corpus::corpus::{generate, GenerateOptions, PlanOptions};
+use agy_corpus::sim::{DaemonSim, SimOptions};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;

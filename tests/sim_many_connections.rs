@@ -7,8 +7,8 @@
 //! conversation time out after 30 s). Against that server this test failed
 //! in 5 of 7 runs, in the first round, with 20 to 47 of 48 answered.
 
-use agy_audit::corpus::{generate, GenerateOptions, PlanOptions};
-use agy_audit::sim::{DaemonSim, SimOptions};
+use agy_corpus::corpus::{generate, GenerateOptions, PlanOptions};
+use agy_corpus::sim::{DaemonSim, SimOptions};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;

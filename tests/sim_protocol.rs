@@ -1,8 +1,8 @@
 //! The simulated daemon through a real HTTP client: every endpoint, every
 //! error envelope and every fault as a client observes it.
 
-use agy_audit::corpus::{generate, GenerateOptions, PlanOptions};
-use agy_audit::sim::{DaemonSim, FaultKind, FaultSpec, SimOptions};
+use agy_corpus::corpus::{generate, GenerateOptions, PlanOptions};
+use agy_corpus::sim::{DaemonSim, FaultKind, FaultSpec, SimOptions};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -470,7 +470,7 @@ fn default_oversized_body_exceeds_a_256_mib_client_cap() {
         root,
         vec![FaultSpec::for_id(
             &id,
-            FaultKind::OversizedBody(agy_audit::sim::fault::OVERSIZED_DEFAULT),
+            FaultKind::OversizedBody(agy_corpus::sim::fault::OVERSIZED_DEFAULT),
         )],
     );
     let c = client(10_000);
@@ -554,8 +554,8 @@ fn mutate_source_rewrites_the_store_after_each_answer() {
         let after = std::fs::read(&pb).unwrap();
         assert_ne!(after, before);
         assert_eq!(
-            agy_audit::corpus::legacy::open(&after).unwrap(),
-            agy_audit::corpus::legacy::open(&before).unwrap(),
+            agy_corpus::corpus::legacy::open(&after).unwrap(),
+            agy_corpus::corpus::legacy::open(&before).unwrap(),
             "same plaintext, new ciphertext"
         );
     }
@@ -594,7 +594,7 @@ fn rate_faults_and_the_fault_file_are_applied() {
         force: false,
     })
     .unwrap();
-    let planned = agy_audit::sim::read_fault_file(d.path()).unwrap();
+    let planned = agy_corpus::sim::read_fault_file(d.path()).unwrap();
     assert_eq!(planned.len(), 16);
     let s = sim(d.path(), vec![]);
     assert_eq!(s.faults().len(), 16);
@@ -602,7 +602,7 @@ fn rate_faults_and_the_fault_file_are_applied() {
         .iter()
         .find(|f| f.kind == FaultKind::Http500)
         .unwrap();
-    let agy_audit::sim::FaultTarget::Id(fid) = &http500.target else {
+    let agy_corpus::sim::FaultTarget::Id(fid) = &http500.target else {
         panic!()
     };
     assert_eq!(load(&c, &s, fid), 200);

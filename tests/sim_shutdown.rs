@@ -3,8 +3,8 @@
 //! process when the CLI is stopped. One test per concern,
 //! run one after the other (thread counts are per process).
 
-use agy_audit::corpus::{generate, GenerateOptions, PlanOptions};
-use agy_audit::sim::{DaemonSim, FaultKind, FaultSpec, SimOptions};
+use agy_corpus::corpus::{generate, GenerateOptions, PlanOptions};
+use agy_corpus::sim::{DaemonSim, FaultKind, FaultSpec, SimOptions};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

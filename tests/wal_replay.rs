@@ -5,8 +5,8 @@
 //! transactions, uncommitted and torn tails, a log restarted after a
 //! checkpoint, several page sizes) and on every log of a generated corpus.
 
-use agy_audit::corpus::{generate, GenerateOptions, PlanOptions};
 use agy_audit::source::sqlite::{read_rows, snapshot_with, SnapshotVia, Strategy};
+use agy_corpus::corpus::{generate, GenerateOptions, PlanOptions};
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 use sha2::{Digest, Sha256};

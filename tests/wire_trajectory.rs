@@ -4,11 +4,11 @@
 //! passing strict scan always decodes; and projecting from the index gives
 //! the projection of the decoded tree.
 
-use agy_audit::corpus::{generate, GenerateOptions, PlanOptions};
 use agy_audit::project::{project, project_message};
 use agy_audit::schema::{message_refs, Schema};
 use agy_audit::source::legacy::LegacyKey;
 use agy_audit::source::{read_source, ReadOptions};
+use agy_corpus::corpus::{generate, GenerateOptions, PlanOptions};
 use prost_reflect::ReflectMessage;
 
 #[test]

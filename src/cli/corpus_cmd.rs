@@ -1,6 +1,6 @@
 //! `agy-audit corpus generate`: the synthetic agy store generator.
 
-use crate::corpus::{generate, GenerateOptions, PlanOptions};
+use agy_corpus::corpus::{generate, GenerateOptions, PlanOptions};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;

@@ -1,6 +1,6 @@
 //! `agy-audit daemon-sim`: serve a generated store like agy's language server.
 
-use crate::sim::{DaemonSim, FaultSpec, JsonStyle, SimOptions};
+use agy_corpus::sim::{DaemonSim, FaultSpec, JsonStyle, SimOptions};
 use anyhow::Context;
 use clap::Args;
 use std::path::PathBuf;

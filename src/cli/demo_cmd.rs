@@ -3,16 +3,16 @@
 //! runs the attesting sweep against it, writes the qualification report, and
 //! checks every verdict against the generator's ground truth.
 
-use crate::corpus::{generate, GenerateOptions, PlanOptions};
 use crate::manifest::Manifest;
 use crate::pipeline::{sweep, SweepOptions};
 use crate::report::{render_report, verdict_chart};
 use crate::rpc::ClientOptions;
 use crate::schema::Schema;
-use crate::sim::{DaemonSim, FaultSpec, JsonStyle, SimOptions};
 use crate::source::legacy::LegacyKey;
 use crate::util::atomic::{write_file, WriteOptions};
-use crate::verdict::exit;
+use crate::verdict::{exit, Outcome, ReasonClass, VerdictKind};
+use agy_corpus::corpus::{generate, GenerateOptions, PlanOptions};
+use agy_corpus::sim::{DaemonSim, FaultSpec, JsonStyle, SimOptions};
 use anyhow::{bail, Context};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -73,6 +73,9 @@ fn default_out() -> PathBuf {
 
 /// Verdicts that agree with `.truth/expected.jsonl` (verdict and reason class),
 /// and how many sessions were verified although the truth says otherwise.
+/// The truth's public ids are parsed with the reader's own parsers
+/// (`Outcome::from_id`, `ReasonClass::from_id`); an id the reader does not
+/// know is an error, never a silent disagreement.
 pub fn agreement(m: &Manifest, store: &Path) -> anyhow::Result<(usize, usize, Vec<String>)> {
     let path = store.join(".truth").join("expected.jsonl");
     let text =
@@ -81,29 +84,37 @@ pub fn agreement(m: &Manifest, store: &Path) -> anyhow::Result<(usize, usize, Ve
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let v: serde_json::Value = serde_json::from_str(line)?;
         let id = v["fileId"].as_str().unwrap_or_default().to_string();
-        truth.insert(
-            id,
-            (
-                v["verdict"].as_str().unwrap_or_default().to_string(),
-                v["reasonClass"].as_str().map(str::to_string),
-            ),
-        );
+        let verdict = v["verdict"].as_str().unwrap_or_default();
+        let outcome = Outcome::from_id(verdict)
+            .with_context(|| format!("{}: {id}: unknown verdict {verdict:?}", path.display()))?;
+        let class = match v["reasonClass"].as_str() {
+            None => None,
+            Some(c) => Some(ReasonClass::from_id(c).with_context(|| {
+                format!("{}: {id}: unknown reason class {c:?}", path.display())
+            })?),
+        };
+        truth.insert(id, (outcome, class));
     }
+    let verified = |o: Outcome| {
+        matches!(
+            o,
+            Outcome::Verdict(VerdictKind::Verified | VerdictKind::VerifiedSourceOnly)
+        )
+    };
     let (mut agree, mut false_verified, mut off) = (0, 0, Vec::new());
     for s in &m.sessions {
-        let got = (
-            s.verdict_str().to_string(),
-            s.reason_class.map(|c| c.id().to_string()),
-        );
+        let got = (s.outcome(), s.reason_class);
         match truth.get(&s.file_id) {
             Some(want) if *want == got => agree += 1,
             want => {
-                if got.0.starts_with("verified")
-                    && want.is_some_and(|w| !w.0.starts_with("verified"))
-                {
+                if verified(got.0) && want.is_some_and(|w| !verified(w.0)) {
                     false_verified += 1;
                 }
-                off.push(format!("{}: got {got:?}, truth {want:?}", s.file_id));
+                let show = |(o, c): &(Outcome, Option<ReasonClass>)| {
+                    format!("{} {}", o.as_str(), c.map_or("-", |c| c.id()))
+                };
+                let want = want.map_or_else(|| "(none)".to_string(), show);
+                off.push(format!("{}: got {}, truth {want}", s.file_id, show(&got)));
             }
         }
     }

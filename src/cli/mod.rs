@@ -171,8 +171,8 @@ fn usage(e: &anyhow::Error) -> bool {
             c.downcast_ref::<crate::Error>(),
             Some(crate::Error::Usage(_))
         ) || matches!(
-            c.downcast_ref::<crate::corpus::CorpusError>(),
-            Some(crate::corpus::CorpusError::Usage(_))
+            c.downcast_ref::<agy_corpus::corpus::CorpusError>(),
+            Some(agy_corpus::corpus::CorpusError::Usage(_))
         )
     })
 }

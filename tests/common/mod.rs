@@ -751,8 +751,8 @@ pub fn generated_daemon_views(
     conversations: usize,
     seed: u64,
 ) -> (Schema, Vec<DaemonView>) {
-    use agy_audit::corpus::{generate, GenerateOptions, PlanOptions};
     use agy_audit::pipeline::{prepare, AuditContext};
+    use agy_corpus::corpus::{generate, GenerateOptions, PlanOptions};
     let dir = std::env::temp_dir().join(format!("agy-audit-{tag}-{}-{seed}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     generate(&GenerateOptions {

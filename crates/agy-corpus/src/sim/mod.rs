@@ -196,9 +196,8 @@ impl DaemonSim {
             JsonStyle::Canonical => None,
             _ => Some(
                 crate::schema::Schema::modeled()
-                    .map_err(|e| SimError::Schema(e.to_string()))?
-                    .names
-                    .trajectory,
+                    .and_then(|s| s.message("gemini_coder.Trajectory"))
+                    .map_err(|e| SimError::Schema(e.to_string()))?,
             ),
         };
         let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(0);

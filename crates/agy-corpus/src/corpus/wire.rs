@@ -27,8 +27,20 @@ pub struct WireError {
     pub detail: &'static str,
 }
 
-/// The varint encoders are the reader's own primitives.
-pub use crate::source::wire::{put_varint, put_varint_field};
+/// Appends a varint.
+pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Appends a varint field.
+pub fn put_varint_field(out: &mut Vec<u8>, number: u32, v: u64) {
+    put_key(out, number, 0);
+    put_varint(out, v);
+}
 
 /// Appends a field key.
 pub fn put_key(out: &mut Vec<u8>, number: u32, wire_type: u8) {
@@ -37,7 +49,9 @@ pub fn put_key(out: &mut Vec<u8>, number: u32, wire_type: u8) {
 
 /// Appends a length-delimited field.
 pub fn put_len(out: &mut Vec<u8>, number: u32, payload: &[u8]) {
-    crate::source::wire::put_len_field(out, number, payload);
+    put_key(out, number, 2);
+    put_varint(out, payload.len() as u64);
+    out.extend_from_slice(payload);
 }
 
 /// A length-delimited field as bytes.

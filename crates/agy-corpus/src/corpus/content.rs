@@ -19,8 +19,9 @@ pub const STEP_ANY: &str = "type.googleapis.com/gemini_coder.Step";
 /// The Any type URL of a generate_image payload.
 pub const GENERATE_IMAGE_ANY: &str = "type.googleapis.com/exa.cortex.core.tools.GenerateImage";
 /// agy's advice after a rejected permission request (third line of the
-/// error): the reader's one literal, so the two cannot drift apart.
-pub use crate::project::REJECTED_ADVICE;
+/// error), the specification's literal (the reader compares it exactly).
+pub const REJECTED_ADVICE: &str =
+    "Do not attempt to run this command another way or to circumvent this denial.";
 /// The bridge formatting failure prefix.
 pub const BRIDGE_PREFIX: &str =
     "bridged adapter run_command: to string: template execution error: ";

@@ -5,7 +5,7 @@
 //! of the same protobuf value, which a reader that compares values (not
 //! text) must accept with the same verdicts.
 //!
-//! Written independently of the reader's comparison (`crate::compare`): this
+//! Written independently of the reader's comparison (agy-audit's `compare`): this
 //! module walks the JSON with the schema's descriptors only to know which
 //! members are Timestamps, Durations, enums, 64-bit integers or bytes, and
 //! does its own time arithmetic and base64.

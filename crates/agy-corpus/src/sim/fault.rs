@@ -2,7 +2,7 @@
 //! conversation, `rate=R:KIND[:ARG]` for a seeded fraction of them.
 
 use crate::corpus::rng;
-use crate::verdict::{ReasonClass, VerdictKind};
+use crate::ids::{ReasonClass, VerdictKind};
 use std::fmt;
 
 /// What goes wrong.
@@ -144,7 +144,7 @@ impl FaultKind {
     /// The verdict a reader should reach for a conversation served with this
     /// fault, or `None` when the fault must not change it. A daemon failure
     /// is `daemon-unavailable`, which mints no verdict: the session is
-    /// recorded as `not-fetched` (`crate::verdict::Outcome::NotFetched`).
+    /// recorded as `not-fetched` (`crate::ids::Outcome::NotFetched`).
     pub fn expected(self) -> Option<(VerdictKind, ReasonClass)> {
         use FaultKind::*;
         match self {

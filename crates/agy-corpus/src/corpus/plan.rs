@@ -6,9 +6,9 @@
 //! a planned daemon fault names its verdict.
 
 use super::rng::Rng;
-use crate::rules::RuleId;
+use crate::ids::RuleId;
+use crate::ids::{ReasonClass, VerdictKind};
 use crate::sim::fault::{FaultKind, FaultSpec};
-use crate::verdict::{ReasonClass, VerdictKind};
 use serde::Serialize;
 use std::collections::BTreeSet;
 
@@ -1181,10 +1181,10 @@ impl ConvPlan {
 
     /// The expected record: a verdict, or `not-fetched` for a planned daemon
     /// failure (class `daemon-unavailable` mints no verdict).
-    pub fn expected_outcome(&self) -> crate::verdict::Outcome {
+    pub fn expected_outcome(&self) -> crate::ids::Outcome {
         match self.expected() {
-            (_, Some(ReasonClass::DaemonUnavailable)) => crate::verdict::Outcome::NotFetched,
-            (v, _) => crate::verdict::Outcome::Verdict(v),
+            (_, Some(ReasonClass::DaemonUnavailable)) => crate::ids::Outcome::NotFetched,
+            (v, _) => crate::ids::Outcome::Verdict(v),
         }
     }
 
