@@ -1008,8 +1008,8 @@ fn a_renamed_payload_field_refuses_naming_the_declaration() {
 
 // ---- the corpus's recipes --------------------------------------------------------------
 
-fn corpus_step(recipe: agy_audit::corpus::plan::Recipe) -> agy_audit::corpus::content::StepJson {
-    use agy_audit::corpus::plan::{plan, NearMiss, PlanOptions, Recipe, StepKind};
+fn corpus_step(recipe: agy_corpus::corpus::plan::Recipe) -> agy_corpus::corpus::content::StepJson {
+    use agy_corpus::corpus::plan::{plan, NearMiss, PlanOptions, Recipe, StepKind};
     let base = plan(&PlanOptions {
         conversations: 12,
         near_miss_rate: 0.0,
@@ -1027,7 +1027,7 @@ fn corpus_step(recipe: agy_audit::corpus::plan::Recipe) -> agy_audit::corpus::co
         Recipe::Unqualified(k) => Some(NearMiss::Unqualified(k)),
         _ => None,
     };
-    let cj = agy_audit::corpus::content::build(&cp, 1);
+    let cj = agy_corpus::corpus::content::build(&cp, 1);
     cj.steps[2].clone()
 }
 
@@ -1036,7 +1036,7 @@ fn corpus_step(recipe: agy_audit::corpus::plan::Recipe) -> agy_audit::corpus::co
 /// calls the reader; this test compares the two).
 #[test]
 fn corpus_recipes_agree_with_the_projection() {
-    use agy_audit::corpus::plan::{ModernKind as M, Recipe};
+    use agy_corpus::corpus::plan::{ModernKind as M, Recipe};
     let s = schema();
     let kinds = [
         M::Ide225Read {
@@ -1059,11 +1059,12 @@ fn corpus_recipes_agree_with_the_projection() {
     for k in kinds {
         let st = corpus_step(Recipe::Modern(k));
         let (got, rule, p) = accept_one(&s, &st.stored);
-        assert_eq!(rule, k.rule(), "{k:?}");
-        let mut want_rules = k.extra_rules();
-        want_rules.push(rule);
+        assert_eq!(rule.id(), k.rule().id(), "{k:?}");
+        let mut want_rules: Vec<&str> = k.extra_rules().iter().map(|r| r.id()).collect();
+        want_rules.push(rule.id());
+        let got_rules: Vec<&str> = p.rules().iter().map(|r| r.id()).collect();
         for r in want_rules {
-            assert!(p.rules().contains(&r), "{k:?}: {r:?} in {:?}", p.rules());
+            assert!(got_rules.contains(&r), "{k:?}: {r} in {got_rules:?}");
         }
         let want = normalized_step(&s, st.presented.as_ref().unwrap_or(&st.stored));
         if k == M::ReplayCopiedWait {
@@ -1077,7 +1078,7 @@ fn corpus_recipes_agree_with_the_projection() {
 /// named reason.
 #[test]
 fn corpus_near_misses_refuse_under_their_rule() {
-    use agy_audit::corpus::plan::{Recipe, UnqKind as U};
+    use agy_corpus::corpus::plan::{Recipe, UnqKind as U};
     let s = schema();
     let kinds = [
         (U::Ide225OffsetNonzero, Reason::Ide225ByteOffset),
@@ -1103,14 +1104,14 @@ fn corpus_near_misses_refuse_under_their_rule() {
     for (k, reason) in kinds {
         let st = corpus_step(Recipe::Unqualified(k));
         let r = refuse_one(&s, &st.stored);
-        assert_eq!(r.rule, Some(k.rule()), "{k:?}: {r}");
+        assert_eq!(r.rule.map(|r| r.id()), Some(k.rule().id()), "{k:?}: {r}");
         assert_eq!(r.kind, reason, "{k:?}: {r}");
     }
 }
 
 #[test]
 fn the_default_corpus_carries_the_issue_27_shapes() {
-    use agy_audit::corpus::plan::{plan, ModernKind as M, PlanOptions, Recipe, StepKind};
+    use agy_corpus::corpus::plan::{plan, ModernKind as M, PlanOptions, Recipe, StepKind};
     let p = plan(&PlanOptions::default());
     assert_eq!(p.conversations.len(), 405);
     let mut count = std::collections::BTreeMap::<String, usize>::new();

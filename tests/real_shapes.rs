@@ -466,9 +466,9 @@ fn shape_paths(v: &serde_json::Value, path: &str, out: &mut BTreeSet<String>) {
 /// The paths of every conversation the default corpus's daemon serves
 /// (full and ordinary views), built in memory from the plan.
 fn default_corpus_paths() -> BTreeSet<String> {
-    use agy_audit::corpus::{assemble, content, msg::Builder, plan};
+    use agy_corpus::corpus::{assemble, content, msg::Builder, plan};
     let p = plan::plan(&plan::PlanOptions::default());
-    let b = Builder::new(Schema::modeled().unwrap());
+    let b = Builder::new(agy_corpus::schema::Schema::modeled().unwrap());
     let mut out = BTreeSet::new();
     for cp in &p.conversations {
         let a = assemble::assemble(&b, cp, content::build(cp, 1))

@@ -68,6 +68,13 @@ rules! {
     SourceOnlyPrompt23 => "source-only-prompt23";
     PerToolOutputMap => "per-tool-output-map";
     CustomizationKindMap => "customization-kind-map";
+    ModernIde225ReadPermissions => "modern-ide225-read-permissions";
+    ModernIde225ByteOffset => "modern-ide225-byte-offset";
+    ModernIde225Artifact => "modern-ide225-artifact";
+    ModernFinish => "modern-finish";
+    ModernMissingFileRead => "modern-missing-file-read";
+    ModernReplayWaits => "modern-replay-waits";
+    ModernImageRead => "modern-image-read";
 }
 
 macro_rules! classes {
