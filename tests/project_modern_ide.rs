@@ -1115,7 +1115,20 @@ fn the_default_corpus_carries_the_issue_27_shapes() {
     let p = plan(&PlanOptions::default());
     assert_eq!(p.conversations.len(), 405);
     let mut count = std::collections::BTreeMap::<String, usize>::new();
+    let mut ide_sources = 0;
     for c in &p.conversations {
+        let ide = c.steps.iter().any(|st| {
+            matches!(
+                st,
+                StepKind::Tool(Recipe::Modern(
+                    M::Ide225Read { .. } | M::ArtifactCreate | M::ArtifactEdit
+                ))
+            )
+        });
+        if ide {
+            assert_eq!(c.trajectory_source(), 1, "{}: IDE source", c.id);
+            ide_sources += 1;
+        }
         for st in &c.steps {
             if let StepKind::Tool(Recipe::Modern(m)) = st {
                 let key = match m {
@@ -1151,6 +1164,7 @@ fn the_default_corpus_carries_the_issue_27_shapes() {
         ("png read", 1),
         ("webp read", 1),
     ];
+    assert!(ide_sources >= 3, "{ide_sources} IDE-source conversations");
     for (k, n) in at_least {
         assert!(count.get(k).copied().unwrap_or(0) >= n, "{k}: {count:?}");
     }

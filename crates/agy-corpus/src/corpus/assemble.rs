@@ -116,7 +116,7 @@ fn trajectory(
             4 => refs.iter().for_each(|s| wire::put_len(&mut out, num, s)),
             5 => wire::put_len(&mut out, num, plan.id.as_bytes()),
             6 => wire::put_len(&mut out, num, metadata),
-            7 => wire::put_varint_field(&mut out, num, 17),
+            7 => wire::put_varint_field(&mut out, num, plan.trajectory_source()),
             _ => execs.iter().for_each(|s| wire::put_len(&mut out, num, s)),
         }
     }
@@ -589,7 +589,7 @@ pub fn assemble(b: &Builder, plan: &ConvPlan, cj: ConvJson) -> Result<Assembled,
         trajectory_id: plan.trajectory_id.clone(),
         cascade_id: plan.id.clone(),
         trajectory_type: 4,
-        source: 17,
+        source: plan.trajectory_source() as i64,
         steps: rows,
         gens: gens
             .into_iter()

@@ -1115,6 +1115,38 @@ fn ser_fault<S: serde::Serializer>(f: &Option<FaultKind>, s: S) -> Result<S::Ok,
 }
 
 impl ConvPlan {
+    /// `trajectory_meta.source` and the trajectory's field 7: 1 (IDE) for a
+    /// conversation holding an Antigravity IDE 2.25 file tool step (the
+    /// ide225 reads and artifact writes, or a near-miss of one), 17 (CLI)
+    /// otherwise: the public format facts record that only this value
+    /// differs between an IDE and a CLI store.
+    pub fn trajectory_source(&self) -> u64 {
+        let ide = self.steps.iter().any(|s| {
+            matches!(
+                s,
+                StepKind::Tool(Recipe::Modern(
+                    ModernKind::Ide225Read { .. }
+                        | ModernKind::ArtifactCreate
+                        | ModernKind::ArtifactEdit
+                )) | StepKind::Tool(Recipe::Unqualified(
+                    UnqKind::Ide225OffsetNonzero
+                        | UnqKind::Ide225OffsetNotRepeated
+                        | UnqKind::Ide225ArtifactNoFlag
+                        | UnqKind::Ide225EditMetadata
+                        | UnqKind::Ide225MetadataField
+                        | UnqKind::Ide225RequestFeedback
+                        | UnqKind::Ide225MetadataMismatch
+                        | UnqKind::Ide225InteractionAlone
+                ))
+            )
+        });
+        if ide {
+            1
+        } else {
+            17
+        }
+    }
+
     /// Whether the source carries an accepted declared source-only field.
     pub fn source_only(&self) -> bool {
         !self.planner50.is_empty() || self.prompt23_steps().next().is_some()
