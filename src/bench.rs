@@ -186,25 +186,51 @@ pub fn write_payloads(path: &Path, encodings: &[Vec<u8>]) -> Result<()> {
     std::fs::write(path, out).map_err(|e| crate::Error::io(path, e))
 }
 
-/// Makes sure a synthetic corpus exists at `root`: the default corpus
-/// (405 conversations, seed 1) is generated there once, and reused after.
-pub fn ensure_corpus(root: &Path) -> Result<()> {
-    if root.join("conversations").is_dir() {
-        return Ok(());
+/// What [`ensure_corpus`] found at the corpus root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CorpusCache {
+    /// A finished generation of this very generator build: reused.
+    Current,
+    /// Nothing there yet: generated.
+    Generated,
+    /// A generation by another generator build (or an interrupted one):
+    /// replaced through the generator's own `--force`, which removes only
+    /// the files its marker lists and refuses a folder holding anything else.
+    Regenerated,
+}
+
+/// Whether `root` holds this build's default corpus, finished.
+pub fn is_current_corpus(root: &Path) -> bool {
+    agy_corpus::corpus::is_current(root, &agy_corpus::corpus::PlanOptions::default())
+}
+
+/// Makes sure the default synthetic corpus (405 conversations, seed 1) of
+/// this build's generator is at `root`: a current one is reused, a missing
+/// one generated, and a stale one (another generator build wrote it, or a
+/// generation was interrupted) replaced, so the figures are always measured
+/// on the corpus this build describes.
+pub fn ensure_corpus(root: &Path) -> Result<CorpusCache> {
+    if is_current_corpus(root) {
+        return Ok(CorpusCache::Current);
     }
+    let plan = agy_corpus::corpus::PlanOptions::default();
+    let stale = root.exists();
     let opts = agy_corpus::corpus::GenerateOptions {
         out: root.to_path_buf(),
-        plan: agy_corpus::corpus::PlanOptions::default(),
-        force: false,
+        plan,
+        force: stale,
     };
-    agy_corpus::corpus::generate(&opts)
-        .map(|_| ())
-        .map_err(|e| {
-            crate::Error::Usage(format!(
-                "generating the bench corpus in {}: {e}",
-                root.display()
-            ))
-        })
+    agy_corpus::corpus::generate(&opts).map_err(|e| {
+        crate::Error::Usage(format!(
+            "generating the bench corpus in {}: {e}",
+            root.display()
+        ))
+    })?;
+    Ok(if stale {
+        CorpusCache::Regenerated
+    } else {
+        CorpusCache::Generated
+    })
 }
 
 /// End-to-end sweep figures against the simulated daemon.

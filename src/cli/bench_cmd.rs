@@ -2,8 +2,8 @@
 
 use super::common::DecodeArgs;
 use crate::bench::{
-    ensure_corpus, offline_verify, offline_verify_passes, peak_rss_bytes, sources, sweep_vs_sim,
-    write_payloads,
+    ensure_corpus, is_current_corpus, offline_verify, offline_verify_passes, peak_rss_bytes,
+    sources, sweep_vs_sim, write_payloads, CorpusCache,
 };
 use anyhow::{bail, Context};
 use clap::Args;
@@ -20,7 +20,8 @@ use std::process::Command;
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// A store root to measure (default: the default synthetic corpus,
-    /// generated once into target/bench-corpus). The sweep needs a generated
+    /// generated into target/bench-corpus and reused until the generator
+    /// changes, when it is generated again). The sweep needs a generated
     /// store (with `.truth/daemon` views for the simulated daemon).
     #[arg(long, value_name = "DIR")]
     pub corpus: Option<PathBuf>,
@@ -57,13 +58,19 @@ pub struct BenchArgs {
 
 fn default_corpus() -> anyhow::Result<PathBuf> {
     let dir = PathBuf::from("target").join("bench-corpus");
-    if !dir.join("conversations").is_dir() {
+    if !is_current_corpus(&dir) {
         eprintln!(
-            "agy-audit bench: generating the default corpus into {} (once)",
+            "agy-audit bench: generating this build's default corpus into {} \
+             (reused until the generator changes)",
             dir.display()
         );
     }
-    ensure_corpus(&dir)?;
+    match ensure_corpus(&dir)? {
+        CorpusCache::Regenerated => {
+            eprintln!("agy-audit bench: replaced a corpus another generator build wrote")
+        }
+        CorpusCache::Current | CorpusCache::Generated => {}
+    }
     Ok(dir)
 }
 

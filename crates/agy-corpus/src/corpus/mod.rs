@@ -15,7 +15,9 @@
 //!   faults, when `--fault-rate` is nonzero), `.truth/generator.json` (the
 //!   generator's marker: every file it may write; `--force` replaces only a
 //!   folder carrying it, removes only the files it lists, and refuses a folder
-//!   holding anything else).
+//!   holding anything else), `.truth/generation.json` (written last: the
+//!   generator's build digest and the options, so a cached corpus can be
+//!   told stale, see [`is_current`]).
 //!
 //! Stages: [`plan`] decides everything from the seed (cheap; the ground
 //! truth comes from it alone), [`content`] builds each conversation's stored
@@ -173,7 +175,12 @@ fn planned_files(plan: &CorpusPlan) -> Vec<String> {
     for ip in &plan.implicit {
         files.push(format!("implicit/{}.pb", ip.id));
     }
-    for f in ["expected.jsonl", "scenario.json", "faults.txt"] {
+    for f in [
+        "expected.jsonl",
+        "scenario.json",
+        "faults.txt",
+        "generation.json",
+    ] {
         files.push(format!(".truth/{f}"));
     }
     files
@@ -532,7 +539,41 @@ pub fn generate(opts: &GenerateOptions) -> Result<Summary, CorpusError> {
     if !faults.is_empty() {
         other_bytes += write(&truth.join("faults.txt"), faults.as_bytes())?;
     }
+    // Last: the claim that the generation finished, and from what.
+    other_bytes += write(&opts.out.join(STAMP), &stamp(&opts.plan))?;
     summary.total_bytes = summary.source_bytes + other_bytes;
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)
+}
+
+/// The fingerprint of everything a generation's bytes derive from: this
+/// crate's sources and the modeled schema (SHA-256, computed at build time).
+/// Two builds with the same digest write the same corpus for the same
+/// options.
+pub const GENERATOR_DIGEST: &str = env!("AGY_CORPUS_BUILD_DIGEST");
+
+/// The file a finished generation writes last: the generator digest and
+/// the options it ran with.
+pub const STAMP: &str = ".truth/generation.json";
+
+fn stamp(plan: &PlanOptions) -> Vec<u8> {
+    let v = json!({
+        "generatorDigest": GENERATOR_DIGEST,
+        "conversations": plan.conversations,
+        "seed": plan.seed,
+        "nearMissRate": plan.near_miss_rate,
+        "faultRate": plan.fault_rate,
+        "scale": plan.scale,
+    });
+    let mut bytes = serde_json::to_vec_pretty(&v).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes
+}
+
+/// Whether `out` holds a finished generation that this build of the
+/// generator would write again byte for byte with `plan`: its stamp names
+/// this generator digest and these options. A corpus from an older
+/// generator, an interrupted generation or a foreign folder is not current.
+pub fn is_current(out: &Path, plan: &PlanOptions) -> bool {
+    std::fs::read(out.join(STAMP)).is_ok_and(|b| b == stamp(plan))
 }
