@@ -497,6 +497,51 @@ impl NearMiss {
     fn payload(&mut self) -> &mut Value {
         &mut self.step.stored["generic"]["result"]["payload"]
     }
+
+    /// Rewrites the ArtifactMetadata argument from the payload's metadata,
+    /// with `tail` after its Summary and UserFacing members.
+    fn artifact_metadata_arg(&mut self, tail: &str) {
+        let pl = &self.payload()["artifactMetadata"];
+        let arg = format!(
+            "{{\"Summary\":{},\"UserFacing\":{},{tail}}}",
+            pl["summary"],
+            pl["userFacing"].as_bool().unwrap_or(false)
+        );
+        set_arg(&mut self.step, "ArtifactMetadata", &arg);
+    }
+}
+
+/// Adds StartLine and EndLine to a modern read (its arguments, its payload
+/// and its presented VIEW_FILE, zero-based there).
+fn read_range(
+    args: &mut Vec<(&'static str, String)>,
+    payload: &mut Value,
+    vf: &mut Value,
+    start: usize,
+    end: usize,
+) {
+    args.push(("EndLine", end.to_string()));
+    args.push(("StartLine", start.to_string()));
+    payload["startLine"] = json!(start);
+    payload["endLine"] = json!(end);
+    vf["startLine"] = json!(start - 1);
+    vf["endLine"] = json!(end - 1);
+}
+
+/// The unified diff of a file created with `content`.
+fn creation_diff(path: &str, content: &str) -> String {
+    let added: String = content.lines().map(|l| format!("+{l}\n")).collect();
+    format!(
+        "--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{} @@\n{added}",
+        content.lines().count()
+    )
+}
+
+/// The presented action spec and edit of a file creation.
+fn created(uri: &str, diff: &str) -> (Value, Value) {
+    let spec = json!({"createFile": {"path": {"absoluteUri": uri}}});
+    let edit = json!({"absoluteUri": uri, "createFile": true, "unifiedDiff": diff});
+    (spec, edit)
 }
 
 /// A wrapper's result carrying the native step it wraps.
@@ -1374,24 +1419,10 @@ impl<'a> Ctx<'a> {
                 }),
             R::Unqualified(U::Ide225MetadataField) => Self::recipe(R::Modern(M::ArtifactCreate))
                 .near_miss(|_, n| {
-                    let pl = &n.payload()["artifactMetadata"];
-                    let arg = format!(
-                        "{{\"Summary\":{},\"UserFacing\":{},\"RequestFeedback\":false,\"ArtifactType\":\"task\"}}",
-                        pl["summary"],
-                        pl["userFacing"].as_bool().unwrap_or(false)
-                    );
-                    set_arg(&mut n.step, "ArtifactMetadata", &arg);
+                    n.artifact_metadata_arg("\"RequestFeedback\":false,\"ArtifactType\":\"task\"");
                 }),
             R::Unqualified(U::Ide225RequestFeedback) => Self::recipe(R::Modern(M::ArtifactCreate))
-                .near_miss(|_, n| {
-                    let pl = &n.payload()["artifactMetadata"];
-                    let arg = format!(
-                        "{{\"Summary\":{},\"UserFacing\":{},\"RequestFeedback\":true}}",
-                        pl["summary"],
-                        pl["userFacing"].as_bool().unwrap_or(false)
-                    );
-                    set_arg(&mut n.step, "ArtifactMetadata", &arg);
-                }),
+                .near_miss(|_, n| n.artifact_metadata_arg("\"RequestFeedback\":true")),
             R::Unqualified(U::Ide225MetadataMismatch) => Self::recipe(R::Modern(M::ArtifactCreate))
                 .near_miss(|_, n| {
                     n.payload()["artifactMetadata"]["summary"] = json!("a different summary");
@@ -2007,19 +2038,23 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    fn invoke_native(&mut self, meta: &Value, prompt: &str, status_name: &str) -> Value {
-        let kids = self.children();
-        let specs: Vec<Value> = kids
-            .iter()
-            .enumerate()
-            .map(|(i, _)| json!({"name": format!("helper-{i}"), "prompt": prompt, "workspace": "inherit"}))
+    /// The specs and results of a subagent call that started `kids`.
+    fn subagents(&self, kids: &[String], prompt: &str) -> (Vec<Value>, Vec<Value>) {
+        let specs = (0..kids.len())
+            .map(|i| json!({"name": format!("helper-{i}"), "prompt": prompt, "workspace": "inherit"}))
             .collect();
-        let results: Vec<Value> = kids
+        let results = kids
             .iter()
             .map(|k| json!({"conversationId": k,
                 "logUri": format!("file://{}/.gemini/antigravity-cli/brain/{k}/.system_generated/logs/transcript.jsonl", self.ws),
                 "workspaceUri": format!("file://{}", self.ws)}))
             .collect();
+        (specs, results)
+    }
+
+    fn invoke_native(&mut self, meta: &Value, prompt: &str, status_name: &str) -> Value {
+        let kids = self.children();
+        let (specs, results) = self.subagents(&kids, prompt);
         json!({"type": ty("INVOKE_SUBAGENT"), "status": status(status_name),
             "metadata": Self::native_meta(meta, "Delegate to subagents", "Invoking subagents"),
             "invokeSubagent": {"subagentName": "general", "prompt": prompt, "specs": specs, "results": results}})
@@ -2758,12 +2793,7 @@ impl<'a> Ctx<'a> {
         let mut payload = json!({"path": path, "outcome": "OUTCOME_COMPLETED"});
         let mut vf = json!({"absolutePathUri": format!("file://{path}"), "isSkillFile": skill});
         if range {
-            args.push(("EndLine", end.to_string()));
-            args.push(("StartLine", start.to_string()));
-            payload["startLine"] = json!(start);
-            payload["endLine"] = json!(end);
-            vf["startLine"] = json!(start - 1);
-            vf["endLine"] = json!(end - 1);
+            read_range(&mut args, &mut payload, &mut vf, start, end);
         }
         let d = t.draw(self, args);
         let content = text::file_content(&mut self.r, lines);
@@ -2772,6 +2802,26 @@ impl<'a> Ctx<'a> {
         let result = carrying_tool(&shown, "ReadFile", &payload);
         let presented = json!({"type": ty("VIEW_FILE"), "status": status("DONE"), "metadata": d.meta, "viewFile": vf});
         Body::new(d, Some(result), Some(presented), shown)
+    }
+
+    /// A modern replace_file_content edit: its arguments, the (drawn) diff,
+    /// the presented action spec and edit.
+    fn replacement(
+        &mut self,
+        path: &str,
+        uri: &str,
+        instr: &str,
+        content: &str,
+    ) -> (Vec<(&'static str, String)>, String, Value, Value) {
+        let diff = text::diff(&mut self.r, path);
+        let args = vec![
+            ("Instruction", js(instr)),
+            ("ReplacementContent", js(content)),
+            ("TargetFile", js(path)),
+        ];
+        let spec = json!({"command": {"instruction": instr, "isEdit": true, "file": {"absoluteUri": uri}}});
+        let edit = json!({"absoluteUri": uri, "unifiedDiff": diff});
+        (args, diff, spec, edit)
     }
 
     fn modern_file_edit(&mut self, t: Turn, create: bool, empty: bool) -> Body {
@@ -2787,29 +2837,16 @@ impl<'a> Ctx<'a> {
             let diff = if empty {
                 String::new()
             } else {
-                let added: String = content.lines().map(|l| format!("+{l}\n")).collect();
-                format!(
-                    "--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{} @@\n{added}",
-                    content.lines().count()
-                )
+                creation_diff(&path, &content)
             };
+            let (spec, edit) = created(&uri, &diff);
             let args = vec![("CodeContent", js(&content)), ("TargetFile", js(&path))];
-            let spec = json!({"createFile": {"path": {"absoluteUri": uri}}});
-            let edit = json!({"absoluteUri": uri, "createFile": true, "unifiedDiff": diff});
             (args, diff, spec, edit)
         } else {
             let instr = text::sentence(&mut self.r, 9);
             let n = self.sized(3, 40);
             let content = text::file_content(&mut self.r, n);
-            let diff = text::diff(&mut self.r, &path);
-            let args = vec![
-                ("Instruction", js(&instr)),
-                ("ReplacementContent", js(&content)),
-                ("TargetFile", js(&path)),
-            ];
-            let spec = json!({"command": {"instruction": instr, "isEdit": true, "file": {"absoluteUri": uri}}});
-            let edit = json!({"absoluteUri": uri, "unifiedDiff": diff});
-            (args, diff, spec, edit)
+            self.replacement(&path, &uri, &instr, &content)
         };
         let d = t.draw(self, args);
         let kind = if create { "KIND_CREATE" } else { "KIND_EDIT" };
@@ -2830,15 +2867,7 @@ impl<'a> Ctx<'a> {
         }
         let d = t.draw(self, args);
         let kids: Vec<String> = (0..self.r.range(1, 2)).map(|_| self.r.uuid()).collect();
-        let specs: Vec<Value> = (0..kids.len())
-            .map(|i| json!({"name": format!("helper-{i}"), "prompt": prompt, "workspace": "inherit"}))
-            .collect();
-        let results: Vec<Value> = kids
-            .iter()
-            .map(|k| json!({"conversationId": k,
-                "logUri": format!("file://{}/.gemini/antigravity-cli/brain/{k}/.system_generated/logs/transcript.jsonl", self.ws),
-                "workspaceUri": format!("file://{}", self.ws)}))
-            .collect();
+        let (specs, results) = self.subagents(&kids, &prompt);
         let payload = json!({"specs": specs, "results": results, "outcome": "OUTCOME_COMPLETED"});
         let shown = "Subagents finished.".to_string();
         let result = carrying_tool(&shown, "InvokeSubagent", &payload);
@@ -2924,12 +2953,7 @@ impl<'a> Ctx<'a> {
         let mut payload = json!({"path": path, "outcome": "OUTCOME_COMPLETED"});
         let mut vf = json!({"absolutePathUri": format!("file://{path}")});
         if range {
-            args.push(("EndLine", end.to_string()));
-            args.push(("StartLine", start.to_string()));
-            payload["startLine"] = json!(start);
-            payload["endLine"] = json!(end);
-            vf["startLine"] = json!(start - 1);
-            vf["endLine"] = json!(end - 1);
+            read_range(&mut args, &mut payload, &mut vf, start, end);
         }
         if offset {
             args.push(("ByteOffset", "0".into()));
@@ -2964,11 +2988,7 @@ impl<'a> Ctx<'a> {
         let n = self.sized(3, 40);
         let content = text::file_content(&mut self.r, n);
         let (args, diff, spec, edit, meta_payload) = if create {
-            let added: String = content.lines().map(|l| format!("+{l}\n")).collect();
-            let diff = format!(
-                "--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{} @@\n{added}",
-                content.lines().count()
-            );
+            let diff = creation_diff(&path, &content);
             let summary = text::sentence(&mut self.r, 8);
             let facing = self.r.chance(0.7);
             let updated = self.ts(400);
@@ -2981,20 +3001,12 @@ impl<'a> Ctx<'a> {
                 ("CodeContent", js(&content)),
                 ("TargetFile", js(&path)),
             ];
-            let spec = json!({"createFile": {"path": {"absoluteUri": uri}}});
-            let edit = json!({"absoluteUri": uri, "createFile": true, "unifiedDiff": diff});
+            let (spec, edit) = created(&uri, &diff);
             let meta = json!({"summary": summary, "updatedAt": updated, "userFacing": facing});
             (args, diff, spec, edit, Some(meta))
         } else {
             let instr = text::sentence(&mut self.r, 9);
-            let diff = text::diff(&mut self.r, &path);
-            let args = vec![
-                ("Instruction", js(&instr)),
-                ("ReplacementContent", js(&content)),
-                ("TargetFile", js(&path)),
-            ];
-            let spec = json!({"command": {"instruction": instr, "isEdit": true, "file": {"absoluteUri": uri}}});
-            let edit = json!({"absoluteUri": uri, "unifiedDiff": diff});
+            let (args, diff, spec, edit) = self.replacement(&path, &uri, &instr, &content);
             (args, diff, spec, edit, None)
         };
         let d = t.draw(self, args);
