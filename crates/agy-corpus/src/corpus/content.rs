@@ -2,6 +2,18 @@
 //! with its embedded native Step) and as agy's daemon presents it after
 //! rehydration, built side by side from the same scenario values.
 //!
+//! Tool steps are data: one table (`Ctx::recipe`) maps every planned
+//! `Recipe` to a row (the tool called, the status history, the tool source
+//! and hook, a native step or a GENERIC wrapper, and a body for what
+//! differs), near-misses included as the row of the shape they leave plus
+//! the edit that takes them outside the rule; one driver (`Ctx::drive`)
+//! runs the skeleton they share. The random draws keep one order (the
+//! body's arguments, the call, its planner step, the metadata, the rest of
+//! the body), so the same seed keeps giving the same bytes. The other steps
+//! (user input, checkpoints, system, error and ephemeral messages,
+//! conversation history) and the per-conversation records (generator,
+//! executor and trajectory metadata) are built by hand.
+//!
 //! This module never calls the reader or the projection: the ordinary view
 //! is constructed from the recipe ("a completed run_command with this
 //! output"), so comparing it with a projection is never circular.
@@ -262,11 +274,11 @@ impl Hook {
 /// How a recipe's tool step is stored.
 #[derive(Debug, Clone, Copy)]
 enum Form {
-    /// A native step (agy 1.0 and 1.1) of this `CORTEX_STEP_TYPE_*`, the
-    /// body's value under this field.
+    /// A top-level native step of this `CORTEX_STEP_TYPE_*` (the daemon
+    /// passes it through), the body's value under this field.
     Native(&'static str, &'static str),
-    /// A GENERIC wrapper (agy 1.2 and later): the call's arguments, and the
-    /// body's value as the `result` (none: a resultless wrapper).
+    /// A GENERIC wrapper: the call's arguments, and the body's value as the
+    /// `result` (none: a resultless wrapper).
     Generic,
 }
 
@@ -1042,15 +1054,19 @@ impl<'a> Ctx<'a> {
         self.drive(pidx, idx, row)
     }
 
-    /// The recipe table: every [`Recipe`]'s row. The columns: the tool the
-    /// planner calls; the status history (its last status is the stored
-    /// one, see [`RAN`] and the other histories); the tool source and hook
-    /// results ([`Hook`]); the form ([`native`] steps ran to completion with
-    /// a builtin tool and name their step type and payload field; a
-    /// [`wrapper`] is stored GENERIC); the body, the one function that builds
-    /// what differs. A near-miss ([`Recipe::Unqualified`]) is the row of the
-    /// shape it leaves, with the edit that takes it one bound outside the
-    /// rule.
+    /// The recipe table: every [`Recipe`]'s row, in one place. A row is
+    /// `native(tool, step type, payload field, body)` for a native step (it
+    /// ran to completion, [`RAN`], with a builtin tool unless `.hook(..)`
+    /// says otherwise) or `wrapper(tool, history, hook, body)` for a GENERIC
+    /// wrapper. The columns: the tool the planner calls; the status history
+    /// (its last status is the stored step's; see [`RAN`] and the other
+    /// histories); the tool source and pre-tool hook results ([`Hook`]); the
+    /// body, the one function that builds what differs (the arguments, the
+    /// payload, the result text, the presented form). A near-miss
+    /// ([`Recipe::Unqualified`]) is the row of the shape it leaves (its own
+    /// row where no planned recipe has that shape's parameters) with
+    /// `.near_miss(edit)`: the edit takes the built step one bound outside
+    /// the rule, and the daemon passes it through.
     fn recipe(recipe: Recipe) -> StepRecipe<'a> {
         use BeforeRunKind as B;
         use Hook::{Allow, Builtin, Deny, ForceAsk, Unrecorded};
