@@ -2,6 +2,18 @@
 //! with its embedded native Step) and as agy's daemon presents it after
 //! rehydration, built side by side from the same scenario values.
 //!
+//! Tool steps are data: one table (`Ctx::recipe`) maps every planned
+//! `Recipe` to a row (the tool called, the status history, the tool source
+//! and hook, a native step or a GENERIC wrapper, and a body for what
+//! differs), near-misses included as the row of the shape they leave plus
+//! the edit that takes them outside the rule; one driver (`Ctx::drive`)
+//! runs the skeleton they share. The random draws keep one order (the
+//! body's arguments, the call, its planner step, the metadata, the rest of
+//! the body), so the same seed keeps giving the same bytes. The other steps
+//! (user input, checkpoints, system, error and ephemeral messages,
+//! conversation history) and the per-conversation records (generator,
+//! executor and trajectory metadata) are built by hand.
+//!
 //! This module never calls the reader or the projection: the ordinary view
 //! is constructed from the recipe ("a completed run_command with this
 //! output"), so comparing it with a projection is never circular.
@@ -193,6 +205,370 @@ const MODEL: &str = "MODEL_GOOGLE_GEMINI_2_5_PRO";
 
 fn render(title: &str, markdown: &str, verb: &str) -> Value {
     json!({"title": title, "markdown": markdown, "verb": verb, "icon": "tool", "kind": "card"})
+}
+
+// ---- the recipe table's types ------------------------------------------------
+
+/// A status history: the transitions a tool step's metadata records. Its
+/// last status is the stored step's status.
+type History = &'static [&'static str];
+
+/// Ran to completion.
+const RAN: History = &["PENDING", "RUNNING", "DONE"];
+/// Failed while running.
+const RAN_FAILED: History = &["PENDING", "RUNNING", "ERROR"];
+/// Canceled while running.
+const RAN_CANCELED: History = &["PENDING", "RUNNING", "CANCELED"];
+/// Waited at the permission prompt, was approved and ran to completion.
+const APPROVED: History = &["PENDING", "RUNNING", "WAITING", "RUNNING", "DONE"];
+/// Waited at the permission prompt and was denied.
+const DENIED: History = &["PENDING", "RUNNING", "WAITING", "RUNNING", "ERROR"];
+/// Waited at the permission prompt and was canceled there.
+const PROMPT_CANCELED: History = &["PENDING", "RUNNING", "WAITING", "RUNNING", "CANCELED"];
+/// Failed before it ran.
+const REFUSED: History = &["PENDING", "ERROR"];
+/// Rejected as an invalid call.
+const INVALID: History = &["PENDING", "INVALID"];
+/// Done without a running phase (a timer set).
+const SET: History = &["PENDING", "DONE"];
+
+/// The reason the PreToolUse hook gives for the command it denies.
+const HOOK_DENIAL: &str = "destructive commands are blocked in this repository";
+
+/// The tool source and pre-tool hook results a tool step's metadata records.
+#[derive(Debug, Clone, Copy)]
+enum Hook {
+    /// Neither (a call refused before its tool source was recorded).
+    Unrecorded,
+    /// A builtin tool, no hook.
+    Builtin,
+    /// A builtin tool a pre-tool hook allowed.
+    Allow,
+    /// A builtin tool the force-ask hook sent to the permission prompt.
+    ForceAsk,
+    /// A builtin tool a pre-tool hook denied ([`HOOK_DENIAL`]).
+    Deny,
+    /// An MCP tool.
+    Mcp,
+}
+
+impl Hook {
+    /// The metadata keys (merged into the step's metadata).
+    fn metadata(self) -> Value {
+        const BUILTIN: &str = "TOOL_SOURCE_BUILTIN";
+        match self {
+            Hook::Unrecorded => json!({}),
+            Hook::Builtin => json!({"toolSource": BUILTIN}),
+            Hook::Allow => {
+                json!({"toolSource": BUILTIN, "preToolHookResults": [{"decision": "DECISION_ALLOW"}]})
+            }
+            Hook::ForceAsk => json!({"toolSource": BUILTIN,
+                "preToolHookResults": [{"hookName": "force-ask", "decision": "DECISION_ASK"}]}),
+            Hook::Deny => json!({"toolSource": BUILTIN,
+                "preToolHookResults": [{"decision": "DECISION_DENY", "reason": HOOK_DENIAL}]}),
+            Hook::Mcp => json!({"toolSource": "TOOL_SOURCE_MCP"}),
+        }
+    }
+}
+
+/// How a recipe's tool step is stored.
+#[derive(Debug, Clone, Copy)]
+enum Form {
+    /// A top-level native step of this `CORTEX_STEP_TYPE_*` (the daemon
+    /// passes it through), the body's value under this field.
+    Native(&'static str, &'static str),
+    /// A GENERIC wrapper: the call's arguments, and the body's value as the
+    /// `result` (none: a resultless wrapper).
+    Generic,
+}
+
+/// What differs between the steps of a recipe: draws the call's arguments,
+/// hands them to the [`Turn`] (which draws the call, its planner step and the
+/// step's metadata from the row's columns) and builds the payload, the
+/// result text and the presented form from what it drew.
+type BodyFn<'a> = Box<dyn FnOnce(&mut Ctx<'a>, Turn) -> Body + 'a>;
+
+/// A near-miss's edit of its finished step (one bound outside a rule).
+type Edit<'a> = fn(&mut Ctx<'a>, &mut NearMiss);
+
+/// One row of the recipe table ([`Ctx::recipe`]): what the skeleton every
+/// tool step shares needs to know about a recipe.
+struct StepRecipe<'a> {
+    /// The tool the planner calls.
+    tool: &'static str,
+    /// The step's status history; its last status is the stored status.
+    history: History,
+    /// Tool source and pre-tool hook results.
+    hook: Hook,
+    /// Native step or GENERIC wrapper.
+    form: Form,
+    /// Everything else.
+    body: BodyFn<'a>,
+    /// A near-miss's edit of the finished step; the daemon passes a
+    /// near-miss through, so its presented form is dropped.
+    near_miss: Option<Edit<'a>>,
+}
+
+/// A row for a native step of type `ty` (its payload under `field`) that ran
+/// to completion with a builtin tool.
+fn native<'a>(
+    tool: &'static str,
+    ty: &'static str,
+    field: &'static str,
+    body: impl FnOnce(&mut Ctx<'a>, Turn) -> Body + 'a,
+) -> StepRecipe<'a> {
+    StepRecipe {
+        tool,
+        history: RAN,
+        hook: Hook::Builtin,
+        form: Form::Native(ty, field),
+        body: Box::new(body),
+        near_miss: None,
+    }
+}
+
+/// A row for a GENERIC wrapper.
+fn wrapper<'a>(
+    tool: &'static str,
+    history: History,
+    hook: Hook,
+    body: impl FnOnce(&mut Ctx<'a>, Turn) -> Body + 'a,
+) -> StepRecipe<'a> {
+    StepRecipe {
+        tool,
+        history,
+        hook,
+        form: Form::Generic,
+        body: Box::new(body),
+        near_miss: None,
+    }
+}
+
+impl<'a> StepRecipe<'a> {
+    /// The same row with another hook.
+    fn hook(self, hook: Hook) -> Self {
+        StepRecipe { hook, ..self }
+    }
+
+    /// The same row as a near-miss, edited by `edit` once built.
+    fn near_miss(self, edit: Edit<'a>) -> Self {
+        StepRecipe {
+            near_miss: Some(edit),
+            ..self
+        }
+    }
+}
+
+/// One tool step in the making: its row's columns, carried through the
+/// draws every recipe makes in the same order: the call, the planner step
+/// that makes it, the step's metadata. A body draws its arguments first and
+/// may draw more between these (the order is part of the corpus: the same
+/// seed gives the same bytes).
+#[derive(Debug, Clone, Copy)]
+struct Turn {
+    /// The planner step's index.
+    pidx: usize,
+    /// The tool step's index.
+    idx: usize,
+    tool: &'static str,
+    history: History,
+    hook: Hook,
+}
+
+/// A drawn call; its planner step is drawn next.
+struct Called {
+    turn: Turn,
+    call: Call,
+}
+
+/// A drawn call and its planner step; the step's metadata is drawn next.
+struct Planned {
+    turn: Turn,
+    call: Call,
+    planner: StepJson,
+}
+
+/// What the skeleton draws for a tool step.
+struct Drawn {
+    call: Call,
+    planner: StepJson,
+    meta: Value,
+}
+
+impl Turn {
+    /// The stored step's status (the history's last).
+    fn status(&self) -> &'static str {
+        self.history.last().copied().unwrap_or("DONE")
+    }
+
+    /// Draws the call with `args`.
+    fn call(self, cx: &mut Ctx<'_>, args: Vec<(&str, String)>) -> Called {
+        let call = cx.call(self.tool, args);
+        Called { turn: self, call }
+    }
+
+    /// Draws the call with `args` and its planner step.
+    fn plan(self, cx: &mut Ctx<'_>, args: Vec<(&str, String)>) -> Planned {
+        self.call(cx, args).plan(cx)
+    }
+
+    /// Draws the call with `args`, its planner step and the step's metadata.
+    fn draw(self, cx: &mut Ctx<'_>, args: Vec<(&str, String)>) -> Drawn {
+        self.plan(cx, args).meta(cx)
+    }
+}
+
+impl Called {
+    /// Draws the planner step that makes the call.
+    fn plan(self, cx: &mut Ctx<'_>) -> Planned {
+        let planner = cx.planner(self.turn.pidx, Some(&self.call));
+        Planned {
+            turn: self.turn,
+            call: self.call,
+            planner,
+        }
+    }
+}
+
+impl Planned {
+    /// Draws the step's metadata (status history and hook from the row).
+    fn meta(self, cx: &mut Ctx<'_>) -> Drawn {
+        let t = self.turn;
+        let meta = cx.meta(
+            t.idx,
+            "MODEL",
+            Some(&self.call),
+            t.history,
+            t.hook.metadata(),
+        );
+        Drawn {
+            call: self.call,
+            planner: self.planner,
+            meta,
+        }
+    }
+}
+
+/// What a recipe's body built: the step's payload and everything that is
+/// not the skeleton's.
+struct Body {
+    drawn: Drawn,
+    /// A native step's payload; a wrapper's `result` (None: resultless).
+    value: Option<Value>,
+    /// Keys set on the stored step once built, in this order (error,
+    /// permissions, task details …). A stored `error` marks the result an
+    /// error.
+    extra: Value,
+    /// The step as the ordinary RPC presents it (None: unchanged).
+    presented: Option<Value>,
+    /// Presented as the stored wrapper with this result metadata (the
+    /// payload-derived keys the ordinary presentation adds).
+    result_metadata: Option<Value>,
+    /// The result text the model saw.
+    text: String,
+    /// GREP_SEARCH results.
+    grep: Option<GrepInfo>,
+}
+
+impl Body {
+    fn new(drawn: Drawn, value: Option<Value>, presented: Option<Value>, text: String) -> Body {
+        Body {
+            drawn,
+            value,
+            extra: json!({}),
+            presented,
+            result_metadata: None,
+            text,
+            grep: None,
+        }
+    }
+
+    /// Sets `extra`'s keys on the stored step, after the ones set before.
+    fn with(mut self, extra: Value) -> Body {
+        merge(&mut self.extra, extra);
+        self
+    }
+
+    /// Presented as the stored wrapper with result metadata `md`.
+    fn result_metadata(mut self, md: Value) -> Body {
+        self.result_metadata = Some(md);
+        self
+    }
+}
+
+/// A finished near-miss step, as its edit sees it.
+struct NearMiss {
+    /// The tool step's index.
+    idx: usize,
+    planner: StepJson,
+    step: StepJson,
+}
+
+impl NearMiss {
+    /// The wrapper's payload.
+    fn payload(&mut self) -> &mut Value {
+        &mut self.step.stored["generic"]["result"]["payload"]
+    }
+
+    /// Rewrites the ArtifactMetadata argument from the payload's metadata,
+    /// with `tail` after its Summary and UserFacing members.
+    fn artifact_metadata_arg(&mut self, tail: &str) {
+        let pl = &self.payload()["artifactMetadata"];
+        let arg = format!(
+            "{{\"Summary\":{},\"UserFacing\":{},{tail}}}",
+            pl["summary"],
+            pl["userFacing"].as_bool().unwrap_or(false)
+        );
+        set_arg(&mut self.step, "ArtifactMetadata", &arg);
+    }
+}
+
+/// Adds StartLine and EndLine to a modern read (its arguments, its payload
+/// and its presented VIEW_FILE, zero-based there).
+fn read_range(
+    args: &mut Vec<(&'static str, String)>,
+    payload: &mut Value,
+    vf: &mut Value,
+    start: usize,
+    end: usize,
+) {
+    args.push(("EndLine", end.to_string()));
+    args.push(("StartLine", start.to_string()));
+    payload["startLine"] = json!(start);
+    payload["endLine"] = json!(end);
+    vf["startLine"] = json!(start - 1);
+    vf["endLine"] = json!(end - 1);
+}
+
+/// The unified diff of a file created with `content`.
+fn creation_diff(path: &str, content: &str) -> String {
+    let added: String = content.lines().map(|l| format!("+{l}\n")).collect();
+    format!(
+        "--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{} @@\n{added}",
+        content.lines().count()
+    )
+}
+
+/// The presented action spec and edit of a file creation.
+fn created(uri: &str, diff: &str) -> (Value, Value) {
+    let spec = json!({"createFile": {"path": {"absoluteUri": uri}}});
+    let edit = json!({"absoluteUri": uri, "createFile": true, "unifiedDiff": diff});
+    (spec, edit)
+}
+
+/// A wrapper's result carrying the native step it wraps.
+fn carrying(shown: &str, native: &Value) -> Value {
+    json!({"result": shown, "payload": any_of(STEP_ANY, native)})
+}
+
+/// A wrapper's result carrying the native step it wraps, without a result text.
+fn carrying_only(native: &Value) -> Value {
+    json!({"payload": any_of(STEP_ANY, native)})
+}
+
+/// A wrapper's result carrying a modern tool payload `exa.cortex.core.tools.<name>`.
+fn carrying_tool(shown: &str, name: &str, payload: &Value) -> Value {
+    json!({"result": shown, "payload": any_of(&tools_url(name), payload)})
 }
 
 impl<'a> Ctx<'a> {
@@ -514,14 +890,6 @@ impl<'a> Ctx<'a> {
         }))
     }
 
-    fn builtin() -> Value {
-        json!({"toolSource": "TOOL_SOURCE_BUILTIN"})
-    }
-
-    fn allow_hook() -> Value {
-        json!({"toolSource": "TOOL_SOURCE_BUILTIN", "preToolHookResults": [{"decision": "DECISION_ALLOW"}]})
-    }
-
     fn cmd_args(&mut self, cmd: &str, wait: u64) -> Vec<(&'static str, String)> {
         vec![
             ("CommandLine", js(cmd)),
@@ -590,593 +958,6 @@ impl<'a> Ctx<'a> {
                 "retryReason": "RETRY_REASON_API_RETRYABLE",
             }]);
         }
-    }
-
-    /// A tool step (with its planner's call) for `recipe` at `idx`.
-    fn tool(&mut self, pidx: usize, idx: usize, recipe: Recipe) -> (StepJson, StepJson) {
-        use Recipe as R;
-        match recipe {
-            R::NativeViewFile => self.native_view_file(pidx, idx),
-            R::NativeRunCommand => self.native_run_command(pidx, idx),
-            R::NativeCodeAction => self.native_code_action(pidx, idx),
-            R::NativeGrep { per_line, prompt23 } => self.native_grep(pidx, idx, per_line, prompt23),
-            R::NativeListDir => self.native_list_dir(pidx, idx),
-            R::NativeMcp => self.native_mcp(pidx, idx),
-            R::NativeSearchWeb => self.native_search_web(pidx, idx),
-            R::NativeReadUrl => self.native_read_url(pidx, idx),
-            R::NativeFind => self.native_find(pidx, idx),
-            R::NativeCommandStatus => self.native_command_status(pidx, idx),
-            R::RunCommand { background, big } => self.run_command(pidx, idx, background, big),
-            R::ViewFile => self.view_file(pidx, idx),
-            R::CodeAction { create } => self.code_action(pidx, idx, create),
-            R::InvokeSubagent => self.invoke_subagent(pidx, idx),
-            R::CanceledCommand { native_error } => self.canceled_command(pidx, idx, native_error),
-            R::PermissionCommand => self.permission_command(pidx, idx),
-            R::PermissionView => self.permission_view(pidx, idx),
-            R::ContentOffset => self.content_offset(pidx, idx),
-            R::WriteAppend { value } => {
-                self.write_append(pidx, idx, if value { "true" } else { "false" })
-            }
-            R::OuterError(k) => self.outer_error(pidx, idx, k),
-            R::FailedImage => self.failed_image(pidx, idx),
-            R::ImageSuccess => self.image_success(pidx, idx),
-            R::FailedListResources => self.failed_list_resources(pidx, idx),
-            R::BridgeFailure => self.bridge_failure(pidx, idx),
-            R::FailedBeforeRun(k) => self.failed_before_run(pidx, idx, k),
-            R::HookDenied => self.hook_denied(pidx, idx),
-            R::MissingToolSummary { read } => self.missing_tool_summary(pidx, idx, read),
-            R::RejectedPermission { headless } => self.rejected_permission(pidx, idx, headless),
-            R::CanceledPrompt => self.canceled_prompt(pidx, idx, false),
-            R::BuiltinViewFile { lines, skill } => self.builtin_view_file(pidx, idx, lines, skill),
-            R::ManageTask(k) => self.manage_task(pidx, idx, k),
-            R::SendInput => self.send_input(pidx, idx),
-            R::Schedule { task_details } => self.schedule(pidx, idx, task_details, "DONE"),
-            R::ScheduleError => self.schedule_error(pidx, idx),
-            R::ManageSubagents => self.manage_subagents(pidx, idx, false),
-            R::DefineSubagent { definition } => self.define_subagent(pidx, idx, definition),
-            R::ListPermissions => self.list_permissions(pidx, idx, false),
-            R::AskPermission => self.ask_permission(pidx, idx),
-            R::GenerateImageAny => self.generate_image_any(pidx, idx),
-            R::Modern(m) => self.modern(pidx, idx, m),
-            R::Unqualified(k) => self.unqualified(pidx, idx, k),
-        }
-    }
-
-    fn finish(
-        &mut self,
-        planner: StepJson,
-        call: Call,
-        stored: Value,
-        presented: Option<Value>,
-        result_text: String,
-        is_error: bool,
-    ) -> (StepJson, StepJson) {
-        (
-            planner,
-            StepJson {
-                stored,
-                presented,
-                call: Some(call),
-                result_text: Some(result_text),
-                is_error,
-                grep: None,
-            },
-        )
-    }
-
-    // ---- passthrough natives -------------------------------------------------
-
-    fn native_view_file(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
-        let skill = self.r.chance(0.05);
-        let path = if skill {
-            format!("{}/.agy/skills/release/SKILL.md", self.ws)
-        } else {
-            text::abs_path(&mut self.r, &self.ws.clone())
-        };
-        let lines = self.sized(5, 160);
-        let start = self.r.below(40) as usize;
-        let content = text::file_content(&mut self.r, lines);
-        let call = self.call(
-            "view_file",
-            vec![
-                ("AbsolutePath", js(&path)),
-                ("EndLine", (start + lines).to_string()),
-                ("StartLine", (start + 1).to_string()),
-            ],
-        );
-        let planner_first = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
-        let mut body = json!({
-            "absolutePathUri": format!("file://{path}"),
-            "startLine": start,
-            "endLine": start + lines - 1,
-            "content": content,
-            "numLines": lines,
-            "numBytes": content.len(),
-        });
-        if skill {
-            body["isSkillFile"] = Value::Bool(true);
-            body["skillMetadata"] = json!({"name": "release",
-                "description": "Cut a release: bump versions, tag and publish notes."});
-        } else if self.r.chance(0.04) {
-            let img = self.r.bytes(64);
-            body["mediaData"] = json!({"mimeType": "image/png", "inlineData": base64_lite::encode(&img),
-                "uri": format!("file://{path}")});
-        }
-        let stored = json!({"type": ty("VIEW_FILE"), "status": status("DONE"), "metadata": meta, "viewFile": body});
-        (
-            planner_first,
-            StepJson {
-                stored,
-                presented: None,
-                call: Some(call),
-                result_text: Some(truncate(&content, 300)),
-                is_error: false,
-                grep: None,
-            },
-        )
-    }
-
-    fn native_run_command(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
-        let cmd = text::command(&mut self.r);
-        let args = self.cmd_args(&cmd, 5000);
-        let call = self.call("run_command", args);
-        let planner = self.planner(pidx, Some(&call));
-        let n = self.sized(60, 4000);
-        let out = text::output(&mut self.r, n);
-        let exit = if self.r.chance(0.1) { 1 } else { 0 };
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
-        let stored = json!({"type": ty("RUN_COMMAND"), "status": status("DONE"), "metadata": meta,
-            "runCommand": {"commandLine": cmd, "proposedCommandLine": cmd, "cwd": self.ws,
-                "waitMsBeforeAsync": 5000, "blocking": true, "exitCode": exit,
-                "combinedOutput": {"full": out}, "shell": "bash"}});
-        let mut stored = stored;
-        let terminal = format!("terminal-{}", self.r.range(1, 6));
-        stored["runCommand"]["requestedTerminalId"] = json!(terminal);
-        stored["runCommand"]["terminalId"] = json!(terminal);
-        if self.r.chance(0.3) {
-            stored["runCommand"]["combinedOutputSnapshot"] = json!({"full": truncate(&out, 200)});
-        }
-        if self.r.chance(0.1) {
-            stored["runCommand"]["sandboxOverride"] = json!(true);
-        }
-        // A native step keeps its permission records as stored (passthrough):
-        // an answered request with everything real responses carry, or a
-        // request still waiting for the user.
-        let request = json!({"permission": {"resource": {"action": "command", "target": cmd},
-            "actionDescription": format!("Run {cmd}"),
-            "persistSuggestionType": "PERSIST_SUGGESTION_TYPE_PREFIX",
-            "suggestedPersistPattern": cmd.split(' ').next().unwrap_or_default(),
-            "triggerSource": {"type": "TYPE_POLICY_RULE", "detail": "commands outside the allow list ask first"}}});
-        if self.r.chance(0.06) {
-            stored["permissions"] = json!({"permissionGrants": [{"action": "command", "allow": true,
-                "resource": {"action": "command", "target": cmd}, "target": cmd}]});
-            stored["completedInteractions"] = json!([{"request": request,
-                "response": {"permission": {"allow": true,
-                    "persistGrants": {"allow": [cmd.split(' ').next().unwrap_or_default()]}},
-                    "stepIndex": idx, "trajectoryId": self.plan.trajectory_id}}]);
-        } else if self.r.chance(0.02) {
-            stored["status"] = json!(status("WAITING"));
-            stored["requestedInteraction"] = request;
-            if let Some(rc) = stored["runCommand"].as_object_mut() {
-                rc.remove("exitCode");
-                rc.remove("combinedOutput");
-                rc.remove("combinedOutputSnapshot");
-            }
-        }
-        (
-            planner,
-            StepJson {
-                stored,
-                presented: None,
-                call: Some(call),
-                result_text: Some(truncate(&out, 300)),
-                is_error: false,
-                grep: None,
-            },
-        )
-    }
-
-    fn native_code_action(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
-        let path = text::abs_path(&mut self.r, &self.ws.clone());
-        let instr = text::sentence(&mut self.r, 8);
-        let call = self.call(
-            "replace_file_content",
-            vec![("Instruction", js(&instr)), ("TargetFile", js(&path))],
-        );
-        let planner = self.planner(pidx, Some(&call));
-        let diff = text::diff(&mut self.r, &path);
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
-        let uri = format!("file://{path}");
-        let stored = self.native_code_action_body(&path, &uri, &instr, &diff, meta);
-        (
-            planner,
-            StepJson {
-                stored,
-                presented: None,
-                call: Some(call),
-                result_text: Some(diff),
-                is_error: false,
-                grep: None,
-            },
-        )
-    }
-
-    /// A native CODE_ACTION as real stores hold it: an edit with replacement
-    /// chunks, their match information and the structured diff, or (now and
-    /// then) a file creation, an artifact edit or a fast-apply fallback.
-    fn native_code_action_body(
-        &mut self,
-        path: &str,
-        uri: &str,
-        instr: &str,
-        diff: &str,
-        meta: Value,
-    ) -> Value {
-        let ws_uri = format!("file://{}", self.ws);
-        let rel = path
-            .strip_prefix(&format!("{}/", self.ws))
-            .unwrap_or(path)
-            .to_string();
-        let scope = json!({"absoluteUri": uri, "workspaceUrisToRelativePaths": {ws_uri: rel}});
-        let lines: Vec<Value> = diff
-            .lines()
-            .filter_map(|l| {
-                let (t, rest) = match l.as_bytes().first() {
-                    Some(b'+') if !l.starts_with("+++") => {
-                        ("UNIFIED_DIFF_LINE_TYPE_INSERT", &l[1..])
-                    }
-                    Some(b'-') if !l.starts_with("---") => {
-                        ("UNIFIED_DIFF_LINE_TYPE_DELETE", &l[1..])
-                    }
-                    Some(b' ') => ("UNIFIED_DIFF_LINE_TYPE_UNCHANGED", &l[1..]),
-                    _ => return None,
-                };
-                Some(json!({"text": rest, "type": t}))
-            })
-            .collect();
-        let start = self.r.range(1, 200) as i64;
-        let end = start + lines.len() as i64;
-        let original = text::file_content(&mut self.r, 4);
-        let block = json!({"endLine": end, "unifiedDiff": {"lines": lines}});
-        let create = self.r.chance(0.2);
-        let mut ca = if create {
-            json!({"actionSpec": {"createFile": {"instruction": instr, "path": scope, "overwrite": self.r.chance(0.3)}},
-                "actionResult": {"edit": {"absoluteUri": uri, "createFile": true, "unifiedDiff": diff, "diff": block}}})
-        } else {
-            let target = text::sentence(&mut self.r, 5);
-            let replacement = text::sentence(&mut self.r, 6);
-            let chunk = json!({"targetContent": target, "replacementContent": replacement,
-                "allowMultiple": self.r.chance(0.1), "startLine": start, "endLine": end});
-            let fast = self.r.chance(0.15);
-            let exact = self.r.chance(0.9);
-            let mut info = json!({"originalChunk": chunk, "numMatches": 1, "editDistance": 0,
-                "relEditDistance": 0.0, "useGlobalMatch": self.r.chance(0.1)});
-            if !exact {
-                info["isNonExact"] = json!(true);
-                info["fuzzyMatch"] = json!(text::sentence(&mut self.r, 5));
-                info["editDistance"] = json!(self.r.range(1, 12));
-                info["relEditDistance"] = json!(0.125);
-                info["fastApplyFixable"] = json!(true);
-                info["repairFixable"] = json!(self.r.chance(0.5));
-                if self.r.chance(0.3) {
-                    info["error"] = json!(true);
-                    info["errorStr"] =
-                        json!("target content matched with differences in whitespace");
-                }
-            }
-            json!({"actionSpec": {"command": {"instruction": instr, "isEdit": true, "file": scope,
-                    "replacementChunks": [chunk], "useFastApply": fast}},
-                "actionResult": {"edit": {"absoluteUri": uri, "unifiedDiff": diff, "diff": block,
-                    "originalContent": original}},
-                "replacementInfos": [info], "useFastApply": fast})
-        };
-        ca["description"] = json!(text::sentence(&mut self.r, 6));
-        if !create && self.r.chance(0.05) {
-            ca["heuristicFailure"] = json!("CODE_HEURISTIC_FAILURE_LAZY_COMMENT");
-            ca["fastApplyFallbackInfo"] = json!({"fallbackAttempted": true,
-                "fastApplyPrompt": format!("Apply the edit to {rel}", rel = path),
-                "fastApplyResult": {"edit": {"diff": ca["actionResult"]["edit"]["diff"].clone()}},
-                "heuristicFailure": "CODE_HEURISTIC_FAILURE_DELETED_LINES",
-                "numFastApplyEditsMasked": 1});
-        }
-        if self.r.chance(0.1) {
-            ca["isArtifactFile"] = json!(true);
-            ca["artifactMetadata"] = json!({"artifactType": "ARTIFACT_TYPE_TASK",
-                "summary": text::sentence(&mut self.r, 7), "updatedAt": self.ts(1_000)});
-        }
-        json!({"type": ty("CODE_ACTION"), "status": status("DONE"), "metadata": meta, "codeAction": ca})
-    }
-
-    fn native_grep(
-        &mut self,
-        pidx: usize,
-        idx: usize,
-        per_line: bool,
-        p23: bool,
-    ) -> (StepJson, StepJson) {
-        let q = ["TODO", "fn parse", "unwrap()", "timeout", "Error::", "café"];
-        let query = self.r.pick(&q).to_string();
-        let call = self.call(
-            "grep_search",
-            vec![
-                ("MatchPerLine", per_line.to_string()),
-                ("Query", js(&query)),
-                ("SearchPath", js(&self.ws)),
-            ],
-        );
-        let planner = self.planner(pidx, Some(&call));
-        let n = if p23 {
-            self.r.range(2, 12)
-        } else {
-            self.r.range(1, 12)
-        } as usize;
-        let elided = self.r.chance(0.4) || (p23 && self.r.chance(0.3));
-        let total = n as u32
-            + if elided {
-                self.r.range(1, 40) as u32
-            } else {
-                0
-            };
-        let mut results = Vec::new();
-        let mut res_json = Vec::new();
-        for _ in 0..n {
-            let p = text::rel_path(&mut self.r);
-            let line = self.r.below(400) as u32;
-            let content = format!("    {} // {query}", text::sentence(&mut self.r, 5));
-            if per_line {
-                res_json.push(json!({"relativePath": p, "lineNumber": line, "content": content}));
-            } else {
-                res_json.push(json!({"relativePath": p}));
-            }
-            results.push((p, line, content));
-        }
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
-        let mut stored = json!({"type": ty("GREP_SEARCH"), "status": status("DONE"), "metadata": meta,
-            "grepSearch": {"searchPathUri": format!("file://{}", self.ws), "query": query,
-                "matchPerLine": per_line, "results": res_json, "totalResults": total,
-                "commandRun": format!("rg --json -n {} {}", js(&query), self.ws)}});
-        {
-            let ws = self.ws.clone();
-            let g = &mut stored["grepSearch"];
-            if let Some(rs) = g["results"].as_array_mut() {
-                for r in rs.iter_mut() {
-                    let rel = r["relativePath"].as_str().unwrap_or_default().to_string();
-                    r["absolutePath"] = json!(format!("{ws}/{rel}"));
-                }
-            }
-            g["caseInsensitive"] = json!(self.r.chance(0.3));
-            g["isRegex"] = json!(self.r.chance(0.4));
-            if self.r.chance(0.3) {
-                g["includes"] = json!(["*.rs", "*.go"]);
-            }
-            if self.r.chance(0.2) {
-                g["rawOutput"] = json!(format!("{n} matches"));
-            }
-            if self.r.chance(0.02) {
-                g["timedOut"] = json!(true);
-            }
-        }
-        let result_text = format!("{n} results for {query}");
-        let grep = GrepInfo {
-            idx,
-            tool_call_id: call.id.clone(),
-            per_line,
-            results,
-            total,
-        };
-        (
-            planner,
-            StepJson {
-                stored,
-                presented: None,
-                call: Some(call),
-                result_text: Some(result_text),
-                is_error: false,
-                grep: Some(grep),
-            },
-        )
-    }
-
-    fn native_list_dir(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
-        let dir = format!("{}/src", self.ws);
-        let call = self.call("list_dir", vec![("DirectoryPath", js(&dir))]);
-        let planner = self.planner(pidx, Some(&call));
-        let children: Vec<String> = (0..self.r.range(2, 20))
-            .map(|i| format!("file_{i}.rs"))
-            .collect();
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
-        let stored = json!({"type": ty("LIST_DIRECTORY"), "status": status("DONE"), "metadata": meta,
-            "listDirectory": {"directoryPathUri": format!("file://{dir}"), "children": children}});
-        let mut stored = stored;
-        let results: Vec<Value> = children
-            .iter()
-            .map(|c| json!({"name": c, "isDir": false, "sizeBytes": (c.len() as u64 * 97).to_string()}))
-            .chain(std::iter::once(json!({"name": "testdata", "isDir": true})))
-            .collect();
-        stored["listDirectory"]["results"] = json!(results);
-        let rt = children.join("\n");
-        self.finish_native(planner, call, stored, rt)
-    }
-
-    fn finish_native(
-        &mut self,
-        planner: StepJson,
-        call: Call,
-        stored: Value,
-        rt: String,
-    ) -> (StepJson, StepJson) {
-        (
-            planner,
-            StepJson {
-                stored,
-                presented: None,
-                call: Some(call),
-                result_text: Some(truncate(&rt, 300)),
-                is_error: false,
-                grep: None,
-            },
-        )
-    }
-
-    fn native_mcp(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
-        let q = text::sentence(&mut self.r, 3);
-        let call = self.call("mcp_github_search_issues", vec![("query", js(&q))]);
-        let planner = self.planner(pidx, Some(&call));
-        let res = format!(
-            "[{{\"number\": {}, \"title\": {}}}]",
-            self.r.range(1, 900),
-            js(&q)
-        );
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            json!({"toolSource": "TOOL_SOURCE_MCP"}),
-        );
-        let stored = json!({"type": ty("MCP_TOOL"), "status": status("DONE"), "metadata": meta,
-            "mcpTool": {"serverName": "github", "toolCall": {"id": call.id, "name": "search_issues", "argumentsJson": call.args_json()},
-                "resultString": res}});
-        let mut stored = stored;
-        if self.r.chance(0.2) {
-            let m = stored["mcpTool"].as_object_mut();
-            if let Some(m) = m {
-                m.remove("resultString");
-                m.insert(
-                    "resultUri".into(),
-                    json!(format!("file://{}/.gemini/mcp/result-{idx}.json", self.ws)),
-                );
-            }
-        }
-        self.finish_native(planner, call, stored, res)
-    }
-
-    fn native_search_web(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
-        let q = text::sentence(&mut self.r, 4);
-        let call = self.call("search_web", vec![("query", js(&q))]);
-        let planner = self.planner(pidx, Some(&call));
-        let summary = text::paragraph(&mut self.r, 3);
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
-        let stored = json!({"type": ty("SEARCH_WEB"), "status": status("DONE"), "metadata": meta,
-            "searchWeb": {"query": q, "summary": summary, "domain": "docs.example.com",
-                "searchType": "SEARCH_WEB_TYPE_WEB", "thirdPartyConfig": {"provider": "THIRD_PARTY_WEB_SEARCH_PROVIDER_GEMINI"}}});
-        self.finish_native(planner, call, stored, summary)
-    }
-
-    fn native_read_url(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
-        let url = format!("https://docs.example.com/guide/{}", self.r.range(1, 99));
-        let call = self.call("read_url_content", vec![("Url", js(&url))]);
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
-        let stored = json!({"type": ty("READ_URL_CONTENT"), "status": status("DONE"), "metadata": meta,
-            "readUrlContent": {"url": url, "resolvedUrl": url, "latencyMs": self.r.range(20, 900),
-                "webDocument": {"url": url, "documentId": format!("doc-{:x}", self.r.next_u64()),
-                    "title": text::sentence(&mut self.r, 4), "summary": text::sentence(&mut self.r, 10),
-                    "chunks": [{"markdownChunk": {"text": text::paragraph(&mut self.r, 2)}}]}}});
-        self.finish_native(planner, call, stored, format!("Read {url}"))
-    }
-
-    fn native_find(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
-        let dir = format!("{}/src", self.ws);
-        let pattern = self
-            .r
-            .pick(&["*_test.go", "*.rs", "Makefile", "*.md"])
-            .to_string();
-        let call = self.call(
-            "find_by_name",
-            vec![("Pattern", js(&pattern)), ("SearchDirectory", js(&dir))],
-        );
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
-        let n = self.r.range(0, 30);
-        let found: Vec<String> = (0..n).map(|_| text::rel_path(&mut self.r)).collect();
-        let raw = found.join("\n");
-        let mut find = json!({"pattern": pattern, "searchDirectory": dir, "type": "FIND_RESULT_TYPE_FILE",
-            "maxDepth": 8, "totalResults": n, "rawOutput": raw, "excludes": ["node_modules", "target"]});
-        if self.r.chance(0.3) {
-            find["extensions"] = json!(["rs", "go"]);
-        }
-        if n > 20 {
-            find["truncatedOutput"] = json!(found[..20].join("\n"));
-            find["truncatedTotalResults"] = json!(20);
-        }
-        let stored =
-            json!({"type": ty("FIND"), "status": status("DONE"), "metadata": meta, "find": find});
-        self.finish_native(planner, call, stored, raw)
-    }
-
-    fn native_command_status(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
-        let id = format!("{}/task-{}", self.plan.id, self.r.range(1, 40));
-        let wait = self.r.range(1, 30);
-        let call = self.call(
-            "command_status",
-            vec![
-                ("CommandId", js(&id)),
-                ("WaitDurationSeconds", wait.to_string()),
-            ],
-        );
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
-        let n = self.sized(20, 2_000);
-        let out = text::output(&mut self.r, n);
-        let stored = json!({"type": ty("COMMAND_STATUS"), "status": status("DONE"), "metadata": meta,
-            "commandStatus": {"commandId": id, "outputCharacterCount": out.chars().count(), "waitDurationSeconds": wait}});
-        self.finish_native(planner, call, stored, out)
     }
 
     /// The agent configuration snapshot a conversation's metadata carries:
@@ -1265,33 +1046,909 @@ impl<'a> Ctx<'a> {
         }))
     }
 
+    // ---- the recipe table ----------------------------------------------------
+
+    /// A tool step (with its planner's call) for `recipe` at `idx`.
+    fn tool(&mut self, pidx: usize, idx: usize, recipe: Recipe) -> (StepJson, StepJson) {
+        let row = Self::recipe(recipe);
+        self.drive(pidx, idx, row)
+    }
+
+    /// The recipe table: every [`Recipe`]'s row, in one place. A row is
+    /// `native(tool, step type, payload field, body)` for a native step (it
+    /// ran to completion, [`RAN`], with a builtin tool unless `.hook(..)`
+    /// says otherwise) or `wrapper(tool, history, hook, body)` for a GENERIC
+    /// wrapper. The columns: the tool the planner calls; the status history
+    /// (its last status is the stored step's; see [`RAN`] and the other
+    /// histories); the tool source and pre-tool hook results ([`Hook`]); the
+    /// body, the one function that builds what differs (the arguments, the
+    /// payload, the result text, the presented form). A near-miss
+    /// ([`Recipe::Unqualified`]) is the row of the shape it leaves (its own
+    /// row where no planned recipe has that shape's parameters) with
+    /// `.near_miss(edit)`: the edit takes the built step one bound outside
+    /// the rule, and the daemon passes it through.
+    fn recipe(recipe: Recipe) -> StepRecipe<'a> {
+        use BeforeRunKind as B;
+        use Hook::{Allow, Builtin, Deny, ForceAsk, Unrecorded};
+        use ModernKind as M;
+        use OuterKind as O;
+        use Recipe as R;
+        use TaskKind as T;
+        use UnqKind as U;
+        match recipe {
+            // passthrough natives
+            R::NativeViewFile => native("view_file", "VIEW_FILE", "viewFile", Self::native_view_file),
+            R::NativeRunCommand => {
+                native("run_command", "RUN_COMMAND", "runCommand", Self::native_run_command)
+            }
+            R::NativeCodeAction => native(
+                "replace_file_content",
+                "CODE_ACTION",
+                "codeAction",
+                Self::native_code_action,
+            ),
+            R::NativeGrep { per_line, prompt23 } => {
+                native("grep_search", "GREP_SEARCH", "grepSearch", move |cx, t| {
+                    cx.native_grep(t, per_line, prompt23)
+                })
+            }
+            R::NativeListDir => {
+                native("list_dir", "LIST_DIRECTORY", "listDirectory", Self::native_list_dir)
+            }
+            R::NativeMcp => native("mcp_github_search_issues", "MCP_TOOL", "mcpTool", Self::native_mcp)
+                .hook(Hook::Mcp),
+            R::NativeSearchWeb => {
+                native("search_web", "SEARCH_WEB", "searchWeb", Self::native_search_web)
+            }
+            R::NativeReadUrl => native(
+                "read_url_content",
+                "READ_URL_CONTENT",
+                "readUrlContent",
+                Self::native_read_url,
+            ),
+            R::NativeFind => native("find_by_name", "FIND", "find", Self::native_find),
+            R::NativeCommandStatus => native(
+                "command_status",
+                "COMMAND_STATUS",
+                "commandStatus",
+                Self::native_command_status,
+            ),
+            // wrappers over embedded native steps
+            R::RunCommand { background, big } => {
+                wrapper("run_command", RAN, Builtin, move |cx, t| {
+                    cx.run_command(t, background, big)
+                })
+            }
+            R::ViewFile => wrapper("view_file", RAN, Builtin, Self::view_file),
+            R::CodeAction { create: true } => {
+                wrapper("write_to_file", RAN, Builtin, |cx, t| cx.code_action(t, true))
+            }
+            R::CodeAction { create: false } => {
+                wrapper("replace_file_content", RAN, Builtin, |cx, t| cx.code_action(t, false))
+            }
+            R::InvokeSubagent => wrapper("invoke_subagent", RAN, Builtin, Self::invoke_subagent),
+            R::CanceledCommand { native_error } => {
+                wrapper("run_command", RAN_CANCELED, Builtin, move |cx, t| {
+                    cx.canceled_command(t, native_error)
+                })
+            }
+            R::PermissionCommand => {
+                wrapper("run_command", APPROVED, ForceAsk, Self::permission_command)
+            }
+            R::PermissionView => wrapper("view_file", APPROVED, Builtin, Self::permission_view),
+            R::ContentOffset => wrapper("view_file", RAN, Builtin, Self::content_offset),
+            R::WriteAppend { value } => {
+                let value = if value { "true" } else { "false" };
+                wrapper("write_to_file", RAN, Builtin, move |cx, t| cx.write_append(t, value))
+            }
+            R::OuterError(k) => {
+                let tool = match k {
+                    O::RunCommand => "run_command",
+                    O::CodeAction => "write_to_file",
+                    O::ViewFile => "view_file",
+                    O::GrepSearch => "grep_search",
+                    O::McpTool => "mcp_github_create_issue",
+                    O::ReadUrl => "read_url_content",
+                    O::SearchWeb => "search_web",
+                };
+                wrapper(tool, RAN_FAILED, Builtin, move |cx, t| cx.outer_error(t, k))
+            }
+            R::FailedImage => wrapper("generate_image", RAN_FAILED, Builtin, Self::failed_image),
+            R::ImageSuccess => wrapper("generate_image", RAN, Builtin, Self::image_success),
+            R::FailedListResources => {
+                wrapper("list_resources", RAN_FAILED, Builtin, Self::failed_list_resources)
+            }
+            R::BridgeFailure => wrapper("run_command", RAN_FAILED, Allow, Self::bridge_failure),
+            // resultless wrappers
+            R::FailedBeforeRun(k) => {
+                let (tool, history) = match k {
+                    B::WriteToFile => ("write_to_file", REFUSED),
+                    B::WriteToFileInvalid => ("write_to_file", INVALID),
+                    B::ViewFile => ("view_file", REFUSED),
+                    B::FindByName => ("find_by_name", REFUSED),
+                    B::ListDir => ("list_dir", REFUSED),
+                    B::Schedule => ("schedule", REFUSED),
+                    B::GenerateImageInvalid => ("generate_image", INVALID),
+                };
+                wrapper(tool, history, Unrecorded, move |cx, t| cx.failed_before_run(t, k))
+            }
+            R::HookDenied => wrapper("run_command", REFUSED, Deny, Self::hook_denied),
+            R::MissingToolSummary { read: true } => {
+                wrapper("view_file", INVALID, Builtin, |cx, t| cx.missing_tool_summary(t, true))
+            }
+            R::MissingToolSummary { read: false } => {
+                wrapper("run_command", INVALID, Builtin, |cx, t| cx.missing_tool_summary(t, false))
+            }
+            R::RejectedPermission { headless } => {
+                wrapper("run_command", DENIED, Allow, move |cx, t| {
+                    cx.rejected_permission(t, headless)
+                })
+            }
+            R::CanceledPrompt => {
+                wrapper("run_command", PROMPT_CANCELED, Allow, |cx, t| cx.canceled_prompt(t, false))
+            }
+            R::BuiltinViewFile { lines, skill } => {
+                wrapper("view_file", REFUSED, Builtin, move |cx, t| {
+                    cx.builtin_view_file(t, lines, skill)
+                })
+            }
+            // payload-free wrappers
+            R::ManageTask(k) => {
+                let (tool, history) = match k {
+                    T::SendMessage => ("send_message", RAN),
+                    T::Error => ("manage_task", RAN_FAILED),
+                    T::Status | T::List | T::Kill => ("manage_task", RAN),
+                };
+                wrapper(tool, history, Builtin, move |cx, t| cx.manage_task(t, k))
+            }
+            R::SendInput => wrapper("manage_task", RAN, Allow, Self::send_input),
+            R::Schedule { task_details } => {
+                wrapper("schedule", SET, Builtin, move |cx, t| cx.schedule(t, task_details))
+            }
+            R::ScheduleError => wrapper("schedule", REFUSED, Builtin, |cx, t| cx.schedule(t, false)),
+            R::ManageSubagents => {
+                wrapper("manage_subagents", RAN, Builtin, |cx, t| cx.manage_subagents(t, false))
+            }
+            R::DefineSubagent { definition } => {
+                wrapper("define_subagent", RAN, Builtin, move |cx, t| {
+                    cx.define_subagent(t, definition)
+                })
+            }
+            R::ListPermissions => {
+                wrapper("list_permissions", RAN, Builtin, |cx, t| cx.list_permissions(t, false))
+            }
+            R::AskPermission => wrapper("ask_permission", RAN, Builtin, Self::ask_permission),
+            R::GenerateImageAny => {
+                wrapper("generate_image", RAN, Builtin, Self::generate_image_any)
+            }
+            // modern (agy 1.4.x) tool payloads: tools143, tools144, skill146
+            R::Modern(M::RunCommand { background }) => {
+                wrapper("run_command", RAN, Builtin, move |cx, t| {
+                    cx.modern_run_command(t, background)
+                })
+            }
+            R::Modern(M::CanceledBackground) => {
+                wrapper("run_command", RAN_CANCELED, Builtin, Self::modern_canceled_background)
+            }
+            R::Modern(M::ReadFile { skill, range }) => {
+                wrapper("read_file", RAN, Builtin, move |cx, t| {
+                    cx.modern_read_file(t, skill, range)
+                })
+            }
+            R::Modern(M::FileCreate { empty }) => {
+                wrapper("write_to_file", RAN, Builtin, move |cx, t| {
+                    cx.modern_file_edit(t, true, empty)
+                })
+            }
+            R::Modern(M::FileEdit) => wrapper("replace_file_content", RAN, Builtin, |cx, t| {
+                cx.modern_file_edit(t, false, false)
+            }),
+            R::Modern(M::InvokeSubagent { inherit }) => {
+                wrapper("invoke_subagent", RAN, Builtin, move |cx, t| {
+                    cx.modern_invoke_subagent(t, inherit)
+                })
+            }
+            R::Modern(M::ManageTask(a)) => {
+                wrapper("manage_task", RAN, Builtin, move |cx, t| cx.modern_manage_task(t, a))
+            }
+            R::Modern(M::Schedule) => {
+                wrapper("schedule", RAN_CANCELED, Builtin, Self::modern_schedule)
+            }
+            R::Modern(M::ManageSubagentsList) => {
+                wrapper("manage_subagents", RAN, Builtin, Self::modern_manage_subagents)
+            }
+            // issue 27: ide225 / finish147 / replay147
+            R::Modern(M::Ide225Read { permission, offset }) => {
+                let history = if permission { APPROVED } else { RAN };
+                wrapper("read_file", history, Builtin, move |cx, t| {
+                    cx.modern_ide225_read(t, permission, offset)
+                })
+            }
+            R::Modern(M::ArtifactCreate) => {
+                wrapper("write_to_file", RAN, Builtin, |cx, t| cx.modern_artifact(t, true))
+            }
+            R::Modern(M::ArtifactEdit) => {
+                wrapper("replace_file_content", RAN, Builtin, |cx, t| cx.modern_artifact(t, false))
+            }
+            R::Modern(M::Finish) => wrapper("finish", RAN, Builtin, Self::modern_finish),
+            R::Modern(M::MissingFileRead) => {
+                wrapper("read_file", RAN, Builtin, Self::modern_missing_file)
+            }
+            R::Modern(M::ReplayCopiedWait) => {
+                wrapper("run_command", RAN, Builtin, Self::modern_replay_copied)
+            }
+            R::Modern(M::ImageRead(k)) => {
+                wrapper("read_file", RAN, Builtin, move |cx, t| cx.modern_image_read(t, k))
+            }
+            // near-misses: a wrapper shape one bound outside a rule
+            R::Unqualified(U::HookDeniedExtraArg) => Self::recipe(R::HookDenied)
+                .near_miss(|_, n| add_arg(&mut n.step, "RunPersistent", "false")),
+            R::Unqualified(U::CanceledPromptBypass) => {
+                wrapper("run_command", PROMPT_CANCELED, Allow, |cx, t| cx.canceled_prompt(t, true))
+                    .near_miss(|_, _| {})
+            }
+            R::Unqualified(U::ListPermissionsArg) => {
+                wrapper("list_permissions", RAN, Builtin, |cx, t| cx.list_permissions(t, true))
+                    .near_miss(|_, _| {})
+            }
+            R::Unqualified(U::PermissionNativeRunning) => Self::recipe(R::PermissionCommand)
+                .near_miss(|_, n| n.payload()["status"] = Value::String(status("RUNNING"))),
+            R::Unqualified(U::ManageSubagentsExtraKey) => {
+                wrapper("manage_subagents", RAN, Builtin, |cx, t| cx.manage_subagents(t, true))
+                    .near_miss(|_, _| {})
+            }
+            R::Unqualified(U::OuterErrorInvokeSubagent) => Self::recipe(R::InvokeSubagent)
+                .near_miss(|_, n| {
+                    let err = json!({"shortError": "subagent crashed", "fullError": "invoke_subagent: subagent crashed"});
+                    n.step.stored["status"] = Value::String(status("ERROR"));
+                    n.step.stored["error"] = err.clone();
+                    n.payload()["status"] = Value::String(status("ERROR"));
+                    n.payload()["error"] = err;
+                }),
+            R::Unqualified(U::AppendBadValue) => {
+                wrapper("write_to_file", RAN, Builtin, |cx, t| cx.write_append(t, "\"yes\""))
+                    .near_miss(|_, _| {})
+            }
+            R::Unqualified(U::UnknownTool) => {
+                wrapper("todo_write", RAN, Builtin, Self::unknown_tool).near_miss(|_, _| {})
+            }
+            R::Unqualified(U::ScheduleInvalid) => {
+                wrapper("schedule", INVALID, Builtin, |cx, t| cx.schedule(t, false))
+                    .near_miss(|_, _| {})
+            }
+            R::Unqualified(U::ModernReadPath) => {
+                Self::recipe(R::Modern(M::ReadFile { skill: false, range: false })).near_miss(
+                    |cx, n| {
+                        let path = format!("{}/../etc/hosts", cx.ws);
+                        n.payload()["path"] = json!(path);
+                        set_arg(&mut n.step, "AbsolutePath", &js(&path));
+                    },
+                )
+            }
+            R::Unqualified(U::ModernCommandFailed) => {
+                Self::recipe(R::Modern(M::RunCommand { background: false }))
+                    .near_miss(|_, n| n.payload()["outcome"] = json!("OUTCOME_FAILED"))
+            }
+            R::Unqualified(U::ModernEditArtifact) => {
+                Self::recipe(R::Modern(M::FileCreate { empty: false }))
+                    .near_miss(|_, n| n.payload()["isArtifactFile"] = json!(true))
+            }
+            R::Unqualified(U::ModernSubagentTaskMode) => {
+                Self::recipe(R::Modern(M::InvokeSubagent { inherit: false }))
+                    .near_miss(|_, n| n.payload()["taskMode"] = json!(true))
+            }
+            R::Unqualified(U::ModernSubagentWorkspace) => {
+                Self::recipe(R::Modern(M::InvokeSubagent { inherit: true })).near_miss(|cx, n| {
+                    let ws = js(&format!("{}/scratch", cx.ws));
+                    set_arg(&mut n.step, "Workspace", &ws);
+                })
+            }
+            R::Unqualified(U::ModernTaskTwoTasks) => {
+                Self::recipe(R::Modern(M::ManageTask(1))).near_miss(|cx, n| {
+                    let extra =
+                        json!({"taskId": format!("{}/task-99", cx.plan.id), "status": "running"});
+                    if let Some(tasks) = n.payload()["tasks"].as_array_mut() {
+                        tasks.push(extra);
+                    }
+                })
+            }
+            R::Unqualified(U::ModernTimerNotCanceled) => Self::recipe(R::Modern(M::Schedule))
+                .near_miss(|_, n| n.payload()["canceled"] = json!(false)),
+            R::Unqualified(U::ModernSubagentsThreeIds) => {
+                Self::recipe(R::Modern(M::ManageSubagentsList)).near_miss(|cx, n| {
+                    let c = cx.r.uuid();
+                    if let Some(ids) = n.payload()["conversationIds"].as_array_mut() {
+                        ids.push(json!(c));
+                    }
+                })
+            }
+            R::Unqualified(U::ModernBackgroundWait) => {
+                Self::recipe(R::Modern(M::CanceledBackground))
+                    .near_miss(|_, n| set_arg(&mut n.step, "WaitMsBeforeAsync", "500"))
+            }
+            R::Unqualified(U::ModernPermissionGrant) => {
+                Self::recipe(R::Modern(M::ReadFile { skill: false, range: true })).near_miss(
+                    |_, n| {
+                        let path = n.payload()["path"].clone();
+                        n.step.stored["permissions"] = json!({"permissionGrants": [{"action": "read_file", "allow": true,
+                            "target": path.clone(), "resource": {"action": "read_file", "target": path}}]});
+                    },
+                )
+            }
+            R::Unqualified(U::ModernToolName) => {
+                Self::recipe(R::Modern(M::ReadFile { skill: false, range: false }))
+                    .near_miss(|_, n| rename_tool(&mut n.planner, &mut n.step, "view_file"))
+            }
+            R::Unqualified(U::ModernReadRange) => {
+                Self::recipe(R::Modern(M::ReadFile { skill: false, range: true })).near_miss(
+                    |_, n| {
+                        n.payload()["startLine"] = json!(0);
+                        set_arg(&mut n.step, "StartLine", "0");
+                    },
+                )
+            }
+            R::Unqualified(U::ModernEditKindMismatch) => Self::recipe(R::Modern(M::FileEdit))
+                .near_miss(|_, n| n.payload()["kind"] = json!("KIND_CREATE")),
+            R::Unqualified(U::ModernStoredMetadata) => Self::recipe(R::Modern(M::ManageTask(1)))
+                .near_miss(|_, n| {
+                    n.step.stored["generic"]["result"]["metadata"] = json!({"action": "list"});
+                }),
+            R::Unqualified(U::ModernWrapperTaskDetails) => {
+                Self::recipe(R::Modern(M::ReadFile { skill: false, range: false })).near_miss(
+                    |cx, n| {
+                        n.step.stored["taskDetails"] =
+                            json!({"id": format!("{}/task-{}", cx.plan.id, n.idx)});
+                    },
+                )
+            }
+            R::Unqualified(U::ModernExtraArgument) => {
+                Self::recipe(R::Modern(M::ReadFile { skill: false, range: false }))
+                    .near_miss(|_, n| add_arg(&mut n.step, "Encoding", &js("utf-8")))
+            }
+            // issue 27: ide225 / finish147 / replay147
+            R::Unqualified(U::Ide225OffsetNonzero) => {
+                Self::recipe(R::Modern(M::Ide225Read { permission: false, offset: true }))
+                    .near_miss(|_, n| {
+                        n.payload()["byteOffset"] = json!("512");
+                        set_arg(&mut n.step, "ByteOffset", "512");
+                    })
+            }
+            R::Unqualified(U::Ide225OffsetNotRepeated) => {
+                Self::recipe(R::Modern(M::Ide225Read { permission: false, offset: true }))
+                    .near_miss(|_, n| {
+                        if let Some(mut c) = n.step.call.clone() {
+                            c.args.retain(|(k, _)| k != "ByteOffset");
+                            n.step.stored["metadata"]["toolCall"]["argumentsJson"] =
+                                Value::String(c.args_json());
+                        }
+                    })
+            }
+            R::Unqualified(U::Ide225ArtifactNoFlag) => Self::recipe(R::Modern(M::ArtifactCreate))
+                .near_miss(|_, n| {
+                    if let Some(o) = n.payload().as_object_mut() {
+                        o.remove("isArtifactFile");
+                    }
+                }),
+            R::Unqualified(U::Ide225EditMetadata) => Self::recipe(R::Modern(M::ArtifactEdit))
+                .near_miss(|_, n| {
+                    n.payload()["artifactMetadata"] = json!({"summary": "edited the plan"});
+                }),
+            R::Unqualified(U::Ide225MetadataField) => Self::recipe(R::Modern(M::ArtifactCreate))
+                .near_miss(|_, n| {
+                    n.artifact_metadata_arg("\"RequestFeedback\":false,\"ArtifactType\":\"task\"");
+                }),
+            R::Unqualified(U::Ide225RequestFeedback) => Self::recipe(R::Modern(M::ArtifactCreate))
+                .near_miss(|_, n| n.artifact_metadata_arg("\"RequestFeedback\":true")),
+            R::Unqualified(U::Ide225MetadataMismatch) => Self::recipe(R::Modern(M::ArtifactCreate))
+                .near_miss(|_, n| {
+                    n.payload()["artifactMetadata"]["summary"] = json!("a different summary");
+                }),
+            R::Unqualified(U::Ide225InteractionAlone) => {
+                Self::recipe(R::Modern(M::Ide225Read { permission: true, offset: false }))
+                    .near_miss(|_, n| {
+                        if let Some(o) = n.step.stored.as_object_mut() {
+                            o.remove("permissions");
+                        }
+                    })
+            }
+            R::Unqualified(U::FinishNoSchema) => {
+                Self::recipe(R::Modern(M::Finish)).near_miss(|_, n| {
+                    if let Some(o) = n.payload().as_object_mut() {
+                        o.remove("resultSchema");
+                    }
+                })
+            }
+            R::Unqualified(U::FinishResultMismatch) => Self::recipe(R::Modern(M::Finish))
+                .near_miss(|_, n| n.payload()["resultJson"] = json!("{\"Passed\":false}")),
+            R::Unqualified(U::MissingFileContent) => Self::recipe(R::Modern(M::MissingFileRead))
+                .near_miss(|_, n| n.payload()["content"] = json!("stale content")),
+            R::Unqualified(U::ImageReadRange) => {
+                Self::recipe(R::Modern(M::ImageRead(1))).near_miss(|_, n| {
+                    add_arg(&mut n.step, "StartLine", "1");
+                    add_arg(&mut n.step, "EndLine", "40");
+                })
+            }
+            R::Unqualified(U::ImageReadTwoMedia) => {
+                Self::recipe(R::Modern(M::ImageRead(1))).near_miss(|_, n| {
+                    let m = n.payload()["media"][0].clone();
+                    if let Some(list) = n.payload()["media"].as_array_mut() {
+                        list.push(m);
+                    }
+                })
+            }
+            R::Unqualified(U::ImageReadGif) => Self::recipe(R::Modern(M::ImageRead(1)))
+                .near_miss(|_, n| n.payload()["media"][0]["mimeType"] = json!("image/gif")),
+            R::Unqualified(U::ImageReadExternalUri) => {
+                Self::recipe(R::Modern(M::ImageRead(0))).near_miss(|cx, n| {
+                    let uri = format!("https://images.example.com/{}.jpg", cx.r.range(1, 999));
+                    n.payload()["media"][0]["uri"] = json!(uri);
+                })
+            }
+            R::Unqualified(U::ImageReadTextMime) => {
+                Self::recipe(R::Modern(M::ImageRead(2))).near_miss(|_, n| {
+                    n.step.stored["generic"]["result"]["result"] = json!("Read image (image/png)");
+                })
+            }
+            R::Unqualified(U::ImageReadByteCount) => {
+                Self::recipe(R::Modern(M::ImageRead(0))).near_miss(|_, n| {
+                    let bytes = n.payload()["numBytes"].as_u64().unwrap_or(0);
+                    n.payload()["numBytes"] = json!(bytes + 1);
+                })
+            }
+            R::Unqualified(U::ImageReadPermission) => {
+                Self::recipe(R::Modern(M::ImageRead(1))).near_miss(|_, n| {
+                    let path = n.payload()["path"].as_str().unwrap_or_default().to_string();
+                    let (perms, inter) = Self::read_records(&path);
+                    n.step.stored["permissions"] = perms;
+                    n.step.stored["completedInteractions"] = inter;
+                })
+            }
+            R::Unqualified(U::ReplayWaitNoncanonical) => {
+                Self::recipe(R::Modern(M::RunCommand { background: false }))
+                    .near_miss(|_, n| set_arg(&mut n.step, "WaitMsBeforeAsync", "05000"))
+            }
+        }
+    }
+
+    /// Runs the skeleton every tool step shares: the row's body (which draws
+    /// the call, the planner step and the metadata through its [`Turn`]),
+    /// then the stored step in the row's form, the finished pair and a
+    /// near-miss's edit.
+    fn drive(&mut self, pidx: usize, idx: usize, row: StepRecipe<'a>) -> (StepJson, StepJson) {
+        let StepRecipe {
+            tool,
+            history,
+            hook,
+            form,
+            body,
+            near_miss,
+        } = row;
+        let turn = Turn {
+            pidx,
+            idx,
+            tool,
+            history,
+            hook,
+        };
+        let st = turn.status();
+        let Body {
+            drawn,
+            value,
+            extra,
+            presented,
+            result_metadata,
+            text,
+            grep,
+        } = body(self, turn);
+        let Drawn {
+            call,
+            planner,
+            meta,
+        } = drawn;
+        let mut stored = match form {
+            Form::Native(step_type, field) => {
+                let mut s = json!({"type": ty(step_type), "status": status(st), "metadata": meta});
+                s[field] = value.unwrap_or(Value::Null);
+                s
+            }
+            Form::Generic => Self::generic(st, meta, &call, value),
+        };
+        let presented = match result_metadata {
+            Some(md) => Some(Self::with_result_metadata(&stored, md)),
+            None => presented,
+        };
+        merge(&mut stored, extra);
+        let is_error = stored.get("error").is_some();
+        let step = StepJson {
+            stored,
+            presented,
+            call: Some(call),
+            result_text: Some(text),
+            is_error,
+            grep,
+        };
+        match near_miss {
+            None => (planner, step),
+            Some(edit) => {
+                let mut n = NearMiss { idx, planner, step };
+                edit(self, &mut n);
+                n.step.presented = None;
+                (n.planner, n.step)
+            }
+        }
+    }
+
+    // ---- passthrough natives -------------------------------------------------
+
+    fn native_view_file(&mut self, t: Turn) -> Body {
+        let skill = self.r.chance(0.05);
+        let path = if skill {
+            format!("{}/.agy/skills/release/SKILL.md", self.ws)
+        } else {
+            text::abs_path(&mut self.r, &self.ws.clone())
+        };
+        let lines = self.sized(5, 160);
+        let start = self.r.below(40) as usize;
+        let content = text::file_content(&mut self.r, lines);
+        let d = t.draw(
+            self,
+            vec![
+                ("AbsolutePath", js(&path)),
+                ("EndLine", (start + lines).to_string()),
+                ("StartLine", (start + 1).to_string()),
+            ],
+        );
+        let mut body = json!({
+            "absolutePathUri": format!("file://{path}"),
+            "startLine": start,
+            "endLine": start + lines - 1,
+            "content": content,
+            "numLines": lines,
+            "numBytes": content.len(),
+        });
+        if skill {
+            body["isSkillFile"] = Value::Bool(true);
+            body["skillMetadata"] = json!({"name": "release",
+                "description": "Cut a release: bump versions, tag and publish notes."});
+        } else if self.r.chance(0.04) {
+            let img = self.r.bytes(64);
+            body["mediaData"] = json!({"mimeType": "image/png", "inlineData": base64_lite::encode(&img),
+                "uri": format!("file://{path}")});
+        }
+        Body::new(d, Some(body), None, truncate(&content, 300))
+    }
+
+    fn native_run_command(&mut self, t: Turn) -> Body {
+        let cmd = text::command(&mut self.r);
+        let args = self.cmd_args(&cmd, 5000);
+        let p = t.plan(self, args);
+        let n = self.sized(60, 4000);
+        let out = text::output(&mut self.r, n);
+        let exit = if self.r.chance(0.1) { 1 } else { 0 };
+        let d = p.meta(self);
+        let mut rc = json!({"commandLine": cmd, "proposedCommandLine": cmd, "cwd": self.ws,
+            "waitMsBeforeAsync": 5000, "blocking": true, "exitCode": exit,
+            "combinedOutput": {"full": out}, "shell": "bash"});
+        let terminal = format!("terminal-{}", self.r.range(1, 6));
+        rc["requestedTerminalId"] = json!(terminal);
+        rc["terminalId"] = json!(terminal);
+        if self.r.chance(0.3) {
+            rc["combinedOutputSnapshot"] = json!({"full": truncate(&out, 200)});
+        }
+        if self.r.chance(0.1) {
+            rc["sandboxOverride"] = json!(true);
+        }
+        // A native step keeps its permission records as stored (passthrough):
+        // an answered request with everything real responses carry, or a
+        // request still waiting for the user.
+        let request = json!({"permission": {"resource": {"action": "command", "target": cmd},
+            "actionDescription": format!("Run {cmd}"),
+            "persistSuggestionType": "PERSIST_SUGGESTION_TYPE_PREFIX",
+            "suggestedPersistPattern": cmd.split(' ').next().unwrap_or_default(),
+            "triggerSource": {"type": "TYPE_POLICY_RULE", "detail": "commands outside the allow list ask first"}}});
+        let mut extra = json!({});
+        if self.r.chance(0.06) {
+            extra["permissions"] = json!({"permissionGrants": [{"action": "command", "allow": true,
+                "resource": {"action": "command", "target": cmd}, "target": cmd}]});
+            extra["completedInteractions"] = json!([{"request": request,
+                "response": {"permission": {"allow": true,
+                    "persistGrants": {"allow": [cmd.split(' ').next().unwrap_or_default()]}},
+                    "stepIndex": t.idx, "trajectoryId": self.plan.trajectory_id}}]);
+        } else if self.r.chance(0.02) {
+            extra["status"] = json!(status("WAITING"));
+            extra["requestedInteraction"] = request;
+            if let Some(o) = rc.as_object_mut() {
+                o.remove("exitCode");
+                o.remove("combinedOutput");
+                o.remove("combinedOutputSnapshot");
+            }
+        }
+        Body::new(d, Some(rc), None, truncate(&out, 300)).with(extra)
+    }
+
+    fn native_code_action(&mut self, t: Turn) -> Body {
+        let path = text::abs_path(&mut self.r, &self.ws.clone());
+        let instr = text::sentence(&mut self.r, 8);
+        let p = t.plan(
+            self,
+            vec![("Instruction", js(&instr)), ("TargetFile", js(&path))],
+        );
+        let diff = text::diff(&mut self.r, &path);
+        let d = p.meta(self);
+        let uri = format!("file://{path}");
+        let ca = self.native_code_action_body(&path, &uri, &instr, &diff);
+        Body::new(d, Some(ca), None, diff)
+    }
+
+    /// A native CODE_ACTION's payload as real stores hold it: an edit with
+    /// replacement chunks, their match information and the structured diff,
+    /// or (now and then) a file creation, an artifact edit or a fast-apply
+    /// fallback.
+    fn native_code_action_body(&mut self, path: &str, uri: &str, instr: &str, diff: &str) -> Value {
+        let ws_uri = format!("file://{}", self.ws);
+        let rel = path
+            .strip_prefix(&format!("{}/", self.ws))
+            .unwrap_or(path)
+            .to_string();
+        let scope = json!({"absoluteUri": uri, "workspaceUrisToRelativePaths": {ws_uri: rel}});
+        let lines: Vec<Value> = diff
+            .lines()
+            .filter_map(|l| {
+                let (t, rest) = match l.as_bytes().first() {
+                    Some(b'+') if !l.starts_with("+++") => {
+                        ("UNIFIED_DIFF_LINE_TYPE_INSERT", &l[1..])
+                    }
+                    Some(b'-') if !l.starts_with("---") => {
+                        ("UNIFIED_DIFF_LINE_TYPE_DELETE", &l[1..])
+                    }
+                    Some(b' ') => ("UNIFIED_DIFF_LINE_TYPE_UNCHANGED", &l[1..]),
+                    _ => return None,
+                };
+                Some(json!({"text": rest, "type": t}))
+            })
+            .collect();
+        let start = self.r.range(1, 200) as i64;
+        let end = start + lines.len() as i64;
+        let original = text::file_content(&mut self.r, 4);
+        let block = json!({"endLine": end, "unifiedDiff": {"lines": lines}});
+        let create = self.r.chance(0.2);
+        let mut ca = if create {
+            json!({"actionSpec": {"createFile": {"instruction": instr, "path": scope, "overwrite": self.r.chance(0.3)}},
+                "actionResult": {"edit": {"absoluteUri": uri, "createFile": true, "unifiedDiff": diff, "diff": block}}})
+        } else {
+            let target = text::sentence(&mut self.r, 5);
+            let replacement = text::sentence(&mut self.r, 6);
+            let chunk = json!({"targetContent": target, "replacementContent": replacement,
+                "allowMultiple": self.r.chance(0.1), "startLine": start, "endLine": end});
+            let fast = self.r.chance(0.15);
+            let exact = self.r.chance(0.9);
+            let mut info = json!({"originalChunk": chunk, "numMatches": 1, "editDistance": 0,
+                "relEditDistance": 0.0, "useGlobalMatch": self.r.chance(0.1)});
+            if !exact {
+                info["isNonExact"] = json!(true);
+                info["fuzzyMatch"] = json!(text::sentence(&mut self.r, 5));
+                info["editDistance"] = json!(self.r.range(1, 12));
+                info["relEditDistance"] = json!(0.125);
+                info["fastApplyFixable"] = json!(true);
+                info["repairFixable"] = json!(self.r.chance(0.5));
+                if self.r.chance(0.3) {
+                    info["error"] = json!(true);
+                    info["errorStr"] =
+                        json!("target content matched with differences in whitespace");
+                }
+            }
+            json!({"actionSpec": {"command": {"instruction": instr, "isEdit": true, "file": scope,
+                    "replacementChunks": [chunk], "useFastApply": fast}},
+                "actionResult": {"edit": {"absoluteUri": uri, "unifiedDiff": diff, "diff": block,
+                    "originalContent": original}},
+                "replacementInfos": [info], "useFastApply": fast})
+        };
+        ca["description"] = json!(text::sentence(&mut self.r, 6));
+        if !create && self.r.chance(0.05) {
+            ca["heuristicFailure"] = json!("CODE_HEURISTIC_FAILURE_LAZY_COMMENT");
+            ca["fastApplyFallbackInfo"] = json!({"fallbackAttempted": true,
+                "fastApplyPrompt": format!("Apply the edit to {rel}", rel = path),
+                "fastApplyResult": {"edit": {"diff": ca["actionResult"]["edit"]["diff"].clone()}},
+                "heuristicFailure": "CODE_HEURISTIC_FAILURE_DELETED_LINES",
+                "numFastApplyEditsMasked": 1});
+        }
+        if self.r.chance(0.1) {
+            ca["isArtifactFile"] = json!(true);
+            ca["artifactMetadata"] = json!({"artifactType": "ARTIFACT_TYPE_TASK",
+                "summary": text::sentence(&mut self.r, 7), "updatedAt": self.ts(1_000)});
+        }
+        ca
+    }
+
+    fn native_grep(&mut self, t: Turn, per_line: bool, p23: bool) -> Body {
+        let q = ["TODO", "fn parse", "unwrap()", "timeout", "Error::", "café"];
+        let query = self.r.pick(&q).to_string();
+        let p = t.plan(
+            self,
+            vec![
+                ("MatchPerLine", per_line.to_string()),
+                ("Query", js(&query)),
+                ("SearchPath", js(&self.ws)),
+            ],
+        );
+        let n = if p23 {
+            self.r.range(2, 12)
+        } else {
+            self.r.range(1, 12)
+        } as usize;
+        let elided = self.r.chance(0.4) || (p23 && self.r.chance(0.3));
+        let total = n as u32
+            + if elided {
+                self.r.range(1, 40) as u32
+            } else {
+                0
+            };
+        let mut results = Vec::new();
+        let mut res_json = Vec::new();
+        for _ in 0..n {
+            let p = text::rel_path(&mut self.r);
+            let line = self.r.below(400) as u32;
+            let content = format!("    {} // {query}", text::sentence(&mut self.r, 5));
+            if per_line {
+                res_json.push(json!({"relativePath": p, "lineNumber": line, "content": content}));
+            } else {
+                res_json.push(json!({"relativePath": p}));
+            }
+            results.push((p, line, content));
+        }
+        let d = p.meta(self);
+        let mut g = json!({"searchPathUri": format!("file://{}", self.ws), "query": query,
+            "matchPerLine": per_line, "results": res_json, "totalResults": total,
+            "commandRun": format!("rg --json -n {} {}", js(&query), self.ws)});
+        if let Some(rs) = g["results"].as_array_mut() {
+            for r in rs.iter_mut() {
+                let rel = r["relativePath"].as_str().unwrap_or_default().to_string();
+                r["absolutePath"] = json!(format!("{}/{rel}", self.ws));
+            }
+        }
+        g["caseInsensitive"] = json!(self.r.chance(0.3));
+        g["isRegex"] = json!(self.r.chance(0.4));
+        if self.r.chance(0.3) {
+            g["includes"] = json!(["*.rs", "*.go"]);
+        }
+        if self.r.chance(0.2) {
+            g["rawOutput"] = json!(format!("{n} matches"));
+        }
+        if self.r.chance(0.02) {
+            g["timedOut"] = json!(true);
+        }
+        let grep = GrepInfo {
+            idx: t.idx,
+            tool_call_id: d.call.id.clone(),
+            per_line,
+            results,
+            total,
+        };
+        let mut body = Body::new(d, Some(g), None, format!("{n} results for {query}"));
+        body.grep = Some(grep);
+        body
+    }
+
+    fn native_list_dir(&mut self, t: Turn) -> Body {
+        let dir = format!("{}/src", self.ws);
+        let p = t.plan(self, vec![("DirectoryPath", js(&dir))]);
+        let children: Vec<String> = (0..self.r.range(2, 20))
+            .map(|i| format!("file_{i}.rs"))
+            .collect();
+        let d = p.meta(self);
+        let mut ld = json!({"directoryPathUri": format!("file://{dir}"), "children": children});
+        let results: Vec<Value> = children
+            .iter()
+            .map(|c| json!({"name": c, "isDir": false, "sizeBytes": (c.len() as u64 * 97).to_string()}))
+            .chain(std::iter::once(json!({"name": "testdata", "isDir": true})))
+            .collect();
+        ld["results"] = json!(results);
+        Body::new(d, Some(ld), None, truncate(&children.join("\n"), 300))
+    }
+
+    fn native_mcp(&mut self, t: Turn) -> Body {
+        let q = text::sentence(&mut self.r, 3);
+        let p = t.plan(self, vec![("query", js(&q))]);
+        let res = format!(
+            "[{{\"number\": {}, \"title\": {}}}]",
+            self.r.range(1, 900),
+            js(&q)
+        );
+        let d = p.meta(self);
+        let mut mcp = json!({"serverName": "github",
+            "toolCall": {"id": d.call.id, "name": "search_issues", "argumentsJson": d.call.args_json()},
+            "resultString": res});
+        if self.r.chance(0.2) {
+            if let Some(m) = mcp.as_object_mut() {
+                m.remove("resultString");
+                m.insert(
+                    "resultUri".into(),
+                    json!(format!(
+                        "file://{}/.gemini/mcp/result-{}.json",
+                        self.ws, t.idx
+                    )),
+                );
+            }
+        }
+        Body::new(d, Some(mcp), None, truncate(&res, 300))
+    }
+
+    fn native_search_web(&mut self, t: Turn) -> Body {
+        let q = text::sentence(&mut self.r, 4);
+        let p = t.plan(self, vec![("query", js(&q))]);
+        let summary = text::paragraph(&mut self.r, 3);
+        let d = p.meta(self);
+        let sw = json!({"query": q, "summary": summary, "domain": "docs.example.com",
+            "searchType": "SEARCH_WEB_TYPE_WEB", "thirdPartyConfig": {"provider": "THIRD_PARTY_WEB_SEARCH_PROVIDER_GEMINI"}});
+        Body::new(d, Some(sw), None, truncate(&summary, 300))
+    }
+
+    fn native_read_url(&mut self, t: Turn) -> Body {
+        let url = format!("https://docs.example.com/guide/{}", self.r.range(1, 99));
+        let d = t.draw(self, vec![("Url", js(&url))]);
+        let ru = json!({"url": url, "resolvedUrl": url, "latencyMs": self.r.range(20, 900),
+            "webDocument": {"url": url, "documentId": format!("doc-{:x}", self.r.next_u64()),
+                "title": text::sentence(&mut self.r, 4), "summary": text::sentence(&mut self.r, 10),
+                "chunks": [{"markdownChunk": {"text": text::paragraph(&mut self.r, 2)}}]}});
+        Body::new(d, Some(ru), None, truncate(&format!("Read {url}"), 300))
+    }
+
+    fn native_find(&mut self, t: Turn) -> Body {
+        let dir = format!("{}/src", self.ws);
+        let pattern = self
+            .r
+            .pick(&["*_test.go", "*.rs", "Makefile", "*.md"])
+            .to_string();
+        let d = t.draw(
+            self,
+            vec![("Pattern", js(&pattern)), ("SearchDirectory", js(&dir))],
+        );
+        let n = self.r.range(0, 30);
+        let found: Vec<String> = (0..n).map(|_| text::rel_path(&mut self.r)).collect();
+        let raw = found.join("\n");
+        let mut find = json!({"pattern": pattern, "searchDirectory": dir, "type": "FIND_RESULT_TYPE_FILE",
+            "maxDepth": 8, "totalResults": n, "rawOutput": raw, "excludes": ["node_modules", "target"]});
+        if self.r.chance(0.3) {
+            find["extensions"] = json!(["rs", "go"]);
+        }
+        if n > 20 {
+            find["truncatedOutput"] = json!(found[..20].join("\n"));
+            find["truncatedTotalResults"] = json!(20);
+        }
+        Body::new(d, Some(find), None, truncate(&raw, 300))
+    }
+
+    fn native_command_status(&mut self, t: Turn) -> Body {
+        let id = format!("{}/task-{}", self.plan.id, self.r.range(1, 40));
+        let wait = self.r.range(1, 30);
+        let d = t.draw(
+            self,
+            vec![
+                ("CommandId", js(&id)),
+                ("WaitDurationSeconds", wait.to_string()),
+            ],
+        );
+        let n = self.sized(20, 2_000);
+        let out = text::output(&mut self.r, n);
+        let cs = json!({"commandId": id, "outputCharacterCount": out.chars().count(), "waitDurationSeconds": wait});
+        Body::new(d, Some(cs), None, truncate(&out, 300))
+    }
+
     // ---- wrappers over embedded native steps ---------------------------------
 
-    fn run_command(
-        &mut self,
-        pidx: usize,
-        idx: usize,
-        background: bool,
-        big: bool,
-    ) -> (StepJson, StepJson) {
+    fn run_command(&mut self, t: Turn, background: bool, big: bool) -> Body {
+        let idx = t.idx;
         let cmd = text::command(&mut self.r);
         let wait = if background { 500 } else { 5000 };
         let args = self.cmd_args(&cmd, wait);
-        let call = self.call("run_command", args);
-        let planner = self.planner(pidx, Some(&call));
+        let p = t.plan(self, args);
         let size = if big {
             self.plan.big_output
         } else {
             self.sized(40, 4000)
         };
         let out = text::output(&mut self.r, size);
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
+        let d = p.meta(self);
         let mut rc = json!({"commandLine": cmd, "proposedCommandLine": cmd, "cwd": self.ws,
             "waitMsBeforeAsync": wait, "blocking": !background,
             "combinedOutput": {"full": out}, "shell": "bash"});
@@ -1299,27 +1956,27 @@ impl<'a> Ctx<'a> {
             rc["exitCode"] = json!(if self.r.chance(0.12) { 1 } else { 0 });
         }
         let native = json!({"type": ty("RUN_COMMAND"), "status": status("DONE"),
-            "metadata": Self::native_meta(&meta, &format!("Run {cmd}"), "Running command"),
+            "metadata": Self::native_meta(&d.meta, &format!("Run {cmd}"), "Running command"),
             "runCommand": rc});
         let shown = truncate(&out, 1000);
-        let mut result = json!({"result": shown, "payload": any_of(STEP_ANY, &native)});
+        let mut result = carrying(&shown, &native);
         if big || out.len() > 4000 {
             result["fullOutputUri"] = Value::String(format!(
                 "file://{}/.gemini/antigravity-cli/brain/{}/.system_generated/steps/{idx}/output.txt",
                 self.ws, self.plan.id
             ));
         }
-        let mut stored = Self::generic("DONE", meta, &call, Some(result));
         let mut presented = native;
+        let mut extra = json!({});
         if background {
             let td = json!({"id": format!("{}/task-{idx}", self.plan.id),
                 "logUri": format!("file://{}/.gemini/tasks/{idx}.log", self.ws),
                 "commandLine": cmd, "shortDescription": format!("{cmd} (background)"),
                 "movedToBackgroundAt": self.ts(600)});
-            stored["taskDetails"] = td.clone();
+            extra["taskDetails"] = td.clone();
             presented["taskDetails"] = td;
         }
-        self.finish(planner, call, stored, Some(presented), shown, false)
+        Body::new(d, Some(result), Some(presented), shown).with(extra)
     }
 
     fn view_body(&mut self, path: &str, start1: usize, lines: usize) -> (Value, String) {
@@ -1329,58 +1986,44 @@ impl<'a> Ctx<'a> {
         (body, content)
     }
 
-    fn view_file(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
+    fn view_file(&mut self, t: Turn) -> Body {
         let path = text::abs_path(&mut self.r, &self.ws.clone());
         let lines = self.sized(5, 160);
         let start = self.r.range(1, 60) as usize;
-        let call = self.call(
-            "view_file",
+        let d = t.draw(
+            self,
             vec![
                 ("AbsolutePath", js(&path)),
                 ("EndLine", (start + lines - 1).to_string()),
                 ("StartLine", start.to_string()),
             ],
         );
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
         let (body, content) = self.view_body(&path, start, lines);
         let native = json!({"type": ty("VIEW_FILE"), "status": status("DONE"),
-            "metadata": Self::native_meta(&meta, &format!("Read {path}"), "Reading file"), "viewFile": body});
+            "metadata": Self::native_meta(&d.meta, &format!("Read {path}"), "Reading file"), "viewFile": body});
         let shown = truncate(&content, 800);
-        let stored = Self::generic(
-            "DONE",
-            meta,
-            &call,
-            Some(json!({"result": shown, "payload": any_of(STEP_ANY, &native)})),
-        );
-        self.finish(planner, call, stored, Some(native), shown, false)
+        Body::new(d, Some(carrying(&shown, &native)), Some(native), shown)
     }
 
-    fn code_action(&mut self, pidx: usize, idx: usize, create: bool) -> (StepJson, StepJson) {
+    fn code_action(&mut self, t: Turn, create: bool) -> Body {
         let path = text::abs_path(&mut self.r, &self.ws.clone());
         let uri = format!("file://{path}");
         let lines = self.sized(3, 80);
         let content = text::file_content(&mut self.r, lines);
-        let (call, spec, edit) = if create {
-            let call = self.call(
-                "write_to_file",
+        let (called, spec, edit) = if create {
+            let called = t.call(
+                self,
                 vec![("CodeContent", js(&content)), ("TargetFile", js(&path))],
             );
             (
-                call,
+                called,
                 json!({"createFile": {"path": {"absoluteUri": uri}}}),
                 json!({"absoluteUri": uri, "createFile": true, "unifiedDiff": format!("--- /dev/null\n+++ b/{path}\n")}),
             )
         } else {
             let instr = text::sentence(&mut self.r, 9);
-            let call = self.call(
-                "replace_file_content",
+            let called = t.call(
+                self,
                 vec![
                     ("Instruction", js(&instr)),
                     ("ReplacementContent", js(&content)),
@@ -1389,31 +2032,18 @@ impl<'a> Ctx<'a> {
             );
             let diff = text::diff(&mut self.r, &path);
             (
-                call,
+                called,
                 json!({"command": {"instruction": instr, "isEdit": true, "file": {"absoluteUri": uri}}}),
                 json!({"absoluteUri": uri, "unifiedDiff": diff}),
             )
         };
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
+        let d = called.plan(self).meta(self);
         let native = json!({"type": ty("CODE_ACTION"), "status": status("DONE"),
-            "metadata": Self::native_meta(&meta, &format!("Edit {path}"), "Editing file"),
+            "metadata": Self::native_meta(&d.meta, &format!("Edit {path}"), "Editing file"),
             "codeAction": {"actionSpec": spec, "actionResult": {"edit": edit},
                 "description": text::sentence(&mut self.r, 6)}});
         let shown = format!("Updated {path}");
-        let stored = Self::generic(
-            "DONE",
-            meta,
-            &call,
-            Some(json!({"result": shown, "payload": any_of(STEP_ANY, &native)})),
-        );
-        self.finish(planner, call, stored, Some(native), shown, false)
+        Body::new(d, Some(carrying(&shown, &native)), Some(native), shown)
     }
 
     fn children(&mut self) -> Vec<String> {
@@ -1424,69 +2054,46 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    fn invoke_native(&mut self, meta: &Value, prompt: &str, status_name: &str) -> Value {
-        let kids = self.children();
-        let specs: Vec<Value> = kids
-            .iter()
-            .enumerate()
-            .map(|(i, _)| json!({"name": format!("helper-{i}"), "prompt": prompt, "workspace": "inherit"}))
+    /// The specs and results of a subagent call that started `kids`.
+    fn subagents(&self, kids: &[String], prompt: &str) -> (Vec<Value>, Vec<Value>) {
+        let specs = (0..kids.len())
+            .map(|i| json!({"name": format!("helper-{i}"), "prompt": prompt, "workspace": "inherit"}))
             .collect();
-        let results: Vec<Value> = kids
+        let results = kids
             .iter()
             .map(|k| json!({"conversationId": k,
                 "logUri": format!("file://{}/.gemini/antigravity-cli/brain/{k}/.system_generated/logs/transcript.jsonl", self.ws),
                 "workspaceUri": format!("file://{}", self.ws)}))
             .collect();
+        (specs, results)
+    }
+
+    fn invoke_native(&mut self, meta: &Value, prompt: &str, status_name: &str) -> Value {
+        let kids = self.children();
+        let (specs, results) = self.subagents(&kids, prompt);
         json!({"type": ty("INVOKE_SUBAGENT"), "status": status(status_name),
             "metadata": Self::native_meta(meta, "Delegate to subagents", "Invoking subagents"),
             "invokeSubagent": {"subagentName": "general", "prompt": prompt, "specs": specs, "results": results}})
     }
 
-    fn invoke_subagent(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
+    fn invoke_subagent(&mut self, t: Turn) -> Body {
         let prompt = text::sentence(&mut self.r, 10);
-        let call = self.call(
-            "invoke_subagent",
+        let d = t.draw(
+            self,
             vec![("Prompt", js(&prompt)), ("Workspace", js("inherit"))],
         );
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
-        let native = self.invoke_native(&meta, &prompt, "DONE");
+        let native = self.invoke_native(&d.meta, &prompt, "DONE");
         let shown = "Subagents finished.".to_string();
-        let stored = Self::generic(
-            "DONE",
-            meta,
-            &call,
-            Some(json!({"result": shown, "payload": any_of(STEP_ANY, &native)})),
-        );
-        self.finish(planner, call, stored, Some(native), shown, false)
+        Body::new(d, Some(carrying(&shown, &native)), Some(native), shown)
     }
 
-    fn canceled_command(
-        &mut self,
-        pidx: usize,
-        idx: usize,
-        native_error: bool,
-    ) -> (StepJson, StepJson) {
+    fn canceled_command(&mut self, t: Turn, native_error: bool) -> Body {
         let cmd = text::command(&mut self.r);
         let args = self.cmd_args(&cmd, 5000);
-        let call = self.call("run_command", args);
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "CANCELED"],
-            Self::builtin(),
-        );
+        let d = t.draw(self, args);
         let n = self.sized(40, 800);
         let out = text::output(&mut self.r, n);
-        let mut nm = Self::native_meta(&meta, &format!("Run {cmd}"), "Running command");
+        let mut nm = Self::native_meta(&d.meta, &format!("Run {cmd}"), "Running command");
         let (nstatus, hist) = if native_error {
             ("ERROR", vec!["PENDING", "RUNNING", "ERROR"])
         } else {
@@ -1494,7 +2101,7 @@ impl<'a> Ctx<'a> {
         };
         let trans: Vec<Value> = hist
             .iter()
-            .map(|s| json!({"updatedStatus": status(s), "timestamp": meta["createdAt"].clone()}))
+            .map(|s| json!({"updatedStatus": status(s), "timestamp": d.meta["createdAt"].clone()}))
             .collect();
         nm["internalMetadata"] = json!({"statusTransitions": trans});
         let mut native = json!({"type": ty("RUN_COMMAND"), "status": status(nstatus), "metadata": nm,
@@ -1504,29 +2111,16 @@ impl<'a> Ctx<'a> {
             native["error"] = json!({"shortError": "signal: interrupt", "fullError": "command interrupted by the user: signal: interrupt"});
         }
         let shown = "The command was canceled.".to_string();
-        let stored = Self::generic(
-            "CANCELED",
-            meta,
-            &call,
-            Some(json!({"result": shown, "payload": any_of(STEP_ANY, &native)})),
-        );
+        let result = carrying(&shown, &native);
         let mut presented = native;
         presented["status"] = Value::String(status("CANCELED"));
-        self.finish(planner, call, stored, Some(presented), shown, false)
+        Body::new(d, Some(result), Some(presented), shown)
     }
 
-    fn permission_command(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
+    fn permission_command(&mut self, t: Turn) -> Body {
         let cmd = self.plain_command();
         let args = self.cmd_args(&cmd, 5000);
-        let call = self.call("run_command", args);
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "WAITING", "RUNNING", "DONE"],
-            json!({"toolSource": "TOOL_SOURCE_BUILTIN", "preToolHookResults": [{"hookName": "force-ask", "decision": "DECISION_ASK"}]}),
-        );
+        let d = t.draw(self, args);
         let perms = json!({"permissionGrants": [{"action": "command", "allow": true,
             "resource": {"action": "command", "target": cmd}, "target": cmd}]});
         let inter = json!([{"request": {"permission": {"resource": {"action": "command", "target": cmd},
@@ -1535,114 +2129,66 @@ impl<'a> Ctx<'a> {
         let n = self.sized(40, 1500);
         let out = text::output(&mut self.r, n);
         let native = json!({"type": ty("RUN_COMMAND"), "status": status("DONE"),
-            "metadata": Self::native_meta(&meta, &format!("Run {cmd}"), "Running command"),
+            "metadata": Self::native_meta(&d.meta, &format!("Run {cmd}"), "Running command"),
             "permissions": perms, "completedInteractions": inter,
             "runCommand": {"commandLine": cmd, "proposedCommandLine": cmd, "cwd": self.ws,
                 "waitMsBeforeAsync": 5000, "blocking": true, "exitCode": 0, "combinedOutput": {"full": out}, "shell": "bash"}});
         let shown = truncate(&out, 1000);
-        let mut stored = Self::generic(
-            "DONE",
-            meta,
-            &call,
-            Some(json!({"result": shown, "payload": any_of(STEP_ANY, &native)})),
-        );
-        stored["permissions"] = perms;
-        stored["completedInteractions"] = inter;
-        self.finish(planner, call, stored, Some(native), shown, false)
+        Body::new(d, Some(carrying(&shown, &native)), Some(native), shown)
+            .with(json!({"permissions": perms, "completedInteractions": inter}))
     }
 
-    fn permission_view(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
+    fn permission_view(&mut self, t: Turn) -> Body {
         let path = text::abs_path(&mut self.r, &self.ws.clone());
         let lines = self.sized(5, 120);
-        let call = self.call(
-            "view_file",
+        let d = t.draw(
+            self,
             vec![
                 ("AbsolutePath", js(&path)),
                 ("EndLine", lines.to_string()),
                 ("StartLine", "1".into()),
             ],
         );
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "WAITING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
-        let perms = json!({"permissionGrants": [{"action": "read_file", "allow": true,
-            "resource": {"action": "read_file", "target": path}, "target": path}]});
-        let inter = json!([{"request": {"permission": {"resource": {"action": "read_file", "target": path},
-                "actionDescription": format!("Read {path}")}},
-            "response": {"permission": {"allow": true, "persistGrants": {}}}}]);
+        let (perms, inter) = Self::read_records(&path);
         let (body, content) = self.view_body(&path, 1, lines);
         let native = json!({"type": ty("VIEW_FILE"), "status": status("DONE"),
-            "metadata": Self::native_meta(&meta, &format!("Read {path}"), "Reading file"),
+            "metadata": Self::native_meta(&d.meta, &format!("Read {path}"), "Reading file"),
             "permissions": perms, "completedInteractions": inter, "viewFile": body});
         let shown = truncate(&content, 800);
-        let mut stored = Self::generic(
-            "DONE",
-            meta,
-            &call,
-            Some(json!({"result": shown, "payload": any_of(STEP_ANY, &native)})),
-        );
-        stored["permissions"] = perms;
-        stored["completedInteractions"] = inter;
-        self.finish(planner, call, stored, Some(native), shown, false)
+        Body::new(d, Some(carrying(&shown, &native)), Some(native), shown)
+            .with(json!({"permissions": perms, "completedInteractions": inter}))
     }
 
-    fn content_offset(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
+    fn content_offset(&mut self, t: Turn) -> Body {
         let path = text::abs_path(&mut self.r, &self.ws.clone());
         let off = self.r.range(1, 20_000);
-        let call = self.call(
-            "view_file",
+        let d = t.draw(
+            self,
             vec![
                 ("AbsolutePath", js(&path)),
                 ("ContentOffset", off.to_string()),
             ],
         );
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
         let lines = self.sized(5, 80);
         let content = text::file_content(&mut self.r, lines);
         let native = json!({"type": ty("VIEW_FILE"), "status": status("DONE"),
-            "metadata": Self::native_meta(&meta, &format!("Read {path}"), "Reading file"),
+            "metadata": Self::native_meta(&d.meta, &format!("Read {path}"), "Reading file"),
             "viewFile": {"absolutePathUri": format!("file://{path}"), "content": content,
                 "numLines": lines, "numBytes": content.len(), "contentOffset": off}});
         let shown = truncate(&content, 800);
-        let stored = Self::generic(
-            "DONE",
-            meta,
-            &call,
-            Some(json!({"result": shown, "payload": any_of(STEP_ANY, &native)})),
-        );
-        self.finish(planner, call, stored, Some(native), shown, false)
+        Body::new(d, Some(carrying(&shown, &native)), Some(native), shown)
     }
 
-    fn write_append(&mut self, pidx: usize, idx: usize, value: &str) -> (StepJson, StepJson) {
+    fn write_append(&mut self, t: Turn, value: &str) -> Body {
         let path = format!("{}/notes/{}.md", self.ws, self.r.range(1, 99));
         let content = text::paragraph(&mut self.r, 2);
-        let call = self.call(
-            "write_to_file",
+        let d = t.draw(
+            self,
             vec![
                 ("Append", value.to_string()),
                 ("CodeContent", js(&content)),
                 ("TargetFile", js(&path)),
             ],
-        );
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
         );
         let uri = format!("file://{path}");
         let mut create = json!({"path": {"absoluteUri": uri}});
@@ -1650,125 +2196,92 @@ impl<'a> Ctx<'a> {
             create["append"] = Value::Bool(true);
         }
         let native = json!({"type": ty("CODE_ACTION"), "status": status("DONE"),
-            "metadata": Self::native_meta(&meta, &format!("Write {path}"), "Writing file"),
+            "metadata": Self::native_meta(&d.meta, &format!("Write {path}"), "Writing file"),
             "codeAction": {"actionSpec": {"createFile": create},
                 "actionResult": {"edit": {"absoluteUri": uri, "createFile": value != "true"}}}});
         let shown = format!("Wrote {path}");
-        let stored = Self::generic(
-            "DONE",
-            meta,
-            &call,
-            Some(json!({"result": shown, "payload": any_of(STEP_ANY, &native)})),
-        );
-        self.finish(planner, call, stored, Some(native), shown, false)
+        Body::new(d, Some(carrying(&shown, &native)), Some(native), shown)
     }
 
-    fn outer_error(&mut self, pidx: usize, idx: usize, kind: OuterKind) -> (StepJson, StepJson) {
+    fn outer_error(&mut self, t: Turn, kind: OuterKind) -> Body {
+        let name = t.tool;
         let path = text::abs_path(&mut self.r, &self.ws.clone());
         let uri = format!("file://{path}");
-        let (name, args, nty, key, body, short): (
-            &str,
-            Vec<(&str, String)>,
-            &str,
-            &str,
-            Value,
-            &str,
-        ) = match kind {
-            OuterKind::RunCommand => {
-                let cmd = "frobnicate --all".to_string();
-                let a = self.cmd_args(&cmd, 5000);
-                (
-                    "run_command",
-                    a,
-                    "RUN_COMMAND",
-                    "runCommand",
-                    json!({"commandLine": cmd, "proposedCommandLine": cmd, "cwd": self.ws, "blocking": true,
-                        "exitCode": 127, "combinedOutput": {"full": "bash: frobnicate: command not found\n"}}),
-                    "exit status 127",
-                )
-            }
-            OuterKind::CodeAction => (
-                "write_to_file",
-                vec![("CodeContent", js("x")), ("TargetFile", js(&path))],
-                "CODE_ACTION",
-                "codeAction",
-                json!({"actionSpec": {"createFile": {"path": {"absoluteUri": uri}}}}),
-                "parent directory does not exist",
-            ),
-            OuterKind::ViewFile => (
-                "view_file",
-                vec![("AbsolutePath", js(&path))],
-                "VIEW_FILE",
-                "viewFile",
-                json!({"absolutePathUri": uri}),
-                "file not found",
-            ),
-            OuterKind::GrepSearch => (
-                "grep_search",
-                vec![("Query", js("fn (")), ("SearchPath", js(&self.ws))],
-                "GREP_SEARCH",
-                "grepSearch",
-                json!({"query": "fn (", "searchPathUri": format!("file://{}", self.ws)}),
-                "regex parse error",
-            ),
-            OuterKind::McpTool => (
-                "mcp_github_create_issue",
-                vec![("title", js("Flaky test"))],
-                "MCP_TOOL",
-                "mcpTool",
-                json!({"serverName": "github", "toolCall": {"name": "create_issue", "argumentsJson": "{\"title\":\"Flaky test\"}"}}),
-                "MCP server github is not connected",
-            ),
-            OuterKind::ReadUrl => (
-                "read_url_content",
-                vec![("Url", js("https://example.com/missing"))],
-                "READ_URL_CONTENT",
-                "readUrlContent",
-                json!({"url": "https://example.com/missing"}),
-                "HTTP 404 Not Found",
-            ),
-            OuterKind::SearchWeb => (
-                "search_web",
-                vec![("query", js("rust wal format"))],
-                "SEARCH_WEB",
-                "searchWeb",
-                json!({"query": "rust wal format"}),
-                "search quota exceeded",
-            ),
-        };
-        let call = self.call(name, args);
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "ERROR"],
-            Self::builtin(),
-        );
+        let (args, nty, key, body, short): (Vec<(&str, String)>, &str, &str, Value, &str) =
+            match kind {
+                OuterKind::RunCommand => {
+                    let cmd = "frobnicate --all".to_string();
+                    let a = self.cmd_args(&cmd, 5000);
+                    (
+                        a,
+                        "RUN_COMMAND",
+                        "runCommand",
+                        json!({"commandLine": cmd, "proposedCommandLine": cmd, "cwd": self.ws, "blocking": true,
+                            "exitCode": 127, "combinedOutput": {"full": "bash: frobnicate: command not found\n"}}),
+                        "exit status 127",
+                    )
+                }
+                OuterKind::CodeAction => (
+                    vec![("CodeContent", js("x")), ("TargetFile", js(&path))],
+                    "CODE_ACTION",
+                    "codeAction",
+                    json!({"actionSpec": {"createFile": {"path": {"absoluteUri": uri}}}}),
+                    "parent directory does not exist",
+                ),
+                OuterKind::ViewFile => (
+                    vec![("AbsolutePath", js(&path))],
+                    "VIEW_FILE",
+                    "viewFile",
+                    json!({"absolutePathUri": uri}),
+                    "file not found",
+                ),
+                OuterKind::GrepSearch => (
+                    vec![("Query", js("fn (")), ("SearchPath", js(&self.ws))],
+                    "GREP_SEARCH",
+                    "grepSearch",
+                    json!({"query": "fn (", "searchPathUri": format!("file://{}", self.ws)}),
+                    "regex parse error",
+                ),
+                OuterKind::McpTool => (
+                    vec![("title", js("Flaky test"))],
+                    "MCP_TOOL",
+                    "mcpTool",
+                    json!({"serverName": "github", "toolCall": {"name": "create_issue", "argumentsJson": "{\"title\":\"Flaky test\"}"}}),
+                    "MCP server github is not connected",
+                ),
+                OuterKind::ReadUrl => (
+                    vec![("Url", js("https://example.com/missing"))],
+                    "READ_URL_CONTENT",
+                    "readUrlContent",
+                    json!({"url": "https://example.com/missing"}),
+                    "HTTP 404 Not Found",
+                ),
+                OuterKind::SearchWeb => (
+                    vec![("query", js("rust wal format"))],
+                    "SEARCH_WEB",
+                    "searchWeb",
+                    json!({"query": "rust wal format"}),
+                    "search quota exceeded",
+                ),
+            };
+        let d = t.draw(self, args);
         let mut native = json!({"type": ty(nty), "status": status("ERROR"),
-            "metadata": Self::native_meta(&meta, name, "Running tool"),
+            "metadata": Self::native_meta(&d.meta, name, "Running tool"),
             "error": {"shortError": short, "fullError": format!("{name}: {short}"),
                 "userErrorMessage": format!("The tool {name} failed."),
                 "errorId": format!("err-{:016x}", self.r.next_u64()), "isBenign": self.r.chance(0.3),
                 "structuredErrorParts": [{"text": format!("{name} failed: ")}, {"codeText": short},
                     {"directoryUri": format!("file://{}", self.ws)}, {"url": "https://antigravity.google/docs/errors"}]}});
         native[key] = body;
-        let mut stored = Self::generic(
-            "ERROR",
-            meta,
-            &call,
-            Some(json!({"payload": any_of(STEP_ANY, &native)})),
-        );
-        stored["error"] =
+        let error =
             json!({"shortError": short, "fullError": format!("tool {name} failed: {short}")});
-        self.finish(
-            planner,
-            call,
-            stored,
+        Body::new(
+            d,
+            Some(carrying_only(&native)),
             Some(native),
             format!("Error: {short}"),
-            true,
         )
+        .with(json!({ "error": error }))
     }
 
     fn image_args(&mut self) -> (Vec<(&'static str, String)>, String, String) {
@@ -1785,106 +2298,64 @@ impl<'a> Ctx<'a> {
         )
     }
 
-    fn failed_image(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
+    fn failed_image(&mut self, t: Turn) -> Body {
         let (args, prompt, name) = self.image_args();
-        let call = self.call("generate_image", args);
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "ERROR"],
-            Self::builtin(),
-        );
+        let d = t.draw(self, args);
         let short = "image generation blocked by the safety filter";
         let native = json!({"type": ty("GENERATE_IMAGE"), "status": status("ERROR"),
-            "metadata": Self::native_meta(&meta, "Generate image", "Generating image"),
+            "metadata": Self::native_meta(&d.meta, "Generate image", "Generating image"),
             "error": {"shortError": short, "fullError": format!("generate_image: {short}")},
             "generateImage": {"prompt": prompt, "imageName": name, "aspectRatio": "16:9"}});
-        let mut stored = Self::generic(
-            "ERROR",
-            meta,
-            &call,
-            Some(json!({"payload": any_of(STEP_ANY, &native)})),
-        );
-        stored["error"] = json!({"shortError": short, "fullError": format!("tool generate_image failed: {short}")});
-        self.finish(planner, call, stored, Some(native), short.to_string(), true)
+        let error = json!({"shortError": short, "fullError": format!("tool generate_image failed: {short}")});
+        Body::new(
+            d,
+            Some(carrying_only(&native)),
+            Some(native),
+            short.to_string(),
+        )
+        .with(json!({ "error": error }))
     }
 
     fn media(&mut self, name: &str) -> Value {
         json!({"mimeType": "image/png", "uri": format!("file://{}/.gemini/images/{name}.png", self.ws)})
     }
 
-    fn image_success(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
+    fn image_success(&mut self, t: Turn) -> Body {
         let (args, prompt, name) = self.image_args();
-        let call = self.call("generate_image", args);
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
+        let d = t.draw(self, args);
         let mut m = self.media(&name);
         if self.r.chance(0.5) {
             let img = self.r.bytes(96);
             m["inlineData"] = json!(base64_lite::encode(&img));
         }
         let native = json!({"type": ty("GENERATE_IMAGE"), "status": status("DONE"),
-            "metadata": Self::native_meta(&meta, "Generate image", "Generating image"),
+            "metadata": Self::native_meta(&d.meta, "Generate image", "Generating image"),
             "generateImage": {"prompt": prompt, "imageName": name, "aspectRatio": "16:9",
                 "modelName": "imagen-4", "generatedMedia": m}});
         let shown = format!("Generated {name}.png");
-        let stored = Self::generic(
-            "DONE",
-            meta,
-            &call,
-            Some(json!({"result": shown, "media": [m], "payload": any_of(STEP_ANY, &native)})),
-        );
-        self.finish(planner, call, stored, Some(native), shown, false)
+        let result = json!({"result": shown, "media": [m], "payload": any_of(STEP_ANY, &native)});
+        Body::new(d, Some(result), Some(native), shown)
     }
 
-    fn failed_list_resources(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
-        let call = self.call("list_resources", vec![("ServerName", js("github"))]);
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "ERROR"],
-            Self::builtin(),
-        );
+    fn failed_list_resources(&mut self, t: Turn) -> Body {
+        let d = t.draw(self, vec![("ServerName", js("github"))]);
         let short = "MCP server github does not support resources";
-        let native = json!({"type": ty("LIST_RESOURCES"), "status": status("ERROR"), "metadata": meta.clone(),
+        let native = json!({"type": ty("LIST_RESOURCES"), "status": status("ERROR"), "metadata": d.meta.clone(),
             "error": {"shortError": short, "fullError": format!("list_resources: {short}")},
             "listResources": {"serverName": "github"}});
         let shown = format!("Error: {short}");
-        let mut stored = Self::generic(
-            "ERROR",
-            meta,
-            &call,
-            Some(json!({"result": shown, "payload": any_of(STEP_ANY, &native)})),
-        );
-        stored["error"] = json!({"shortError": short, "fullError": format!("tool list_resources failed: {short}")});
-        self.finish(planner, call, stored, Some(native), shown, true)
+        let error = json!({"shortError": short, "fullError": format!("tool list_resources failed: {short}")});
+        Body::new(d, Some(carrying(&shown, &native)), Some(native), shown)
+            .with(json!({ "error": error }))
     }
 
-    fn bridge_failure(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
+    fn bridge_failure(&mut self, t: Turn) -> Body {
         let cmd = self.plain_command();
         let args = self.cmd_args(&cmd, 5000);
-        let call = self.call("run_command", args);
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "ERROR"],
-            Self::allow_hook(),
-        );
-        let mut nm = meta.clone();
-        if let Some(t) = nm["internalMetadata"]["statusTransitions"].as_array_mut() {
-            t.truncate(2);
+        let d = t.draw(self, args);
+        let mut nm = d.meta.clone();
+        if let Some(trans) = nm["internalMetadata"]["statusTransitions"].as_array_mut() {
+            trans.truncate(2);
         }
         if let Value::Object(o) = &mut nm {
             o.remove("completedAt");
@@ -1896,111 +2367,77 @@ impl<'a> Ctx<'a> {
                 "waitMsBeforeAsync": 5000, "blocking": true, "exitCode": 0,
                 "combinedOutput": {"full": out}, "shell": "bash", "ranInSandbox": true}});
         let err = format!("{BRIDGE_PREFIX}template: output:1:9: executing \"output\" at <.Stdout>: can't evaluate field Stdout in type *tools.RunResult");
-        let mut stored = Self::generic(
-            "ERROR",
-            meta,
-            &call,
-            Some(json!({"payload": any_of(STEP_ANY, &native)})),
-        );
-        stored["error"] = json!({"shortError": err, "fullError": err});
+        let result = carrying_only(&native);
         let mut presented = native;
         presented["status"] = Value::String(status("ERROR"));
-        self.finish(
-            planner,
-            call,
-            stored,
-            Some(presented),
-            truncate(&out, 500),
-            true,
-        )
+        Body::new(d, Some(result), Some(presented), truncate(&out, 500))
+            .with(json!({"error": {"shortError": err, "fullError": err}}))
     }
 
     // ---- resultless wrappers -------------------------------------------------
 
-    fn failed_before_run(
-        &mut self,
-        pidx: usize,
-        idx: usize,
-        kind: BeforeRunKind,
-    ) -> (StepJson, StepJson) {
+    fn failed_before_run(&mut self, t: Turn, kind: BeforeRunKind) -> Body {
         let path = text::abs_path(&mut self.r, &self.ws.clone());
-        let (name, args, st, short): (&str, Vec<(&str, String)>, &str, &str) = match kind {
+        let (args, short): (Vec<(&str, String)>, &str) = match kind {
             BeforeRunKind::WriteToFile => (
-                "write_to_file",
                 vec![
                     ("CodeContent", js("fn main() {}\n")),
                     ("TargetFile", js(&path)),
                 ],
-                "ERROR",
                 "open target file: permission denied",
             ),
             BeforeRunKind::WriteToFileInvalid => (
-                "write_to_file",
                 vec![
                     ("CodeContent", js("x")),
                     ("TargetFile", js("relative/path.rs")),
                 ],
-                "INVALID",
                 "invalid arguments: TargetFile must be an absolute path",
             ),
             BeforeRunKind::ViewFile => (
-                "view_file",
                 vec![
                     ("AbsolutePath", js(&path)),
                     ("EndLine", "40".into()),
                     ("StartLine", "1".into()),
                 ],
-                "ERROR",
                 "file does not exist",
             ),
             BeforeRunKind::FindByName => (
-                "find_by_name",
                 vec![
                     ("Pattern", js("*.proto")),
                     ("SearchDirectory", js(&self.ws)),
                 ],
-                "ERROR",
                 "search directory is outside the workspace",
             ),
             BeforeRunKind::ListDir => (
-                "list_dir",
                 vec![("DirectoryPath", js(&format!("{}/missing", self.ws)))],
-                "ERROR",
                 "directory does not exist",
             ),
             BeforeRunKind::Schedule => (
-                "schedule",
                 vec![
                     ("DurationSeconds", "-5".into()),
                     ("Prompt", js("check again")),
                     ("TimerCondition", js("elapsed")),
                 ],
-                "ERROR",
                 "duration must be positive",
             ),
             BeforeRunKind::GenerateImageInvalid => (
-                "generate_image",
                 vec![
                     ("AspectRatio", js("7:3")),
                     ("ImageName", js("banner")),
                     ("Prompt", js("a banner")),
                 ],
-                "INVALID",
                 "invalid arguments: aspect ratio 7:3 is not supported",
             ),
         };
         // agy repeats the rejection text as the full error of an INVALID call
-        let full = if st == "INVALID" {
+        let full = if t.status() == "INVALID" {
             short.to_string()
         } else {
-            format!("{name}: {short}")
+            format!("{}: {short}", t.tool)
         };
-        let call = self.call(name, args);
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(idx, "MODEL", Some(&call), &["PENDING", st], json!({}));
-        let mut stored = Self::generic(st, meta, &call, None);
-        stored["error"] = json!({"shortError": short, "fullError": full});
-        self.finish(planner, call, stored, None, short.to_string(), true)
+        let d = t.draw(self, args);
+        Body::new(d, None, None, short.to_string())
+            .with(json!({"error": {"shortError": short, "fullError": full}}))
     }
 
     fn resultless_command(meta: &Value, cmd: &str, cwd: &str, st: &str) -> Value {
@@ -2009,101 +2446,50 @@ impl<'a> Ctx<'a> {
                 "combinedOutput": {}}})
     }
 
-    fn hook_denied(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
+    fn hook_denied(&mut self, t: Turn) -> Body {
         let cmd = "rm -rf build".to_string();
         let args = self.cmd_args(&cmd, 5000);
-        let call = self.call("run_command", args);
-        let planner = self.planner(pidx, Some(&call));
-        let reason = "destructive commands are blocked in this repository";
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "ERROR"],
-            json!({"toolSource": "TOOL_SOURCE_BUILTIN", "preToolHookResults": [{"decision": "DECISION_DENY", "reason": reason}]}),
-        );
-        let err = format!("tool call denied by pre-tool hook: {reason}");
+        let d = t.draw(self, args);
+        let err = format!("tool call denied by pre-tool hook: {HOOK_DENIAL}");
         let error = json!({"shortError": err, "fullError": err});
-        let mut stored = Self::generic("ERROR", meta.clone(), &call, None);
-        stored["error"] = error.clone();
-        let mut presented = Self::resultless_command(&meta, &cmd, &self.ws.clone(), "ERROR");
-        presented["error"] = error;
-        self.finish(planner, call, stored, Some(presented), err, true)
+        let mut presented = Self::resultless_command(&d.meta, &cmd, &self.ws, "ERROR");
+        presented["error"] = error.clone();
+        Body::new(d, None, Some(presented), err).with(json!({ "error": error }))
     }
 
-    fn missing_tool_summary(
-        &mut self,
-        pidx: usize,
-        idx: usize,
-        read: bool,
-    ) -> (StepJson, StepJson) {
-        let (name, args): (&str, Vec<(&str, String)>) = if read {
+    fn missing_tool_summary(&mut self, t: Turn, read: bool) -> Body {
+        let args: Vec<(&str, String)> = if read {
             let path = text::abs_path(&mut self.r, &self.ws.clone());
-            (
-                "view_file",
-                vec![
-                    ("AbsolutePath", js(&path)),
-                    ("EndLine", "80".into()),
-                    ("StartLine", "1".into()),
-                    ("toolAction", js("Reading file")),
-                ],
-            )
+            vec![
+                ("AbsolutePath", js(&path)),
+                ("EndLine", "80".into()),
+                ("StartLine", "1".into()),
+                ("toolAction", js("Reading file")),
+            ]
         } else {
             let cmd = text::command(&mut self.r);
-            (
-                "run_command",
-                vec![
-                    ("CommandLine", js(&cmd)),
-                    ("Cwd", js(&self.ws)),
-                    ("IsDaemon", "false".into()),
-                    ("RunPersistent", "false".into()),
-                    ("WaitMsBeforeAsync", "5000".into()),
-                    ("toolAction", js("Running tests")),
-                ],
-            )
+            vec![
+                ("CommandLine", js(&cmd)),
+                ("Cwd", js(&self.ws)),
+                ("IsDaemon", "false".into()),
+                ("RunPersistent", "false".into()),
+                ("WaitMsBeforeAsync", "5000".into()),
+                ("toolAction", js("Running tests")),
+            ]
         };
-        let call = self.call(name, args);
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "INVALID"],
-            Self::builtin(),
-        );
-        let mut stored = Self::generic("INVALID", meta, &call, None);
-        stored["error"] =
-            json!({"shortError": MISSING_TOOL_SUMMARY, "fullError": MISSING_TOOL_SUMMARY});
-        self.finish(
-            planner,
-            call,
-            stored,
-            None,
-            MISSING_TOOL_SUMMARY.into(),
-            true,
+        let d = t.draw(self, args);
+        Body::new(d, None, None, MISSING_TOOL_SUMMARY.into()).with(
+            json!({"error": {"shortError": MISSING_TOOL_SUMMARY, "fullError": MISSING_TOOL_SUMMARY}}),
         )
     }
 
-    fn rejected_permission(
-        &mut self,
-        pidx: usize,
-        idx: usize,
-        headless: bool,
-    ) -> (StepJson, StepJson) {
+    fn rejected_permission(&mut self, t: Turn, headless: bool) -> Body {
         let cmd = self.plain_command();
         let mut args = self.cmd_args(&cmd, 5000);
         if headless {
             args.push(("BypassSandbox", js("false")));
         }
-        let call = self.call("run_command", args);
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "WAITING", "RUNNING", "ERROR"],
-            json!({"toolSource": "TOOL_SOURCE_BUILTIN", "preToolHookResults": [{"decision": "DECISION_ALLOW"}]}),
-        );
+        let d = t.draw(self, args);
         let err = format!(
             "permission check failed for command {}: user denied permission to run command:\n{cmd}\n{REJECTED_ADVICE}",
             js(&cmd)
@@ -2116,43 +2502,26 @@ impl<'a> Ctx<'a> {
                 "actionDescription": format!("Run command: {cmd}"),
                 "shellName": "bash", "triggerSource": {"type": "TYPE_DEFAULT_FALLBACK"}}},
             "response": {"permission": {"persistGrants": {}}}}]);
-        let mut stored = Self::generic("ERROR", meta.clone(), &call, None);
-        stored["error"] = error.clone();
-        stored["completedInteractions"] = inter.clone();
-        let mut presented = Self::resultless_command(&meta, &cmd, &self.ws.clone(), "ERROR");
-        presented["error"] = error;
-        presented["completedInteractions"] = inter;
-        self.finish(planner, call, stored, Some(presented), err, true)
+        let mut presented = Self::resultless_command(&d.meta, &cmd, &self.ws, "ERROR");
+        presented["error"] = error.clone();
+        presented["completedInteractions"] = inter.clone();
+        Body::new(d, None, Some(presented), err)
+            .with(json!({"error": error, "completedInteractions": inter}))
     }
 
-    fn canceled_prompt(&mut self, pidx: usize, idx: usize, bypass: bool) -> (StepJson, StepJson) {
+    fn canceled_prompt(&mut self, t: Turn, bypass: bool) -> Body {
         let cmd = self.plain_command();
         let mut args = self.cmd_args(&cmd, 5000);
         if bypass {
             args.push(("BypassSandbox", js("false")));
         }
-        let call = self.call("run_command", args);
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "WAITING", "RUNNING", "CANCELED"],
-            json!({"toolSource": "TOOL_SOURCE_BUILTIN", "preToolHookResults": [{"decision": "DECISION_ALLOW"}]}),
-        );
-        let stored = Self::generic("CANCELED", meta.clone(), &call, None);
-        let presented = Self::resultless_command(&meta, &cmd, &self.ws.clone(), "CANCELED");
-        let presented = if bypass { None } else { Some(presented) };
-        self.finish(planner, call, stored, presented, "canceled".into(), false)
+        let d = t.draw(self, args);
+        let presented =
+            (!bypass).then(|| Self::resultless_command(&d.meta, &cmd, &self.ws, "CANCELED"));
+        Body::new(d, None, presented, "canceled".into())
     }
 
-    fn builtin_view_file(
-        &mut self,
-        pidx: usize,
-        idx: usize,
-        lines: bool,
-        skill: bool,
-    ) -> (StepJson, StepJson) {
+    fn builtin_view_file(&mut self, t: Turn, lines: bool, skill: bool) -> Body {
         let path = if skill {
             let names = ["deploy", "release-notes", "db-migrate"];
             format!("{}/.agy/skills/{}/SKILL.md", self.ws, self.r.pick(&names))
@@ -2170,23 +2539,13 @@ impl<'a> Ctx<'a> {
             args.push(("EndLine", e.to_string()));
             args.push(("StartLine", s.to_string()));
         }
-        let call = self.call("view_file", args);
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "ERROR"],
-            Self::builtin(),
-        );
+        let d = t.draw(self, args);
         let short = if skill {
             "permission denied".to_string()
         } else {
             "path is a device, pipe, or socket, not a standard file".to_string()
         };
         let error = json!({"shortError": short, "fullError": format!("open {path}: {short}")});
-        let mut stored = Self::generic("ERROR", meta.clone(), &call, None);
-        stored["error"] = error.clone();
         let mut vf = json!({"absolutePathUri": format!("file://{path}")});
         if lines {
             vf["startLine"] = json!(s - 1);
@@ -2194,14 +2553,14 @@ impl<'a> Ctx<'a> {
         }
         if skill {
             vf["isSkillFile"] = Value::Bool(true);
-            let t = self.turn_of.get(idx).copied().unwrap_or(0);
-            if let Some(regs) = self.registrations.get_mut(t) {
+            let turn = self.turn_of.get(t.idx).copied().unwrap_or(0);
+            if let Some(regs) = self.registrations.get_mut(turn) {
                 regs.push(json!({"path": path, "kind": "KIND_SKILL", "enabled": true}));
             }
         }
-        let presented = json!({"type": ty("VIEW_FILE"), "status": status("ERROR"), "metadata": meta,
+        let presented = json!({"type": ty("VIEW_FILE"), "status": status("ERROR"), "metadata": d.meta,
             "error": error, "viewFile": vf});
-        self.finish(planner, call, stored, Some(presented), short, true)
+        Body::new(d, None, Some(presented), short).with(json!({ "error": error }))
     }
 
     // ---- payload-free wrappers -----------------------------------------------
@@ -2210,173 +2569,106 @@ impl<'a> Ctx<'a> {
         format!("{}/task-{}", self.plan.id, self.r.range(3, 400))
     }
 
-    fn manage_task(&mut self, pidx: usize, idx: usize, kind: TaskKind) -> (StepJson, StepJson) {
+    fn manage_task(&mut self, t: Turn, kind: TaskKind) -> Body {
         let tid = self.task_id();
         let desc = "cargo test --workspace (background)";
         let task_meta =
             json!({"task_description": desc, "task_id": tid, "tool_name": "run_command"});
-        let (name, args, result, st): (&str, Vec<(&str, String)>, Value, &str) = match kind {
+        let (args, result): (Vec<(&str, String)>, Value) = match kind {
             TaskKind::Status => (
-                "manage_task",
                 vec![("Action", js("status")), ("TaskId", js(&tid))],
                 json!({"result": format!("Task {tid} is running (elapsed 42s)"), "metadata": task_meta,
                     "stepRenderInfo": render("Task status", "**running** · 42s", "Checked")}),
-                "DONE",
             ),
             TaskKind::List => (
-                "manage_task",
                 vec![("Action", js("list"))],
                 json!({"result": "1 task running", "stepRenderInfo": render("Tasks", "1 running", "Listed")}),
-                "DONE",
             ),
             TaskKind::Kill => (
-                "manage_task",
                 vec![("Action", js("kill")), ("TaskId", js(&tid))],
                 json!({"result": format!("Killed {tid}"), "metadata": task_meta,
                     "stepRenderInfo": render("Task killed", "stopped", "Killed")}),
-                "DONE",
             ),
             TaskKind::SendMessage => (
-                "send_message",
                 vec![
                     ("ConversationId", js(&self.plan.root.clone())),
                     ("Message", js(&text::sentence(&mut self.r, 10))),
                 ],
                 json!({"result": "Message delivered", "stepRenderInfo": render("Message", "delivered ✓", "Sent")}),
-                "DONE",
             ),
             TaskKind::Error => (
-                "manage_task",
                 vec![("Action", js("status")), ("TaskId", js(&tid))],
                 json!({"result": format!("no task {tid}"), "stepRenderInfo": render("Task status", "not found", "Checked")}),
-                "ERROR",
             ),
         };
-        let call = self.call(name, args);
-        let planner = self.planner(pidx, Some(&call));
-        let hist: &[&str] = if st == "DONE" {
-            &["PENDING", "RUNNING", "DONE"]
-        } else {
-            &["PENDING", "RUNNING", "ERROR"]
-        };
-        let meta = self.meta(idx, "MODEL", Some(&call), hist, Self::builtin());
+        let d = t.draw(self, args);
         let shown = result["result"].as_str().unwrap_or("").to_string();
-        let mut stored = Self::generic(st, meta, &call, Some(result));
-        if st == "ERROR" {
-            stored["error"] = json!({"shortError": "task not found", "fullError": format!("manage_task: task {tid} not found")});
+        let body = Body::new(d, Some(result), None, shown);
+        if kind == TaskKind::Error {
+            body.with(json!({"error": {"shortError": "task not found",
+                "fullError": format!("manage_task: task {tid} not found")}}))
+        } else {
+            body
         }
-        self.finish(planner, call, stored, None, shown, st == "ERROR")
     }
 
-    fn send_input(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
+    fn send_input(&mut self, t: Turn) -> Body {
+        let idx = t.idx;
         let tid = self.task_id();
         let input = "y\n";
-        let call = self.call(
-            "manage_task",
+        let d = t.draw(
+            self,
             vec![
                 ("Action", js("send_input")),
                 ("Input", js(input)),
                 ("TaskId", js(&tid)),
             ],
         );
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::allow_hook(),
-        );
         let result = json!({"result": format!("Sent input to {tid}"),
             "metadata": {"input": input, "task_id": tid, "task_description": "npm init (interactive)", "tool_name": "run_command"},
             "fullOutputUri": format!("file://{}/.gemini/tasks/{}.log", self.ws, idx),
             "stepRenderInfo": render("Input sent", "`y`", "Sent")});
-        let shown = format!("Sent input to {tid}");
-        let stored = Self::generic("DONE", meta, &call, Some(result));
-        self.finish(planner, call, stored, None, shown, false)
+        Body::new(d, Some(result), None, format!("Sent input to {tid}"))
     }
 
-    fn schedule(
-        &mut self,
-        pidx: usize,
-        idx: usize,
-        task_details: bool,
-        st: &str,
-    ) -> (StepJson, StepJson) {
+    /// A timer: set (DONE), refused by an unavailable scheduler (ERROR, with
+    /// the outer error) or rejected as invalid, by the row's history.
+    fn schedule(&mut self, t: Turn, task_details: bool) -> Body {
+        let idx = t.idx;
         let secs = self.r.range(30, 3600);
-        let call = self.call(
-            "schedule",
+        let d = t.draw(
+            self,
             vec![
                 ("DurationSeconds", secs.to_string()),
                 ("Prompt", js("check whether the deploy finished")),
                 ("TimerCondition", js("elapsed")),
             ],
         );
-        let planner = self.planner(pidx, Some(&call));
-        let hist = ["PENDING", st];
-        let meta = self.meta(idx, "MODEL", Some(&call), &hist, Self::builtin());
         let result = json!({"result": format!("Timer set for {secs}s"), "stepRenderInfo": render("Timer", &format!("{secs}s"), "Scheduled")});
-        let mut stored = Self::generic(st, meta, &call, Some(result));
+        let mut extra = json!({});
         if task_details {
-            stored["taskDetails"] = json!({"id": format!("{}/task-{idx}", self.plan.id), "shortDescription": format!("timer {secs}s")});
+            extra["taskDetails"] = json!({"id": format!("{}/task-{idx}", self.plan.id), "shortDescription": format!("timer {secs}s")});
         }
-        self.finish(
-            planner,
-            call,
-            stored,
-            None,
-            format!("Timer set for {secs}s"),
-            false,
-        )
+        if t.status() == "ERROR" {
+            extra["error"] = json!({"shortError": "scheduler unavailable", "fullError": "schedule: scheduler unavailable"});
+        }
+        Body::new(d, Some(result), None, format!("Timer set for {secs}s")).with(extra)
     }
 
-    fn schedule_error(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
-        let (p, mut t) = self.schedule(pidx, idx, false, "ERROR");
-        t.stored["error"] = json!({"shortError": "scheduler unavailable", "fullError": "schedule: scheduler unavailable"});
-        t.is_error = true;
-        (p, t)
-    }
-
-    fn manage_subagents(
-        &mut self,
-        pidx: usize,
-        idx: usize,
-        extra_key: bool,
-    ) -> (StepJson, StepJson) {
+    fn manage_subagents(&mut self, t: Turn, extra_key: bool) -> Body {
         let a = self.r.uuid();
         let b = self.r.uuid();
-        let call = self.call("manage_subagents", vec![("Action", js("kill"))]);
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
+        let d = t.draw(self, vec![("Action", js("kill"))]);
         let mut md = json!({"killed_conversation_ids": format!("{a},{b}")});
         if extra_key {
             md["reason"] = Value::String("requested by the user".into());
         }
         let result = json!({"result": "Killed 2 subagents", "metadata": md,
             "stepRenderInfo": render("Subagents", "2 killed", "Killed")});
-        let stored = Self::generic("DONE", meta, &call, Some(result));
-        self.finish(
-            planner,
-            call,
-            stored,
-            None,
-            "Killed 2 subagents".into(),
-            false,
-        )
+        Body::new(d, Some(result), None, "Killed 2 subagents".into())
     }
 
-    fn define_subagent(
-        &mut self,
-        pidx: usize,
-        idx: usize,
-        definition: bool,
-    ) -> (StepJson, StepJson) {
+    fn define_subagent(&mut self, t: Turn, definition: bool) -> Body {
         let args: Vec<(&str, String)> = if definition {
             let def = json!({"name": "reviewer", "description": "Reviews diffs", "system_prompt": "Review carefully."}).to_string();
             vec![("definition", js(&def))]
@@ -2390,138 +2682,60 @@ impl<'a> Ctx<'a> {
                 ("system_prompt", js("Review carefully; be terse. ✍️")),
             ]
         };
-        let call = self.call("define_subagent", args);
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
+        let d = t.draw(self, args);
         let result = json!({"result": "Defined subagent reviewer", "stepRenderInfo": render("Subagent", "reviewer", "Defined")});
-        let stored = Self::generic("DONE", meta, &call, Some(result));
-        self.finish(
-            planner,
-            call,
-            stored,
-            None,
-            "Defined subagent reviewer".into(),
-            false,
-        )
+        Body::new(d, Some(result), None, "Defined subagent reviewer".into())
     }
 
-    fn list_permissions(
-        &mut self,
-        pidx: usize,
-        idx: usize,
-        with_arg: bool,
-    ) -> (StepJson, StepJson) {
+    fn list_permissions(&mut self, t: Turn, with_arg: bool) -> Body {
         let args = if with_arg {
             vec![("Scope", js("all"))]
         } else {
             vec![]
         };
-        let call = self.call("list_permissions", args);
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
+        let d = t.draw(self, args);
         let result = json!({"result": "Allowed: run_command `git *`; read_file `**`",
             "stepRenderInfo": render("Permissions", "2 grants", "Listed")});
-        let stored = Self::generic("DONE", meta, &call, Some(result));
-        self.finish(planner, call, stored, None, "2 grants".into(), false)
+        Body::new(d, Some(result), None, "2 grants".into())
     }
 
-    fn ask_permission(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
+    fn ask_permission(&mut self, t: Turn) -> Body {
         let cmd = self.plain_command();
-        let call = self.call(
-            "ask_permission",
+        let d = t.draw(
+            self,
             vec![
                 ("Action", js("run_command")),
                 ("Reason", js("needed to run the test suite")),
                 ("Target", js(&cmd)),
             ],
         );
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
         let result = json!({"result": "Permission granted", "stepRenderInfo": render("Permission", &cmd, "Granted")});
-        let stored = Self::generic("DONE", meta, &call, Some(result));
-        self.finish(
-            planner,
-            call,
-            stored,
-            None,
-            "Permission granted".into(),
-            false,
-        )
+        Body::new(d, Some(result), None, "Permission granted".into())
     }
 
-    fn generate_image_any(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
+    /// A tool this corpus has no rule for.
+    fn unknown_tool(&mut self, t: Turn) -> Body {
+        let d = t.draw(self, vec![("Todos", js("[\"write tests\"]"))]);
+        let result = json!({"result": "1 todo", "stepRenderInfo": render("Todos", "1", "Updated")});
+        Body::new(d, Some(result), None, "1 todo".into())
+    }
+
+    fn generate_image_any(&mut self, t: Turn) -> Body {
         let (args, prompt, name) = self.image_args();
-        let call = self.call("generate_image", args);
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
+        let d = t.draw(self, args);
         let m = self.media(&name);
         let uri = m["uri"].clone();
         let payload = json!({"prompt": prompt, "imageName": name, "aspectRatio": "16:9",
             "modelName": "imagen-4", "imageUri": uri});
         let shown = format!("Generated {name}.png");
-        let stored = Self::generic(
-            "DONE",
-            meta.clone(),
-            &call,
-            Some(
-                json!({"result": shown, "media": [m.clone()], "payload": any_of(GENERATE_IMAGE_ANY, &payload)}),
-            ),
-        );
-        let presented = json!({"type": ty("GENERATE_IMAGE"), "status": status("DONE"), "metadata": meta,
+        let result = json!({"result": shown, "media": [m.clone()], "payload": any_of(GENERATE_IMAGE_ANY, &payload)});
+        let presented = json!({"type": ty("GENERATE_IMAGE"), "status": status("DONE"), "metadata": d.meta,
             "generateImage": {"prompt": prompt, "imageName": name, "aspectRatio": "16:9",
                 "modelName": "imagen-4", "generatedMedia": m}});
-        self.finish(planner, call, stored, Some(presented), shown, false)
+        Body::new(d, Some(result), Some(presented), shown)
     }
 
     // ---- modern (agy 1.4.x) tool payloads: tools143, tools144, skill146 -------
-
-    fn modern(&mut self, pidx: usize, idx: usize, m: ModernKind) -> (StepJson, StepJson) {
-        use ModernKind as M;
-        match m {
-            M::RunCommand { background } => self.modern_run_command(pidx, idx, background),
-            M::CanceledBackground => self.modern_canceled_background(pidx, idx),
-            M::ReadFile { skill, range } => self.modern_read_file(pidx, idx, skill, range),
-            M::FileCreate { empty } => self.modern_file_edit(pidx, idx, true, empty),
-            M::FileEdit => self.modern_file_edit(pidx, idx, false, false),
-            M::InvokeSubagent { inherit } => self.modern_invoke_subagent(pidx, idx, inherit),
-            M::ManageTask(a) => self.modern_manage_task(pidx, idx, a),
-            M::Schedule => self.modern_schedule(pidx, idx),
-            M::ManageSubagentsList => self.modern_manage_subagents(pidx, idx),
-            M::Ide225Read { permission, offset } => {
-                self.modern_ide225_read(pidx, idx, permission, offset)
-            }
-            M::ArtifactCreate => self.modern_artifact(pidx, idx, true),
-            M::ArtifactEdit => self.modern_artifact(pidx, idx, false),
-            M::Finish => self.modern_finish(pidx, idx),
-            M::MissingFileRead => self.modern_missing_file(pidx, idx),
-            M::ReplayCopiedWait => self.modern_replay_copied(pidx, idx),
-            M::ImageRead(k) => self.modern_image_read(pidx, idx, k),
-        }
-    }
 
     /// The stored step with result metadata `md` (the payload-derived keys
     /// the ordinary presentation adds).
@@ -2531,23 +2745,11 @@ impl<'a> Ctx<'a> {
         p
     }
 
-    fn modern_run_command(
-        &mut self,
-        pidx: usize,
-        idx: usize,
-        background: bool,
-    ) -> (StepJson, StepJson) {
+    fn modern_run_command(&mut self, t: Turn, background: bool) -> Body {
+        let idx = t.idx;
         let cmd = text::command(&mut self.r);
         let args = self.cmd_args(&cmd, if background { 500 } else { 5000 });
-        let call = self.call("run_command", args);
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
+        let d = t.draw(self, args);
         let n = self.sized(40, 2000);
         let out = text::output(&mut self.r, n);
         let mut payload =
@@ -2561,57 +2763,35 @@ impl<'a> Ctx<'a> {
             payload["exitCode"] = json!(code);
             rc["exitCode"] = json!(code);
         }
-        let mut stored = Self::generic(
-            "DONE",
-            meta.clone(),
-            &call,
-            Some(json!({"result": out, "payload": any_of(&tools_url("RunCommand"), &payload)})),
-        );
-        let mut presented = json!({"type": ty("RUN_COMMAND"), "status": status("DONE"), "metadata": meta, "runCommand": rc});
+        let result = carrying_tool(&out, "RunCommand", &payload);
+        let mut presented = json!({"type": ty("RUN_COMMAND"), "status": status("DONE"), "metadata": d.meta, "runCommand": rc});
+        let mut extra = json!({});
         if background {
             let td = json!({"id": format!("{}/task-{idx}", self.plan.id), "commandLine": cmd,
                 "shortDescription": format!("{cmd} (background)"), "movedToBackgroundAt": self.ts(600)});
-            stored["taskDetails"] = td.clone();
+            extra["taskDetails"] = td.clone();
             presented["taskDetails"] = td;
         }
-        self.finish(planner, call, stored, Some(presented), out, false)
+        Body::new(d, Some(result), Some(presented), out).with(extra)
     }
 
-    fn modern_canceled_background(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
+    fn modern_canceled_background(&mut self, t: Turn) -> Body {
+        let idx = t.idx;
         let cmd = text::command(&mut self.r);
         let args = self.cmd_args(&cmd, 5000);
-        let call = self.call("run_command", args);
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "CANCELED"],
-            Self::builtin(),
-        );
+        let d = t.draw(self, args);
         let td = json!({"id": format!("{}/task-{idx}", self.plan.id),
             "logUri": format!("file://{}/.gemini/tasks/{idx}.log", self.ws), "commandLine": cmd,
             "shortDescription": format!("{cmd} (background)"), "movedToBackgroundAt": self.ts(600)});
-        let mut stored = Self::generic(
-            "CANCELED",
-            meta.clone(),
-            &call,
-            Some(json!({"stepRenderInfo": render("Command", &cmd, "Canceled")})),
-        );
-        stored["taskDetails"] = td.clone();
-        let presented = json!({"type": ty("RUN_COMMAND"), "status": status("CANCELED"), "metadata": meta,
+        let result = json!({"stepRenderInfo": render("Command", &cmd, "Canceled")});
+        let presented = json!({"type": ty("RUN_COMMAND"), "status": status("CANCELED"), "metadata": d.meta,
             "taskDetails": td,
             "runCommand": {"commandLine": cmd, "proposedCommandLine": cmd, "cwd": self.ws, "combinedOutput": {}}});
-        self.finish(planner, call, stored, Some(presented), String::new(), false)
+        Body::new(d, Some(result), Some(presented), String::new())
+            .with(json!({ "taskDetails": td }))
     }
 
-    fn modern_read_file(
-        &mut self,
-        pidx: usize,
-        idx: usize,
-        skill: bool,
-        range: bool,
-    ) -> (StepJson, StepJson) {
+    fn modern_read_file(&mut self, t: Turn, skill: bool, range: bool) -> Body {
         let path = if skill {
             let name = *self.r.pick(&["release", "deploy", "review"]);
             if self.r.chance(0.5) {
@@ -2629,45 +2809,41 @@ impl<'a> Ctx<'a> {
         let mut payload = json!({"path": path, "outcome": "OUTCOME_COMPLETED"});
         let mut vf = json!({"absolutePathUri": format!("file://{path}"), "isSkillFile": skill});
         if range {
-            args.push(("EndLine", end.to_string()));
-            args.push(("StartLine", start.to_string()));
-            payload["startLine"] = json!(start);
-            payload["endLine"] = json!(end);
-            vf["startLine"] = json!(start - 1);
-            vf["endLine"] = json!(end - 1);
+            read_range(&mut args, &mut payload, &mut vf, start, end);
         }
-        let call = self.call("read_file", args);
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
+        let d = t.draw(self, args);
         let content = text::file_content(&mut self.r, lines);
         let shown = truncate(&content, 800);
         vf["content"] = json!(shown);
-        let stored = Self::generic(
-            "DONE",
-            meta.clone(),
-            &call,
-            Some(json!({"result": shown, "payload": any_of(&tools_url("ReadFile"), &payload)})),
-        );
-        let presented = json!({"type": ty("VIEW_FILE"), "status": status("DONE"), "metadata": meta, "viewFile": vf});
-        self.finish(planner, call, stored, Some(presented), shown, false)
+        let result = carrying_tool(&shown, "ReadFile", &payload);
+        let presented = json!({"type": ty("VIEW_FILE"), "status": status("DONE"), "metadata": d.meta, "viewFile": vf});
+        Body::new(d, Some(result), Some(presented), shown)
     }
 
-    fn modern_file_edit(
+    /// A modern replace_file_content edit: its arguments, the (drawn) diff,
+    /// the presented action spec and edit.
+    fn replacement(
         &mut self,
-        pidx: usize,
-        idx: usize,
-        create: bool,
-        empty: bool,
-    ) -> (StepJson, StepJson) {
+        path: &str,
+        uri: &str,
+        instr: &str,
+        content: &str,
+    ) -> (Vec<(&'static str, String)>, String, Value, Value) {
+        let diff = text::diff(&mut self.r, path);
+        let args = vec![
+            ("Instruction", js(instr)),
+            ("ReplacementContent", js(content)),
+            ("TargetFile", js(path)),
+        ];
+        let spec = json!({"command": {"instruction": instr, "isEdit": true, "file": {"absoluteUri": uri}}});
+        let edit = json!({"absoluteUri": uri, "unifiedDiff": diff});
+        (args, diff, spec, edit)
+    }
+
+    fn modern_file_edit(&mut self, t: Turn, create: bool, empty: bool) -> Body {
         let path = text::abs_path(&mut self.r, &self.ws.clone());
         let uri = format!("file://{path}");
-        let (call, diff, spec, edit) = if create {
+        let (args, diff, spec, edit) = if create {
             let content = if empty {
                 String::new()
             } else {
@@ -2677,105 +2853,46 @@ impl<'a> Ctx<'a> {
             let diff = if empty {
                 String::new()
             } else {
-                let added: String = content.lines().map(|l| format!("+{l}\n")).collect();
-                format!(
-                    "--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{} @@\n{added}",
-                    content.lines().count()
-                )
+                creation_diff(&path, &content)
             };
-            let call = self.call(
-                "write_to_file",
-                vec![("CodeContent", js(&content)), ("TargetFile", js(&path))],
-            );
-            let spec = json!({"createFile": {"path": {"absoluteUri": uri}}});
-            let edit = json!({"absoluteUri": uri, "createFile": true, "unifiedDiff": diff});
-            (call, diff, spec, edit)
+            let (spec, edit) = created(&uri, &diff);
+            let args = vec![("CodeContent", js(&content)), ("TargetFile", js(&path))];
+            (args, diff, spec, edit)
         } else {
             let instr = text::sentence(&mut self.r, 9);
             let n = self.sized(3, 40);
             let content = text::file_content(&mut self.r, n);
-            let diff = text::diff(&mut self.r, &path);
-            let call = self.call(
-                "replace_file_content",
-                vec![
-                    ("Instruction", js(&instr)),
-                    ("ReplacementContent", js(&content)),
-                    ("TargetFile", js(&path)),
-                ],
-            );
-            let spec = json!({"command": {"instruction": instr, "isEdit": true, "file": {"absoluteUri": uri}}});
-            let edit = json!({"absoluteUri": uri, "unifiedDiff": diff});
-            (call, diff, spec, edit)
+            self.replacement(&path, &uri, &instr, &content)
         };
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
+        let d = t.draw(self, args);
         let kind = if create { "KIND_CREATE" } else { "KIND_EDIT" };
         let payload =
             json!({"path": path, "kind": kind, "diff": diff, "outcome": "OUTCOME_COMPLETED"});
         let shown = format!("{} {path}", if create { "Created" } else { "Edited" });
-        let stored = Self::generic(
-            "DONE",
-            meta.clone(),
-            &call,
-            Some(json!({"result": shown, "payload": any_of(&tools_url("FileEdit"), &payload)})),
-        );
-        let presented = json!({"type": ty("CODE_ACTION"), "status": status("DONE"), "metadata": meta,
+        let result = carrying_tool(&shown, "FileEdit", &payload);
+        let presented = json!({"type": ty("CODE_ACTION"), "status": status("DONE"), "metadata": d.meta,
             "codeAction": {"actionSpec": spec, "actionResult": {"edit": edit}}});
-        self.finish(planner, call, stored, Some(presented), shown, false)
+        Body::new(d, Some(result), Some(presented), shown)
     }
 
-    fn modern_invoke_subagent(
-        &mut self,
-        pidx: usize,
-        idx: usize,
-        inherit: bool,
-    ) -> (StepJson, StepJson) {
+    fn modern_invoke_subagent(&mut self, t: Turn, inherit: bool) -> Body {
         let prompt = text::sentence(&mut self.r, 10);
         let mut args = vec![("Prompt", js(&prompt))];
         if inherit {
             args.push(("Workspace", js("inherit")));
         }
-        let call = self.call("invoke_subagent", args);
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
+        let d = t.draw(self, args);
         let kids: Vec<String> = (0..self.r.range(1, 2)).map(|_| self.r.uuid()).collect();
-        let specs: Vec<Value> = (0..kids.len())
-            .map(|i| json!({"name": format!("helper-{i}"), "prompt": prompt, "workspace": "inherit"}))
-            .collect();
-        let results: Vec<Value> = kids
-            .iter()
-            .map(|k| json!({"conversationId": k,
-                "logUri": format!("file://{}/.gemini/antigravity-cli/brain/{k}/.system_generated/logs/transcript.jsonl", self.ws),
-                "workspaceUri": format!("file://{}", self.ws)}))
-            .collect();
+        let (specs, results) = self.subagents(&kids, &prompt);
         let payload = json!({"specs": specs, "results": results, "outcome": "OUTCOME_COMPLETED"});
         let shown = "Subagents finished.".to_string();
-        let stored = Self::generic(
-            "DONE",
-            meta.clone(),
-            &call,
-            Some(
-                json!({"result": shown, "payload": any_of(&tools_url("InvokeSubagent"), &payload)}),
-            ),
-        );
-        let presented = json!({"type": ty("INVOKE_SUBAGENT"), "status": status("DONE"), "metadata": meta,
+        let result = carrying_tool(&shown, "InvokeSubagent", &payload);
+        let presented = json!({"type": ty("INVOKE_SUBAGENT"), "status": status("DONE"), "metadata": d.meta,
             "invokeSubagent": {"specs": specs, "results": results}});
-        self.finish(planner, call, stored, Some(presented), shown, false)
+        Body::new(d, Some(result), Some(presented), shown)
     }
 
-    fn modern_manage_task(&mut self, pidx: usize, idx: usize, a: u8) -> (StepJson, StepJson) {
+    fn modern_manage_task(&mut self, t: Turn, a: u8) -> Body {
         let action = ["status", "list", "kill"][usize::from(a % 3)];
         let task_id = format!("{}/task-{}", self.plan.id, self.r.range(1, 40));
         let desc = text::sentence(&mut self.r, 4);
@@ -2788,98 +2905,46 @@ impl<'a> Ctx<'a> {
         if action != "list" {
             args.push(("TaskId", js(&task_id)));
         }
-        let call = self.call("manage_task", args);
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
+        let d = t.draw(self, args);
         let payload = json!({"action": action, "tasks": [{"taskId": task_id, "description": desc, "status": task_status}],
             "outcome": "OUTCOME_COMPLETED"});
         let shown = format!("{task_id}: {task_status}");
-        let stored = Self::generic(
-            "DONE",
-            meta,
-            &call,
-            Some(json!({"result": shown,
-            "payload": any_of(&tools_url("ManageTask"), &payload),
-            "stepRenderInfo": render("Task", &shown, "Checked")})),
-        );
-        let presented = Self::with_result_metadata(
-            &stored,
-            json!({"action": action, "task_id": task_id,
-            "task_description": desc, "task_status": task_status}),
-        );
-        self.finish(planner, call, stored, Some(presented), shown, false)
+        let mut result = carrying_tool(&shown, "ManageTask", &payload);
+        result["stepRenderInfo"] = render("Task", &shown, "Checked");
+        Body::new(d, Some(result), None, shown).result_metadata(json!({"action": action,
+            "task_id": task_id, "task_description": desc, "task_status": task_status}))
     }
 
-    fn modern_schedule(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
+    fn modern_schedule(&mut self, t: Turn) -> Body {
         let secs = self.r.range(30, 3600);
         let prompt = "check whether the deploy finished";
-        let call = self.call(
-            "schedule",
+        let d = t.draw(
+            self,
             vec![
                 ("DurationSeconds", secs.to_string()),
                 ("Prompt", js(prompt)),
             ],
         );
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "CANCELED"],
-            Self::builtin(),
-        );
         let payload = json!({"durationSeconds": secs.to_string(), "prompt": prompt, "canceled": true,
             "outcome": "OUTCOME_CANCELED"});
         let shown = format!("Timer for {secs}s canceled");
-        let stored = Self::generic(
-            "CANCELED",
-            meta,
-            &call,
-            Some(json!({"result": shown,
-            "payload": any_of(&tools_url("Schedule"), &payload),
-            "stepRenderInfo": render("Timer", &format!("{secs}s"), "Canceled")})),
-        );
-        let presented = Self::with_result_metadata(
-            &stored,
-            json!({"duration_seconds": secs.to_string(), "canceled": "true"}),
-        );
-        self.finish(planner, call, stored, Some(presented), shown, false)
+        let mut result = carrying_tool(&shown, "Schedule", &payload);
+        result["stepRenderInfo"] = render("Timer", &format!("{secs}s"), "Canceled");
+        Body::new(d, Some(result), None, shown)
+            .result_metadata(json!({"duration_seconds": secs.to_string(), "canceled": "true"}))
     }
 
-    fn modern_manage_subagents(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
+    fn modern_manage_subagents(&mut self, t: Turn) -> Body {
         let a = self.r.uuid();
         let b = self.r.uuid();
-        let call = self.call("manage_subagents", vec![("Action", js("list"))]);
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
+        let d = t.draw(self, vec![("Action", js("list"))]);
         let payload =
             json!({"action": "list", "conversationIds": [a, b], "outcome": "OUTCOME_COMPLETED"});
         let shown = "2 subagents".to_string();
-        let stored = Self::generic(
-            "DONE",
-            meta,
-            &call,
-            Some(json!({"result": shown,
-            "payload": any_of(&tools_url("ManageSubagents"), &payload),
-            "stepRenderInfo": render("Subagents", "2 running", "Listed")})),
-        );
-        let presented = Self::with_result_metadata(
-            &stored,
-            json!({"action": "list", "conversation_ids": format!("{a},{b}")}),
-        );
-        self.finish(planner, call, stored, Some(presented), shown, false)
+        let mut result = carrying_tool(&shown, "ManageSubagents", &payload);
+        result["stepRenderInfo"] = render("Subagents", "2 running", "Listed");
+        Body::new(d, Some(result), None, shown)
+            .result_metadata(json!({"action": "list", "conversation_ids": format!("{a},{b}")}))
     }
 
     // ---- issue 27: ide225 / finish147 / replay147 ----
@@ -2894,13 +2959,7 @@ impl<'a> Ctx<'a> {
         (perms, inter)
     }
 
-    fn modern_ide225_read(
-        &mut self,
-        pidx: usize,
-        idx: usize,
-        permission: bool,
-        offset: bool,
-    ) -> (StepJson, StepJson) {
+    fn modern_ide225_read(&mut self, t: Turn, permission: bool, offset: bool) -> Body {
         let path = text::abs_path(&mut self.r, &self.ws.clone());
         let lines = self.sized(5, 120);
         let start = self.r.range(1, 60) as usize;
@@ -2910,46 +2969,30 @@ impl<'a> Ctx<'a> {
         let mut payload = json!({"path": path, "outcome": "OUTCOME_COMPLETED"});
         let mut vf = json!({"absolutePathUri": format!("file://{path}")});
         if range {
-            args.push(("EndLine", end.to_string()));
-            args.push(("StartLine", start.to_string()));
-            payload["startLine"] = json!(start);
-            payload["endLine"] = json!(end);
-            vf["startLine"] = json!(start - 1);
-            vf["endLine"] = json!(end - 1);
+            read_range(&mut args, &mut payload, &mut vf, start, end);
         }
         if offset {
             args.push(("ByteOffset", "0".into()));
             payload["byteOffset"] = json!("0");
         }
-        let call = self.call("read_file", args);
-        let planner = self.planner(pidx, Some(&call));
-        let history: &[&str] = if permission {
-            &["PENDING", "RUNNING", "WAITING", "RUNNING", "DONE"]
-        } else {
-            &["PENDING", "RUNNING", "DONE"]
-        };
-        let meta = self.meta(idx, "MODEL", Some(&call), history, Self::builtin());
+        let d = t.draw(self, args);
         let content = text::file_content(&mut self.r, lines);
         let shown = truncate(&content, 800);
         vf["content"] = json!(shown);
-        let mut stored = Self::generic(
-            "DONE",
-            meta.clone(),
-            &call,
-            Some(json!({"result": shown, "payload": any_of(&tools_url("ReadFile"), &payload)})),
-        );
-        let mut presented = json!({"type": ty("VIEW_FILE"), "status": status("DONE"), "metadata": meta, "viewFile": vf});
+        let result = carrying_tool(&shown, "ReadFile", &payload);
+        let mut presented = json!({"type": ty("VIEW_FILE"), "status": status("DONE"), "metadata": d.meta, "viewFile": vf});
+        let mut extra = json!({});
         if permission {
             let (perms, inter) = Self::read_records(&path);
-            stored["permissions"] = perms.clone();
-            stored["completedInteractions"] = inter.clone();
+            extra["permissions"] = perms.clone();
+            extra["completedInteractions"] = inter.clone();
             presented["permissions"] = perms;
             presented["completedInteractions"] = inter;
         }
-        self.finish(planner, call, stored, Some(presented), shown, false)
+        Body::new(d, Some(result), Some(presented), shown).with(extra)
     }
 
-    fn modern_artifact(&mut self, pidx: usize, idx: usize, create: bool) -> (StepJson, StepJson) {
+    fn modern_artifact(&mut self, t: Turn, create: bool) -> Body {
         let name = *self
             .r
             .pick(&["task", "implementation_plan", "walkthrough", "notes"]);
@@ -2960,12 +3003,8 @@ impl<'a> Ctx<'a> {
         let uri = format!("file://{path}");
         let n = self.sized(3, 40);
         let content = text::file_content(&mut self.r, n);
-        let (call, diff, spec, edit, meta_payload) = if create {
-            let added: String = content.lines().map(|l| format!("+{l}\n")).collect();
-            let diff = format!(
-                "--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{} @@\n{added}",
-                content.lines().count()
-            );
+        let (args, diff, spec, edit, meta_payload) = if create {
+            let diff = creation_diff(&path, &content);
             let summary = text::sentence(&mut self.r, 8);
             let facing = self.r.chance(0.7);
             let updated = self.ts(400);
@@ -2973,41 +3012,20 @@ impl<'a> Ctx<'a> {
                 "{{\"Summary\":{},\"UserFacing\":{facing},\"RequestFeedback\":false}}",
                 js(&summary)
             );
-            let call = self.call(
-                "write_to_file",
-                vec![
-                    ("ArtifactMetadata", arg),
-                    ("CodeContent", js(&content)),
-                    ("TargetFile", js(&path)),
-                ],
-            );
-            let spec = json!({"createFile": {"path": {"absoluteUri": uri}}});
-            let edit = json!({"absoluteUri": uri, "createFile": true, "unifiedDiff": diff});
+            let args = vec![
+                ("ArtifactMetadata", arg),
+                ("CodeContent", js(&content)),
+                ("TargetFile", js(&path)),
+            ];
+            let (spec, edit) = created(&uri, &diff);
             let meta = json!({"summary": summary, "updatedAt": updated, "userFacing": facing});
-            (call, diff, spec, edit, Some(meta))
+            (args, diff, spec, edit, Some(meta))
         } else {
             let instr = text::sentence(&mut self.r, 9);
-            let diff = text::diff(&mut self.r, &path);
-            let call = self.call(
-                "replace_file_content",
-                vec![
-                    ("Instruction", js(&instr)),
-                    ("ReplacementContent", js(&content)),
-                    ("TargetFile", js(&path)),
-                ],
-            );
-            let spec = json!({"command": {"instruction": instr, "isEdit": true, "file": {"absoluteUri": uri}}});
-            let edit = json!({"absoluteUri": uri, "unifiedDiff": diff});
-            (call, diff, spec, edit, None)
+            let (args, diff, spec, edit) = self.replacement(&path, &uri, &instr, &content);
+            (args, diff, spec, edit, None)
         };
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
+        let d = t.draw(self, args);
         let kind = if create { "KIND_CREATE" } else { "KIND_EDIT" };
         let mut payload = json!({"path": path, "kind": kind, "diff": diff, "isArtifactFile": true,
             "outcome": "OUTCOME_COMPLETED"});
@@ -3018,85 +3036,55 @@ impl<'a> Ctx<'a> {
             ca["artifactMetadata"] = m;
         }
         let shown = format!("{} {path}", if create { "Created" } else { "Edited" });
-        let stored = Self::generic(
-            "DONE",
-            meta.clone(),
-            &call,
-            Some(json!({"result": shown, "payload": any_of(&tools_url("FileEdit"), &payload)})),
-        );
-        let presented = json!({"type": ty("CODE_ACTION"), "status": status("DONE"), "metadata": meta,
+        let result = carrying_tool(&shown, "FileEdit", &payload);
+        let presented = json!({"type": ty("CODE_ACTION"), "status": status("DONE"), "metadata": d.meta,
             "codeAction": ca});
-        self.finish(planner, call, stored, Some(presented), shown, false)
+        Body::new(d, Some(result), Some(presented), shown)
     }
 
-    fn modern_finish(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
+    fn modern_finish(&mut self, t: Turn) -> Body {
         let summary = text::sentence(&mut self.r, 8);
         let passed = self.r.chance(0.8);
-        let call = self.call(
-            "finish",
+        let d = t.draw(
+            self,
             vec![("Passed", passed.to_string()), ("Summary", js(&summary))],
         );
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
         let schema = "{\"type\":\"object\",\"properties\":{\"Passed\":{\"type\":\"boolean\"},\"Summary\":{\"type\":\"string\"}},\"required\":[\"Passed\",\"Summary\"]}";
-        let payload = json!({"resultSchema": schema, "resultJson": call.args_json(),
+        let payload = json!({"resultSchema": schema, "resultJson": d.call.args_json(),
             "outcome": "OUTCOME_COMPLETED"});
         let shown = "Finished.".to_string();
-        let stored = Self::generic(
-            "DONE",
-            meta,
-            &call,
-            Some(json!({"result": shown, "payload": any_of(&tools_url("Finish"), &payload)})),
-        );
-        self.finish(planner, call, stored, None, shown, false)
+        let result = carrying_tool(&shown, "Finish", &payload);
+        Body::new(d, Some(result), None, shown)
     }
 
-    fn modern_missing_file(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
+    fn modern_missing_file(&mut self, t: Turn) -> Body {
         let path = text::abs_path(&mut self.r, &self.ws.clone());
-        let call = self.call("read_file", vec![("AbsolutePath", js(&path))]);
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
+        let d = t.draw(self, vec![("AbsolutePath", js(&path))]);
         let payload = json!({"path": path, "notFound": true, "outcome": "OUTCOME_COMPLETED"});
         let shown = format!("File not found: {path}");
-        let stored = Self::generic(
-            "DONE",
-            meta,
-            &call,
-            Some(json!({"result": shown, "payload": any_of(&tools_url("ReadFile"), &payload)})),
-        );
-        self.finish(planner, call, stored, None, shown, false)
+        let result = carrying_tool(&shown, "ReadFile", &payload);
+        Body::new(d, Some(result), None, shown)
     }
 
     /// A tools143 command whose daemon presentation copies the stored wait
     /// (replay147's other complete form), built from the same call.
-    fn modern_replay_copied(&mut self, pidx: usize, idx: usize) -> (StepJson, StepJson) {
+    fn modern_replay_copied(&mut self, t: Turn) -> Body {
         let background = self.r.chance(0.3);
-        let (p, mut t) = self.modern_run_command(pidx, idx, background);
-        let wait = t.call.as_ref().and_then(|c| {
-            c.args
-                .iter()
-                .find(|(k, _)| k == "WaitMsBeforeAsync")
-                .map(|(_, v)| v.clone())
-        });
-        if let (Some(w), Some(pr)) = (wait, t.presented.as_mut()) {
+        let mut body = self.modern_run_command(t, background);
+        let wait = body
+            .drawn
+            .call
+            .args
+            .iter()
+            .find(|(k, _)| k == "WaitMsBeforeAsync")
+            .map(|(_, v)| v.clone());
+        if let (Some(w), Some(pr)) = (wait, body.presented.as_mut()) {
             pr["runCommand"]["waitMsBeforeAsync"] = Value::String(w);
         }
-        (p, t)
+        body
     }
 
-    fn modern_image_read(&mut self, pidx: usize, idx: usize, k: u8) -> (StepJson, StepJson) {
+    fn modern_image_read(&mut self, t: Turn, k: u8) -> Body {
         let (mime, ext, magic): (&str, &str, &[u8]) = match k % 3 {
             0 => ("image/jpeg", "jpg", &[0xff, 0xd8, 0xff, 0xe0]),
             1 => (
@@ -3113,317 +3101,16 @@ impl<'a> Ctx<'a> {
         while data.len() < n {
             data.push(self.r.below(256) as u8);
         }
-        let call = self.call("read_file", vec![("AbsolutePath", js(&path))]);
-        let planner = self.planner(pidx, Some(&call));
-        let meta = self.meta(
-            idx,
-            "MODEL",
-            Some(&call),
-            &["PENDING", "RUNNING", "DONE"],
-            Self::builtin(),
-        );
+        let d = t.draw(self, vec![("AbsolutePath", js(&path))]);
         let media = json!({"mimeType": mime, "inlineData": base64_lite::encode(&data)});
         let payload = json!({"path": path, "media": [media.clone()], "numBytes": data.len(),
             "outcome": "OUTCOME_COMPLETED"});
         let shown = format!("Read image {path} ({mime}, {} bytes)", data.len());
-        let stored = Self::generic(
-            "DONE",
-            meta.clone(),
-            &call,
-            Some(json!({"result": shown, "payload": any_of(&tools_url("ReadFile"), &payload)})),
-        );
-        let presented = json!({"type": ty("VIEW_FILE"), "status": status("DONE"), "metadata": meta,
+        let result = carrying_tool(&shown, "ReadFile", &payload);
+        let presented = json!({"type": ty("VIEW_FILE"), "status": status("DONE"), "metadata": d.meta,
             "viewFile": {"absolutePathUri": format!("file://{path}"), "content": shown,
                 "mediaData": media, "numBytes": data.len()}});
-        self.finish(planner, call, stored, Some(presented), shown, false)
-    }
-
-    /// A wrapper shape one bound outside a rule; the daemon passes it through.
-    fn unqualified(&mut self, pidx: usize, idx: usize, kind: UnqKind) -> (StepJson, StepJson) {
-        let (p, mut t) = match kind {
-            UnqKind::HookDeniedExtraArg => {
-                let (p, mut t) = self.hook_denied(pidx, idx);
-                add_arg(&mut t, "RunPersistent", "false");
-                (p, t)
-            }
-            UnqKind::CanceledPromptBypass => self.canceled_prompt(pidx, idx, true),
-            UnqKind::ListPermissionsArg => self.list_permissions(pidx, idx, true),
-            UnqKind::PermissionNativeRunning => {
-                let (p, mut t) = self.permission_command(pidx, idx);
-                t.stored["generic"]["result"]["payload"]["status"] =
-                    Value::String(status("RUNNING"));
-                (p, t)
-            }
-            UnqKind::ManageSubagentsExtraKey => self.manage_subagents(pidx, idx, true),
-            UnqKind::OuterErrorInvokeSubagent => {
-                let (p, mut t) = self.invoke_subagent(pidx, idx);
-                let err = json!({"shortError": "subagent crashed", "fullError": "invoke_subagent: subagent crashed"});
-                t.stored["status"] = Value::String(status("ERROR"));
-                t.stored["error"] = err.clone();
-                t.stored["generic"]["result"]["payload"]["status"] = Value::String(status("ERROR"));
-                t.stored["generic"]["result"]["payload"]["error"] = err;
-                (p, t)
-            }
-            UnqKind::AppendBadValue => self.write_append(pidx, idx, "\"yes\""),
-            UnqKind::UnknownTool => {
-                let call = self.call("todo_write", vec![("Todos", js("[\"write tests\"]"))]);
-                let planner = self.planner(pidx, Some(&call));
-                let meta = self.meta(
-                    idx,
-                    "MODEL",
-                    Some(&call),
-                    &["PENDING", "RUNNING", "DONE"],
-                    Self::builtin(),
-                );
-                let stored = Self::generic(
-                    "DONE",
-                    meta,
-                    &call,
-                    Some(
-                        json!({"result": "1 todo", "stepRenderInfo": render("Todos", "1", "Updated")}),
-                    ),
-                );
-                self.finish(planner, call, stored, None, "1 todo".into(), false)
-            }
-            UnqKind::ScheduleInvalid => self.schedule(pidx, idx, false, "INVALID"),
-            UnqKind::ModernReadPath => {
-                let (p, mut t) = self.modern_read_file(pidx, idx, false, false);
-                let path = format!("{}/../etc/hosts", self.ws);
-                t.stored["generic"]["result"]["payload"]["path"] = json!(path);
-                set_arg(&mut t, "AbsolutePath", &js(&path));
-                (p, t)
-            }
-            UnqKind::ModernCommandFailed => {
-                let (p, mut t) = self.modern_run_command(pidx, idx, false);
-                t.stored["generic"]["result"]["payload"]["outcome"] = json!("OUTCOME_FAILED");
-                (p, t)
-            }
-            UnqKind::ModernEditArtifact => {
-                let (p, mut t) = self.modern_file_edit(pidx, idx, true, false);
-                t.stored["generic"]["result"]["payload"]["isArtifactFile"] = json!(true);
-                (p, t)
-            }
-            UnqKind::ModernSubagentTaskMode => {
-                let (p, mut t) = self.modern_invoke_subagent(pidx, idx, false);
-                t.stored["generic"]["result"]["payload"]["taskMode"] = json!(true);
-                (p, t)
-            }
-            UnqKind::ModernSubagentWorkspace => {
-                let (p, mut t) = self.modern_invoke_subagent(pidx, idx, true);
-                let ws = js(&format!("{}/scratch", self.ws));
-                set_arg(&mut t, "Workspace", &ws);
-                (p, t)
-            }
-            UnqKind::ModernTaskTwoTasks => {
-                let (p, mut t) = self.modern_manage_task(pidx, idx, 1);
-                let extra =
-                    json!({"taskId": format!("{}/task-99", self.plan.id), "status": "running"});
-                if let Some(tasks) =
-                    t.stored["generic"]["result"]["payload"]["tasks"].as_array_mut()
-                {
-                    tasks.push(extra);
-                }
-                (p, t)
-            }
-            UnqKind::ModernTimerNotCanceled => {
-                let (p, mut t) = self.modern_schedule(pidx, idx);
-                t.stored["generic"]["result"]["payload"]["canceled"] = json!(false);
-                (p, t)
-            }
-            UnqKind::ModernSubagentsThreeIds => {
-                let (p, mut t) = self.modern_manage_subagents(pidx, idx);
-                let c = self.r.uuid();
-                if let Some(ids) =
-                    t.stored["generic"]["result"]["payload"]["conversationIds"].as_array_mut()
-                {
-                    ids.push(json!(c));
-                }
-                (p, t)
-            }
-            UnqKind::ModernBackgroundWait => {
-                let (p, mut t) = self.modern_canceled_background(pidx, idx);
-                set_arg(&mut t, "WaitMsBeforeAsync", "500");
-                (p, t)
-            }
-            UnqKind::ModernPermissionGrant => {
-                let (p, mut t) = self.modern_read_file(pidx, idx, false, true);
-                let path = t.stored["generic"]["result"]["payload"]["path"].clone();
-                t.stored["permissions"] = json!({"permissionGrants": [{"action": "read_file", "allow": true,
-                    "target": path.clone(), "resource": {"action": "read_file", "target": path}}]});
-                (p, t)
-            }
-            UnqKind::ModernToolName => {
-                let (mut p, mut t) = self.modern_read_file(pidx, idx, false, false);
-                rename_tool(&mut p, &mut t, "view_file");
-                (p, t)
-            }
-            UnqKind::ModernReadRange => {
-                let (p, mut t) = self.modern_read_file(pidx, idx, false, true);
-                t.stored["generic"]["result"]["payload"]["startLine"] = json!(0);
-                set_arg(&mut t, "StartLine", "0");
-                (p, t)
-            }
-            UnqKind::ModernEditKindMismatch => {
-                let (p, mut t) = self.modern_file_edit(pidx, idx, false, false);
-                t.stored["generic"]["result"]["payload"]["kind"] = json!("KIND_CREATE");
-                (p, t)
-            }
-            UnqKind::ModernStoredMetadata => {
-                let (p, mut t) = self.modern_manage_task(pidx, idx, 1);
-                t.stored["generic"]["result"]["metadata"] = json!({"action": "list"});
-                (p, t)
-            }
-            UnqKind::ModernWrapperTaskDetails => {
-                let (p, mut t) = self.modern_read_file(pidx, idx, false, false);
-                t.stored["taskDetails"] = json!({"id": format!("{}/task-{idx}", self.plan.id)});
-                (p, t)
-            }
-            UnqKind::ModernExtraArgument => {
-                let (p, mut t) = self.modern_read_file(pidx, idx, false, false);
-                add_arg(&mut t, "Encoding", &js("utf-8"));
-                (p, t)
-            }
-            // ---- issue 27: ide225 / finish147 / replay147 ----
-            UnqKind::Ide225OffsetNonzero => {
-                let (p, mut t) = self.modern_ide225_read(pidx, idx, false, true);
-                t.stored["generic"]["result"]["payload"]["byteOffset"] = json!("512");
-                set_arg(&mut t, "ByteOffset", "512");
-                (p, t)
-            }
-            UnqKind::Ide225OffsetNotRepeated => {
-                let (p, mut t) = self.modern_ide225_read(pidx, idx, false, true);
-                if let Some(mut c) = t.call.clone() {
-                    c.args.retain(|(k, _)| k != "ByteOffset");
-                    t.stored["metadata"]["toolCall"]["argumentsJson"] =
-                        Value::String(c.args_json());
-                }
-                (p, t)
-            }
-            UnqKind::Ide225ArtifactNoFlag => {
-                let (p, mut t) = self.modern_artifact(pidx, idx, true);
-                if let Some(o) = t.stored["generic"]["result"]["payload"].as_object_mut() {
-                    o.remove("isArtifactFile");
-                }
-                (p, t)
-            }
-            UnqKind::Ide225EditMetadata => {
-                let (p, mut t) = self.modern_artifact(pidx, idx, false);
-                t.stored["generic"]["result"]["payload"]["artifactMetadata"] =
-                    json!({"summary": "edited the plan"});
-                (p, t)
-            }
-            UnqKind::Ide225MetadataField => {
-                let (p, mut t) = self.modern_artifact(pidx, idx, true);
-                let pl = &t.stored["generic"]["result"]["payload"]["artifactMetadata"];
-                let arg = format!(
-                    "{{\"Summary\":{},\"UserFacing\":{},\"RequestFeedback\":false,\"ArtifactType\":\"task\"}}",
-                    pl["summary"],
-                    pl["userFacing"].as_bool().unwrap_or(false)
-                );
-                set_arg(&mut t, "ArtifactMetadata", &arg);
-                (p, t)
-            }
-            UnqKind::Ide225RequestFeedback => {
-                let (p, mut t) = self.modern_artifact(pidx, idx, true);
-                let pl = &t.stored["generic"]["result"]["payload"]["artifactMetadata"];
-                let arg = format!(
-                    "{{\"Summary\":{},\"UserFacing\":{},\"RequestFeedback\":true}}",
-                    pl["summary"],
-                    pl["userFacing"].as_bool().unwrap_or(false)
-                );
-                set_arg(&mut t, "ArtifactMetadata", &arg);
-                (p, t)
-            }
-            UnqKind::Ide225MetadataMismatch => {
-                let (p, mut t) = self.modern_artifact(pidx, idx, true);
-                t.stored["generic"]["result"]["payload"]["artifactMetadata"]["summary"] =
-                    json!("a different summary");
-                (p, t)
-            }
-            UnqKind::Ide225InteractionAlone => {
-                let (p, mut t) = self.modern_ide225_read(pidx, idx, true, false);
-                if let Some(o) = t.stored.as_object_mut() {
-                    o.remove("permissions");
-                }
-                (p, t)
-            }
-            UnqKind::FinishNoSchema => {
-                let (p, mut t) = self.modern_finish(pidx, idx);
-                if let Some(o) = t.stored["generic"]["result"]["payload"].as_object_mut() {
-                    o.remove("resultSchema");
-                }
-                (p, t)
-            }
-            UnqKind::FinishResultMismatch => {
-                let (p, mut t) = self.modern_finish(pidx, idx);
-                t.stored["generic"]["result"]["payload"]["resultJson"] =
-                    json!("{\"Passed\":false}");
-                (p, t)
-            }
-            UnqKind::MissingFileContent => {
-                let (p, mut t) = self.modern_missing_file(pidx, idx);
-                t.stored["generic"]["result"]["payload"]["content"] = json!("stale content");
-                (p, t)
-            }
-            UnqKind::ImageReadRange => {
-                let (p, mut t) = self.modern_image_read(pidx, idx, 1);
-                add_arg(&mut t, "StartLine", "1");
-                add_arg(&mut t, "EndLine", "40");
-                (p, t)
-            }
-            UnqKind::ImageReadTwoMedia => {
-                let (p, mut t) = self.modern_image_read(pidx, idx, 1);
-                let m = t.stored["generic"]["result"]["payload"]["media"][0].clone();
-                if let Some(list) = t.stored["generic"]["result"]["payload"]["media"].as_array_mut()
-                {
-                    list.push(m);
-                }
-                (p, t)
-            }
-            UnqKind::ImageReadGif => {
-                let (p, mut t) = self.modern_image_read(pidx, idx, 1);
-                t.stored["generic"]["result"]["payload"]["media"][0]["mimeType"] =
-                    json!("image/gif");
-                (p, t)
-            }
-            UnqKind::ImageReadExternalUri => {
-                let (p, mut t) = self.modern_image_read(pidx, idx, 0);
-                let uri = format!("https://images.example.com/{}.jpg", self.r.range(1, 999));
-                t.stored["generic"]["result"]["payload"]["media"][0]["uri"] = json!(uri);
-                (p, t)
-            }
-            UnqKind::ImageReadTextMime => {
-                let (p, mut t) = self.modern_image_read(pidx, idx, 2);
-                t.stored["generic"]["result"]["result"] = json!("Read image (image/png)");
-                (p, t)
-            }
-            UnqKind::ImageReadByteCount => {
-                let (p, mut t) = self.modern_image_read(pidx, idx, 0);
-                let n = t.stored["generic"]["result"]["payload"]["numBytes"]
-                    .as_u64()
-                    .unwrap_or(0);
-                t.stored["generic"]["result"]["payload"]["numBytes"] = json!(n + 1);
-                (p, t)
-            }
-            UnqKind::ImageReadPermission => {
-                let (p, mut t) = self.modern_image_read(pidx, idx, 1);
-                let path = t.stored["generic"]["result"]["payload"]["path"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string();
-                let (perms, inter) = Self::read_records(&path);
-                t.stored["permissions"] = perms;
-                t.stored["completedInteractions"] = inter;
-                (p, t)
-            }
-            UnqKind::ReplayWaitNoncanonical => {
-                let (p, mut t) = self.modern_run_command(pidx, idx, false);
-                set_arg(&mut t, "WaitMsBeforeAsync", "05000");
-                (p, t)
-            }
-        };
-        t.presented = None;
-        (p, t)
+        Body::new(d, Some(result), Some(presented), shown)
     }
 }
 
