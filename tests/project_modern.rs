@@ -8,7 +8,6 @@ mod common;
 
 use agy_audit::project::Reason;
 use agy_audit::rules::RuleId;
-use agy_audit::schema::Schema;
 use common::*;
 use prost::Message;
 
@@ -16,19 +15,6 @@ const DONE: &str = "CORTEX_STEP_STATUS_DONE";
 const CANCELED: &str = "CORTEX_STEP_STATUS_CANCELED";
 const ERROR: &str = "CORTEX_STEP_STATUS_ERROR";
 const P: &str = "/generic/result/payload";
-
-fn url(name: &str) -> String {
-    format!("type.googleapis.com/exa.cortex.core.tools.{name}")
-}
-
-fn modern(tool: &str, status: &str, args: &Json, name: &str, payload: &Json, text: &str) -> Json {
-    wrapper(
-        tool,
-        status,
-        args,
-        Some(json!({"result": text, "payload": any_of(&url(name), payload)})),
-    )
-}
 
 fn history(step: &mut Json, statuses: &[&str]) {
     let t: Vec<Json> = statuses
@@ -833,34 +819,6 @@ fn other_modern_payloads_still_fail() {
 }
 
 // ---- the name table --------------------------------------------------------
-
-/// The modeled set with one payload field renamed, loaded as `--schema`.
-fn renamed_schema(message: &str, field: &str, to: &str) -> Schema {
-    let mut fds =
-        prost_types::FileDescriptorSet::decode(agy_audit::schema::MODELED_SET).expect("set");
-    let mut done = false;
-    for f in &mut fds.file {
-        if f.package() != "exa.cortex.core.tools" {
-            continue;
-        }
-        for m in &mut f.message_type {
-            if m.name() == message {
-                for fd in &mut m.field {
-                    if fd.name() == field {
-                        fd.name = Some(to.to_string());
-                        fd.json_name = None;
-                        done = true;
-                    }
-                }
-            }
-        }
-    }
-    assert!(done, "{message}.{field}");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("renamed.pb");
-    std::fs::write(&path, fds.encode_to_vec()).expect("write");
-    Schema::load(Some(&path)).expect("renamed set loads")
-}
 
 #[test]
 fn a_renamed_payload_field_refuses_naming_the_declaration() {

@@ -18,19 +18,6 @@ const ERROR: &str = "CORTEX_STEP_STATUS_ERROR";
 const P: &str = "/generic/result/payload";
 const PATH: &str = "/work/app/src/main.rs";
 
-fn url(name: &str) -> String {
-    format!("type.googleapis.com/exa.cortex.core.tools.{name}")
-}
-
-fn modern(tool: &str, status: &str, args: &Json, name: &str, payload: &Json, text: &str) -> Json {
-    wrapper(
-        tool,
-        status,
-        args,
-        Some(json!({"result": text, "payload": any_of(&url(name), payload)})),
-    )
-}
-
 /// `w` with argument `key` set on both the wrapper and its retained tool call.
 fn with_arg(w: &Json, key: &str, value: Json) -> Json {
     let mut args: Json =
@@ -911,34 +898,6 @@ fn replay147_offline_export_keeps_the_stored_waits() {
 
 // ---- the name table ------------------------------------------------------------------
 
-/// The modeled set with one payload field renamed, loaded as `--schema`.
-fn renamed_schema(message: &str, field: &str) -> Schema {
-    let mut fds =
-        prost_types::FileDescriptorSet::decode(agy_audit::schema::MODELED_SET).expect("set");
-    let mut done = false;
-    for f in &mut fds.file {
-        if f.package() != "exa.cortex.core.tools" {
-            continue;
-        }
-        for m in &mut f.message_type {
-            if m.name() == message {
-                for fd in &mut m.field {
-                    if fd.name() == field {
-                        fd.name = Some("renamed_field".into());
-                        fd.json_name = None;
-                        done = true;
-                    }
-                }
-            }
-        }
-    }
-    assert!(done, "{message}.{field}");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("renamed.pb");
-    std::fs::write(&path, fds.encode_to_vec()).expect("write");
-    Schema::load(Some(&path)).expect("renamed set loads")
-}
-
 #[test]
 fn a_renamed_payload_field_refuses_naming_the_declaration() {
     let modeled = schema();
@@ -983,7 +942,7 @@ fn a_renamed_payload_field_refuses_naming_the_declaration() {
         ),
     ];
     for (message, field, step, rule) in cases {
-        let renamed = renamed_schema(message, field);
+        let renamed = renamed_schema(message, field, "renamed_field");
         let t = trajectory_of(&modeled, &conv_with(&modeled, &[step]));
         let bytes = t.encode_to_vec();
         let t2 = prost_reflect::DynamicMessage::decode(

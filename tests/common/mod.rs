@@ -421,6 +421,58 @@ pub fn wrapper(tool: &str, status: &str, args: &Json, result: Option<Json>) -> J
     w
 }
 
+/// The Any type URL of the modern (agy 1.4.x) tool payload `name`.
+pub fn modern_url(name: &str) -> String {
+    format!("type.googleapis.com/exa.cortex.core.tools.{name}")
+}
+
+/// A modern wrapper: `tool`'s GENERIC step whose result holds the stored
+/// result `text` and the payload `name` as an Any.
+pub fn modern(
+    tool: &str,
+    status: &str,
+    args: &Json,
+    name: &str,
+    payload: &Json,
+    text: &str,
+) -> Json {
+    wrapper(
+        tool,
+        status,
+        args,
+        Some(json!({"result": text, "payload": any_of(&modern_url(name), payload)})),
+    )
+}
+
+/// The modeled set with the modern payload field `message.field` renamed to
+/// `to`, loaded as `--schema` (a user's build that lacks the declaration).
+pub fn renamed_schema(message: &str, field: &str, to: &str) -> Schema {
+    let mut fds =
+        prost_types::FileDescriptorSet::decode(agy_audit::schema::MODELED_SET).expect("set");
+    let mut done = false;
+    for f in &mut fds.file {
+        if f.package() != "exa.cortex.core.tools" {
+            continue;
+        }
+        for m in &mut f.message_type {
+            if m.name() == message {
+                for fd in &mut m.field {
+                    if fd.name() == field {
+                        fd.name = Some(to.to_string());
+                        fd.json_name = None;
+                        done = true;
+                    }
+                }
+            }
+        }
+    }
+    assert!(done, "{message}.{field}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("renamed.pb");
+    std::fs::write(&path, fds.encode_to_vec()).expect("write");
+    Schema::load(Some(&path)).expect("renamed set loads")
+}
+
 /// A wrapper over the embedded native Step `native`.
 pub fn wrapper_over(tool: &str, status: &str, args: &Json, native: &Json) -> Json {
     wrapper(
