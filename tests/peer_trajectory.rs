@@ -6,6 +6,8 @@
 //! (`compare::parse_strict`) and the message read equals the text under the
 //! proto3 JSON mapping (`compare::value`).
 
+mod common;
+
 use agy_audit::compare::parse_strict;
 use agy_audit::compare::value::diff_value;
 use agy_audit::schema::Schema;
@@ -126,4 +128,66 @@ fn peer_trajectory_parses_strictly_but_for_the_listed_paths() {
         .unwrap_or_else(|e| panic!("without the listed paths: {e}"));
     let diffs = diff_value(&msg, &rest, 10);
     assert!(diffs.is_empty(), "reads back differently: {diffs:?}");
+}
+
+/// Item 4's second half: the peer trajectory's steps (without the listed
+/// paths) go through the projection, and a store holding the same content
+/// exports, as JSON and as Markdown, with every step rendered.
+#[test]
+fn peer_trajectory_projects_and_exports_offline() {
+    let Some(path) = peer_file() else {
+        println!("SKIP peer_trajectory: ../shared/spec/peer-data not found");
+        return;
+    };
+    let value: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let schema = Schema::modeled().unwrap();
+    let mut left = Vec::new();
+    unrepresented(&schema.names.trajectory, &value, "", &mut left);
+    let rest = without(value, &left);
+    let steps = rest["steps"].as_array().expect("steps").clone();
+    assert!(!steps.is_empty());
+    match common::project_steps(&schema, &steps) {
+        Ok(p) => println!("projects: rules {:?}", p.step_rules),
+        Err(r) => panic!("the peer trajectory is refused: {r}"),
+    }
+
+    let (root, conv) = common::store();
+    let db = conv.join(format!("{}.db", common::CASCADE));
+    common::write_db(&schema, &db, &common::conv_with(&schema, &steps), |_| {});
+    let root_s = root.path().to_str().unwrap();
+    let export = |format: &str| {
+        let o = common::run(&[
+            "export-offline",
+            "--format",
+            format,
+            "--root",
+            root_s,
+            db.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{format}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        o.stdout
+    };
+    let json: Value = serde_json::from_slice(&export("json")).expect("JSON export");
+    let exported = json["steps"].as_array().expect("exported steps");
+    assert_eq!(exported.len(), steps.len());
+    for (i, (a, b)) in exported.iter().zip(&steps).enumerate() {
+        assert_eq!(a["type"], b["type"], "step {i}");
+    }
+    let md = String::from_utf8(export("md")).expect("UTF-8 Markdown");
+    // every planner response's text and every tool call's name is rendered
+    for st in &steps {
+        let p = &st["plannerResponse"];
+        if let Some(text) = p["response"].as_str() {
+            assert!(md.contains(text), "{text:?} not rendered:\n{md}");
+        }
+        for call in p["toolCalls"].as_array().into_iter().flatten() {
+            let name = call["name"].as_str().expect("tool call name");
+            assert!(md.contains(name), "{name} not rendered:\n{md}");
+        }
+    }
 }
