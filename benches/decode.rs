@@ -19,7 +19,7 @@ fn corpus_root() -> PathBuf {
     let root = std::env::var_os("AGY_AUDIT_BENCH_CORPUS")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-corpus"));
-    agy_audit::bench::ensure_corpus(&root)
+    agy_audit::bench::ensure_corpus(&root, |_| {})
         .unwrap_or_else(|e| panic!("bench corpus at {}: {e}", root.display()));
     root
 }

@@ -199,22 +199,25 @@ pub enum CorpusCache {
     Regenerated,
 }
 
-/// Whether `root` holds this build's default corpus, finished.
-pub fn is_current_corpus(root: &Path) -> bool {
-    agy_corpus::corpus::is_current(root, &agy_corpus::corpus::PlanOptions::default())
-}
-
 /// Makes sure the default synthetic corpus (405 conversations, seed 1) of
 /// this build's generator is at `root`: a current one is reused, a missing
 /// one generated, and a stale one (another generator build wrote it, or a
 /// generation was interrupted) replaced, so the figures are always measured
-/// on the corpus this build describes.
-pub fn ensure_corpus(root: &Path) -> Result<CorpusCache> {
-    if is_current_corpus(root) {
+/// on the corpus this build describes. `before` is told which of the two
+/// generations is about to run (it takes a while), and is not called when
+/// the corpus is current.
+pub fn ensure_corpus(root: &Path, before: impl FnOnce(CorpusCache)) -> Result<CorpusCache> {
+    let plan = agy_corpus::corpus::PlanOptions::default();
+    if agy_corpus::corpus::is_current(root, &plan) {
         return Ok(CorpusCache::Current);
     }
-    let plan = agy_corpus::corpus::PlanOptions::default();
     let stale = root.exists();
+    let outcome = if stale {
+        CorpusCache::Regenerated
+    } else {
+        CorpusCache::Generated
+    };
+    before(outcome);
     let opts = agy_corpus::corpus::GenerateOptions {
         out: root.to_path_buf(),
         plan,
@@ -226,11 +229,7 @@ pub fn ensure_corpus(root: &Path) -> Result<CorpusCache> {
             root.display()
         ))
     })?;
-    Ok(if stale {
-        CorpusCache::Regenerated
-    } else {
-        CorpusCache::Generated
-    })
+    Ok(outcome)
 }
 
 /// End-to-end sweep figures against the simulated daemon.

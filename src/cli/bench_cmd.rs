@@ -2,8 +2,8 @@
 
 use super::common::DecodeArgs;
 use crate::bench::{
-    ensure_corpus, is_current_corpus, offline_verify, offline_verify_passes, peak_rss_bytes,
-    sources, sweep_vs_sim, write_payloads, CorpusCache,
+    ensure_corpus, offline_verify, offline_verify_passes, peak_rss_bytes, sources, sweep_vs_sim,
+    write_payloads, CorpusCache,
 };
 use anyhow::{bail, Context};
 use clap::Args;
@@ -58,19 +58,16 @@ pub struct BenchArgs {
 
 fn default_corpus() -> anyhow::Result<PathBuf> {
     let dir = PathBuf::from("target").join("bench-corpus");
-    if !is_current_corpus(&dir) {
+    ensure_corpus(&dir, |outcome| {
+        let what = match outcome {
+            CorpusCache::Regenerated => "replacing a corpus another generator build wrote in",
+            CorpusCache::Current | CorpusCache::Generated => "generating the default corpus into",
+        };
         eprintln!(
-            "agy-audit bench: generating this build's default corpus into {} \
-             (reused until the generator changes)",
+            "agy-audit bench: {what} {} (reused until the generator changes)",
             dir.display()
         );
-    }
-    match ensure_corpus(&dir)? {
-        CorpusCache::Regenerated => {
-            eprintln!("agy-audit bench: replaced a corpus another generator build wrote")
-        }
-        CorpusCache::Current | CorpusCache::Generated => {}
-    }
+    })?;
     Ok(dir)
 }
 
