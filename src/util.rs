@@ -1,6 +1,7 @@
 //! Small shared helpers: hex, time formatting, atomic writes.
 
 pub mod atomic;
+pub mod term;
 pub mod time;
 
 /// Lowercase hex of `bytes`.

@@ -80,3 +80,17 @@ impl RootArg {
             .unwrap_or_else(crate::discover::default_root)
     }
 }
+
+impl DecodeArgs {
+    /// The files these flags make a command read (the descriptor set, its
+    /// pin manifest, the legacy key): never an output of the command.
+    pub fn inputs(&self) -> Vec<PathBuf> {
+        let mut v = Vec::new();
+        if let Some(s) = &self.schema {
+            v.push(s.clone());
+            v.push(pin::manifest_path(s));
+        }
+        v.extend(self.legacy_key_file.clone());
+        v
+    }
+}

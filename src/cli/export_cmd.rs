@@ -82,7 +82,7 @@ fn report_wal_tail(db: &std::path::Path) {
     if t.torn_bytes > 0 {
         parts.push(format!("a torn last frame ({} bytes)", t.torn_bytes));
     }
-    eprintln!(
+    crate::note!(
         "agy-audit export-offline: note: {}: {} frame{} ignored, as SQLite ignores them ({}); the export holds the last committed state",
         wal.display(),
         t.ignored(),
@@ -122,9 +122,9 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
         exit::UNKNOWN
     };
     if let Some(r) = src.reason() {
-        eprintln!("agy-audit: unknown: {}: {r} [{}]", path.display(), r.class);
+        crate::note!("agy-audit: unknown: {}: {r} [{}]", path.display(), r.class);
         if !a.allow_unknown {
-            eprintln!(
+            crate::note!(
                 "agy-audit: nothing exported (use --allow-unknown to export it marked incomplete)"
             );
             return Ok(code);
@@ -135,7 +135,7 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
         _ => None,
     };
     let Some(json) = export_json(&src, ordinary.as_ref()) else {
-        eprintln!(
+        crate::note!(
             "agy-audit: {}: the source does not decode; nothing to export",
             path.display()
         );
@@ -163,13 +163,14 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
         Some(out) => {
             let mut protected = vec![path.clone()];
             protected.extend(companions(&path));
+            protected.extend(a.decode.inputs());
             let wo = WriteOptions {
                 force: a.force,
                 mode: Some(0o600),
                 protected,
             };
             write_file(out, &bytes, &wo)?;
-            eprintln!("wrote {} ({} bytes)", out.display(), bytes.len());
+            crate::note!("wrote {} ({} bytes)", out.display(), bytes.len());
         }
         None => {
             use std::io::Write;

@@ -132,11 +132,11 @@ pub fn main() -> i32 {
         Ok(code) => code,
         Err(e) if broken_pipe(&e) => exit::OK,
         Err(e) if usage(&e) => {
-            eprintln!("agy-audit {name}: usage error: {}", chain_text(&e));
+            crate::note!("agy-audit {name}: usage error: {}", chain_text(&e));
             exit::USAGE
         }
         Err(e) => {
-            eprintln!("agy-audit {name}: error: {}", chain_text(&e));
+            crate::note!("agy-audit {name}: error: {}", chain_text(&e));
             exit::ERROR
         }
     }
@@ -170,6 +170,9 @@ fn usage(e: &anyhow::Error) -> bool {
         matches!(
             c.downcast_ref::<crate::Error>(),
             Some(crate::Error::Usage(_))
+        ) || matches!(
+            c.downcast_ref::<crate::util::atomic::WriteError>(),
+            Some(crate::util::atomic::WriteError::Protected { .. })
         ) || matches!(
             c.downcast_ref::<agy_corpus::corpus::CorpusError>(),
             Some(agy_corpus::corpus::CorpusError::Usage(_))

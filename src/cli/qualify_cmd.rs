@@ -53,7 +53,7 @@ pub fn run(a: QualifyArgs) -> anyhow::Result<i32> {
     let manifest =
         Manifest::parse(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", a.manifest.display()))?;
     if let Some(why) = unfinished(&manifest) {
-        eprintln!(
+        crate::note!(
             "audit-qualify: {}: refused: {why}; finish it with `agy-audit audit-sweep --resume` before qualifying",
             a.manifest.display()
         );

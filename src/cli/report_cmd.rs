@@ -2,7 +2,7 @@
 
 use crate::manifest::Manifest;
 use crate::report::{render_report, verdict_chart};
-use crate::util::atomic::{write_file, WriteOptions};
+use crate::util::atomic::{check_outputs, write_file, WriteOptions};
 use anyhow::Context;
 use clap::Args;
 use std::path::PathBuf;
@@ -37,13 +37,22 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
         Some(out) => {
             let svg = out.with_extension("svg");
             let name = svg.file_name().map(|n| n.to_string_lossy().into_owned());
+            // The manifest this command reads is never an output, whatever
+            // the flags; both outputs are checked before either is written.
+            let inputs = vec![a.manifest.clone()];
+            check_outputs(&[out.as_path(), svg.as_path()], &inputs)?;
             let opts = WriteOptions {
                 force: a.force,
+                protected: inputs,
                 ..Default::default()
             };
             write_file(&svg, verdict_chart(&m).as_bytes(), &opts)?;
             write_file(out, render_report(&m, name.as_deref()).as_bytes(), &opts)?;
-            eprintln!("wrote {} and {}", out.display(), svg.display());
+            crate::util::term::note(format_args!(
+                "wrote {} and {}",
+                out.display(),
+                svg.display()
+            ));
         }
     }
     Ok(0)

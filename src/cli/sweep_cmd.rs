@@ -121,10 +121,10 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
     let flag = stop.clone();
     let _ = ctrlc::set_handler(move || {
         if flag.swap(true, Ordering::SeqCst) {
-            eprintln!("agy-audit: aborted");
+            crate::note!("agy-audit: aborted");
             std::process::exit(exit::INTERRUPTED);
         }
-        eprintln!("agy-audit: interrupted: draining (in-flight fetches are abandoned; Ctrl-C again to abort)");
+        crate::note!("agy-audit: interrupted: draining (in-flight fetches are abandoned; Ctrl-C again to abort)");
     });
     stop
 }
@@ -154,7 +154,7 @@ pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
     let summary = sweep(&schema, &key, &opts, stop)?;
     let m = &summary.manifest;
     let c = &m.counts;
-    eprintln!(
+    crate::note!(
         "audit-sweep: selected={} verified={} verifiedSourceOnly={} unknown={} incomplete={} notFetched={} error={} skipped={} complete={} wall={:.2}s manifest={}",
         c.selected,
         c.verified,
@@ -169,14 +169,14 @@ pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
         summary.out.join(crate::manifest::MANIFEST_FILE).display()
     );
     if let Some(why) = &summary.daemon_down {
-        eprintln!("audit-sweep: the daemon stopped answering: {why}");
+        crate::note!("audit-sweep: the daemon stopped answering: {why}");
     }
     if !m.complete {
         let shard = a
             .shard
             .map(|(i, n)| format!(" --shard {i}/{n}"))
             .unwrap_or_default();
-        eprintln!(
+        crate::note!(
             "audit-sweep: {} session{} still without a verdict; continue with: agy-audit audit-sweep --root {} --out {}{shard} --resume",
             summary.pending,
             if summary.pending == 1 { "" } else { "s" },

@@ -215,6 +215,7 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
         Some(bytes) => {
             let mut protected = vec![path.clone()];
             protected.extend(crate::source::sqlite::companions(&path));
+            protected.extend(a.decode.inputs());
             write_file(
                 &out,
                 bytes,

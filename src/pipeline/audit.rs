@@ -236,12 +236,10 @@ pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Session
             &prepared.source.source_digest,
             &ctx.read_options(),
         );
-        let (mut full, mut ordinary) = match fetched {
+        let (full, ordinary) = match fetched {
             Ok(x) => x,
             Err(e) => return daemon_unavailable(result, &e),
         };
-        result.full_body = Some(std::mem::take(&mut full.body));
-        result.ordinary_body = Some(std::mem::take(&mut ordinary.body));
         let changed = !matches!(after, Ok(true));
         if changed {
             if attempt < ctx.bracket_retries {
@@ -256,7 +254,7 @@ pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Session
                     }
                 }
             }
-            return refuse(
+            result = refuse(
                 result,
                 &Refusal::new(
                     ReasonClass::SourceChanged,
@@ -264,39 +262,64 @@ pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Session
                     "source changed during fetch",
                 ),
             );
-        }
-        if let Err(m) = compare_full(ctx.schema, persisted, &full.trajectory) {
-            return refuse_after_change(result, &m, attempt);
-        }
-        let compared =
-            compare_ordinary_projection(ctx.schema, projection, persisted, &ordinary.trajectory);
-        if let Err(m) = compared {
-            return refuse_after_change(result, &m, attempt);
-        }
-        let ordinary_value = match parse_value(&ordinary.trajectory) {
-            Ok(v) => v,
-            Err(e) => return refuse(result, &Refusal::new(ReasonClass::OrdinaryMismatch, "", e)),
-        };
-        let digest = payload_digest(&ordinary_value);
-        let source_only = !result.source_only.is_empty();
-        result.verdict = Some(if source_only {
-            VerdictKind::VerifiedSourceOnly
         } else {
-            VerdictKind::Verified
-        });
-        result.reason = source_only.then(|| SOURCE_ONLY_REASON.to_string());
-        result.payload_digest = Some(digest.clone());
-        let completeness = Completeness {
-            profile: result.profile.clone(),
-            source_digest: result.source_digest.clone(),
-            payload_digest: Some(digest),
-            verdict: result.verdict.unwrap_or(VerdictKind::Verified),
-            reason: result.reason.clone(),
-            reason_class: None,
-            source_only: Completeness::source_only_entries(&result.source_only),
-            verified_at: crate::util::time::now_rfc3339(),
-        };
-        result.sidecar = Some(sidecar_bytes(&ordinary_value, &completeness));
+            result = judge(ctx, result, projection, persisted, &full, &ordinary)
+                .unwrap_or_else(|(r, m)| refuse_after_change(r, &m, attempt));
+        }
+        // The bodies are kept as received (valid answers only: an invalid
+        // one never got here), whatever the verdict.
+        result.full_body = Some(full.body);
+        result.ordinary_body = Some(ordinary.body);
         return result;
     }
+}
+
+/// Compares both answers with the source and its projection and, when they
+/// agree, attests; a mismatch comes back with the result to refuse.
+fn judge(
+    ctx: &AuditContext<'_>,
+    mut result: SessionResult,
+    projection: &mut Projection,
+    persisted: &mut prost_reflect::DynamicMessage,
+    full: &TrajectoryResponse,
+    ordinary: &TrajectoryResponse,
+) -> Result<SessionResult, (SessionResult, crate::compare::Mismatch)> {
+    if let Err(m) = compare_full(ctx.schema, persisted, full.trajectory()) {
+        return Err((result, m));
+    }
+    let compared =
+        compare_ordinary_projection(ctx.schema, projection, persisted, ordinary.trajectory());
+    if let Err(m) = compared {
+        return Err((result, m));
+    }
+    let ordinary_value = match parse_value(ordinary.trajectory()) {
+        Ok(v) => v,
+        Err(e) => {
+            return Ok(refuse(
+                result,
+                &Refusal::new(ReasonClass::OrdinaryMismatch, "", e),
+            ))
+        }
+    };
+    let digest = payload_digest(&ordinary_value);
+    let source_only = !result.source_only.is_empty();
+    result.verdict = Some(if source_only {
+        VerdictKind::VerifiedSourceOnly
+    } else {
+        VerdictKind::Verified
+    });
+    result.reason = source_only.then(|| SOURCE_ONLY_REASON.to_string());
+    result.payload_digest = Some(digest.clone());
+    let completeness = Completeness {
+        profile: result.profile.clone(),
+        source_digest: result.source_digest.clone(),
+        payload_digest: Some(digest),
+        verdict: result.verdict.unwrap_or(VerdictKind::Verified),
+        reason: result.reason.clone(),
+        reason_class: None,
+        source_only: Completeness::source_only_entries(&result.source_only),
+        verified_at: crate::util::time::now_rfc3339(),
+    };
+    result.sidecar = Some(sidecar_bytes(&ordinary_value, &completeness));
+    Ok(result)
 }

@@ -148,7 +148,7 @@ pub fn sweep(
     manifest.skipped = skipped;
     if opts.progress != ProgressMode::Quiet {
         for s in &manifest.skipped {
-            eprintln!("audit-sweep: skipped {}: {}", s.path, s.reason);
+            crate::note!("audit-sweep: skipped {}: {}", s.path, s.reason);
         }
     }
     manifest.timing.concurrency = opts.concurrency;
@@ -483,12 +483,12 @@ impl Progress {
         if self.mode == ProgressMode::Lines {
             let verdict = crate::verdict::Outcome::of(r.verdict, r.reason_class).as_str();
             match &r.reason {
-                Some(reason) => eprintln!(
+                Some(reason) => crate::note!(
                     "audit-sweep: {verdict} {} ({}): {reason}",
                     r.file_id,
                     crate::util::count(r.steps as u64, "step")
                 ),
-                None => eprintln!(
+                None => crate::note!(
                     "audit-sweep: {verdict} {} ({})",
                     r.file_id,
                     crate::util::count(r.steps as u64, "step")

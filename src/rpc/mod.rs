@@ -1,13 +1,21 @@
 //! Stage 4: the daemon client. Connect-RPC JSON over loopback HTTP:
 //! `POST <base>/exa.language_server_pb.LanguageServerService/<Method>`.
 //!
-//! Per-request timeout, a response size cap, and bounded retries with backoff
-//! on transport errors only (never on an HTTP status, never on a timeout).
-//! Every error names the endpoint and method.
+//! Per-request timeout that bounds the whole request (connect, headers and
+//! every byte of the body: a daemon that drips its answer is cut off at the
+//! deadline), a response size cap that bounds memory (the buffer is reserved
+//! once and never grows past the cap, so a request in flight holds at most
+//! the cap plus one read chunk), no redirects (an answer comes from the
+//! endpoint or is an error), and bounded retries with backoff on transport
+//! errors only (never on an HTTP status, never on a timeout). A
+//! GetCascadeTrajectory answer is parsed whole and strictly
+//! ([`envelope`]). Every error names the endpoint and method.
 
 mod endpoint;
+pub mod envelope;
 
 pub use endpoint::{discover_endpoint, parse_cli_log, DAEMON_URL_ENV};
+pub use envelope::ResponseDefect;
 
 use serde::Deserialize;
 use std::io::Read;
@@ -81,11 +89,11 @@ pub enum RpcError {
         method: &'static str,
         limit: u64,
     },
-    #[error("{endpoint} {method}: invalid response: {detail}")]
+    #[error("{endpoint} {method}: invalid response: {defect}")]
     InvalidResponse {
         endpoint: String,
         method: &'static str,
-        detail: String,
+        defect: ResponseDefect,
     },
     /// The call was abandoned because the run was interrupted (Ctrl-C).
     #[error("{endpoint} {method}: cancelled (interrupted)")]
@@ -137,17 +145,36 @@ pub fn validate_endpoint(url: &str) -> Result<String, String> {
     Ok(url.trim_end_matches('/').to_string())
 }
 
-/// Reads at most `limit + 1` bytes: the buffer never grows past the limit
-/// (an oversized body is refused while streaming, not after buffering it).
-fn read_capped(mut r: impl Read, limit: u64, hint: Option<u64>) -> std::io::Result<Vec<u8>> {
+/// Reads at most `limit + 1` bytes, until `deadline`.
+///
+/// The buffer is reserved once, for the declared length when there is one
+/// (never more than the cap), else for the whole cap: reserving address space
+/// costs no memory until it is written, and a buffer that never reallocates
+/// never holds an old copy beside the new one. So the memory of one body is
+/// at most the cap plus one read chunk, whatever the daemon sends; an
+/// oversized body is refused while streaming, not after buffering it.
+fn read_capped(
+    mut r: impl Read,
+    limit: u64,
+    hint: Option<u64>,
+    deadline: std::time::Instant,
+) -> std::io::Result<Vec<u8>> {
     let cap = usize::try_from(limit.saturating_add(1)).unwrap_or(usize::MAX);
-    let mut bytes: Vec<u8> = Vec::with_capacity(
-        hint.and_then(|h| usize::try_from(h).ok())
-            .unwrap_or(64 << 10)
-            .min(cap),
-    );
-    let mut chunk = vec![0u8; 64 << 10];
+    let reserve = hint
+        .and_then(|h| usize::try_from(h.saturating_add(1)).ok())
+        .map_or(cap, |h| h.min(cap));
+    let mut bytes: Vec<u8> = Vec::new();
+    bytes
+        .try_reserve_exact(reserve)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::OutOfMemory, e.to_string()))?;
+    let mut chunk = [0u8; 16 << 10];
     loop {
+        if std::time::Instant::now() >= deadline {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the body did not arrive within the timeout",
+            ));
+        }
         let want = chunk.len().min(cap - bytes.len());
         if want == 0 {
             return Ok(bytes);
@@ -159,31 +186,45 @@ fn read_capped(mut r: impl Read, limit: u64, hint: Option<u64>) -> std::io::Resu
             Err(e) => return Err(e),
         };
         if bytes.len() + n > bytes.capacity() {
-            let grown = (bytes.capacity() * 2).max(bytes.len() + n).min(cap);
-            bytes.reserve_exact(grown - bytes.len());
+            // A body longer than it declared: grow to the cap, once.
+            bytes
+                .try_reserve_exact(cap - bytes.len())
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::OutOfMemory, e.to_string()))?;
         }
         bytes.extend_from_slice(&chunk[..n]);
     }
 }
 
-/// One GetCascadeTrajectory answer.
+/// One GetCascadeTrajectory answer, checked whole ([`envelope::parse`]).
 #[derive(Debug, Clone)]
 pub struct TrajectoryResponse {
     /// The whole body, as received.
     pub body: Vec<u8>,
-    /// The exact bytes of the `trajectory` member.
-    pub trajectory: String,
-    pub status: Option<String>,
-    pub num_total_steps: Option<String>,
+    envelope: envelope::Envelope,
 }
 
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    #[serde(borrow)]
-    trajectory: Option<&'a serde_json::value::RawValue>,
-    status: Option<String>,
-    #[serde(rename = "numTotalSteps")]
-    num_total_steps: Option<serde_json::Value>,
+impl TrajectoryResponse {
+    /// Checks `body` as a whole GetCascadeTrajectoryResponse.
+    pub fn parse(body: Vec<u8>) -> Result<TrajectoryResponse, ResponseDefect> {
+        let envelope = envelope::parse(&body)?;
+        Ok(TrajectoryResponse { body, envelope })
+    }
+
+    /// The exact text of the `trajectory` member.
+    pub fn trajectory(&self) -> &str {
+        // The envelope's range lies on UTF-8 boundaries of a body it checked.
+        std::str::from_utf8(&self.body[self.envelope.trajectory.clone()]).unwrap_or_default()
+    }
+
+    /// The `CascadeRunStatus` name the answer carries.
+    pub fn status(&self) -> &'static str {
+        self.envelope.status
+    }
+
+    /// `numTotalSteps`, equal to the trajectory's step count.
+    pub fn num_total_steps(&self) -> u32 {
+        self.envelope.num_total_steps
+    }
 }
 
 #[derive(Deserialize)]
@@ -206,6 +247,9 @@ impl DaemonClient {
         let http = reqwest::blocking::Client::builder()
             .timeout(opts.timeout)
             .no_proxy()
+            // An answer comes from the endpoint itself: a redirect (to
+            // another host or not) is an HTTP status error, never followed.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| RpcError::Transport {
                 endpoint: base.clone(),
@@ -269,17 +313,18 @@ impl DaemonClient {
         }
     }
 
-    /// One attempt; with a cancel flag it runs on its own thread so that
-    /// Ctrl-C abandons it at once (the thread ends with the request's timeout).
+    /// One attempt, on its own thread, so that Ctrl-C (the cancel flag) or
+    /// the deadline abandons it at once; the thread itself stops reading at
+    /// the deadline.
     fn call_cancellable(
         &self,
         method: &'static str,
         url: &str,
         body: &str,
     ) -> Result<Vec<u8>, RpcError> {
-        let Some(cancel) = self.opts.cancel.clone() else {
-            return self.call_once(method, url, body);
-        };
+        // Always on its own thread: the caller's wait ends at the deadline
+        // even while a read inside the HTTP library is still blocked.
+        let cancel = self.opts.cancel.clone().unwrap_or_default();
         let (tx, rx) = crossbeam_channel::bounded(1);
         let this = self.clone();
         let (url, body) = (url.to_string(), body.to_string());
@@ -293,10 +338,20 @@ impl DaemonClient {
                 method,
                 detail: format!("cannot start a request thread: {e}"),
             })?;
+        // The request thread stops itself at the deadline; this wait is
+        // bounded by it too (plus a grace for the thread's own answer).
+        let give_up = std::time::Instant::now() + self.opts.timeout + CANCEL_POLL * 4;
         loop {
             match rx.recv_timeout(CANCEL_POLL) {
                 Ok(r) => return r,
                 Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                    if std::time::Instant::now() >= give_up {
+                        return Err(RpcError::Timeout {
+                            endpoint: self.base.clone(),
+                            method,
+                            seconds: self.opts.timeout.as_secs(),
+                        });
+                    }
                     if cancel.load(Ordering::SeqCst) {
                         return Err(RpcError::Cancelled {
                             endpoint: self.base.clone(),
@@ -341,6 +396,8 @@ impl DaemonClient {
         if let Some(t) = &self.opts.csrf_token {
             req = req.header(CSRF_HEADER, t);
         }
+        // One deadline for the whole request: connect, headers and body.
+        let deadline = std::time::Instant::now() + self.opts.timeout;
         let resp = req.send().map_err(transport)?;
         let status = resp.status().as_u16();
         let declared = resp.content_length();
@@ -351,8 +408,8 @@ impl DaemonClient {
                 limit: self.opts.max_body,
             });
         }
-        let bytes = read_capped(resp, self.opts.max_body, declared).map_err(|e| {
-            if e.to_string().contains("timed out") {
+        let bytes = read_capped(resp, self.opts.max_body, declared, deadline).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::TimedOut || e.to_string().contains("timed out") {
                 timeout()
             } else {
                 RpcError::Transport {
@@ -411,28 +468,11 @@ impl DaemonClient {
         };
         let method = "GetCascadeTrajectory";
         let bytes = self.call(method, body.to_string())?;
-        let invalid = |detail: String| RpcError::InvalidResponse {
+        let invalid = |defect: ResponseDefect| RpcError::InvalidResponse {
             endpoint: self.base.clone(),
             method,
-            detail,
+            defect,
         };
-        let text = std::str::from_utf8(&bytes).map_err(|e| invalid(format!("not UTF-8: {e}")))?;
-        let env: Envelope<'_> =
-            serde_json::from_str(text).map_err(|e| invalid(format!("not JSON: {e}")))?;
-        let trajectory = env
-            .trajectory
-            .ok_or_else(|| invalid("no trajectory member".into()))?
-            .get()
-            .to_string();
-        let num_total_steps = env.num_total_steps.map(|v| match v {
-            serde_json::Value::String(s) => s,
-            other => other.to_string(),
-        });
-        Ok(TrajectoryResponse {
-            trajectory,
-            status: env.status,
-            num_total_steps,
-            body: bytes,
-        })
+        TrajectoryResponse::parse(bytes).map_err(invalid)
     }
 }

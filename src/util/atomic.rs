@@ -1,7 +1,12 @@
 //! Atomic output: temp file in the target directory, fsync, rename.
 //!
 //! Outputs never follow a symlink, never clobber a file unless asked, and are
-//! never one of the protected paths (a source and its `-wal`/`-shm`).
+//! never one of the protected paths: every file the command was given to read
+//! (a source and its `-wal`/`-shm`, a manifest, a binary, a descriptor set, a
+//! key). A protected path is compared with the output by identity (device and
+//! inode, after resolving links) when both exist, and by canonical name
+//! otherwise, so no spelling of the path, symlink or hard link to an input
+//! lets `--force` replace it.
 
 use std::fs;
 use std::io::Write;
@@ -14,8 +19,8 @@ pub enum WriteError {
     Symlink { path: PathBuf },
     #[error("{path}: refusing to overwrite an existing file (use --force)")]
     Exists { path: PathBuf },
-    #[error("{path}: refusing to write over a conversation source or its -wal/-shm")]
-    Protected { path: PathBuf },
+    #[error("{path}: refusing to write over {input}, a file this command reads (an output never replaces its own input, even with --force)")]
+    Protected { path: PathBuf, input: PathBuf },
     #[error("{path}: not a regular file")]
     NotAFile { path: PathBuf },
     #[error("{path}: the folder {parent} does not exist")]
@@ -35,7 +40,8 @@ pub struct WriteOptions {
     pub force: bool,
     /// Unix permission bits for the new file (default 0644).
     pub mode: Option<u32>,
-    /// Paths that must never be written (compared after canonicalizing parents).
+    /// The command's inputs: paths that must never be written, compared by
+    /// device and inode when both exist, else after canonicalizing parents.
     pub protected: Vec<PathBuf>,
 }
 
@@ -56,6 +62,48 @@ fn canonical_target(path: &Path) -> Option<PathBuf> {
     Some(fs::canonicalize(parent).ok()?.join(name))
 }
 
+/// Device and inode of what `path` names, links resolved.
+#[cfg(unix)]
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+#[cfg(not(unix))]
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    let _ = path;
+    None
+}
+
+/// The first of `inputs` that the output `path` (canonical `target`) would
+/// replace: the same file by identity, or the same canonical name.
+fn protected_input<'a>(path: &Path, target: &Path, inputs: &'a [PathBuf]) -> Option<&'a Path> {
+    let out_id = identity(path);
+    inputs.iter().map(PathBuf::as_path).find(|input| {
+        let same_file = out_id.is_some() && identity(input) == out_id;
+        same_file
+            || canonical_target(input).as_deref() == Some(target)
+            || fs::canonicalize(input).ok().as_deref() == Some(target)
+    })
+}
+
+/// Refuses, before anything is written, when any of `outputs` would replace
+/// one of `inputs` (see [`WriteOptions::protected`]): a command with several
+/// outputs checks them all first, so a refused second output never leaves the
+/// first one written.
+pub fn check_outputs(outputs: &[&Path], inputs: &[PathBuf]) -> Result<(), WriteError> {
+    for out in outputs {
+        let target = canonical_target(out).unwrap_or_else(|| out.to_path_buf());
+        if let Some(input) = protected_input(out, &target, inputs) {
+            return Err(WriteError::Protected {
+                path: out.to_path_buf(),
+                input: input.to_path_buf(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Writes `bytes` to `path` atomically under `opts`.
 pub fn write_file(path: &Path, bytes: &[u8], opts: &WriteOptions) -> Result<(), WriteError> {
     let parent = path
@@ -71,12 +119,11 @@ pub fn write_file(path: &Path, bytes: &[u8], opts: &WriteOptions) -> Result<(), 
     let target = canonical_target(path).ok_or_else(|| WriteError::NotAFile {
         path: path.to_path_buf(),
     })?;
-    for p in &opts.protected {
-        if canonical_target(p).as_deref() == Some(target.as_path()) {
-            return Err(WriteError::Protected {
-                path: path.to_path_buf(),
-            });
-        }
+    if let Some(input) = protected_input(path, &target, &opts.protected) {
+        return Err(WriteError::Protected {
+            path: path.to_path_buf(),
+            input: input.to_path_buf(),
+        });
     }
     match fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_symlink() => {
@@ -191,5 +238,58 @@ mod tests {
             WriteError::Protected { .. }
         ));
         assert_eq!(fs::read(&src).unwrap(), b"db");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_input_is_never_replaced_by_any_name_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("manifest.json");
+        fs::write(&input, b"input").unwrap();
+        let hard = dir.path().join("hard.json");
+        fs::hard_link(&input, &hard).unwrap();
+        let sub = dir.path().join("sub");
+        fs::create_dir(&sub).unwrap();
+        let dotted = sub.join("..").join("manifest.json");
+        let linked_dir = dir.path().join("alias");
+        std::os::unix::fs::symlink(dir.path(), &linked_dir).unwrap();
+        let via_dir_link = linked_dir.join("manifest.json");
+        let opts = WriteOptions {
+            force: true,
+            protected: vec![input.clone()],
+            ..Default::default()
+        };
+        for out in [&input, &hard, &dotted, &via_dir_link] {
+            assert!(
+                matches!(
+                    write_file(out, b"x", &opts).unwrap_err(),
+                    WriteError::Protected { .. }
+                ),
+                "{}",
+                out.display()
+            );
+            assert!(matches!(
+                check_outputs(
+                    &[dir.path().join("new").as_path(), out.as_path()],
+                    &opts.protected
+                )
+                .unwrap_err(),
+                WriteError::Protected { .. }
+            ));
+        }
+        // The input given through a symlink protects the file it names.
+        let input_link = dir.path().join("input-link");
+        std::os::unix::fs::symlink(&input, &input_link).unwrap();
+        let by_link = WriteOptions {
+            force: true,
+            protected: vec![input_link],
+            ..Default::default()
+        };
+        assert!(matches!(
+            write_file(&input, b"x", &by_link).unwrap_err(),
+            WriteError::Protected { .. }
+        ));
+        assert_eq!(fs::read(&input).unwrap(), b"input");
+        write_file(&dir.path().join("other.json"), b"x", &opts).unwrap();
     }
 }

@@ -1,0 +1,493 @@
+//! The whole GetCascadeTrajectory answer, parsed strictly as the response
+//! message `exa.language_server_pb.GetCascadeTrajectoryResponse` under the
+//! proto3 JSON mapping: `trajectory` (1), `status` (2, enum
+//! `exa.cortex_pb.CascadeRunStatus`), `num_total_steps` (3, uint32) and
+//! `num_total_generator_metadata` (4, uint32), as the Antigravity IDE
+//! descriptor set declares them.
+//!
+//! What it refuses, each with its own [`ResponseDefect`]:
+//! - a body that is not UTF-8, not one JSON object, or nested deeper than
+//!   [`MAX_JSON_DEPTH`] anywhere (inside the trajectory or not);
+//! - any envelope member but those four (either spelling, JSON or proto
+//!   name), or one of them twice. The specification keeps unknown RPC-only
+//!   fields *of the trajectory* in the saved payload; the envelope is not
+//!   part of that payload, so the allowance does not reach it (stricter
+//!   reading, stated here);
+//! - a missing or non-object `trajectory`, or one repeating `steps` or
+//!   `generatorMetadata`;
+//! - a `status` that is not a value of `CascadeRunStatus` ([`RUN_STATUSES`]);
+//! - a count that is not a uint32 of any legal spelling, or that differs
+//!   from what the trajectory holds: `numTotalSteps` must equal the number
+//!   of `trajectory.steps` (a public client of this RPC checks exactly
+//!   that), and `numTotalGeneratorMetadata`, which the wording does not
+//!   mention, must equal the number of `trajectory.generatorMetadata`
+//!   (stricter reading). An absent count is its default, zero.
+//!
+//! Repeated members and unknown fields inside the trajectory are the
+//! comparison's to judge (`compare`); this module only counts its two lists.
+//! It does not decide a verdict: a defective answer is missing evidence, so
+//! the session is not fetched and the defect is its recorded reason.
+
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserializer;
+use std::fmt;
+use std::ops::Range;
+
+/// Deepest nesting of arrays and objects accepted anywhere in an answer: the
+/// comparison's JSON parser (serde_json) stops at 128 levels, and the strict
+/// source scan at 100 nested messages, which no legal trajectory exceeds.
+pub const MAX_JSON_DEPTH: usize = 128;
+
+/// The values of `exa.cortex_pb.CascadeRunStatus` (name, number), as the
+/// modeled schema declares them (a test checks this table against it).
+pub const RUN_STATUSES: [(&str, i32); 5] = [
+    ("CASCADE_RUN_STATUS_UNSPECIFIED", 0),
+    ("CASCADE_RUN_STATUS_IDLE", 1),
+    ("CASCADE_RUN_STATUS_RUNNING", 2),
+    ("CASCADE_RUN_STATUS_CANCELING", 3),
+    ("CASCADE_RUN_STATUS_BUSY", 4),
+];
+
+/// Why an answer is not a valid GetCascadeTrajectoryResponse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResponseDefect {
+    #[error("not UTF-8 (byte {offset})")]
+    NotUtf8 { offset: usize },
+    #[error("nested deeper than {MAX_JSON_DEPTH} levels (byte {offset})")]
+    TooDeep { offset: usize },
+    #[error("not a JSON object: {detail}")]
+    NotJson { detail: String },
+    #[error("the envelope member `{member}` is not a field of GetCascadeTrajectoryResponse")]
+    UnknownMember { member: String },
+    #[error("the member `{member}` appears twice")]
+    RepeatedMember { member: String },
+    #[error("no trajectory member")]
+    MissingTrajectory,
+    #[error("`trajectory` is not an object")]
+    TrajectoryNotObject,
+    #[error("`status` {value} is not a CascadeRunStatus value")]
+    UnknownStatus { value: String },
+    #[error("`{member}` {value} is not a uint32")]
+    BadCount { member: &'static str, value: String },
+    #[error("`{member}` says {declared} but the trajectory holds {actual}")]
+    CountMismatch {
+        member: &'static str,
+        declared: u32,
+        actual: u64,
+    },
+}
+
+/// A checked answer: where its trajectory lies in the body, and its status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Envelope {
+    /// Byte range of the `trajectory` member's value in the body.
+    pub trajectory: Range<usize>,
+    /// The `CascadeRunStatus` name (a number spelling is named).
+    pub status: &'static str,
+    pub num_total_steps: u32,
+}
+
+/// Checks `body` as a whole response; see the module doc.
+pub fn parse(body: &[u8]) -> Result<Envelope, ResponseDefect> {
+    let text = std::str::from_utf8(body).map_err(|e| ResponseDefect::NotUtf8 {
+        offset: e.valid_up_to(),
+    })?;
+    check_depth(text.as_bytes())?;
+    let mut de = serde_json::Deserializer::from_str(text);
+    let members = (&mut de)
+        .deserialize_map(EnvelopeVisitor)
+        .and_then(|m| de.end().map(|()| m))
+        .map_err(|e| ResponseDefect::NotJson {
+            detail: e.to_string(),
+        })??;
+    let raw = members
+        .trajectory
+        .ok_or(ResponseDefect::MissingTrajectory)?;
+    let start = raw.get().as_ptr() as usize - text.as_ptr() as usize;
+    let range = start..start + raw.get().len();
+    if !raw.get().starts_with('{') {
+        return Err(ResponseDefect::TrajectoryNotObject);
+    }
+    let lists = count_lists(raw.get())?;
+    let status = match members.status {
+        None | Some(serde_json::Value::Null) => RUN_STATUSES[0].0,
+        Some(v) => run_status(&v)?,
+    };
+    let steps = count("numTotalSteps", members.num_total_steps)?;
+    let metadata = count(
+        "numTotalGeneratorMetadata",
+        members.num_total_generator_metadata,
+    )?;
+    for (member, declared, actual) in [
+        ("numTotalSteps", steps, lists.steps),
+        (
+            "numTotalGeneratorMetadata",
+            metadata,
+            lists.generator_metadata,
+        ),
+    ] {
+        if u64::from(declared) != actual {
+            return Err(ResponseDefect::CountMismatch {
+                member,
+                declared,
+                actual,
+            });
+        }
+    }
+    Ok(Envelope {
+        trajectory: range,
+        status,
+        num_total_steps: steps,
+    })
+}
+
+/// One pass over the bytes: the deepest `[`/`{` nesting outside strings.
+fn check_depth(b: &[u8]) -> Result<(), ResponseDefect> {
+    let (mut depth, mut in_str, mut escaped) = (0usize, false, false);
+    for (i, &c) in b.iter().enumerate() {
+        if in_str {
+            if escaped {
+                escaped = false;
+            } else if c == b'\\' {
+                escaped = true;
+            } else if c == b'"' {
+                in_str = false;
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_str = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_JSON_DEPTH {
+                    return Err(ResponseDefect::TooDeep { offset: i });
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[derive(Default)]
+struct Members<'a> {
+    trajectory: Option<&'a serde_json::value::RawValue>,
+    status: Option<serde_json::Value>,
+    num_total_steps: Option<serde_json::Value>,
+    num_total_generator_metadata: Option<serde_json::Value>,
+}
+
+struct EnvelopeVisitor;
+
+impl<'de> Visitor<'de> for EnvelopeVisitor {
+    type Value = Result<Members<'de>, ResponseDefect>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a GetCascadeTrajectoryResponse object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut m = Members::default();
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let slot = match key.as_ref() {
+                "trajectory" => {
+                    if m.trajectory.is_some() {
+                        return drain(map, repeated("trajectory"));
+                    }
+                    m.trajectory = Some(map.next_value()?);
+                    continue;
+                }
+                "status" => &mut m.status,
+                "numTotalSteps" | "num_total_steps" => &mut m.num_total_steps,
+                "numTotalGeneratorMetadata" | "num_total_generator_metadata" => {
+                    &mut m.num_total_generator_metadata
+                }
+                other => {
+                    let member = other.chars().take(80).collect();
+                    return drain(map, ResponseDefect::UnknownMember { member });
+                }
+            };
+            if slot.is_some() {
+                return drain(map, repeated(&key));
+            }
+            *slot = Some(map.next_value()?);
+        }
+        Ok(Ok(m))
+    }
+}
+
+/// Reads the rest of an object unread (its depth was checked first) so that
+/// the parser reaches its end, and answers `defect`: the first defect found
+/// is the one named, not a parse error about the unread rest.
+fn drain<'de, A: MapAccess<'de>, T>(
+    mut map: A,
+    defect: ResponseDefect,
+) -> Result<Result<T, ResponseDefect>, A::Error> {
+    // A value whose key was just read is still pending: read it first.
+    map.next_value::<IgnoredAny>()?;
+    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+    Ok(Err(defect))
+}
+
+fn repeated(member: &str) -> ResponseDefect {
+    ResponseDefect::RepeatedMember {
+        member: member.to_string(),
+    }
+}
+
+/// The counted lists of a trajectory.
+#[derive(Default)]
+struct Lists {
+    steps: u64,
+    generator_metadata: u64,
+}
+
+/// Counts `steps` and `generatorMetadata` (either spelling) in one pass that
+/// skips every other member unread; either list twice is refused.
+fn count_lists(trajectory: &str) -> Result<Lists, ResponseDefect> {
+    let mut de = serde_json::Deserializer::from_str(trajectory);
+    let lists = (&mut de)
+        .deserialize_map(ListsVisitor)
+        .and_then(|l| de.end().map(|()| l))
+        .map_err(|e| ResponseDefect::NotJson {
+            detail: format!("trajectory: {e}"),
+        })?;
+    lists
+}
+
+struct ListsVisitor;
+
+impl<'de> Visitor<'de> for ListsVisitor {
+    type Value = Result<Lists, ResponseDefect>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a Trajectory object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut lists = Lists::default();
+        let (mut steps, mut metadata) = (false, false);
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let (seen, slot, name) = match key.as_ref() {
+                "steps" => (&mut steps, &mut lists.steps, "trajectory.steps"),
+                "generatorMetadata" | "generator_metadata" => (
+                    &mut metadata,
+                    &mut lists.generator_metadata,
+                    "trajectory.generatorMetadata",
+                ),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+            };
+            if *seen {
+                return drain(map, repeated(name));
+            }
+            *seen = true;
+            *slot = map.next_value_seed(Len)?;
+        }
+        Ok(Ok(lists))
+    }
+}
+
+/// The length of a JSON array (`null` is an empty list), elements unread.
+struct Len;
+
+impl<'de> DeserializeSeed<'de> for Len {
+    type Value = u64;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<u64, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Len {
+    type Value = u64;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<u64, E> {
+        Ok(0)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<u64, A::Error> {
+        let mut n = 0;
+        while seq.next_element::<IgnoredAny>()?.is_some() {
+            n += 1;
+        }
+        Ok(n)
+    }
+}
+
+/// A `CascadeRunStatus` by name or number.
+fn run_status(v: &serde_json::Value) -> Result<&'static str, ResponseDefect> {
+    let found = match v {
+        serde_json::Value::String(s) => RUN_STATUSES.iter().find(|(n, _)| n == s),
+        serde_json::Value::Number(_) => crate::compare::value::int_of(v)
+            .and_then(|n| RUN_STATUSES.iter().find(|(_, k)| i128::from(*k) == n)),
+        _ => None,
+    };
+    found
+        .map(|(n, _)| *n)
+        .ok_or_else(|| ResponseDefect::UnknownStatus { value: short(v) })
+}
+
+/// A uint32 under the proto3 JSON mapping: a number or a numeric string of
+/// an integral value (`227`, `"227"`, `2.27e2`); `null` or absent is zero.
+fn count(member: &'static str, v: Option<serde_json::Value>) -> Result<u32, ResponseDefect> {
+    let v = match v {
+        None | Some(serde_json::Value::Null) => return Ok(0),
+        Some(v) => v,
+    };
+    let n = match &v {
+        serde_json::Value::Number(_) | serde_json::Value::String(_) => {
+            crate::compare::value::int_of(&v)
+        }
+        _ => None,
+    };
+    n.and_then(|n| u32::try_from(n).ok())
+        .ok_or_else(|| ResponseDefect::BadCount {
+            member,
+            value: short(&v),
+        })
+}
+
+/// A value as the error shows it, at most 80 characters.
+fn short(v: &serde_json::Value) -> String {
+    let t = v.to_string();
+    if t.chars().count() > 80 {
+        format!("{}...", t.chars().take(80).collect::<String>())
+    } else {
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(traj: &str, rest: &str) -> Vec<u8> {
+        format!("{{\"trajectory\":{traj}{rest}}}").into_bytes()
+    }
+
+    const T2: &str = r#"{"steps":[{"a":1},{"b":[1,2]}],"generatorMetadata":[{}]}"#;
+
+    #[test]
+    fn a_consistent_answer_parses_in_every_spelling() {
+        for rest in [
+            r#","status":"CASCADE_RUN_STATUS_IDLE","numTotalSteps":"2","numTotalGeneratorMetadata":1"#,
+            r#","status":1,"num_total_steps":2,"num_total_generator_metadata":"1""#,
+            r#","numTotalSteps":2.0e0,"numTotalGeneratorMetadata":"1e0","status":null"#,
+        ] {
+            let b = body(T2, rest);
+            let e = parse(&b).unwrap_or_else(|d| panic!("{rest}: {d}"));
+            assert_eq!(&b[e.trajectory.clone()], T2.as_bytes());
+            assert_eq!(e.num_total_steps, 2);
+        }
+    }
+
+    #[test]
+    fn each_defect_is_named() {
+        let ok = r#","status":"CASCADE_RUN_STATUS_IDLE","numTotalSteps":"2","numTotalGeneratorMetadata":1"#;
+        let cases: Vec<(Vec<u8>, fn(&ResponseDefect) -> bool)> = vec![
+            (b"\xff".to_vec(), |d| {
+                matches!(d, ResponseDefect::NotUtf8 { .. })
+            }),
+            (
+                body(
+                    T2,
+                    &format!("{ok},\"x\":{}1{}", "[".repeat(200), "]".repeat(200)),
+                ),
+                |d| matches!(d, ResponseDefect::TooDeep { .. }),
+            ),
+            (
+                body(T2, &format!("{ok},\"extra\":1")),
+                |d| matches!(d, ResponseDefect::UnknownMember { member } if member == "extra"),
+            ),
+            (body(T2, &format!("{ok},\"status\":1")), |d| {
+                matches!(d, ResponseDefect::RepeatedMember { .. })
+            }),
+            (body(T2, &format!("{ok},\"num_total_steps\":2")), |d| {
+                matches!(d, ResponseDefect::RepeatedMember { .. })
+            }),
+            (body(T2, &format!("{ok},\"trajectory\":{{}}")), |d| {
+                matches!(d, ResponseDefect::RepeatedMember { .. })
+            }),
+            (b"{\"status\":1}".to_vec(), |d| {
+                matches!(d, ResponseDefect::MissingTrajectory)
+            }),
+            (body("[]", ""), |d| {
+                matches!(d, ResponseDefect::TrajectoryNotObject)
+            }),
+            (
+                body(
+                    T2,
+                    r#","status":"CASCADE_RUN_STATUS_NEW","numTotalSteps":"2","numTotalGeneratorMetadata":1"#,
+                ),
+                |d| matches!(d, ResponseDefect::UnknownStatus { .. }),
+            ),
+            (
+                body(
+                    T2,
+                    r#","numTotalSteps":"99999999999999999999999999227","numTotalGeneratorMetadata":1"#,
+                ),
+                |d| matches!(d, ResponseDefect::BadCount { .. }),
+            ),
+            (
+                body(T2, r#","numTotalSteps":"3","numTotalGeneratorMetadata":1"#),
+                |d| {
+                    matches!(
+                        d,
+                        ResponseDefect::CountMismatch {
+                            declared: 3,
+                            actual: 2,
+                            ..
+                        }
+                    )
+                },
+            ),
+            (body(T2, r#","numTotalGeneratorMetadata":1"#), |d| {
+                matches!(d, ResponseDefect::CountMismatch { declared: 0, .. })
+            }),
+            (
+                body(
+                    r#"{"steps":[],"steps":[{}],"generatorMetadata":[{}]}"#,
+                    r#","numTotalSteps":1,"numTotalGeneratorMetadata":1"#,
+                ),
+                |d| matches!(d, ResponseDefect::RepeatedMember { .. }),
+            ),
+            (body(T2, &format!("{ok}}} trailing")), |d| {
+                matches!(d, ResponseDefect::NotJson { .. })
+            }),
+            (b"[1]".to_vec(), |d| {
+                matches!(d, ResponseDefect::NotJson { .. })
+            }),
+        ];
+        for (b, want) in cases {
+            match parse(&b) {
+                Ok(_) => panic!("accepted {}", String::from_utf8_lossy(&b)),
+                Err(d) => assert!(want(&d), "{}: {d:?}", String::from_utf8_lossy(&b)),
+            }
+        }
+    }
+
+    #[test]
+    fn the_status_table_is_the_schemas() {
+        let schema = crate::schema::Schema::modeled().expect("modeled schema");
+        let e = schema
+            .pool
+            .get_enum_by_name("exa.cortex_pb.CascadeRunStatus")
+            .expect("CascadeRunStatus is modeled");
+        let declared: Vec<(String, i32)> = e
+            .values()
+            .map(|v| (v.name().to_string(), v.number()))
+            .collect();
+        let table: Vec<(String, i32)> = RUN_STATUSES
+            .iter()
+            .map(|(n, k)| (n.to_string(), *k))
+            .collect();
+        assert_eq!(declared, table);
+    }
+}
