@@ -3,11 +3,12 @@
 //! this reader decodes the source; it is not a fresh match with agy's daemon
 //! and carries no completeness attestation.
 
+mod maps;
 mod markdown;
 
+pub use maps::{daemon_json, sort_map_entries};
 pub use markdown::render_markdown;
 
-use crate::schema::to_daemon_json;
 use crate::source::{source_only, DecodedSource};
 use serde_json::{json, Map, Value};
 
@@ -42,6 +43,9 @@ pub fn offline_record(src: &DecodedSource) -> Value {
 /// The JSON export: the presented trajectory (the projection when given, else
 /// the persisted one, decoded here when it was not yet) in the daemon's
 /// proto3 JSON plus `agyReader`. `None` when the source did not decode at all.
+/// Map entries come out in the order [`sort_map_entries`] defines, so the
+/// same source always exports the same bytes (the Markdown transcript is
+/// rendered from this value).
 pub fn export_json(
     src: &DecodedSource,
     presented: Option<&prost_reflect::DynamicMessage>,
@@ -54,7 +58,7 @@ pub fn export_json(
             &decoded
         }
     };
-    let mut v = to_daemon_json(t);
+    let mut v = daemon_json(t);
     let obj = v.as_object_mut()?;
     let mut reader = Map::new();
     reader.insert("offline".into(), offline_record(src));
