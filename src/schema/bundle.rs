@@ -13,6 +13,7 @@
 //! be exactly the named declarations, nothing removed or changed.
 
 use super::diff::{describe_field, diff, SchemaDiff};
+use super::{decode_pool, PoolError, UnsupportedSyntax};
 use prost::Message;
 use prost_reflect::DescriptorPool;
 use prost_types::{DescriptorProto, EnumDescriptorProto, FileDescriptorProto, FileDescriptorSet};
@@ -27,6 +28,12 @@ pub const BUNDLE_FORMAT: &str = "agy-audit-bundle/v1";
 pub enum BundleError {
     #[error("{which}: not a valid FileDescriptorSet: {detail}")]
     Invalid { which: &'static str, detail: String },
+    #[error("{which}: {source}")]
+    Syntax {
+        which: &'static str,
+        #[source]
+        source: UnsupportedSyntax,
+    },
     #[error("{0}: not declared by the --from set (a message, enum, field pkg.Msg.field or enum value pkg.Enum.VALUE)")]
     NotFound(String),
     #[error(
@@ -87,6 +94,25 @@ enum Decl {
 
 fn invalid(which: &'static str) -> impl Fn(String) -> BundleError {
     move |detail| BundleError::Invalid { which, detail }
+}
+
+impl BundleError {
+    /// Which input the error is about (`--base`, `--from`, or `bundle` for
+    /// the result), for the refusals of a set that does not load.
+    pub fn which(&self) -> Option<&'static str> {
+        match self {
+            BundleError::Invalid { which, .. } | BundleError::Syntax { which, .. } => Some(which),
+            _ => None,
+        }
+    }
+}
+
+/// A pool from a serialized set, behind the syntax guard.
+fn pool(which: &'static str, set: &[u8]) -> Result<DescriptorPool, BundleError> {
+    decode_pool(set).map_err(|e| match e {
+        PoolError::Syntax(source) => BundleError::Syntax { which, source },
+        e => invalid(which)(e.to_string()),
+    })
 }
 
 /// `pkg.A.B` in a file of package `pkg` -> `[A, B]`.
@@ -196,8 +222,8 @@ fn raw_files(set: &[u8]) -> BTreeMap<String, Vec<u8>> {
 
 /// Builds the bundle of `base` plus the declarations `add` from `from`.
 pub fn bundle(base: &[u8], from: &[u8], add: &[String]) -> Result<Bundle, BundleError> {
-    let base_pool = DescriptorPool::decode(base).map_err(|e| invalid("--base")(e.to_string()))?;
-    let from_pool = DescriptorPool::decode(from).map_err(|e| invalid("--from")(e.to_string()))?;
+    let base_pool = pool("--base", base)?;
+    let from_pool = pool("--from", from)?;
     let mut base_set =
         FileDescriptorSet::decode(base).map_err(|e| invalid("--base")(e.to_string()))?;
     let from_set = FileDescriptorSet::decode(from).map_err(|e| invalid("--from")(e.to_string()))?;
@@ -572,8 +598,7 @@ pub fn bundle(base: &[u8], from: &[u8], add: &[String]) -> Result<Bundle, Bundle
         prost::encoding::encode_varint(body.len() as u64, &mut set);
         set.extend(body);
     }
-    let new_pool =
-        DescriptorPool::decode(&set[..]).map_err(|e| invalid("bundle")(e.to_string()))?;
+    let new_pool = pool("bundle", &set)?;
     let delta = diff(&base_pool, &new_pool);
     if !delta.additive() {
         return Err(BundleError::Delta(delta.text()));

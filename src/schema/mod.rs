@@ -67,12 +67,122 @@ pub enum SchemaError {
     TooLarge { path: PathBuf },
     #[error("{path}: not a valid FileDescriptorSet: {detail}")]
     Invalid { path: PathBuf, detail: String },
+    #[error("{path}: {source}")]
+    Syntax {
+        path: PathBuf,
+        #[source]
+        source: UnsupportedSyntax,
+    },
     #[error("{origin}: descriptor set lacks required {kind} `{name}`")]
     Missing {
         origin: String,
         kind: &'static str,
         name: String,
     },
+}
+
+/// A descriptor file whose `syntax` the descriptor library cannot build.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("descriptor file {file:?} declares syntax {syntax:?}, which this reader cannot load (only proto2 and proto3; protoc writes \"editions\" for edition-2023 files)")]
+pub struct UnsupportedSyntax {
+    /// The file's `name` inside the descriptor.
+    pub file: String,
+    /// Its `syntax`, as written.
+    pub syntax: String,
+}
+
+/// Why a serialized FileDescriptorSet did not build a pool.
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    #[error(transparent)]
+    Syntax(#[from] UnsupportedSyntax),
+    #[error("{0}")]
+    Decode(#[from] prost::DecodeError),
+    #[error("{0}")]
+    Descriptor(#[from] prost_reflect::DescriptorError),
+}
+
+impl PoolError {
+    /// The [`SchemaError`] for this failure of the set read from `path`.
+    pub fn at(self, path: impl Into<PathBuf>) -> SchemaError {
+        let path = path.into();
+        match self {
+            PoolError::Syntax(source) => SchemaError::Syntax { path, source },
+            other => SchemaError::Invalid {
+                path,
+                detail: other.to_string(),
+            },
+        }
+    }
+}
+
+/// The guard every pool build runs first: a file's `syntax` must be absent,
+/// `proto2` or `proto3`.
+///
+/// prost-reflect 0.16 (0.16.5 checked) panics on any other value (exit 101,
+/// index out of bounds in `Label::new`): `NameVisitor::visit_file` builds the
+/// label of its `UnknownSyntax` error from the file's entry in the pool
+/// before that entry is pushed, whatever the pool already holds. So no
+/// `DescriptorPool::decode` or `add_file_descriptor_proto(s)` may see such a
+/// file; [`decode_pool`] and [`add_file`] run this check first, and
+/// extraction lists such records as skipped. The guard can go once the
+/// library reports an unknown syntax as an error.
+pub fn check_syntax(file: &str, syntax: Option<&str>) -> Result<(), UnsupportedSyntax> {
+    match syntax {
+        None | Some("proto2") | Some("proto3") => Ok(()),
+        Some(other) => Err(UnsupportedSyntax {
+            file: file.to_string(),
+            syntax: other.to_string(),
+        }),
+    }
+}
+
+/// [`check_syntax`] on a decoded FileDescriptorProto.
+pub fn check_file_syntax(f: &prost_types::FileDescriptorProto) -> Result<(), UnsupportedSyntax> {
+    check_syntax(f.name(), f.syntax.as_deref())
+}
+
+/// What the guard reads of a serialized FileDescriptorProto: its name and
+/// syntax; every other field is skipped unread.
+#[derive(Clone, PartialEq, prost::Message)]
+struct FileHead {
+    #[prost(string, optional, tag = "1")]
+    name: Option<String>,
+    #[prost(string, optional, tag = "12")]
+    syntax: Option<String>,
+}
+
+/// A FileDescriptorSet read as [`FileHead`]s.
+#[derive(Clone, PartialEq, prost::Message)]
+struct SetHeads {
+    #[prost(message, repeated, tag = "1")]
+    file: Vec<FileHead>,
+}
+
+/// [`check_syntax`] on every file of a serialized FileDescriptorSet.
+pub fn check_set_syntax(set: &[u8]) -> Result<(), PoolError> {
+    use prost::Message as _;
+    for f in SetHeads::decode(set)?.file {
+        check_syntax(f.name.as_deref().unwrap_or(""), f.syntax.as_deref())?;
+    }
+    Ok(())
+}
+
+/// `DescriptorPool::decode`, behind [`check_set_syntax`]. Every pool built
+/// from a serialized set goes through here.
+pub fn decode_pool(set: &[u8]) -> Result<DescriptorPool, PoolError> {
+    check_set_syntax(set)?;
+    Ok(DescriptorPool::decode(set)?)
+}
+
+/// `DescriptorPool::add_file_descriptor_proto`, behind [`check_file_syntax`].
+pub fn add_file(
+    pool: &mut DescriptorPool,
+    f: prost_types::FileDescriptorProto,
+) -> Result<(), PoolError> {
+    check_file_syntax(&f)?;
+    pool.add_file_descriptor_proto(f)?;
+    Ok(())
 }
 
 /// A loaded descriptor pool with its identity.
@@ -110,14 +220,8 @@ impl Schema {
 
     fn from_bytes(bytes: &[u8], origin: SchemaOrigin) -> Result<Schema, SchemaError> {
         let label = origin.label();
-        let pool = DescriptorPool::decode(bytes).map_err(|e| SchemaError::Invalid {
-            path: PathBuf::from(&label),
-            detail: e.to_string(),
-        })?;
-        let struct_pool = DescriptorPool::decode(STRUCT_SET).map_err(|e| SchemaError::Invalid {
-            path: PathBuf::from("<embedded struct.proto>"),
-            detail: e.to_string(),
-        })?;
+        let pool = decode_pool(bytes).map_err(|e| e.at(&label))?;
+        let struct_pool = decode_pool(STRUCT_SET).map_err(|e| e.at("<embedded struct.proto>"))?;
         let names = Names::resolve(&pool, &label)?;
         let sha256 = Sha256::digest(bytes).into();
         Ok(Schema {
@@ -243,4 +347,46 @@ pub fn daemon_json_options() -> prost_reflect::SerializeOptions {
 pub fn to_daemon_json(msg: &prost_reflect::DynamicMessage) -> serde_json::Value {
     msg.serialize_with_options(serde_json::value::Serializer, &daemon_json_options())
         .unwrap_or(serde_json::Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fuzzer's record (`a.proto`, message `M`, `syntax = "editions"`)
+    /// wrapped as a set.
+    const EDITIONS_SET: &[u8] = b"\x0a\x18\x0a\x07a.proto\x22\x03\x0a\x01M\x62\x08editions";
+
+    #[test]
+    fn the_guard_refuses_an_unknown_syntax_before_the_library_sees_it() {
+        let e = decode_pool(EDITIONS_SET).unwrap_err();
+        assert!(
+            matches!(&e, PoolError::Syntax(s) if s.file == "a.proto" && s.syntax == "editions"),
+            "{e:?}"
+        );
+        let e = e.at("x.set").to_string();
+        assert!(
+            e.starts_with("x.set: descriptor file \"a.proto\" declares syntax \"editions\""),
+            "{e}"
+        );
+        let mut pool = DescriptorPool::new();
+        let f = <prost_types::FileDescriptorSet as prost::Message>::decode(EDITIONS_SET)
+            .unwrap()
+            .file
+            .remove(0);
+        assert!(matches!(add_file(&mut pool, f), Err(PoolError::Syntax(_))));
+        assert!(decode_pool(MODELED_SET).is_ok());
+        assert!(decode_pool(b"\x0a\x02\x0a").is_err(), "a cut-short set");
+    }
+
+    /// When this fails, prost-reflect reports an unknown syntax as an error
+    /// instead of panicking, and [`check_syntax`] can go.
+    #[test]
+    fn prost_reflect_still_panics_on_an_unknown_syntax() {
+        let r = std::panic::catch_unwind(|| DescriptorPool::decode(EDITIONS_SET).is_err());
+        assert!(
+            r.is_err(),
+            "prost-reflect no longer panics on syntax \"editions\": the guard in schema::check_syntax can go"
+        );
+    }
 }
