@@ -3,8 +3,8 @@
 use crate::schema::bundle::BUNDLE_FORMAT;
 use crate::schema::extract;
 use crate::schema::pin::{self, valid_release};
-use crate::schema::{read_set_file, Schema, MODELED_SET};
-use crate::util::atomic::{write_file, WriteOptions};
+use crate::schema::{decode_pool, read_set_file, Schema, MODELED_SET};
+use crate::util::atomic::{check_outputs, write_file, WriteOptions};
 use crate::verdict::exit;
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
@@ -20,6 +20,16 @@ record only when it decodes strictly and re-encodes to the same bytes, and
 writes a deterministic FileDescriptorSet (files in dependency order) plus a
 JSON manifest of each record's name, offset, length and SHA-256, the binary's
 SHA-256, --release and the set's SHA-256 (the pin).
+
+Every well-formed record is extracted (files that only import others
+included) or listed as skipped, with its offset and reason, in the summary
+and the manifest's `skipped` array: identical repeats, truncated copies,
+records that declare and import nothing, and records whose syntax is not
+proto2 or proto3 (edition-2023 files say \"editions\"; a kept file importing
+one stops extraction).
+
+Neither output may be BINARY (by name, symbolic or hard link), nor each
+other, --force or not; both are checked before anything is written.
 
 Annotation-only files are dropped with the imports and extensions that refer
 to them: google/api/annotations.proto, google/api/client.proto,
@@ -46,7 +56,12 @@ number the base already uses, a dependency on a type neither in the base nor
 added, a file the base lacks. The result is checked to differ from the base by
 exactly the named declarations. Written atomically with OUT.manifest.json
 (its SHA-256, the base's and --from's, and the agy release and binary from
---from's own manifest when present), which pins it for --schema.";
+--from's own manifest when present), which pins it for --schema.
+
+Neither OUT nor OUT.manifest.json may be --base, --from or --from's manifest
+(by name, symbolic or hard link), --force or not, and an existing
+OUT.manifest.json is replaced only with --force; all is checked before
+anything is written.";
 
 #[derive(Debug, Subcommand)]
 pub enum SchemaCommand {
@@ -141,22 +156,68 @@ fn set_bytes(spec: &str) -> anyhow::Result<Vec<u8>> {
     Ok(read_set_file(Path::new(spec))?)
 }
 
+/// A pool from a set's bytes (behind the schema module's syntax guard), its
+/// errors naming `spec`.
 fn pool(spec: &str, bytes: &[u8]) -> anyhow::Result<prost_reflect::DescriptorPool> {
-    prost_reflect::DescriptorPool::decode(bytes)
-        .with_context(|| format!("{spec}: not a valid FileDescriptorSet"))
+    Ok(decode_pool(bytes).map_err(|e| e.at(spec))?)
 }
 
-fn write_json(path: &Path, v: &serde_json::Value, force: bool) -> anyhow::Result<()> {
+fn write_json(path: &Path, v: &serde_json::Value, opts: &WriteOptions) -> anyhow::Result<()> {
     let mut text = serde_json::to_vec_pretty(v)?;
     text.push(b'\n');
-    write_file(
-        path,
-        &text,
-        &WriteOptions {
-            force,
-            ..Default::default()
-        },
-    )?;
+    write_file(path, &text, opts)?;
+    Ok(())
+}
+
+/// `path` with its folder resolved (the file itself need not exist).
+fn resolved(path: &Path) -> Option<PathBuf> {
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    Some(std::fs::canonicalize(parent).ok()?.join(path.file_name()?))
+}
+
+/// Both paths name one existing file, links followed (a symbolic or hard
+/// link to it included).
+fn same_file(a: &Path, b: &Path) -> bool {
+    let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        x.dev() == y.dev() && x.ino() == y.ino()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (x, y);
+        matches!(
+            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
+            (Ok(p), Ok(q)) if p == q
+        )
+    }
+}
+
+/// Refuses, before anything is written, an output that is one of the
+/// command's inputs (`check_outputs`: by name, symbolic or hard link) or
+/// another of its outputs: no schema command writes onto a file it was given
+/// to read, `--force` or not, and a refused second output never leaves the
+/// first written. `write_file` is given the inputs as `protected` too.
+fn refuse_overlaps(outputs: &[(&str, &Path)], inputs: &[PathBuf]) -> anyhow::Result<()> {
+    let paths: Vec<&Path> = outputs.iter().map(|(_, p)| *p).collect();
+    check_outputs(&paths, inputs)?;
+    for (k, (flag, out)) in outputs.iter().enumerate() {
+        for (flag2, out2) in &outputs[k + 1..] {
+            if same_file(out, out2) || resolved(out).is_some_and(|o| resolved(out2) == Some(o)) {
+                bail!(usage(format!(
+                    "{}: {flag} and {flag2} are the same file ({})",
+                    out.display(),
+                    out2.display()
+                )));
+            }
+        }
+    }
     Ok(())
 }
 
@@ -172,8 +233,14 @@ fn run_extract(a: ExtractArgs) -> anyhow::Result<i32> {
         .manifest
         .clone()
         .unwrap_or_else(|| pin::manifest_path(&a.out));
+    let inputs = vec![a.binary.clone()];
+    refuse_overlaps(
+        &[("--out", &a.out), ("--manifest", &manifest_path)],
+        &inputs,
+    )?;
     let opts = WriteOptions {
         force: a.force,
+        protected: inputs,
         ..Default::default()
     };
     for p in [&a.out, &manifest_path] {
@@ -200,12 +267,10 @@ fn run_extract(a: ExtractArgs) -> anyhow::Result<i32> {
     if let Some(r) = &m.release {
         outln!("release: {r}");
     }
-    outln!(
-        "records: {} (identical repeats skipped: {}, truncated copies dropped: {})",
-        x.records.len(),
-        x.duplicates.len(),
-        x.truncated.len()
-    );
+    outln!("records: {}", records_line(&x));
+    for s in &x.skipped {
+        outln!("skipped: {s}");
+    }
     if !x.dropped.is_empty() {
         outln!("dropped annotation-only: {}", x.dropped.join(", "));
     }
@@ -218,7 +283,7 @@ fn run_extract(a: ExtractArgs) -> anyhow::Result<i32> {
     );
     write_file(&a.out, &x.set, &opts)?;
     let value = serde_json::to_value(&m)?;
-    write_json(&manifest_path, &value, a.force)?;
+    write_json(&manifest_path, &value, &opts)?;
     outln!(
         "wrote {} (sha256 {}, {} bytes)",
         a.out.display(),
@@ -236,6 +301,20 @@ fn run_extract(a: ExtractArgs) -> anyhow::Result<i32> {
     Ok(exit::OK)
 }
 
+/// `N extracted, M skipped (k reason, ...)`.
+fn records_line(x: &extract::Extraction) -> String {
+    let mut by: std::collections::BTreeMap<&str, usize> = Default::default();
+    for s in &x.skipped {
+        *by.entry(s.reason.kind()).or_default() += 1;
+    }
+    let mut line = format!("{} extracted, {} skipped", x.records.len(), x.skipped.len());
+    if !by.is_empty() {
+        let parts: Vec<String> = by.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        line += &format!(" ({})", parts.join(", "));
+    }
+    line
+}
+
 fn run_verify(a: VerifyArgs) -> anyhow::Result<i32> {
     let m = extract::read_manifest(&a.manifest)?;
     let bytes =
@@ -243,8 +322,10 @@ fn run_verify(a: VerifyArgs) -> anyhow::Result<i32> {
     let bad = extract::verify(&m, &bytes);
     if bad.is_empty() {
         outln!(
-            "ok: {} records match {} (sha256 {})",
+            "ok: {} records ({} extracted, {} skipped) match {} (sha256 {})",
+            m.records.len() + m.skipped.len(),
             m.records.len(),
+            m.skipped.len(),
             a.binary.display(),
             m.binary_sha256
         );
@@ -256,7 +337,7 @@ fn run_verify(a: VerifyArgs) -> anyhow::Result<i32> {
     eprintln!(
         "agy-audit schema verify: {} of {} records do not match {}",
         bad.len(),
-        m.records.len(),
+        m.records.len() + m.skipped.len(),
         a.binary.display()
     );
     Ok(exit::INCOMPLETE)
@@ -282,11 +363,26 @@ fn run_diff(a: DiffArgs) -> anyhow::Result<i32> {
 }
 
 fn run_bundle(a: BundleArgs) -> anyhow::Result<i32> {
-    if !a.force && a.out.symlink_metadata().is_ok() {
-        bail!(usage(format!(
-            "{}: refusing to overwrite an existing file (use --force)",
-            a.out.display()
-        )));
+    let mp = pin::manifest_path(&a.out);
+    // Inputs: --from, the pin manifest beside it (read when present), and
+    // --base unless it is the embedded set.
+    let mut inputs = vec![a.from.clone(), pin::manifest_path(&a.from)];
+    if a.base != "modeled" {
+        inputs.push(PathBuf::from(&a.base));
+    }
+    refuse_overlaps(&[("--out", &a.out), ("OUT.manifest.json", &mp)], &inputs)?;
+    let opts = WriteOptions {
+        force: a.force,
+        protected: inputs,
+        ..Default::default()
+    };
+    for p in [&a.out, &mp] {
+        if !a.force && p.symlink_metadata().is_ok() {
+            bail!(usage(format!(
+                "{}: refusing to overwrite an existing file (use --force)",
+                p.display()
+            )));
+        }
     }
     let base = set_bytes(&a.base)?;
     let from = read_set_file(&a.from)?;
@@ -308,7 +404,15 @@ fn run_bundle(a: BundleArgs) -> anyhow::Result<i32> {
     };
     let b = match crate::schema::bundle::bundle(&base, &from, &a.add) {
         Ok(b) => b,
-        Err(e @ crate::schema::bundle::BundleError::Invalid { .. }) => return Err(e.into()),
+        // A set that does not load: named by its path.
+        Err(e) if e.which().is_some() => {
+            let path = match e.which() {
+                Some("--base") => a.base.clone(),
+                Some("--from") => a.from.display().to_string(),
+                _ => format!("the bundle for {}", a.out.display()),
+            };
+            return Err(anyhow::Error::new(e).context(path));
+        }
         Err(e) => bail!(usage(e.to_string())),
     };
     for c in &b.delta.added {
@@ -318,14 +422,7 @@ fn run_bundle(a: BundleArgs) -> anyhow::Result<i32> {
         outln!("= {n} (already in the base, identical)");
     }
     let sha = crate::util::hex(&b.sha256);
-    write_file(
-        &a.out,
-        &b.set,
-        &WriteOptions {
-            force: a.force,
-            ..Default::default()
-        },
-    )?;
+    write_file(&a.out, &b.set, &opts)?;
     let manifest = serde_json::json!({
         "format": BUNDLE_FORMAT,
         "schemaSha256": sha,
@@ -336,8 +433,7 @@ fn run_bundle(a: BundleArgs) -> anyhow::Result<i32> {
         "added": b.added,
         "unchanged": b.unchanged,
     });
-    let mp = pin::manifest_path(&a.out);
-    write_json(&mp, &manifest, true)?;
+    write_json(&mp, &manifest, &opts)?;
     outln!("bundle: {} ({} bytes)", a.out.display(), b.set.len());
     outln!("sha256: {sha}");
     outln!("pinned by: {}", mp.display());

@@ -15,19 +15,31 @@
 //! message. The dynamic description is the binary's own
 //! `google/protobuf/descriptor.proto` when it embeds one that checks itself
 //! strictly (newer runtimes add descriptor fields, e.g. editions), else
-//! prost-reflect's. A record must declare something (a message, enum,
-//! service or extension). The set must load as a pool, which catches a
-//! record cut short.
+//! prost-reflect's. A record must carry a field besides its name (a name
+//! alone is a string that happens to follow `0x0a <length>`, not a record).
+//! The set must load as a pool, which catches a record cut short.
 //!
-//! Two accepted records with one name: identical bytes are one record; a
-//! record that is a byte prefix of another is a truncated copy and dropped;
-//! anything else stops extraction. The annotation-only files of
-//! [`ANNOTATION_ONLY`] are dropped whether or not they were found, together
-//! with the imports of them and the extensions that refer to their types; any
-//! other missing import stops extraction. The set is written in dependency
+//! Every accepted record is either extracted or listed as skipped with its
+//! offset and reason ([`SkipReason`]), never dropped silently. Extracted: a
+//! record that declares something (a message, enum, service or extension),
+//! or that only imports others (golang/protobuf's `ptypes/*` files declare
+//! nothing and public-import the well-known types). Skipped: a record that
+//! declares nothing and imports no `.proto` file; a record whose `syntax` is
+//! neither absent, `proto2` nor `proto3` (edition-2023 files say
+//! `editions`), which the descriptor library cannot load (see
+//! [`super::check_syntax`]); a kept file importing such a record stops
+//! extraction.
+//!
+//! Two accepted records with one name: identical bytes are one record (the
+//! repeat skipped); a record that is a byte prefix of another is a truncated
+//! copy and skipped; anything else stops extraction. The annotation-only
+//! files of [`ANNOTATION_ONLY`] are dropped whether or not they were found,
+//! together with the imports of them and the extensions that refer to their
+//! types; any other missing import stops extraction. The set is written in dependency
 //! order (ties by name), every file as its original record bytes unless an
 //! import or extension had to be removed, and must load as a pool.
 
+use super::{add_file, check_file_syntax, decode_pool, PoolError, UnsupportedSyntax};
 use memchr::memmem;
 use prost::Message;
 use prost_reflect::{DescriptorPool, DynamicMessage, ReflectMessage, Value};
@@ -69,6 +81,17 @@ pub enum ExtractError {
     },
     #[error("no FileDescriptorProto records found")]
     NoRecords,
+    #[error("no usable FileDescriptorProto record: {} found, all skipped: {}", .0.len(), skipped_text(.0))]
+    NothingUsable(Vec<Skipped>),
+    #[error("{file} imports {import}, whose record (offset {offset}) declares syntax {syntax:?}, which this reader cannot load (only proto2 and proto3)")]
+    UnsupportedImport {
+        file: String,
+        import: String,
+        offset: u64,
+        syntax: String,
+    },
+    #[error(transparent)]
+    Syntax(#[from] UnsupportedSyntax),
     #[error("two different records are both named {name} (offsets {first} and {second}); refusing to choose")]
     Conflict {
         name: String,
@@ -94,6 +117,110 @@ pub struct RecordEntry {
     pub sha256: String,
 }
 
+/// Why a well-formed record is not in the extracted set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkipReason {
+    /// Its `syntax` is neither absent, `proto2` nor `proto3`.
+    UnsupportedSyntax { syntax: String },
+    /// It declares nothing and imports no `.proto` file.
+    DeclaresNothing,
+    /// The same bytes as the record at offset `of`.
+    Duplicate { of: u64 },
+    /// A byte prefix of the record at offset `of`, which has its name.
+    Truncated { of: u64 },
+}
+
+impl SkipReason {
+    /// A stable identifier for the manifest: `unsupported-syntax`,
+    /// `declares-nothing`, `duplicate`, `truncated`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SkipReason::UnsupportedSyntax { .. } => "unsupported-syntax",
+            SkipReason::DeclaresNothing => "declares-nothing",
+            SkipReason::Duplicate { .. } => "duplicate",
+            SkipReason::Truncated { .. } => "truncated",
+        }
+    }
+}
+
+impl std::fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SkipReason::UnsupportedSyntax { syntax } => write!(
+                f,
+                "syntax {syntax:?} is not supported (only proto2 and proto3 load; protoc writes \"editions\" for edition-2023 files)"
+            ),
+            SkipReason::DeclaresNothing => write!(
+                f,
+                "declares no message, enum, service or extension and imports no .proto file"
+            ),
+            SkipReason::Duplicate { of } => write!(f, "identical to the record at offset {of}"),
+            SkipReason::Truncated { of } => {
+                write!(f, "a truncated copy of the record at offset {of}")
+            }
+        }
+    }
+}
+
+/// A well-formed record found in the binary and not extracted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// The file name it declares, when it has one.
+    pub name: Option<String>,
+    pub offset: u64,
+    pub length: u64,
+    /// SHA-256 of its bytes (hex).
+    pub sha256: String,
+    pub reason: SkipReason,
+}
+
+impl std::fmt::Display for Skipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} at offset {} ({} bytes): {}",
+            self.name.as_deref().unwrap_or("a record"),
+            self.offset,
+            self.length,
+            self.reason
+        )
+    }
+}
+
+fn skipped_text(v: &[Skipped]) -> String {
+    v.iter()
+        .map(Skipped::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// A skipped record as the manifest lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedEntry {
+    pub offset: u64,
+    pub length: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub sha256: String,
+    /// [`SkipReason::kind`].
+    pub kind: String,
+    /// [`SkipReason`]'s text.
+    pub reason: String,
+}
+
+impl From<&Skipped> for SkippedEntry {
+    fn from(s: &Skipped) -> Self {
+        SkippedEntry {
+            offset: s.offset,
+            length: s.length,
+            name: s.name.clone(),
+            sha256: s.sha256.clone(),
+            kind: s.reason.kind().to_string(),
+            reason: s.reason.to_string(),
+        }
+    }
+}
+
 /// The manifest `schema extract` writes (JSON).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -111,8 +238,12 @@ pub struct ExtractManifest {
     pub files: Vec<String>,
     /// Annotation-only files dropped (found or imported).
     pub dropped: Vec<String>,
-    /// Every accepted record, by offset.
+    /// Every extracted record, by offset.
     pub records: Vec<RecordEntry>,
+    /// Every well-formed record not extracted, by offset, with its reason
+    /// (absent from manifests written before it was listed).
+    #[serde(default)]
+    pub skipped: Vec<SkippedEntry>,
 }
 
 /// What `extract` found.
@@ -120,9 +251,12 @@ pub struct ExtractManifest {
 pub struct Extraction {
     pub binary_sha256: [u8; 32],
     pub binary_bytes: u64,
-    /// Accepted records (unique by name), by offset.
+    /// Extracted records (unique by name), by offset.
     pub records: Vec<RecordEntry>,
-    /// Truncated copies dropped, as (name, offset).
+    /// Every well-formed record not extracted, by offset, with its reason
+    /// (the truncated copies and identical repeats below included).
+    pub skipped: Vec<Skipped>,
+    /// Truncated copies skipped, as (name, offset).
     pub truncated: Vec<(String, u64)>,
     /// Identical repeated records skipped, as (name, offset).
     pub duplicates: Vec<(String, u64)>,
@@ -145,6 +279,7 @@ impl Extraction {
             files: self.files.clone(),
             dropped: self.dropped.clone(),
             records: self.records.clone(),
+            skipped: self.skipped.iter().map(SkippedEntry::from).collect(),
         }
     }
 }
@@ -255,6 +390,26 @@ fn declares_something(f: &FileDescriptorProto) -> bool {
         && f.extension.is_empty())
 }
 
+/// Imports at least one file, every import a `.proto` path and every public
+/// or weak import index in range: a file that only imports others, like
+/// golang/protobuf's `ptypes/*` (public imports of the well-known types).
+fn imports_files(f: &FileDescriptorProto) -> bool {
+    let n = f.dependency.len();
+    n > 0
+        && f.dependency
+            .iter()
+            .all(|d| d.len() > ".proto".len() && d.ends_with(".proto") && d.bytes().all(path_char))
+        && f.public_dependency
+            .iter()
+            .chain(&f.weak_dependency)
+            .all(|&i| usize::try_from(i).is_ok_and(|i| i < n))
+}
+
+/// A record the set can use (declares something or imports files).
+fn useful(f: &FileDescriptorProto) -> bool {
+    declares_something(f) || imports_files(f)
+}
+
 /// Every unknown field of `m`, at any depth, is an extension number inside an
 /// `*Options` message.
 fn only_option_extensions(m: &DynamicMessage) -> bool {
@@ -278,7 +433,11 @@ fn only_option_extensions(m: &DynamicMessage) -> bool {
 /// are option extensions, and as a prost-types message for the set.
 fn strict(bytes: &[u8], fdp: &prost_reflect::MessageDescriptor) -> Option<FileDescriptorProto> {
     let f = FileDescriptorProto::decode(bytes).ok()?;
-    if !declares_something(&f) {
+    let name_only = FileDescriptorProto {
+        name: f.name.clone(),
+        ..Default::default()
+    };
+    if f == name_only {
         return None;
     }
     if f.encoded_len() == bytes.len() && f.encode_to_vec() == bytes {
@@ -310,7 +469,7 @@ fn own_fdp(b: &[u8], starts: &[usize]) -> Option<prost_reflect::MessageDescripto
                 continue;
             };
             let mut pool = DescriptorPool::new();
-            if pool.add_file_descriptor_proto(f).is_err() {
+            if add_file(&mut pool, f).is_err() {
                 continue;
             }
             let Some(fdp) = pool.get_message_by_name("google.protobuf.FileDescriptorProto") else {
@@ -374,11 +533,22 @@ pub fn extract(b: &[u8]) -> Result<Extraction, ExtractError> {
             }
         }
     }
+    let skip = |f: &Found, reason: SkipReason| Skipped {
+        name: Some(f.name.clone()).filter(|n| !n.is_empty()),
+        offset: f.offset as u64,
+        length: (f.end - f.offset) as u64,
+        sha256: crate::util::hex(&Sha256::digest(&b[f.offset..f.end])),
+        reason,
+    };
+    // Records that neither declare nor import anything are listed apart:
+    // they take no part in the one-record-per-name rule below.
+    let (found, empty): (Vec<Found>, Vec<Found>) = found.into_iter().partition(|f| useful(&f.file));
     // One record per name.
     let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
     let mut keep = vec![true; found.len()];
     let mut truncated = Vec::new();
     let mut duplicates = Vec::new();
+    let mut skipped = Vec::new();
     for i in 0..found.len() {
         let Some(&j) = by_name.get(&found[i].name) else {
             by_name.insert(found[i].name.clone(), i);
@@ -388,15 +558,19 @@ pub fn extract(b: &[u8]) -> Result<Extraction, ExtractError> {
             &b[found[j].offset..found[j].end],
             &b[found[i].offset..found[i].end],
         );
+        let of = |k: usize| found[k].offset as u64;
         if a == c {
             keep[i] = false;
-            duplicates.push((found[i].name.clone(), found[i].offset as u64));
+            duplicates.push((found[i].name.clone(), of(i)));
+            skipped.push(skip(&found[i], SkipReason::Duplicate { of: of(j) }));
         } else if a.starts_with(c) {
             keep[i] = false;
-            truncated.push((found[i].name.clone(), found[i].offset as u64));
+            truncated.push((found[i].name.clone(), of(i)));
+            skipped.push(skip(&found[i], SkipReason::Truncated { of: of(j) }));
         } else if c.starts_with(a) {
             keep[j] = false;
-            truncated.push((found[j].name.clone(), found[j].offset as u64));
+            truncated.push((found[j].name.clone(), of(j)));
+            skipped.push(skip(&found[j], SkipReason::Truncated { of: of(i) }));
             by_name.insert(found[i].name.clone(), i);
         } else {
             return Err(ExtractError::Conflict {
@@ -411,8 +585,58 @@ pub fn extract(b: &[u8]) -> Result<Extraction, ExtractError> {
         .zip(keep)
         .filter_map(|(f, k)| k.then_some(f))
         .collect();
+    // A record the pool cannot load is skipped, unless a kept file needs it.
+    let mut unsupported: BTreeMap<String, (u64, String)> = BTreeMap::new();
+    let mut kept = Vec::with_capacity(found.len());
+    for f in found {
+        match check_file_syntax(&f.file) {
+            Ok(()) => kept.push(f),
+            Err(e) => {
+                unsupported.insert(f.name.clone(), (f.offset as u64, e.syntax.clone()));
+                skipped.push(skip(&f, SkipReason::UnsupportedSyntax { syntax: e.syntax }));
+            }
+        }
+    }
+    let found = kept;
+    for f in &empty {
+        // A cut-short copy of a record found whole says so.
+        let whole = found
+            .iter()
+            .find(|g| g.name == f.name && b[g.offset..g.end].starts_with(&b[f.offset..f.end]));
+        let reason = match whole {
+            Some(g) => {
+                truncated.push((f.name.clone(), f.offset as u64));
+                SkipReason::Truncated {
+                    of: g.offset as u64,
+                }
+            }
+            None => SkipReason::DeclaresNothing,
+        };
+        skipped.push(skip(f, reason));
+    }
+    skipped.sort_by_key(|s| s.offset);
+    truncated.sort_by_key(|t| t.1);
+    for f in &found {
+        for d in &f.file.dependency {
+            if ANNOTATION_ONLY.contains(&d.as_str()) {
+                continue;
+            }
+            if let Some((offset, syntax)) = unsupported.get(d) {
+                return Err(ExtractError::UnsupportedImport {
+                    file: f.name.clone(),
+                    import: d.clone(),
+                    offset: *offset,
+                    syntax: syntax.clone(),
+                });
+            }
+        }
+    }
     if found.is_empty() {
-        return Err(ExtractError::NoRecords);
+        return Err(if skipped.is_empty() {
+            ExtractError::NoRecords
+        } else {
+            ExtractError::NothingUsable(skipped)
+        });
     }
     let records = found
         .iter()
@@ -432,6 +656,7 @@ pub fn extract(b: &[u8]) -> Result<Extraction, ExtractError> {
         binary_sha256,
         binary_bytes: b.len() as u64,
         records,
+        skipped,
         truncated,
         duplicates,
         set,
@@ -472,6 +697,9 @@ fn declared_types(f: &FileDescriptorProto) -> BTreeSet<String> {
 type Assembled = (Vec<u8>, Vec<String>, Vec<String>);
 
 fn assemble(files: Vec<(FileDescriptorProto, Option<&[u8]>)>) -> Result<Assembled, ExtractError> {
+    for (f, _) in &files {
+        check_file_syntax(f)?;
+    }
     let drop: BTreeSet<&str> = ANNOTATION_ONLY.iter().copied().collect();
     let mut dropped_types = BTreeSet::new();
     let mut dropped: BTreeSet<String> = BTreeSet::new();
@@ -577,16 +805,21 @@ fn assemble(files: Vec<(FileDescriptorProto, Option<&[u8]>)>) -> Result<Assemble
     }
     let decoded =
         FileDescriptorSet::decode(&set[..]).map_err(|e| ExtractError::Pool(e.to_string()))?;
-    if let Err(e) = DescriptorPool::decode(&set[..]) {
+    if let Err(e) = decode_pool(&set[..]) {
         // Name the first file that does not load.
         let mut pool = DescriptorPool::new();
         for f in decoded.file {
             let name = f.name().to_string();
-            if let Err(e) = pool.add_file_descriptor_proto(f) {
-                return Err(ExtractError::Pool(format!("{name}: {e}")));
+            match add_file(&mut pool, f) {
+                Ok(()) => {}
+                Err(PoolError::Syntax(s)) => return Err(ExtractError::Syntax(s)),
+                Err(e) => return Err(ExtractError::Pool(format!("{name}: {e}"))),
             }
         }
-        return Err(ExtractError::Pool(e.to_string()));
+        return Err(match e {
+            PoolError::Syntax(s) => ExtractError::Syntax(s),
+            e => ExtractError::Pool(e.to_string()),
+        });
     }
     Ok((set, order, dropped.into_iter().collect()))
 }
@@ -634,8 +867,53 @@ pub fn read_manifest(path: &Path) -> Result<ExtractManifest, ExtractError> {
     Ok(m)
 }
 
+/// Rechecks one listed record at its offset: in range, the same SHA-256, the
+/// same name (when the listing names it).
+fn check_record(
+    b: &[u8],
+    name: Option<&str>,
+    offset: u64,
+    length: u64,
+    sha256: &str,
+) -> Option<Mismatch> {
+    let label = name.unwrap_or("<unnamed record>").to_string();
+    let range = usize::try_from(offset)
+        .ok()
+        .zip(usize::try_from(length).ok())
+        .and_then(|(o, l)| Some(o..o.checked_add(l)?))
+        .filter(|range| range.end <= b.len());
+    let Some(range) = range else {
+        return Some(Mismatch {
+            name: label,
+            offset,
+            detail: format!(
+                "length {length} runs past the end of the binary ({} bytes)",
+                b.len()
+            ),
+        });
+    };
+    let got = crate::util::hex(&Sha256::digest(&b[range.clone()]));
+    if !got.eq_ignore_ascii_case(sha256) {
+        return Some(Mismatch {
+            name: label,
+            offset,
+            detail: format!("SHA-256 of {length} bytes is {got}, manifest says {sha256}"),
+        });
+    }
+    let expected = name?;
+    let found = FileDescriptorProto::decode(&b[range])
+        .ok()
+        .and_then(|f| f.name);
+    (found.as_deref() != Some(expected)).then(|| Mismatch {
+        name: label,
+        offset,
+        detail: format!("the record there is named {found:?}"),
+    })
+}
+
 /// Rechecks every record of `m` against `b`: the binary's SHA-256, then each
-/// record's bytes at its offset (in range, the same SHA-256, the same name).
+/// extracted and each skipped record's bytes at its offset (in range, the
+/// same SHA-256, the same name).
 pub fn verify(m: &ExtractManifest, b: &[u8]) -> Vec<Mismatch> {
     let mut out = Vec::new();
     let sha = crate::util::hex(&Sha256::digest(b));
@@ -647,45 +925,22 @@ pub fn verify(m: &ExtractManifest, b: &[u8]) -> Vec<Mismatch> {
         });
     }
     for r in &m.records {
-        let range = usize::try_from(r.offset)
-            .ok()
-            .zip(usize::try_from(r.length).ok())
-            .and_then(|(o, l)| Some(o..o.checked_add(l)?))
-            .filter(|range| range.end <= b.len());
-        let Some(range) = range else {
-            out.push(Mismatch {
-                name: r.name.clone(),
-                offset: r.offset,
-                detail: format!(
-                    "length {} runs past the end of the binary ({} bytes)",
-                    r.length,
-                    b.len()
-                ),
-            });
-            continue;
-        };
-        let got = crate::util::hex(&Sha256::digest(&b[range.clone()]));
-        if got != r.sha256 {
-            out.push(Mismatch {
-                name: r.name.clone(),
-                offset: r.offset,
-                detail: format!(
-                    "SHA-256 of {} bytes is {got}, manifest says {}",
-                    r.length, r.sha256
-                ),
-            });
-            continue;
-        }
-        let name = FileDescriptorProto::decode(&b[range])
-            .ok()
-            .and_then(|f| f.name);
-        if name.as_deref() != Some(r.name.as_str()) {
-            out.push(Mismatch {
-                name: r.name.clone(),
-                offset: r.offset,
-                detail: format!("the record there is named {name:?}"),
-            });
-        }
+        out.extend(check_record(
+            b,
+            Some(&r.name),
+            r.offset,
+            r.length,
+            &r.sha256,
+        ));
+    }
+    for r in &m.skipped {
+        out.extend(check_record(
+            b,
+            r.name.as_deref(),
+            r.offset,
+            r.length,
+            &r.sha256,
+        ));
     }
     out
 }
