@@ -292,6 +292,7 @@ pub fn sweep_vs_sim(
         shard: None,
         bracket_retries: 2,
         progress: ProgressMode::Quiet,
+        allow_empty: false,
     };
     let result = sweep(
         schema,

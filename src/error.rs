@@ -27,6 +27,10 @@ pub enum Error {
     Write(#[from] crate::util::atomic::WriteError),
     #[error("{0}")]
     Usage(String),
+    /// A whole-store run selected no conversation: an empty or mistaken
+    /// root, never a passing audit.
+    #[error("{}: no conversation to audit (no <uuid>.db or <uuid>.pb in its conversations/ folder): an empty or mistaken root is not a passing audit{hint}", root.display())]
+    EmptySelection { root: PathBuf, hint: &'static str },
     /// The daemon cannot be used at all (checked once, before any work).
     #[error(transparent)]
     Daemon(#[from] crate::rpc::RpcError),

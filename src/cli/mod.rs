@@ -171,9 +171,6 @@ fn usage(e: &anyhow::Error) -> bool {
             c.downcast_ref::<crate::Error>(),
             Some(crate::Error::Usage(_))
         ) || matches!(
-            c.downcast_ref::<crate::util::atomic::WriteError>(),
-            Some(crate::util::atomic::WriteError::Protected { .. })
-        ) || matches!(
             c.downcast_ref::<agy_corpus::corpus::CorpusError>(),
             Some(agy_corpus::corpus::CorpusError::Usage(_))
         )

@@ -20,6 +20,11 @@ pub struct QualifyArgs {
     /// Store root holding the sources (default: the manifest's root).
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
+    /// Accept a manifest that selected no conversation (an empty sweep or an
+    /// empty shard); without it such a manifest is refused, exit 1: an empty
+    /// or mistaken root is not a passing audit.
+    #[arg(long)]
+    pub allow_empty: bool,
     #[command(flatten)]
     pub decode: DecodeArgs,
 }
@@ -27,7 +32,7 @@ pub struct QualifyArgs {
 /// Why a manifest is not a finished audit, if it is not: missing evidence
 /// must never qualify. Older manifests recorded daemon failures as
 /// `unknown` with class `daemon-unavailable`; those are refused too.
-fn unfinished(m: &Manifest) -> Option<String> {
+fn unfinished(m: &Manifest, allow_empty: bool) -> Option<String> {
     let missing = m
         .sessions
         .iter()
@@ -38,6 +43,14 @@ fn unfinished(m: &Manifest) -> Option<String> {
             "the manifest is not complete (complete: false; {missing} session{} not fetched)",
             if missing == 1 { "" } else { "s" }
         ));
+    }
+    if m.sessions.is_empty() && !allow_empty {
+        return Some(match &m.shard {
+            Some(sh) => format!(
+                "shard {sh} selected no conversation (an empty shard is judged when the shards are merged; pass --allow-empty to accept it alone)"
+            ),
+            None => "the sweep selected no conversation (an empty or mistaken root is not a passing audit; pass --allow-empty to accept it)".to_string(),
+        });
     }
     (missing > 0).then(|| {
         format!(
@@ -52,7 +65,7 @@ pub fn run(a: QualifyArgs) -> anyhow::Result<i32> {
         std::fs::read(&a.manifest).with_context(|| format!("reading {}", a.manifest.display()))?;
     let manifest =
         Manifest::parse(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", a.manifest.display()))?;
-    if let Some(why) = unfinished(&manifest) {
+    if let Some(why) = unfinished(&manifest, a.allow_empty) {
         crate::note!(
             "audit-qualify: {}: refused: {why}; finish it with `agy-audit audit-sweep --resume` before qualifying",
             a.manifest.display()
@@ -85,9 +98,29 @@ pub fn run(a: QualifyArgs) -> anyhow::Result<i32> {
                 .unwrap_or(false);
         }
     }
+    let absent = absent_sources(&manifest, &root);
+    if !absent.is_empty() {
+        const SHOWN: usize = 20;
+        let more = absent.len().saturating_sub(SHOWN);
+        outln!(
+            "audit-qualify: {} in the store but absent from the manifest (not qualified by it): {}{}",
+            crate::util::count(absent.len() as u64, "source"),
+            absent
+                .iter()
+                .take(SHOWN)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        );
+    }
     let t = |k| totals.get(k).copied().unwrap_or(0);
     outln!(
-        "audit-qualify: sessions={} verified={} verifiedSourceOnly={} incomplete={} unknown={} error={} holding={} changed={}",
+        "audit-qualify: sessions={} verified={} verifiedSourceOnly={} incomplete={} unknown={} error={} holding={} changed={} absent={}",
         results.len(),
         t("VERIFIED"),
         t("VERIFIED WITH SOURCE-ONLY FIELDS"),
@@ -95,7 +128,8 @@ pub fn run(a: QualifyArgs) -> anyhow::Result<i32> {
         t("UNKNOWN"),
         t("ERROR"),
         results.len() - broken,
-        broken
+        broken,
+        absent.len()
     );
     Ok(if broken == 0 {
         exit::OK
@@ -104,4 +138,29 @@ pub fn run(a: QualifyArgs) -> anyhow::Result<i32> {
     } else {
         exit::UNKNOWN
     })
+}
+
+/// The conversations of the store (those of the manifest's shard, for a
+/// shard manifest) that the manifest does not record: present in the store,
+/// qualified by nothing. Empty when the store cannot be listed (each
+/// recorded source's own check reports that).
+fn absent_sources(m: &Manifest, root: &std::path::Path) -> Vec<String> {
+    let Ok(found) = crate::discover::discover(root) else {
+        return Vec::new();
+    };
+    let shard = m
+        .shard
+        .as_deref()
+        .and_then(|s| super::sweep_cmd::parse_shard(s).ok());
+    let recorded: std::collections::HashSet<&str> =
+        m.sessions.iter().map(|s| s.file_id.as_str()).collect();
+    found
+        .sources
+        .iter()
+        .enumerate()
+        .filter(|(p, _)| shard.is_none_or(|(i, n)| p % n == i - 1))
+        .map(|(_, s)| s.id.as_str())
+        .filter(|id| !recorded.contains(id))
+        .map(str::to_string)
+        .collect()
 }

@@ -24,7 +24,9 @@ Exit codes:
   3    a source was refused as unknown (unsupported representation)
   4    a source is incomplete (mismatch, changed source)
   130  interrupted by Ctrl-C: in-flight fetches are abandoned, the manifest
-       is complete: false, --resume continues; a second Ctrl-C aborts at once";
+       records every finished session and is complete: false, --resume
+       continues; a second Ctrl-C aborts at once
+  143  terminated by SIGTERM: handled exactly like Ctrl-C";
 
 /// Requalify a whole store against the daemon: every conversation verified,
 /// verified with source-only fields, unknown or incomplete, in a version-5
@@ -56,6 +58,11 @@ pub struct SweepArgs {
     /// Only the summary (no progress bars or per-session lines).
     #[arg(long)]
     pub quiet: bool,
+    /// Record an empty sweep when the root holds no conversation (without
+    /// it, an empty or mistaken root is an error, exit 1: it is not a passing
+    /// audit). A --shard may be empty without it.
+    #[arg(long)]
+    pub allow_empty: bool,
     #[command(flatten)]
     pub daemon: DaemonArgs,
     #[command(flatten)]
@@ -114,18 +121,54 @@ pub fn progress_mode(quiet: bool) -> ProgressMode {
     }
 }
 
-/// Installs the Ctrl-C handler: the first sets `stop` (in-flight fetches are
-/// abandoned, the manifest stays resumable), the second aborts at once.
+/// The signal that interrupted the run: 0 none, else its number (SIGINT 2,
+/// SIGTERM 15); the exit code is 128 + it.
+static SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// The exit code of an interrupted run: 130 after Ctrl-C (SIGINT), 143
+/// after SIGTERM.
+pub fn interrupted_exit() -> i32 {
+    match SIGNAL.load(Ordering::SeqCst) {
+        0 => exit::INTERRUPTED,
+        n => 128 + n,
+    }
+}
+
+/// Installs the Ctrl-C and SIGTERM handler: the first signal sets `stop`
+/// (in-flight fetches are abandoned, the manifest stays resumable), a second
+/// aborts at once. SIGTERM (a CI job cancelled, `kill`, a pod stopped) is
+/// handled exactly like Ctrl-C.
 pub fn interrupt_flag() -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    let _ = ctrlc::set_handler(move || {
-        if flag.swap(true, Ordering::SeqCst) {
-            crate::note!("agy-audit: aborted");
-            std::process::exit(exit::INTERRUPTED);
+    let on_signal = {
+        let flag = stop.clone();
+        move |signal: i32| {
+            let name = if signal == 15 { "SIGTERM" } else { "Ctrl-C" };
+            if flag.swap(true, Ordering::SeqCst) {
+                crate::note!("agy-audit: aborted");
+                std::process::exit(interrupted_exit());
+            }
+            SIGNAL.store(signal, Ordering::SeqCst);
+            crate::note!("agy-audit: interrupted ({name}): draining (in-flight fetches are abandoned; interrupt again to abort)");
         }
-        crate::note!("agy-audit: interrupted: draining (in-flight fetches are abandoned; Ctrl-C again to abort)");
-    });
+    };
+    #[cfg(unix)]
+    {
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        if let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) {
+            let _ = std::thread::Builder::new()
+                .name("agy-audit-signals".into())
+                .spawn(move || {
+                    for s in signals.forever() {
+                        on_signal(s);
+                    }
+                });
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrlc::set_handler(move || on_signal(2));
+    }
     stop
 }
 
@@ -150,6 +193,7 @@ pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
         shard: a.shard,
         bracket_retries: a.daemon.bracket_retries,
         progress: progress_mode(a.quiet),
+        allow_empty: a.allow_empty,
     };
     let summary = sweep(&schema, &key, &opts, stop)?;
     let m = &summary.manifest;
@@ -168,6 +212,13 @@ pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
         m.timing.wall_seconds,
         summary.out.join(crate::manifest::MANIFEST_FILE).display()
     );
+    if c.selected == 0 {
+        if let Some((i, n)) = a.shard {
+            crate::note!("audit-sweep: shard {i}/{n} selected no conversation; its manifest records that, and it is judged when the shards are merged");
+        } else {
+            crate::note!("audit-sweep: the root selected no conversation (--allow-empty): the manifest records an empty sweep");
+        }
+    }
     if let Some(why) = &summary.daemon_down {
         crate::note!("audit-sweep: the daemon stopped answering: {why}");
     }
@@ -185,7 +236,7 @@ pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
         );
     }
     Ok(if summary.interrupted {
-        exit::INTERRUPTED
+        interrupted_exit()
     } else if summary.daemon_down.is_some() || c.error > 0 || c.not_fetched > 0 {
         exit::ERROR
     } else if c.incomplete > 0 {

@@ -156,10 +156,14 @@ fn base_result(p: &Prepared) -> SessionResult {
 }
 
 fn refuse(mut r: SessionResult, refusal: &Refusal) -> SessionResult {
+    mark_refused(&mut r, refusal);
+    r
+}
+
+fn mark_refused(r: &mut SessionResult, refusal: &Refusal) {
     r.verdict = Some(refusal.class.verdict());
     r.reason_class = Some(refusal.class);
     r.reason = Some(refusal.to_string());
-    r
 }
 
 /// The daemon could not be used for this session: missing evidence, not a
@@ -263,8 +267,9 @@ pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Session
                 ),
             );
         } else {
-            result = judge(ctx, result, projection, persisted, &full, &ordinary)
-                .unwrap_or_else(|(r, m)| refuse_after_change(r, &m, attempt));
+            if let Err(m) = judge(ctx, &mut result, projection, persisted, &full, &ordinary) {
+                result = refuse_after_change(result, &m, attempt);
+            }
         }
         // The bodies are kept as received (valid answers only: an invalid
         // one never got here), whatever the verdict.
@@ -275,30 +280,25 @@ pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Session
 }
 
 /// Compares both answers with the source and its projection and, when they
-/// agree, attests; a mismatch comes back with the result to refuse.
+/// agree, attests into `result`; a mismatch is returned for the caller to
+/// refuse.
 fn judge(
     ctx: &AuditContext<'_>,
-    mut result: SessionResult,
+    result: &mut SessionResult,
     projection: &mut Projection,
     persisted: &mut prost_reflect::DynamicMessage,
     full: &TrajectoryResponse,
     ordinary: &TrajectoryResponse,
-) -> Result<SessionResult, (SessionResult, crate::compare::Mismatch)> {
-    if let Err(m) = compare_full(ctx.schema, persisted, full.trajectory()) {
-        return Err((result, m));
-    }
+) -> Result<(), crate::compare::Mismatch> {
+    compare_full(ctx.schema, persisted, full.trajectory())?;
     let compared =
         compare_ordinary_projection(ctx.schema, projection, persisted, ordinary.trajectory());
-    if let Err(m) = compared {
-        return Err((result, m));
-    }
+    compared?;
     let ordinary_value = match parse_value(ordinary.trajectory()) {
         Ok(v) => v,
         Err(e) => {
-            return Ok(refuse(
-                result,
-                &Refusal::new(ReasonClass::OrdinaryMismatch, "", e),
-            ))
+            mark_refused(result, &Refusal::new(ReasonClass::OrdinaryMismatch, "", e));
+            return Ok(());
         }
     };
     let digest = payload_digest(&ordinary_value);
@@ -321,5 +321,5 @@ fn judge(
         verified_at: crate::util::time::now_rfc3339(),
     };
     result.sidecar = Some(sidecar_bytes(&ordinary_value, &completeness));
-    Ok(result)
+    Ok(())
 }

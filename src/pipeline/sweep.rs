@@ -42,6 +42,9 @@ pub struct SweepOptions {
     pub shard: Option<(usize, usize)>,
     pub bracket_retries: u32,
     pub progress: ProgressMode,
+    /// A whole-store sweep that selects no conversation records an empty
+    /// manifest instead of failing ([`Error::EmptySelection`]).
+    pub allow_empty: bool,
 }
 
 /// The outcome of a sweep.
@@ -102,6 +105,14 @@ pub fn sweep(
         })
         .collect();
     let mut sources: Vec<SourceRef> = discovery.sources;
+    // An empty or mistaken root selects nothing: not a passing audit. A
+    // shard may be empty (it is judged when the shards are merged).
+    if sources.is_empty() && opts.shard.is_none() && !opts.allow_empty {
+        return Err(Error::EmptySelection {
+            root: root.clone(),
+            hint: "; pass --allow-empty to record an empty sweep",
+        });
+    }
     let client = DaemonClient::new(&opts.endpoint, opts.client.clone())?;
     let root_text = root.display().to_string();
     let mut manifest = if opts.resume {
@@ -155,6 +166,11 @@ pub fn sweep(
     manifest.timing.jobs = opts.jobs;
     if opts.resume && !corpus.is_dir() {
         mkdir_private(&corpus)?;
+    }
+    if opts.resume {
+        // A run killed mid-write (kill -9) leaves its temp files behind.
+        remove_own_temp_files(&opts.out)?;
+        remove_own_temp_files(&corpus)?;
     }
     // Sessions with a verdict are kept; not-fetched and unreadable ones are
     // tried again.
@@ -372,6 +388,35 @@ fn resumed_manifest(opts: &SweepOptions, root: &str) -> Result<Manifest> {
         )));
     }
     Ok(m)
+}
+
+/// Removes, directly in `dir`, the temp files this tool's atomic writer
+/// names (`.agy-audit-<random>.tmp`, regular files, not links) that a killed
+/// run left behind: they are the sweep's own, in its own folder, and never
+/// a finished output. Nothing else is touched.
+fn remove_own_temp_files(dir: &Path) -> Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(dir, e)),
+    };
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !crate::util::atomic::is_own_temp_name(name) {
+            continue;
+        }
+        let is_file = entry
+            .file_type()
+            .map(|t| t.is_file() && !t.is_symlink())
+            .unwrap_or(false);
+        if is_file {
+            let path = entry.path();
+            std::fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
+        }
+    }
+    Ok(())
 }
 
 /// Writes a session's files, then drops its bodies and sidecar.

@@ -19,9 +19,11 @@
 //! - a count that is not a uint32 of any legal spelling, or that differs
 //!   from what the trajectory holds: `numTotalSteps` must equal the number
 //!   of `trajectory.steps` (a public client of this RPC checks exactly
-//!   that), and `numTotalGeneratorMetadata`, which the wording does not
-//!   mention, must equal the number of `trajectory.generatorMetadata`
-//!   (stricter reading). An absent count is its default, zero.
+//!   that; an absent count is its default, zero). `numTotalGeneratorMetadata`,
+//!   which the wording does not mention and agy's CLI daemon does not send
+//!   (its default, zero, whatever the trajectory holds), is accepted at zero
+//!   in any spelling; any other value must equal the number of
+//!   `trajectory.generatorMetadata` (stricter reading).
 //!
 //! Repeated members and unknown fields inside the trajectory are the
 //! comparison's to judge (`compare`); this module only counts its two lists.
@@ -126,7 +128,8 @@ pub fn parse(body: &[u8]) -> Result<Envelope, ResponseDefect> {
             lists.generator_metadata,
         ),
     ] {
-        if u64::from(declared) != actual {
+        let unset_metadata = member == "numTotalGeneratorMetadata" && declared == 0;
+        if u64::from(declared) != actual && !unset_metadata {
             return Err(ResponseDefect::CountMismatch {
                 member,
                 declared,
@@ -380,6 +383,8 @@ mod tests {
             r#","status":"CASCADE_RUN_STATUS_IDLE","numTotalSteps":"2","numTotalGeneratorMetadata":1"#,
             r#","status":1,"num_total_steps":2,"num_total_generator_metadata":"1""#,
             r#","numTotalSteps":2.0e0,"numTotalGeneratorMetadata":"1e0","status":null"#,
+            r#","numTotalSteps":"2""#,
+            r#","numTotalSteps":"2","numTotalGeneratorMetadata":"0""#,
         ] {
             let b = body(T2, rest);
             let e = parse(&b).unwrap_or_else(|d| panic!("{rest}: {d}"));
@@ -391,7 +396,8 @@ mod tests {
     #[test]
     fn each_defect_is_named() {
         let ok = r#","status":"CASCADE_RUN_STATUS_IDLE","numTotalSteps":"2","numTotalGeneratorMetadata":1"#;
-        let cases: Vec<(Vec<u8>, fn(&ResponseDefect) -> bool)> = vec![
+        type Case = (Vec<u8>, fn(&ResponseDefect) -> bool);
+        let cases: Vec<Case> = vec![
             (b"\xff".to_vec(), |d| {
                 matches!(d, ResponseDefect::NotUtf8 { .. })
             }),
@@ -451,6 +457,19 @@ mod tests {
             (body(T2, r#","numTotalGeneratorMetadata":1"#), |d| {
                 matches!(d, ResponseDefect::CountMismatch { declared: 0, .. })
             }),
+            (
+                body(T2, r#","numTotalSteps":2,"numTotalGeneratorMetadata":2"#),
+                |d| {
+                    matches!(
+                        d,
+                        ResponseDefect::CountMismatch {
+                            member: "numTotalGeneratorMetadata",
+                            declared: 2,
+                            actual: 1
+                        }
+                    )
+                },
+            ),
             (
                 body(
                     r#"{"steps":[],"steps":[{}],"generatorMetadata":[{}]}"#,

@@ -19,7 +19,7 @@ pub enum WriteError {
     Symlink { path: PathBuf },
     #[error("{path}: refusing to overwrite an existing file (use --force)")]
     Exists { path: PathBuf },
-    #[error("{path}: refusing to write over {input}, a file this command reads (an output never replaces its own input, even with --force)")]
+    #[error("{path}: refusing to write over {input}: it is an input of this command (a conversation source or its -wal/-shm, a manifest, a binary, a descriptor set or a key), never an output, even with --force")]
     Protected { path: PathBuf, input: PathBuf },
     #[error("{path}: not a regular file")]
     NotAFile { path: PathBuf },
@@ -104,6 +104,18 @@ pub fn check_outputs(outputs: &[&Path], inputs: &[PathBuf]) -> Result<(), WriteE
     Ok(())
 }
 
+/// The temp file name prefix and suffix of [`write_file`].
+const TEMP_PREFIX: &str = ".agy-audit-";
+const TEMP_SUFFIX: &str = ".tmp";
+
+/// Whether `name` is one of [`write_file`]'s temp file names
+/// (`.agy-audit-<random letters and digits>.tmp`).
+pub fn is_own_temp_name(name: &str) -> bool {
+    name.strip_prefix(TEMP_PREFIX)
+        .and_then(|r| r.strip_suffix(TEMP_SUFFIX))
+        .is_some_and(|mid| !mid.is_empty() && mid.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
 /// Writes `bytes` to `path` atomically under `opts`.
 pub fn write_file(path: &Path, bytes: &[u8], opts: &WriteOptions) -> Result<(), WriteError> {
     let parent = path
@@ -145,8 +157,8 @@ pub fn write_file(path: &Path, bytes: &[u8], opts: &WriteOptions) -> Result<(), 
     }
     let dir = target.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::Builder::new()
-        .prefix(".agy-audit-")
-        .suffix(".tmp")
+        .prefix(TEMP_PREFIX)
+        .suffix(TEMP_SUFFIX)
         .tempfile_in(dir)
         .map_err(io(path))?;
     #[cfg(unix)]
