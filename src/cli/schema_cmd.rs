@@ -334,7 +334,7 @@ fn run_verify(a: VerifyArgs) -> anyhow::Result<i32> {
     for b in &bad {
         outln!("MISMATCH {b}");
     }
-    eprintln!(
+    crate::note!(
         "agy-audit schema verify: {} of {} records do not match {}",
         bad.len(),
         m.records.len() + m.skipped.len(),
@@ -468,7 +468,7 @@ pub fn run(cmd: SchemaCommand) -> anyhow::Result<i32> {
                     };
                     write_file(&path, MODELED_SET, &opts)
                         .with_context(|| "writing the modeled descriptor set")?;
-                    eprintln!("wrote {} ({} bytes)", path.display(), MODELED_SET.len());
+                    crate::note!("wrote {} ({} bytes)", path.display(), MODELED_SET.len());
                 }
                 None => {
                     use std::io::Write;

@@ -1,0 +1,316 @@
+//! The sweep's edges through the real binary (issue 31 items 6 and 9):
+//! SIGTERM drains like Ctrl-C (exit 143, a valid manifest holding every
+//! finished session), an empty root is not a passing audit (nor is its
+//! manifest), an empty shard is legitimate, `audit-qualify` names the store's
+//! sources a manifest lacks, and `--resume` removes the temp files a killed
+//! run left in its own folders, and nothing else.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_agy-audit"));
+    c.env_remove("ANTIGRAVITY_DAEMON_URL")
+        .env_remove("ANTIGRAVITY_CLI_ROOT")
+        .env_remove("ANTIGRAVITY_CSRF_TOKEN");
+    c
+}
+
+fn generate(root: &Path, n: usize) {
+    let o = bin()
+        .args(["corpus", "generate", "--out"])
+        .arg(root)
+        .args([
+            "--conversations",
+            &n.to_string(),
+            "--seed",
+            "3",
+            "--scale",
+            "0.05",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// `daemon-sim` on the store (every answer delayed by `latency_ms`), and
+/// its URL once it announced itself in `cli.log`.
+struct Sim(Child, String);
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn sim(root: &Path, latency_ms: u64) -> Sim {
+    let log = root.join("cli.log");
+    let before = std::fs::read_to_string(&log).unwrap_or_default().len();
+    let mut cmd = bin();
+    cmd.args(["daemon-sim", "--no-fault-file", "--store"])
+        .arg(root);
+    if latency_ms > 0 {
+        cmd.args(["--fault", &format!("rate=1:latency:{latency_ms}")]);
+    }
+    let child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if let Some(port) = text.get(before..).and_then(|t| {
+            t.lines().rev().find_map(|l| {
+                let rest = l.split("listening on random port at ").nth(1)?;
+                rest.ends_with("for HTTP")
+                    .then(|| rest.split_whitespace().next().map(str::to_string))?
+            })
+        }) {
+            return Sim(child, format!("http://127.0.0.1:{port}"));
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "daemon-sim did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn manifest(out: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap()
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_drains_like_ctrl_c_and_exits_143() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("store");
+    generate(&root, 24);
+    let daemon = sim(&root, 300);
+    let out = dir.path().join("sweep");
+    let mut child = bin()
+        .args(["audit-sweep", "--quiet", "--concurrency", "1", "--root"])
+        .arg(&root)
+        .arg("--out")
+        .arg(&out)
+        .args(["--daemon-url", &daemon.1])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until some sessions are recorded, then terminate.
+    let started = Instant::now();
+    loop {
+        let recorded = std::fs::read(out.join("manifest.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|m| m["sessions"].as_array().map(Vec::len))
+            .unwrap_or(0);
+        if recorded >= 2 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no session recorded"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(143), "{stderr}");
+    assert!(stderr.contains("SIGTERM"), "{stderr}");
+    assert!(stderr.contains("--resume"), "the hint: {stderr}");
+    let m = manifest(&out);
+    assert_eq!(m["complete"], false);
+    let recorded = m["sessions"].as_array().unwrap().len();
+    assert!((2..24).contains(&recorded), "{recorded} sessions recorded");
+    // --resume finishes it.
+    let o = bin()
+        .args(["audit-sweep", "--quiet", "--resume", "--root"])
+        .arg(&root)
+        .arg("--out")
+        .arg(&out)
+        .args(["--daemon-url", &daemon.1])
+        .output()
+        .unwrap();
+    assert_ne!(o.status.code(), Some(101));
+    let m = manifest(&out);
+    assert_eq!(
+        m["complete"],
+        true,
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(m["sessions"].as_array().unwrap().len(), 24);
+}
+
+#[test]
+fn an_empty_root_is_not_a_passing_audit() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("empty");
+    std::fs::create_dir_all(root.join("conversations")).unwrap();
+    // A daemon is not even needed: the selection is judged first.
+    let out = dir.path().join("sweep");
+    let o = bin()
+        .args(["audit-sweep", "--quiet", "--root"])
+        .arg(&root)
+        .arg("--out")
+        .arg(&out)
+        .args(["--daemon-url", "http://127.0.0.1:9"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("no conversation to audit"), "{stderr}");
+    assert!(stderr.contains("--allow-empty"), "{stderr}");
+    assert!(!out.exists(), "--out was not touched");
+
+    // With --allow-empty (and a daemon) it records an empty sweep ...
+    let store = dir.path().join("store");
+    generate(&store, 1);
+    let daemon = sim(&store, 0);
+    let o = bin()
+        .args(["audit-sweep", "--quiet", "--allow-empty", "--root"])
+        .arg(&root)
+        .arg("--out")
+        .arg(&out)
+        .args(["--daemon-url", &daemon.1])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(manifest(&out)["counts"]["selected"], 0);
+    // ... which audit-qualify refuses unless told otherwise.
+    let mpath = out.join("manifest.json");
+    let o = bin().arg("audit-qualify").arg(&mpath).output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("selected no conversation"), "{stderr}");
+    let o = bin()
+        .args(["audit-qualify", "--allow-empty"])
+        .arg(&mpath)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn an_empty_shard_is_legitimate_and_qualify_names_absent_sources() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("store");
+    generate(&root, 2);
+    let daemon = sim(&root, 0);
+    // Shard 3/3 of two conversations selects nothing: exit 0, said so.
+    let out = dir.path().join("shard3");
+    let o = bin()
+        .args(["audit-sweep", "--quiet", "--shard", "3/3", "--root"])
+        .arg(&root)
+        .arg("--out")
+        .arg(&out)
+        .args(["--daemon-url", &daemon.1])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("shard 3/3 selected no conversation"),
+        "{stderr}"
+    );
+    let m = manifest(&out);
+    assert_eq!(m["shard"], "3/3");
+    assert_eq!(m["counts"]["selected"], 0);
+
+    // Shard 1/2 holds one of the two: qualifying it alone names nothing
+    // absent (the other belongs to shard 2/2); a whole-store manifest with
+    // a session removed names it.
+    let out = dir.path().join("whole");
+    let o = bin()
+        .args(["audit-sweep", "--quiet", "--root"])
+        .arg(&root)
+        .arg("--out")
+        .arg(&out)
+        .args(["--daemon-url", &daemon.1])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let mut m = manifest(&out);
+    let dropped = m["sessions"][1]["fileId"].as_str().unwrap().to_string();
+    m["sessions"].as_array_mut().unwrap().remove(1);
+    let edited = dir.path().join("edited.json");
+    std::fs::write(&edited, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    let o = bin().arg("audit-qualify").arg(&edited).output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("absent from the manifest"), "{stdout}");
+    assert!(stdout.contains(&dropped), "{stdout}");
+    assert!(stdout.contains("absent=1"), "{stdout}");
+}
+
+#[test]
+fn resume_removes_the_temp_files_a_killed_run_left_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("store");
+    generate(&root, 2);
+    let daemon = sim(&root, 0);
+    let out = dir.path().join("sweep");
+    let sweep = |extra: &[&str]| {
+        bin()
+            .args(["audit-sweep", "--quiet", "--root"])
+            .arg(&root)
+            .arg("--out")
+            .arg(&out)
+            .args(["--daemon-url", &daemon.1])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    assert_eq!(sweep(&[]).status.code(), Some(0));
+    // What a kill -9 mid-write leaves, and look-alikes that are not ours.
+    let litter: Vec<PathBuf> = vec![
+        out.join(".agy-audit-Ab12Cd.tmp"),
+        out.join("corpus").join(".agy-audit-zz99ZZ.tmp"),
+    ];
+    let keep: Vec<PathBuf> = vec![
+        out.join("notes.tmp"),
+        out.join(".agy-audit-.tmp"),
+        out.join("corpus").join(".agy-audit-x y.tmp"),
+        root.join(".agy-audit-Ab12Cd.tmp"),
+    ];
+    for p in litter.iter().chain(&keep) {
+        std::fs::write(p, b"x").unwrap();
+    }
+    let o = sweep(&["--resume"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for p in &litter {
+        assert!(!p.exists(), "{} left", p.display());
+    }
+    for p in &keep {
+        assert!(p.exists(), "{} removed", p.display());
+    }
+}
