@@ -40,12 +40,18 @@ fn embedded_image() -> Json {
 }
 
 fn image_any() -> Json {
+    image_any_with(&image_args())
+}
+
+/// The GenerateImage Any wrapper with `args` (in the step and in its
+/// retained tool call).
+fn image_any_with(args: &Json) -> Json {
     let payload = json!({"prompt": "a sunset over the sea", "imageName": "sunset", "aspectRatio": "16:9",
                          "modelName": "imagen-4", "imageUri": "file:///brain/images/sunset.png"});
     wrapper(
         "generate_image",
         DONE,
-        &image_args(),
+        args,
         Some(json!({"result": "Generated sunset",
         "payload": any_of(ANY_URL, &payload), "media": [media()]})),
     )
@@ -289,4 +295,68 @@ fn generate_image_any_near_misses_fail() {
         ),
     );
     assert_refuses(&s, &v, Reason::ModernToolPayload, None);
+}
+
+/// "Arguments and wrapper/result fields are bounded separately for each
+/// projection": the GenerateImage Any's arguments are exactly AspectRatio,
+/// ImageName and Prompt, each the payload's, repeating the retained tool
+/// call. The four near-miss kinds are each refused with their reason.
+#[test]
+fn generate_image_any_argument_near_misses_fail() {
+    let s = schema();
+    let rule = Some(RuleId::GenerateImageAny);
+    let reason = Reason::ImagePayloadArgs;
+    // An extra argument.
+    let mut extra = image_args();
+    extra["Seed"] = json!("7");
+    assert_refuses(&s, &image_any_with(&extra), reason, rule);
+    // A missing required one, and none at all.
+    for drop in ["AspectRatio", "ImageName", "Prompt"] {
+        let mut fewer = image_args();
+        fewer.as_object_mut().unwrap().remove(drop);
+        assert_refuses(&s, &image_any_with(&fewer), reason, rule);
+    }
+    assert_refuses(&s, &image_any_with(&json!({})), reason, rule);
+    // One contradicting the payload (another value, or not a JSON string).
+    for (arg, value) in [
+        ("Prompt", json!("a sunrise over the hills")),
+        ("ImageName", json!("sunrise")),
+        ("AspectRatio", json!("1:1")),
+        ("AspectRatio", json!(169)),
+    ] {
+        let mut other = image_args();
+        other[arg] = value;
+        assert_refuses(&s, &image_any_with(&other), reason, rule);
+    }
+    // One differing from the retained tool call, or no tool call arguments.
+    let w = image_any();
+    let mut call_args = image_args();
+    call_args["Prompt"] = json!("a sunrise over the hills");
+    let differs = with(
+        &w,
+        "/metadata/toolCall/argumentsJson",
+        json!(call_args.to_string()),
+    );
+    assert_refuses(&s, &differs, reason, rule);
+    let mut call_extra = image_args();
+    call_extra["Seed"] = json!("7");
+    let more = with(
+        &w,
+        "/metadata/toolCall/argumentsJson",
+        json!(call_extra.to_string()),
+    );
+    assert_refuses(&s, &more, reason, rule);
+    assert_refuses(
+        &s,
+        &without(&w, "/metadata/toolCall/argumentsJson"),
+        reason,
+        rule,
+    );
+    // The accepted shape still verifies with the tool call's keys reordered.
+    let reordered = with(
+        &w,
+        "/metadata/toolCall/argumentsJson",
+        json!(r#"{"Prompt":"a sunset over the sea","AspectRatio":"16:9","ImageName":"sunset"}"#),
+    );
+    assert_eq!(accept_one(&s, &reordered).1, RuleId::GenerateImageAny);
 }

@@ -1,6 +1,7 @@
 //! generate_image: the failed call over a native image Step, successful
 //! embedded image Steps, and the `exa.cortex.core.tools.GenerateImage` Any.
 
+use super::args::ArgBound;
 use super::embedded::outer_error_matches;
 use super::fields::{
     ensure, extra_field, messages, new_sub, reject, same, set, set_enum, sub, text, Wrapper, DONE,
@@ -25,12 +26,29 @@ const PAYLOAD_FIELDS: &[&str] = &[
     "model_name",
     "image_uri",
 ];
-/// The generate_image arguments and the native fields that repeat them.
+/// The generate_image arguments and the fields (of the native step, or of
+/// the GenerateImage payload) that repeat them.
 const IMAGE_ARGS: &[(&str, &str)] = &[
     ("AspectRatio", "aspect_ratio"),
     ("ImageName", "image_name"),
     ("Prompt", "prompt"),
 ];
+
+/// A failed call's arguments: exactly the three, each the native field's.
+const FAILED_ARGS: ArgBound = ArgBound {
+    equal: IMAGE_ARGS,
+    repeat_tool_call: false,
+};
+
+/// The GenerateImage Any's arguments: exactly the three, each the payload's
+/// field, repeating the retained tool call. The specification bounds every
+/// projection's arguments but names none for this one; this is the failed
+/// call's set (its "prompt, image name and aspect ratio arguments"), which
+/// the payload repeats, plus the tool call (stricter where silent).
+const ANY_ARGS: ArgBound = ArgBound {
+    equal: IMAGE_ARGS,
+    repeat_tool_call: true,
+};
 
 pub(crate) const DOCS: &[RuleDoc] = &[
     RuleDoc {
@@ -50,12 +68,13 @@ pub(crate) const DOCS: &[RuleDoc] = &[
     },
     RuleDoc {
         rule: RuleId::GenerateImageAny,
-        accepts: "A DONE generate_image wrapper without an error, task details or records whose result payload is an Any `type.googleapis.com/exa.cortex.core.tools.GenerateImage` setting only prompt, image_name, aspect_ratio, model_name and a nonempty image_uri, and whose result (only result text, payload, media, full_output_uri) carries exactly one media item whose uri equals image_uri. Presented as a GENERATE_IMAGE step with the wrapper's status and metadata and generate_image {prompt, image_name, aspect_ratio, model_name, generated_media: the media item}.",
+        accepts: "A DONE generate_image wrapper without an error, task details or records, with exactly the arguments AspectRatio, ImageName and Prompt (JSON strings equal to the payload's aspect_ratio, image_name and prompt) repeating the retained tool call, whose result payload is an Any `type.googleapis.com/exa.cortex.core.tools.GenerateImage` setting only prompt, image_name, aspect_ratio, model_name and a nonempty image_uri, and whose result (only result text, payload, media, full_output_uri) carries exactly one media item whose uri equals image_uri. Presented as a GENERATE_IMAGE step with the wrapper's status and metadata and generate_image {prompt, image_name, aspect_ratio, model_name, generated_media: the media item}.",
         reasons: &[
             Reason::ImagePayloadField,
             Reason::ImagePayloadMedia,
             Reason::ImagePayloadUri,
             Reason::ImagePayloadStep,
+            Reason::ImagePayloadArgs,
         ],
     },
 ];
@@ -72,15 +91,15 @@ pub(crate) fn check_failed(w: &Wrapper, n: &DynamicMessage) -> R<()> {
     let rule = RuleId::FailedGenerateImage;
     outer_error_matches(rule, w, n)?;
     let gi = sub(n, "generate_image").unwrap_or(n);
-    let keys: Vec<&str> = IMAGE_ARGS.iter().map(|a| a.0).collect();
-    let args_ok = w.tool == "generate_image"
-        && w.args.keys_are(&keys)
-        && IMAGE_ARGS
-            .iter()
-            .all(|(arg, field)| w.args.string(arg).as_deref() == Some(text(gi, field).as_str()));
-    ensure(args_ok, rule, Reason::FailedImage, || {
-        format!("{} arguments {:?}", w.tool, w.args.keys())
-    })?;
+    ensure(
+        w.tool == "generate_image",
+        rule,
+        Reason::FailedImage,
+        || format!("tool {}", w.tool),
+    )?;
+    if let Err(miss) = FAILED_ARGS.check(&w.args, gi, w.step) {
+        return reject(Some(rule), Reason::FailedImage, miss.to_string());
+    }
     let media = w
         .result
         .as_ref()
@@ -127,9 +146,11 @@ pub(crate) fn check_success(w: &Wrapper, n: &DynamicMessage) -> R<()> {
 /// fields, missing or multiple media items, and other Any types fail closed."
 ///
 /// Bounds: the call is generate_image, DONE, with no error, task details or
-/// records; the result holds only text, the payload, media and an output URI
-/// (the arguments, result text and output URI are dropped); image_uri is
-/// nonempty.
+/// records; its arguments are exactly AspectRatio, ImageName and Prompt,
+/// each the JSON string of the payload's aspect_ratio, image_name and
+/// prompt, repeating the retained tool call ([`ANY_ARGS`]); the result holds
+/// only text, the payload, media and an output URI (the arguments, result
+/// text and output URI are dropped); image_uri is nonempty.
 pub(crate) fn project_any(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     let rule = RuleId::GenerateImageAny;
     let Some(md) = ctx.schema.pool.get_message_by_name(GENERATE_IMAGE_MESSAGE) else {
@@ -150,6 +171,9 @@ pub(crate) fn project_any(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presen
     ensure(step_ok, rule, Reason::ImagePayloadStep, || {
         format!("{} {}", w.tool, w.status)
     })?;
+    if let Err(miss) = ANY_ARGS.check(&w.args, &payload, w.step) {
+        return reject(Some(rule), Reason::ImagePayloadArgs, miss.to_string());
+    }
     let media = w
         .result
         .as_ref()

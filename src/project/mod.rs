@@ -34,6 +34,7 @@
 //! payloads (`exa.cortex.core.tools.*`) go to `modern/` (GenerateImage to
 //! `generate_image.rs`); any other modern payload is still refused.
 
+pub(crate) mod args;
 mod command_bridge;
 mod embedded;
 pub(crate) mod fields;

@@ -73,6 +73,7 @@ reasons! {
     ImagePayloadMedia => "missing or multiple generate_image media items";
     ImagePayloadUri => "generate_image media URI disagrees with the payload's image URI";
     ImagePayloadStep => "unsupported generate_image payload step";
+    ImagePayloadArgs => "generate_image arguments other than exactly AspectRatio, ImageName and Prompt, each the payload's, repeating the retained tool call";
 
     // list_resources.
     ListResourcesOutcome => "list_resources other than an ERROR wrapper over an ERROR native step with the same short error";
