@@ -54,6 +54,8 @@ fn sim(root: &Path, latency_ms: u64) -> Sim {
     if latency_ms > 0 {
         cmd.args(["--fault", &format!("rate=1:latency:{latency_ms}")]);
     }
+    // Killed and waited for when the returned Sim drops.
+    #[allow(clippy::zombie_processes)]
     let child = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -91,7 +93,7 @@ fn sigterm_drains_like_ctrl_c_and_exits_143() {
     generate(&root, 24);
     let daemon = sim(&root, 300);
     let out = dir.path().join("sweep");
-    let mut child = bin()
+    let child = bin()
         .args(["audit-sweep", "--quiet", "--concurrency", "1", "--root"])
         .arg(&root)
         .arg("--out")
