@@ -32,33 +32,59 @@ pub struct Discovery {
     pub ignored: Vec<(PathBuf, &'static str)>,
 }
 
-/// `$ANTIGRAVITY_CLI_ROOT`, else `~/.gemini/antigravity-cli`.
-pub fn default_root() -> PathBuf {
+/// `$ANTIGRAVITY_CLI_ROOT`, else `~/.gemini/antigravity-cli`. With neither
+/// that variable nor `HOME` set (or set empty) there is no default: a usage
+/// error naming both, never a path relative to wherever the command runs.
+pub fn default_root() -> Result<PathBuf> {
     if let Some(r) = std::env::var_os(ROOT_ENV).filter(|r| !r.is_empty()) {
-        return PathBuf::from(r);
+        return Ok(PathBuf::from(r));
     }
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_default();
-    home.join(".gemini").join("antigravity-cli")
+    match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        Some(home) => Ok(PathBuf::from(home).join(".gemini").join("antigravity-cli")),
+        None => Err(Error::Usage(format!(
+            "no store root: HOME is not set (the default root is ~/.gemini/antigravity-cli) \
+             and neither is {ROOT_ENV}; pass --root DIR, the folder that holds conversations/"
+        ))),
+    }
+}
+
+/// Checks that a store root names a folder: a missing one and one that is
+/// not a folder are usage errors (exit 2), as is a root without
+/// `conversations/` ([`discover`]): each is a root the user must correct.
+pub fn check_root(root: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(root) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(m) if m.file_type().is_symlink() && root.is_dir() => Ok(()),
+        Ok(_) => Err(Error::Usage(format!(
+            "{}: not a folder; the store root is the folder that holds conversations/",
+            root.display()
+        ))),
+        Err(e) if missing(&e) => Err(Error::Usage(format!(
+            "{}: {}; the store root is the folder that holds conversations/",
+            root.display(),
+            crate::util::io_text(&e)
+        ))),
+        Err(e) => Err(Error::io(root, e)),
+    }
+}
+
+/// A path that names nothing: not found, or a component is a file.
+fn missing(e: &std::io::Error) -> bool {
+    /// `ENOTDIR` (the same number on Linux and the BSDs).
+    const ENOTDIR: i32 = 20;
+    e.kind() == std::io::ErrorKind::NotFound || (cfg!(unix) && e.raw_os_error() == Some(ENOTDIR))
+}
+
+/// The store root made absolute, checked first ([`check_root`]), so a
+/// missing root is the same usage error as a root without `conversations/`.
+pub fn store_root(root: &Path) -> Result<PathBuf> {
+    check_root(root)?;
+    std::fs::canonicalize(root).map_err(|e| Error::io(root, e))
 }
 
 /// Lists the sources under `root/conversations`.
 pub fn discover(root: &Path) -> Result<Discovery> {
-    let dir = root.join("conversations");
-    let meta = match std::fs::symlink_metadata(&dir) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(Error::Usage(format!(
-                "{}: not an agy store root (no conversations/ folder); pass --root with the folder that holds it",
-                root.display()
-            )))
-        }
-        Err(e) => return Err(Error::io(&dir, e)),
-    };
-    if !meta.is_dir() {
-        return Err(Error::Usage(format!("{}: not a directory", dir.display())));
-    }
+    let dir = conversations_dir(root)?;
     let mut by_id: BTreeMap<String, (Option<PathBuf>, Option<PathBuf>)> = BTreeMap::new();
     let mut out = Discovery::default();
     for entry in walkdir::WalkDir::new(&dir)
@@ -124,6 +150,26 @@ pub fn discover(root: &Path) -> Result<Discovery> {
     Ok(out)
 }
 
+/// `root/conversations`, checked: a missing root, a root without
+/// `conversations/` and a `conversations` that is not a folder are usage
+/// errors (exit 2), each saying which it is.
+fn conversations_dir(root: &Path) -> Result<PathBuf> {
+    check_root(root)?;
+    let dir = root.join("conversations");
+    match std::fs::symlink_metadata(&dir) {
+        Ok(m) if m.is_dir() => Ok(dir),
+        Ok(_) => Err(Error::Usage(format!(
+            "{}: not a folder; an agy store root holds a conversations/ folder",
+            dir.display()
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::Usage(format!(
+            "{}: not an agy store root (no conversations/ folder); name the folder that holds it",
+            root.display()
+        ))),
+        Err(e) => Err(Error::io(&dir, e)),
+    }
+}
+
 /// Resolves a SOURCE argument: an existing `.db`/`.pb` path, or a conversation
 /// id under `root/conversations` (the `.db` wins over the `.pb`).
 pub fn resolve(arg: &str, root: &Path) -> Result<PathBuf> {
@@ -132,7 +178,7 @@ pub fn resolve(arg: &str, root: &Path) -> Result<PathBuf> {
         return Ok(p.to_path_buf());
     }
     if looks_like_uuid(arg) {
-        let dir = root.join("conversations");
+        let dir = conversations_dir(root)?;
         for ext in ["db", "pb"] {
             let cand = dir.join(format!("{arg}.{ext}"));
             if std::fs::symlink_metadata(&cand).is_ok() {

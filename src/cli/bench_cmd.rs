@@ -1,10 +1,12 @@
 //! `agy-audit bench`: decode throughput against the hash limit and a peer.
 
-use super::common::DecodeArgs;
+use super::common::{whole, DecodeArgs, MAX_LATENCY_MS};
+use super::sweep_cmd::MAX_CONCURRENCY;
 use crate::bench::{
     ensure_corpus, offline_verify, offline_verify_passes, peak_rss_bytes, sources, sweep_vs_sim,
     write_payloads, CorpusCache,
 };
+use crate::util::count;
 use anyhow::{bail, Context};
 use clap::Args;
 use serde_json::json;
@@ -37,20 +39,21 @@ pub struct BenchArgs {
     /// Skip the end-to-end sweep against the simulated daemon.
     #[arg(long)]
     pub no_sweep: bool,
-    /// Latency the simulated daemon adds to every answer in the sweep, in ms.
-    #[arg(long, default_value_t = 20)]
+    /// Latency the simulated daemon adds to every answer in the sweep, in ms
+    /// (0 to 1000).
+    #[arg(long, value_name = "MS", default_value_t = 20, allow_negative_numbers = true, value_parser = whole::<u64>(0, MAX_LATENCY_MS))]
     pub latency_ms: u64,
-    /// Conversations fetched at once in the sweep (each with its full and
-    /// ordinary requests in flight together).
-    #[arg(long, default_value_t = 16)]
+    /// Conversations fetched at once in the sweep (1 to 256; each with its
+    /// full and ordinary requests in flight together).
+    #[arg(long, default_value_t = 16, allow_negative_numbers = true, value_parser = whole::<usize>(1, MAX_CONCURRENCY as u64))]
     pub concurrency: usize,
     /// Timed offline-verify passes (each followed by SHA-256 over the same
     /// bytes); the figures printed are the median pass's, so a noisy
-    /// machine's slow moments do not move them.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    /// machine's slow moments do not move them (1 to 1000).
+    #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = whole::<u32>(1, 1000))]
     pub passes: u32,
     /// Internal: verify the corpus this many times and print peak RSS (child process mode).
-    #[arg(long, hide = true)]
+    #[arg(long, hide = true, value_parser = whole::<usize>(1, 100))]
     pub rss_probe: Option<usize>,
     #[command(flatten)]
     pub decode: DecodeArgs,
@@ -63,7 +66,7 @@ fn default_corpus() -> anyhow::Result<PathBuf> {
             CorpusCache::Regenerated => "replacing a corpus another generator build wrote in",
             CorpusCache::Current | CorpusCache::Generated => "generating the default corpus into",
         };
-        eprintln!(
+        crate::note!(
             "agy-audit bench: {what} {} (reused until the generator changes)",
             dir.display()
         );
@@ -139,16 +142,23 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         outln!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         outln!(
-            "corpus: {} ({} sources: {} qualified and timed, {} refused in an untimed pass)",
+            "corpus: {} ({}: {} qualified and timed, {} refused in an untimed pass)",
             root.display(),
-            fig.qualified + fig.refused,
+            count((fig.qualified + fig.refused) as u64, "source"),
             fig.qualified,
             fig.refused
         );
         outln!(
-            "offline verify (1 core): {:.1} conversations/s, {:.0} steps/s, {:.1} MB/s ({:.1} MB in {:.2} s; median of {} passes, fastest {:.1}, slowest {:.1} MB/s)",
+            "offline verify (1 core): {:.1} conversations/s, {:.0} steps/s, {:.1} MB/s ({:.1} MB in {:.2} s; {})",
             fig.conversations_per_sec, fig.steps_per_sec, fig.mb_per_sec, fig.bytes as f64 / 1e6, fig.seconds,
-            fig.passes, fig.fastest_mb_per_sec, fig.slowest_mb_per_sec
+            if fig.passes == 1 {
+                "one pass".to_string()
+            } else {
+                format!(
+                    "median of {} passes, fastest {:.1}, slowest {:.1} MB/s",
+                    fig.passes, fig.fastest_mb_per_sec, fig.slowest_mb_per_sec
+                )
+            }
         );
         outln!(
             "sha-256 over the same bytes: {:.1} MB/s; verify / sha-256 = {:.3}",
@@ -177,8 +187,10 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         }
         if let Some(w) = sweep.get("wallSeconds").and_then(|v| v.as_f64()) {
             outln!(
-                "sweep vs daemon-sim ({} conversations, {} ms latency, concurrency {}, {} jobs): wall {w:.2} s, ideal {:.2} s, wall / ideal = {:.2} ({} verified, {} unknown, {} incomplete, {} error)",
-                sweep["conversations"], sweep["latencyMs"], sweep["concurrency"], sweep["jobs"],
+                "sweep vs daemon-sim ({}, {} ms latency, concurrency {}, {}): wall {w:.2} s, ideal {:.2} s, wall / ideal = {:.2} ({} verified, {} unknown, {} incomplete, {} error)",
+                count(sweep["conversations"].as_u64().unwrap_or(0), "conversation"),
+                sweep["latencyMs"], sweep["concurrency"],
+                count(sweep["jobs"].as_u64().unwrap_or(0), "job"),
                 sweep["idealSeconds"].as_f64().unwrap_or(0.0),
                 sweep["ratioToIdeal"].as_f64().unwrap_or(0.0),
                 sweep["verified"], sweep["unknown"], sweep["incomplete"], sweep["error"]

@@ -68,18 +68,150 @@ impl DecodeArgs {
 /// `--root`: the store root.
 #[derive(Debug, Clone, Args)]
 pub struct RootArg {
-    /// Store root (default: $ANTIGRAVITY_CLI_ROOT, else ~/.gemini/antigravity-cli).
+    /// Store root (default: $ANTIGRAVITY_CLI_ROOT, else
+    /// ~/.gemini/antigravity-cli; with neither it nor HOME set, --root is
+    /// required). A --root that names no folder is a usage error.
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
 }
 
 impl RootArg {
+    /// The store root: `--root` (which must name a folder), else the
+    /// default ([`crate::discover::default_root`]); a usage error when
+    /// `--root` names nothing or there is no default (HOME unset).
+    pub fn try_get(&self) -> anyhow::Result<PathBuf> {
+        match &self.root {
+            Some(r) => match crate::discover::check_root(r) {
+                Ok(()) => Ok(r.clone()),
+                Err(crate::Error::Usage(m)) => {
+                    Err(crate::Error::Usage(format!("--root {m}")).into())
+                }
+                Err(e) => Err(e.into()),
+            },
+            None => Ok(crate::discover::default_root()?),
+        }
+    }
+
+    /// [`RootArg::try_get`] for callers that take a plain path: a usage
+    /// error is printed as `agy-audit <command>: usage error: ...` and the
+    /// process exits 2 (before the command has done anything). Prefer
+    /// `try_get` and `?`.
     pub fn get(&self) -> PathBuf {
-        self.root
-            .clone()
-            .unwrap_or_else(crate::discover::default_root)
+        match self.try_get() {
+            Ok(p) => p,
+            Err(e) => {
+                let command = std::env::args().nth(1).unwrap_or_default();
+                crate::note!(
+                    "agy-audit {command}: usage error: {}",
+                    super::chain_text(&e)
+                );
+                std::process::exit(crate::verdict::exit::USAGE)
+            }
+        }
     }
 }
+
+// Checked numeric flag values. Every numeric flag parses through one of
+// these, so a negative number, a fraction where a whole number is due, nan,
+// inf or a value out of range is clap's usage error (exit 2) naming the flag,
+// before anything runs. Whole-number flags set `allow_negative_numbers`, real
+// ones `allow_hyphen_values` (for `-inf`), so `-1` reaches the parser instead
+// of reading as an unknown flag.
+
+/// `a whole number from 0 to 1000`, `a whole number, 0 or more`.
+fn whole_range(min: u64, max: u64) -> String {
+    match (min, max) {
+        (min, u64::MAX) => format!("a whole number, {min} or more"),
+        (min, max) => format!("a whole number from {min} to {max}"),
+    }
+}
+
+/// A whole number from `min` to `max`, as a clap value parser.
+pub fn whole<T>(
+    min: u64,
+    max: u64,
+) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
+where
+    T: TryFrom<u64> + Clone + Send + Sync + 'static,
+{
+    move |s: &str| {
+        let t = s.trim();
+        let range = whole_range(min, max);
+        let digits = t.strip_prefix(|c: char| c == '-' || c == '+').unwrap_or(t);
+        let all_digits = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+        if !all_digits {
+            let negative = t.parse::<f64>().is_ok_and(|v| v < 0.0);
+            return Err(if negative {
+                format!("must be non-negative ({range}), got {t}")
+            } else {
+                format!("not a whole number (takes {range})")
+            });
+        }
+        let zero = digits.bytes().all(|b| b == b'0');
+        if t.starts_with('-') && !zero {
+            return Err(format!("must be non-negative ({range}), got {t}"));
+        }
+        let out_of_range = || {
+            if min == 0 {
+                format!("must be at most {max}, got {digits}")
+            } else {
+                format!("must be between {min} and {max}, got {digits}")
+            }
+        };
+        let n: u64 = digits.parse().map_err(|_| out_of_range())?;
+        if n < min || n > max {
+            return Err(out_of_range());
+        }
+        T::try_from(n).map_err(|_| out_of_range())
+    }
+}
+
+/// A finite real number from `min` (excluded when `min_open`) to `max`, as
+/// a clap value parser; `-0` reads as 0.
+pub fn real(
+    min: f64,
+    min_open: bool,
+    max: f64,
+) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
+    move |s: &str| {
+        let t = s.trim();
+        let range = if min_open {
+            format!("greater than {min} and at most {max}")
+        } else {
+            format!("between {min} and {max}")
+        };
+        let v: f64 = t
+            .parse()
+            .map_err(|_| format!("not a number (takes a number {range})"))?;
+        if !v.is_finite() {
+            return Err(format!("must be a finite number {range}, got {t}"));
+        }
+        let v = v + 0.0;
+        let below = if min_open { v <= min } else { v < min };
+        if v < 0.0 && min >= 0.0 && !min_open {
+            return Err(format!("must be non-negative: {range}, got {t}"));
+        }
+        if below || v > max {
+            return Err(format!("must be {range}, got {t}"));
+        }
+        Ok(v)
+    }
+}
+
+/// A fraction: a real number from 0 to `max`.
+pub fn fraction(max: f64) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
+    real(0.0, false, max)
+}
+
+/// A seed: any whole number from 0 to 2^64 - 1.
+pub fn seed() -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync + 'static {
+    whole(0, u64::MAX)
+}
+
+/// The most milliseconds of latency a simulated daemon adds per answer in
+/// `demo` and `bench` (their clients time out after 10 and 30 seconds, and
+/// a request is answered after LoadTrajectory's delay and its own).
+pub const MAX_LATENCY_MS: u64 = 1000;
 
 impl DecodeArgs {
     /// The files these flags make a command read (the descriptor set, its
@@ -92,5 +224,44 @@ impl DecodeArgs {
         }
         v.extend(self.legacy_key_file.clone());
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_numbers_refuse_signs_fractions_and_range() {
+        let p = whole::<u64>(1, 256);
+        assert_eq!(p("8"), Ok(8));
+        assert_eq!(p(" +8 "), Ok(8));
+        assert!(p("-1").unwrap_err().contains("non-negative"));
+        assert!(p("-1.5").unwrap_err().contains("non-negative"));
+        assert!(p("1.5").unwrap_err().contains("not a whole number"));
+        assert!(p("0").unwrap_err().contains("between 1 and 256"));
+        assert!(p("99999999999999999999999")
+            .unwrap_err()
+            .contains("between"));
+        let z = whole::<u16>(0, u16::MAX as u64);
+        assert_eq!(z("-0"), Ok(0));
+        assert!(z("65536").unwrap_err().contains("at most 65535"));
+        assert!(seed()("-1").unwrap_err().contains("0 or more"));
+    }
+
+    #[test]
+    fn reals_refuse_nan_inf_and_range() {
+        let f = fraction(1.0);
+        assert_eq!(f("0.25"), Ok(0.25));
+        assert_eq!(f("-0").map(f64::to_bits), Ok(0f64.to_bits()));
+        for bad in ["nan", "inf", "-inf", "NaN", "infinity"] {
+            assert!(f(bad).unwrap_err().contains("finite"), "{bad}");
+        }
+        assert!(f("2").unwrap_err().contains("between 0 and 1"));
+        assert!(f("-0.5").unwrap_err().contains("non-negative"));
+        assert!(f("x").unwrap_err().contains("not a number"));
+        let scale = real(0.0, true, 4.0);
+        assert!(scale("0").unwrap_err().contains("greater than 0"));
+        assert_eq!(scale("4"), Ok(4.0));
     }
 }

@@ -1,7 +1,7 @@
 //! `agy-audit corpus generate`: the synthetic agy store generator.
 
+use super::common::{fraction, real, seed, whole};
 use agy_corpus::corpus::{generate, GenerateOptions, PlanOptions};
-use anyhow::Context;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
@@ -19,22 +19,25 @@ pub struct GenerateArgs {
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     /// Number of selected conversations (1 to 100000).
-    #[arg(long, default_value_t = 405, value_parser = conversations_value)]
+    #[arg(long, default_value_t = 405, allow_negative_numbers = true, value_parser = conversations_value)]
     pub conversations: usize,
-    /// Seed: the same seed gives byte-identical files.
-    #[arg(long, default_value_t = 1)]
+    /// Seed (a whole number, 0 or more): the same seed gives byte-identical files.
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = seed())]
     pub seed: u64,
-    /// Fraction of conversations carrying exactly one deliberate near-miss,
-    /// cycling over the refusal classes; when nonzero, one more near-miss
-    /// conversation for every rule-bound shape the cycle left out, while at
-    /// least half of the corpus stays clean.
-    #[arg(long, default_value_t = 0.1)]
+    /// Fraction of conversations carrying exactly one deliberate near-miss
+    /// (0 to 0.5, so that at least half of the corpus stays clean), cycling
+    /// over the refusal classes; when nonzero, one more near-miss
+    /// conversation for every rule-bound shape the cycle left out, only while
+    /// at least half of the corpus stays clean.
+    #[arg(long, default_value_t = 0.1, allow_hyphen_values = true, value_parser = fraction(MAX_NEAR_MISS_RATE))]
     pub near_miss_rate: f64,
-    /// Fraction of conversations with a planned daemon fault (written to .truth/faults.txt).
-    #[arg(long, default_value_t = 0.0)]
+    /// Fraction of conversations with a planned daemon fault (0 to 1; written
+    /// to .truth/faults.txt). Only conversations without a near-miss get one.
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true, value_parser = fraction(1.0))]
     pub fault_rate: f64,
-    /// Multiplier on content sizes and step counts (1 = the default corpus).
-    #[arg(long, default_value_t = 1.0)]
+    /// Multiplier on content sizes and step counts (greater than 0, at most
+    /// 4; 1 = the default corpus).
+    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true, value_parser = real(0.0, true, MAX_SCALE))]
     pub scale: f64,
     /// Replace a corpus this command generated in DIR. Only a folder carrying
     /// the generator's marker (.truth/generator.json) is replaced, only the
@@ -49,19 +52,14 @@ pub struct GenerateArgs {
 
 /// The most conversations a generated corpus holds.
 pub const MAX_CONVERSATIONS: usize = 100_000;
+/// The largest `--near-miss-rate`: at least half of the corpus stays clean.
+pub const MAX_NEAR_MISS_RATE: f64 = 0.5;
+/// The largest `--scale`.
+pub const MAX_SCALE: f64 = 4.0;
 
 /// `--conversations`: 1 to [`MAX_CONVERSATIONS`].
 pub fn conversations_value(s: &str) -> Result<usize, String> {
-    let n: usize = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a whole number"))?;
-    if n == 0 || n > MAX_CONVERSATIONS {
-        return Err(format!(
-            "must be between 1 and {MAX_CONVERSATIONS}, got {n}"
-        ));
-    }
-    Ok(n)
+    whole::<usize>(1, MAX_CONVERSATIONS as u64)(s)
 }
 
 /// Runs a corpus subcommand.
@@ -79,8 +77,9 @@ pub fn run(cmd: CorpusCommand) -> anyhow::Result<i32> {
                 },
                 force: a.force,
             };
-            let s =
-                generate(&opts).with_context(|| format!("generating into {}", a.out.display()))?;
+            // Every error of the generator names its file (the --out folder
+            // or one below it): no context repeating the path.
+            let s = generate(&opts)?;
             if a.json {
                 outln!("{}", serde_json::to_string_pretty(&s)?);
                 return Ok(0);

@@ -1,5 +1,6 @@
 //! Arguments for commands that talk to the daemon.
 
+use super::common::whole;
 use crate::rpc::{ClientOptions, CSRF_ENV, DAEMON_URL_ENV, DEFAULT_MAX_BODY};
 use clap::Args;
 use std::sync::atomic::AtomicBool;
@@ -23,17 +24,17 @@ pub struct DaemonArgs {
     #[arg(long, env = CSRF_ENV, value_name = "TOKEN")]
     pub csrf_token: Option<String>,
     /// Per-request timeout in seconds (1 to 3600).
-    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT_SECS))]
+    #[arg(long, default_value_t = 30, allow_negative_numbers = true, value_parser = whole::<u64>(1, MAX_TIMEOUT_SECS))]
     pub timeout: u64,
     /// Largest response body accepted, in bytes (1 to 4 GiB); a larger answer
     /// is refused while it streams, never buffered past this.
-    #[arg(long, default_value_t = DEFAULT_MAX_BODY, value_parser = clap::value_parser!(u64).range(1..=MAX_RESPONSE_BYTES))]
+    #[arg(long, default_value_t = DEFAULT_MAX_BODY, allow_negative_numbers = true, value_parser = whole::<u64>(1, MAX_RESPONSE_BYTES))]
     pub max_response_bytes: u64,
-    /// Extra attempts after a transport error (never after an HTTP status or a timeout; at most 10).
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=10))]
+    /// Extra attempts after a transport error (never after an HTTP status or a timeout; 0 to 10).
+    #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = whole::<u32>(0, 10))]
     pub retries: u32,
-    /// How often to re-fetch when the source changed during the fetch (at most 10).
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=10))]
+    /// How often to re-fetch when the source changed during the fetch (0 to 10).
+    #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = whole::<u32>(0, 10))]
     pub bracket_retries: u32,
 }
 

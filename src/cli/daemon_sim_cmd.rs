@@ -1,9 +1,12 @@
 //! `agy-audit daemon-sim`: serve a generated store like agy's language server.
 
-use agy_corpus::sim::{DaemonSim, FaultSpec, JsonStyle, SimOptions};
+use super::common::{seed, whole};
+use crate::util::count;
+use agy_corpus::sim::{DaemonSim, FaultSpec, FaultTarget, JsonStyle, SimOptions};
 use anyhow::Context;
 use clap::Args;
-use std::path::PathBuf;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// `agy-audit daemon-sim`.
@@ -12,21 +15,23 @@ pub struct DaemonSimArgs {
     /// The generated store root (with .truth/daemon/).
     #[arg(long, value_name = "DIR")]
     pub store: PathBuf,
-    /// Port on 127.0.0.1 (0: an ephemeral port, announced in DIR/cli.log).
-    #[arg(long, default_value_t = 0)]
+    /// Port on 127.0.0.1 (0 to 65535; 0: an ephemeral port, announced in DIR/cli.log).
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = whole::<u16>(0, u16::MAX as u64))]
     pub port: u16,
-    /// Require this x-codeium-csrf-token header, like the IDE's daemon.
-    #[arg(long, value_name = "T")]
+    /// Require this x-codeium-csrf-token header, like the IDE's daemon (not
+    /// empty: agy-audit sends no header for an empty token).
+    #[arg(long, value_name = "T", value_parser = non_empty)]
     pub csrf_token: Option<String>,
     /// A fault: ID:KIND[:ARG] or rate=R:KIND[:ARG] (repeatable). Kinds:
     /// stale-cache, same-step-stale, dropped-field, extra-rpc-field,
     /// version-skew, http-500, http-503, reset, latency:MS, jitter:MS, hang,
     /// truncated-body, oversized-body[:BYTES], invalid-json, mutate-source,
-    /// not-loaded. DIR/.truth/faults.txt is loaded too.
+    /// not-loaded. ID must name a conversation of the store (R: 0 to 1;
+    /// MS and BYTES: whole numbers). DIR/.truth/faults.txt is loaded too.
     #[arg(long = "fault", value_name = "SPEC", value_parser = check_fault)]
     pub faults: Vec<String>,
-    /// Seed of rate faults and jitter.
-    #[arg(long, default_value_t = 1)]
+    /// Seed of rate faults and jitter (a whole number, 0 or more).
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = seed())]
     pub seed: u64,
     /// Ignore DIR/.truth/faults.txt.
     #[arg(long)]
@@ -41,9 +46,39 @@ pub struct DaemonSimArgs {
     /// must not change.
     #[arg(long, value_name = "STYLE", default_value_t = JsonStyle::Canonical)]
     pub json_style: JsonStyle,
-    /// Stop after this many seconds (default: run until killed).
-    #[arg(long, value_name = "SECS")]
+    /// Stop after this many seconds (a whole number, 0 or more; default: run
+    /// until killed).
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true, value_parser = seed())]
     pub duration: Option<u64>,
+}
+
+/// `--csrf-token`: a token the client can send.
+fn non_empty(s: &str) -> Result<String, String> {
+    if s.is_empty() {
+        return Err("must not be empty (an empty token is never sent)".into());
+    }
+    Ok(s.to_string())
+}
+
+/// `--store` must name a generated store: a missing folder, or one without
+/// the daemon's views, is a usage error naming the flag (exit 2, as for a
+/// store root elsewhere).
+fn check_store(store: &Path) -> anyhow::Result<()> {
+    match crate::discover::check_root(store) {
+        Ok(()) => {}
+        Err(crate::Error::Usage(m)) => {
+            return Err(crate::Error::Usage(format!("--store {m}")).into())
+        }
+        Err(e) => return Err(e.into()),
+    }
+    if !store.join(".truth").join("daemon").is_dir() {
+        return Err(crate::Error::Usage(format!(
+            "--store {}: not a generated store (no .truth/daemon/); write one with `agy-audit corpus generate --out DIR`",
+            store.display()
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 /// A `--fault` that does not parse is a usage error naming the flag.
@@ -51,6 +86,53 @@ fn check_fault(s: &str) -> Result<String, String> {
     FaultSpec::parse(s)
         .map(|_| s.to_string())
         .map_err(|e| e.to_string())
+}
+
+/// Every `--fault ID:KIND` must name a conversation the store serves (a
+/// `.truth/daemon/<ID>.full.json` view): a fault on nothing would be
+/// silently ignored.
+fn check_fault_ids(store: &Path, texts: &[String], faults: &[FaultSpec]) -> anyhow::Result<()> {
+    let views = store.join(".truth").join("daemon");
+    let by_id: Vec<(&str, &str)> = texts
+        .iter()
+        .zip(faults)
+        .filter_map(|(text, f)| match &f.target {
+            FaultTarget::Id(id) => Some((text.as_str(), id.as_str())),
+            FaultTarget::Rate(_) => None,
+        })
+        .collect();
+    if by_id.is_empty() || !views.is_dir() {
+        return Ok(());
+    }
+    let served: HashSet<String> = std::fs::read_dir(&views)
+        .map_err(|e| crate::Error::io(&views, e))?
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .strip_suffix(".full.json")
+                .map(str::to_string)
+        })
+        .collect();
+    let unknown: Vec<(&str, &str)> = by_id
+        .into_iter()
+        .filter(|(_, id)| !served.contains(*id))
+        .collect();
+    if let Some((text, id)) = unknown.first() {
+        let more = match unknown.len() - 1 {
+            0 => String::new(),
+            n => format!(
+                " (and {} naming none)",
+                count(n as u64, "more --fault value")
+            ),
+        };
+        return Err(crate::Error::Usage(format!(
+            "--fault {text}: {} serves no conversation {id}{more}",
+            store.display()
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 /// Runs the simulated daemon in the foreground.
@@ -61,6 +143,8 @@ pub fn run(a: DaemonSimArgs) -> anyhow::Result<i32> {
         .map(|f| FaultSpec::parse(f))
         .collect::<Result<Vec<_>, _>>()
         .context("parsing --fault")?;
+    check_store(&a.store)?;
+    check_fault_ids(&a.store, &a.faults, &faults)?;
     let mut opts = SimOptions::new(&a.store);
     opts.port = a.port;
     opts.csrf_token = a.csrf_token.clone();

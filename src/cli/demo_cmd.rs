@@ -2,7 +2,15 @@
 //! default synthetic corpus, serves it with the simulated daemon on 127.0.0.1,
 //! runs the attesting sweep against it, writes the qualification report, and
 //! checks every verdict against the generator's ground truth.
+//!
+//! Without `--out` it works in a folder it creates under the temp dir and
+//! removes that folder after a passing run (unless `--keep`); a run that
+//! fails or is interrupted keeps it, as evidence, and says where. Ctrl-C and
+//! SIGTERM are handled from the start: during generation the demo stops at
+//! once and says what it generated, during the sweep the sweep drains.
 
+use super::common::{fraction, seed, whole, MAX_LATENCY_MS};
+use super::sweep_cmd::MAX_CONCURRENCY;
 use crate::manifest::Manifest;
 use crate::pipeline::{sweep, SweepOptions};
 use crate::report::{render_report, verdict_chart};
@@ -10,22 +18,36 @@ use crate::rpc::ClientOptions;
 use crate::schema::Schema;
 use crate::source::legacy::LegacyKey;
 use crate::util::atomic::{write_file, WriteOptions};
+use crate::util::count;
 use crate::verdict::{exit, Outcome, ReasonClass, VerdictKind};
-use agy_corpus::corpus::{generate, GenerateOptions, PlanOptions};
+use agy_corpus::corpus::{generate, GenerateOptions, PlanOptions, Summary};
 use agy_corpus::sim::{DaemonSim, FaultSpec, JsonStyle, SimOptions};
 use anyhow::{bail, Context};
 use clap::Args;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 const DEMO_EXIT: &str = "\
 Exit codes:
   0    the sweep completed and every verdict agrees with the ground truth
        (the corpus's deliberate refusals included)
-  1    an error, or the sweep did not complete (sessions not fetched)
+  1    an error, or the sweep did not complete: sessions not fetched (with
+       --fault-rate the simulated daemon fails some on purpose, so the
+       manifest is complete: false even when every verdict agrees; the
+       summary says how many and how to fetch them)
   2    usage error
   4    a verdict disagrees with the ground truth (the first ones are listed)
-  130  interrupted by Ctrl-C";
+  130  interrupted by Ctrl-C (SIGINT): during generation the demo stops at
+       once and says what it generated; during the sweep in-flight fetches
+       are abandoned and the manifest is complete: false; a second Ctrl-C
+       aborts at once
+  143  terminated by SIGTERM: handled exactly like Ctrl-C
+
+Without --out, everything goes to a fresh folder under the system temp dir
+($TMPDIR), removed after a passing run (exit 0) unless --keep; a run that
+fails or is interrupted keeps it and says where. An --out folder is always
+kept.";
 
 /// Generate the default synthetic corpus, start the simulated daemon, run the
 /// audit sweep against it, write the report, and compare every verdict with
@@ -33,25 +55,35 @@ Exit codes:
 #[derive(Debug, Args)]
 #[command(after_help = DEMO_EXIT)]
 pub struct DemoArgs {
-    /// Where to put the store, the sweep and the report (default: a fresh
-    /// folder under the system temp dir). Must not exist.
+    /// Where to put the store, the sweep and the report; must not exist, and
+    /// is kept. Default: a fresh folder under the system temp dir, removed
+    /// after a passing run unless --keep.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Keep the temporary folder (the store, sweep and report, about 0.9 GB
+    /// for the default corpus) after a passing run, and say where. Without
+    /// --out it is otherwise removed; a failing or interrupted run always
+    /// keeps it.
+    #[arg(long)]
+    pub keep: bool,
     /// Conversations to generate (1 to 100000).
-    #[arg(long, default_value_t = 405, value_parser = super::corpus_cmd::conversations_value)]
+    #[arg(long, default_value_t = 405, allow_negative_numbers = true, value_parser = super::corpus_cmd::conversations_value)]
     pub conversations: usize,
-    #[arg(long, default_value_t = 1)]
+    /// Seed of the corpus and of the simulated daemon (a whole number, 0 or more).
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = seed())]
     pub seed: u64,
-    /// Fraction of conversations with a planned daemon fault.
-    #[arg(long, default_value_t = 0.0)]
+    /// Fraction of conversations with a planned daemon fault (0 to 1). A
+    /// fault that fails the fetch (HTTP 5xx, reset, hang, ...) leaves its
+    /// session not fetched, so the run exits 1.
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true, value_parser = fraction(1.0))]
     pub fault_rate: f64,
-    /// Simulated daemon latency per request, in milliseconds.
-    #[arg(long, default_value_t = 0)]
+    /// Simulated daemon latency per request, in milliseconds (0 to 1000).
+    #[arg(long, value_name = "MS", default_value_t = 0, allow_negative_numbers = true, value_parser = whole::<u64>(0, MAX_LATENCY_MS))]
     pub latency_ms: u64,
     /// Most conversations fetched at once (1 to 256). Each sends
     /// LoadTrajectory, then its full and ordinary GetCascadeTrajectory
     /// together, so up to twice this many requests are in flight.
-    #[arg(long, default_value_t = 8, value_parser = super::sweep_cmd::concurrency_value)]
+    #[arg(long, default_value_t = 8, allow_negative_numbers = true, value_parser = whole::<usize>(1, MAX_CONCURRENCY as u64))]
     pub concurrency: usize,
     /// How the simulated daemon spells its answers (see `daemon-sim
     /// --json-style`): canonical, nine-digit-times, proto-names,
@@ -63,12 +95,19 @@ pub struct DemoArgs {
     pub quiet: bool,
 }
 
-fn default_out() -> PathBuf {
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis())
-        .unwrap_or(0);
-    std::env::temp_dir().join(format!("agy-audit-demo-{}-{stamp}", std::process::id()))
+/// A fresh folder under the system temp dir, created by this run (mode
+/// 0700, a random name): the only folder the demo ever removes.
+fn fresh_temp_dir() -> anyhow::Result<PathBuf> {
+    let dir = tempfile::Builder::new()
+        .prefix("agy-audit-demo-")
+        .tempdir()
+        .with_context(|| {
+            format!(
+                "creating a folder under the temp dir {}",
+                std::env::temp_dir().display()
+            )
+        })?;
+    Ok(dir.keep())
 }
 
 /// Verdicts that agree with `.truth/expected.jsonl` (verdict and reason class),
@@ -121,15 +160,97 @@ pub fn agreement(m: &Manifest, store: &Path) -> anyhow::Result<(usize, usize, Ve
     Ok((agree, false_verified, off))
 }
 
+/// Where the demo works, and whether it created the folder this run.
+struct Workspace {
+    out: PathBuf,
+    /// Created by this run under the temp dir (no --out): removed after a
+    /// passing run unless --keep.
+    temporary: bool,
+}
+
 pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
-    let out = a.out.clone().unwrap_or_else(default_out);
-    if std::fs::symlink_metadata(&out).is_ok() {
-        bail!(crate::Error::Usage(format!(
-            "{}: already exists; --out must name a new folder",
-            out.display()
-        )));
+    let ws = match &a.out {
+        Some(out) => {
+            if std::fs::symlink_metadata(out).is_ok() {
+                bail!(crate::Error::Usage(format!(
+                    "{}: already exists; --out must name a new folder",
+                    out.display()
+                )));
+            }
+            std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+            Workspace {
+                out: out.clone(),
+                temporary: false,
+            }
+        }
+        None => Workspace {
+            out: fresh_temp_dir()?,
+            temporary: true,
+        },
+    };
+    // Ctrl-C and SIGTERM are handled from here on, generation included.
+    let stop = super::sweep_cmd::interrupt_flag();
+    match demo(&a, &ws, &stop) {
+        Ok(code) => Ok(code),
+        // A reader that closed standard output (`| head`) is no failure.
+        Err(e) if super::broken_pipe(&e) => Err(e),
+        Err(e) => {
+            crate::note!(
+                "demo: the run failed; everything it wrote is kept in {}",
+                ws.out.display()
+            );
+            Err(e)
+        }
     }
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+}
+
+/// `Ctrl-C` or `SIGTERM`, from the exit code of the interrupted run.
+fn signal_name(code: i32) -> &'static str {
+    if code == 143 {
+        "SIGTERM"
+    } else {
+        "Ctrl-C"
+    }
+}
+
+/// Generates the corpus on a worker thread while watching `stop`: `None`
+/// when a signal came first (the worker is left to the process's exit).
+fn generate_watched(opts: GenerateOptions, stop: &AtomicBool) -> anyhow::Result<Option<Summary>> {
+    let worker = std::thread::Builder::new()
+        .name("demo-generate".into())
+        .spawn(move || generate(&opts))
+        .context("starting the corpus generation")?;
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
+        if worker.is_finished() {
+            return match worker.join() {
+                Ok(r) => Ok(Some(r?)),
+                Err(_) => bail!("the corpus generation stopped unexpectedly (its thread panicked)"),
+            };
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+/// Conversations with a source written under `store/conversations` so far.
+fn conversations_written(store: &Path) -> usize {
+    let Ok(dir) = std::fs::read_dir(store.join("conversations")) else {
+        return 0;
+    };
+    dir.filter_map(Result::ok)
+        .filter_map(|e| {
+            let p = e.path();
+            let ext = p.extension()?.to_str()?;
+            matches!(ext, "db" | "pb").then(|| p.file_stem().map(|s| s.to_os_string()))?
+        })
+        .collect::<std::collections::HashSet<_>>()
+        .len()
+}
+
+fn demo(a: &DemoArgs, ws: &Workspace, stop: &std::sync::Arc<AtomicBool>) -> anyhow::Result<i32> {
+    let out = &ws.out;
     let store = out.join("store");
     let plan = PlanOptions {
         conversations: a.conversations,
@@ -137,17 +258,33 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
         fault_rate: a.fault_rate,
         ..PlanOptions::default()
     };
-    let summary = generate(&GenerateOptions {
-        out: store.clone(),
-        plan,
-        force: false,
-    })?;
-    eprintln!(
+    let generated = generate_watched(
+        GenerateOptions {
+            out: store.clone(),
+            plan,
+            force: false,
+        },
+        stop,
+    )?;
+    let Some(generated) = generated else {
+        let code = super::sweep_cmd::interrupted_exit();
+        outln!(
+            "demo: interrupted ({}) while generating the corpus: {} holds a partial corpus ({} of {} written, {}); everything is kept in {}",
+            signal_name(code),
+            store.display(),
+            conversations_written(&store),
+            count(a.conversations as u64, "conversation"),
+            human_bytes(folder_bytes(&store)),
+            out.display()
+        );
+        return Ok(code);
+    };
+    crate::note!(
         "demo: generated {} ({} sqlite, {} legacy, {}) in {}",
-        crate::util::count(summary.conversations as u64, "conversation"),
-        summary.sqlite,
-        summary.protobuf,
-        crate::util::count(summary.steps as u64, "step"),
+        count(generated.conversations as u64, "conversation"),
+        generated.sqlite,
+        generated.protobuf,
+        count(generated.steps as u64, "step"),
         store.display()
     );
     let mut faults = Vec::new();
@@ -169,11 +306,10 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
         hang_limit: Duration::from_secs(60),
         json_style: a.json_style,
     })?;
-    eprintln!("demo: simulated daemon on {}", sim.url());
+    crate::note!("demo: simulated daemon on {}", sim.url());
     let schema = Schema::modeled()?;
     let key = LegacyKey::default();
     let progress = super::sweep_cmd::progress_mode(a.quiet);
-    let stop = super::sweep_cmd::interrupt_flag();
     let sweep_dir = out.join("sweep");
     let opts = SweepOptions {
         root: store.clone(),
@@ -192,9 +328,10 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
         resume: false,
         shard: None,
         bracket_retries: 0,
+        allow_empty: false,
         progress,
     };
-    let result = sweep(&schema, &key, &opts, stop);
+    let result = sweep(&schema, &key, &opts, stop.clone());
     sim.stop();
     let summary = result?;
     let m = summary.manifest;
@@ -209,21 +346,116 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
     )?;
     let (agree, false_verified, off) = agreement(&m, &store)?;
     let c = &m.counts;
+    let code = if summary.interrupted {
+        super::sweep_cmd::interrupted_exit()
+    } else if !m.complete {
+        exit::ERROR
+    } else if off.is_empty() {
+        exit::OK
+    } else {
+        exit::INCOMPLETE
+    };
+    // A passing run's temporary folder goes before anything is printed, so
+    // a closed standard output cannot leave it behind.
+    let size = human_bytes(folder_bytes(out));
+    let removed = (ws.temporary && !a.keep && code == exit::OK).then(|| remove_workspace(out));
+    let sessions = if summary.interrupted {
+        format!(
+            "{} of {} recorded",
+            c.selected,
+            count(generated.conversations as u64, "session")
+        )
+    } else {
+        count(c.selected, "session")
+    };
     outln!(
-        "demo: {} sessions: verified={} verifiedSourceOnly={} unknown={} incomplete={} notFetched={} error={} in {:.2}s (concurrency {})",
-        c.selected, c.verified, c.verified_source_only, c.unknown, c.incomplete, c.not_fetched, c.error, m.timing.wall_seconds, a.concurrency
+        "demo: {sessions}: verified={} verifiedSourceOnly={} unknown={} incomplete={} notFetched={} error={} in {:.2}s (concurrency {})",
+        c.verified, c.verified_source_only, c.unknown, c.incomplete, c.not_fetched, c.error, m.timing.wall_seconds, a.concurrency
     );
     outln!("demo: verdicts agreeing with the ground truth: {agree}/{} (false verified: {false_verified})", m.sessions.len());
     for o in off.iter().take(10) {
         outln!("demo:   disagreement {o}");
     }
-    let size = |p: &Path| folder_bytes(p);
-    outln!("demo: wrote everything under {}:", out.display());
+    let manifest = sweep_dir.join(crate::manifest::MANIFEST_FILE);
+    let resume = format!(
+        "agy-audit audit-sweep --resume --out {} --root {} --daemon-url URL",
+        sweep_dir.display(),
+        store.display()
+    );
+    if summary.interrupted {
+        outln!(
+            "demo: interrupted ({}) during the sweep: {} not reached; the manifest is complete: false",
+            signal_name(code),
+            count(summary.pending, "session")
+        );
+        outln!(
+            "demo: to finish it, serve the store (agy-audit daemon-sim --store {}) and run: {resume} (URL: the one daemon-sim prints); or rerun demo",
+            store.display()
+        );
+    } else if !m.complete {
+        if let Some(why) = &summary.daemon_down {
+            outln!("demo: the simulated daemon stopped answering: {why}");
+        }
+        if c.not_fetched > 0 {
+            let planned = if a.fault_rate > 0.0 {
+                " (--fault-rate plans such failures)"
+            } else {
+                ""
+            };
+            outln!(
+                "demo: {} not fetched: the simulated daemon failed {}{planned}, so the manifest is complete: false and the run exits 1{}",
+                count(c.not_fetched, "session"),
+                if c.not_fetched == 1 { "it" } else { "them" },
+                if off.is_empty() {
+                    format!(", although all {agree} verdicts agree")
+                } else {
+                    String::new()
+                }
+            );
+            outln!(
+                "demo: to fetch them, serve the store without its planned faults (agy-audit daemon-sim --store {} --no-fault-file) and run: {resume} (URL: the one daemon-sim prints); or rerun demo without --fault-rate",
+                store.display()
+            );
+        }
+        if c.error > 0 {
+            outln!(
+                "demo: {} could not be read (error; each is named in {} and sessions.csv), so the manifest is complete: false and the run exits 1",
+                count(c.error, "session"),
+                manifest.display()
+            );
+        }
+    }
+    match removed {
+        Some(Ok(())) => {
+            outln!(
+                "demo: removed {} ({size}: the store, sweep and report of this passing run); pass --keep, or --out DIR, to keep them",
+                out.display()
+            );
+            return Ok(code);
+        }
+        Some(Err(e)) => crate::note!(
+            "demo: could not remove {} ({size}): {}",
+            out.display(),
+            super::chain_text(&e)
+        ),
+        None => {}
+    }
+    let why = match (ws.temporary, code) {
+        (false, _) => String::new(),
+        (true, exit::OK) if a.keep => " (kept: --keep)".to_string(),
+        (true, exit::OK) => " (kept: it could not be removed)".to_string(),
+        (true, _) if summary.interrupted => " (kept: interrupted)".to_string(),
+        (true, _) => " (kept: the run did not pass)".to_string(),
+    };
+    outln!(
+        "demo: wrote everything under {}{why} ({size}):",
+        out.display()
+    );
     outln!(
         "demo:   store    {} ({}, {})",
         store.display(),
-        crate::util::count(summary_conversations(&m), "conversation"),
-        human_bytes(size(&store))
+        count(generated.conversations as u64, "conversation"),
+        human_bytes(folder_bytes(&store))
     );
     outln!(
         "demo:   sweep    {} (manifest.json, sessions.csv, corpus/ with {} raw responses and sidecars; {})",
@@ -231,30 +463,25 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
         std::fs::read_dir(sweep_dir.join("corpus"))
             .map(|d| d.count())
             .unwrap_or(0),
-        human_bytes(size(&sweep_dir))
+        human_bytes(folder_bytes(&sweep_dir))
     );
     outln!(
         "demo:   report   {} and {}",
         report.display(),
         chart.display()
     );
-    outln!(
-        "demo:   manifest {}",
-        sweep_dir.join(crate::manifest::MANIFEST_FILE).display()
-    );
-    Ok(if summary.interrupted {
-        exit::INTERRUPTED
-    } else if !m.complete {
-        exit::ERROR
-    } else if off.is_empty() {
-        exit::OK
-    } else {
-        exit::INCOMPLETE
-    })
+    outln!("demo:   manifest {}", manifest.display());
+    Ok(code)
 }
 
-fn summary_conversations(m: &Manifest) -> u64 {
-    m.counts.selected
+/// Removes the folder this run created under the temp dir: only when it is
+/// still a plain folder (never through a link put in its place).
+fn remove_workspace(out: &Path) -> anyhow::Result<()> {
+    let meta = std::fs::symlink_metadata(out).with_context(|| out.display().to_string())?;
+    if !meta.is_dir() {
+        bail!("{}: no longer the folder this run created", out.display());
+    }
+    std::fs::remove_dir_all(out).with_context(|| format!("removing {}", out.display()))
 }
 
 /// Bytes of every regular file under `dir`.

@@ -469,8 +469,25 @@ pub fn generate(opts: &GenerateOptions) -> Result<Summary, CorpusError> {
             "--conversations must be at least 1".into(),
         ));
     }
-    if !(opts.plan.scale > 0.0 && opts.plan.scale <= 4.0) {
-        return Err(CorpusError::Usage("--scale must be within (0, 4]".into()));
+    let p = &opts.plan;
+    if !(p.scale > 0.0 && p.scale <= 4.0) {
+        return Err(CorpusError::Usage(format!(
+            "--scale must be a finite number greater than 0 and at most 4, got {}",
+            p.scale
+        )));
+    }
+    // At least half of the corpus stays clean.
+    if !(0.0..=0.5).contains(&p.near_miss_rate) {
+        return Err(CorpusError::Usage(format!(
+            "--near-miss-rate must be a finite number between 0 and 0.5, got {}",
+            p.near_miss_rate
+        )));
+    }
+    if !(0.0..=1.0).contains(&p.fault_rate) {
+        return Err(CorpusError::Usage(format!(
+            "--fault-rate must be a finite number between 0 and 1, got {}",
+            p.fault_rate
+        )));
     }
     let plan = plan_corpus(&opts.plan);
     prepare_out(&opts.out, opts.force, &plan)?;

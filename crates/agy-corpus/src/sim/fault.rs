@@ -105,9 +105,10 @@ impl FaultKind {
             None => (text, None),
         };
         let num = |what: &str| -> Result<u64, String> {
-            arg.ok_or_else(|| format!("{name} needs :{what}"))?
+            let a = arg.ok_or_else(|| format!("{name} needs :{what}"))?;
+            a.trim()
                 .parse::<u64>()
-                .map_err(|e| format!("{name}: {what}: {e}"))
+                .map_err(|_| format!("{name} takes {what}, a whole number (0 or more), not `{a}`"))
         };
         let kind = match name {
             "stale-cache" => FaultKind::StaleCache,
@@ -212,9 +213,13 @@ impl FaultSpec {
             .split_once(':')
             .ok_or_else(|| err("expected ID:KIND[:ARG] or rate=R:KIND[:ARG]".into()))?;
         let target = if let Some(r) = head.strip_prefix("rate=") {
-            let rate: f64 = r.parse().map_err(|e| err(format!("rate: {e}")))?;
+            let rate: f64 = r
+                .parse()
+                .map_err(|_| err(format!("rate takes a number between 0 and 1, not `{r}`")))?;
             if !(0.0..=1.0).contains(&rate) {
-                return Err(err("rate must be within 0..=1".into()));
+                return Err(err(format!(
+                    "rate must be a finite number between 0 and 1, got {r}"
+                )));
             }
             FaultTarget::Rate(rate)
         } else {

@@ -45,7 +45,7 @@ pub const SERVICE_PREFIX: &str = "/exa.language_server_pb.LanguageServerService/
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
     /// A store file could not be read or written.
-    #[error("{path}: {source}")]
+    #[error("{path}: {}", crate::util::io_text(source))]
     Io {
         /// The file.
         path: PathBuf,
