@@ -316,3 +316,36 @@ fn resume_removes_the_temp_files_a_killed_run_left_and_nothing_else() {
         assert!(p.exists(), "{} removed", p.display());
     }
 }
+
+/// `demo` with standard output and error both closed (EPIPE on every
+/// write) finishes its work: the run is recorded in its files.
+#[test]
+fn demo_with_closed_stdout_and_stderr_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("demo");
+    let mut child = bin()
+        .args(["demo", "--conversations", "6", "--out"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if started.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("demo with closed stdout and stderr hung");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(0));
+    let m = manifest(&out.join("sweep"));
+    assert_eq!(m["complete"], true);
+    assert_eq!(m["counts"]["selected"], 6);
+}

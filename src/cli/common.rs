@@ -51,7 +51,7 @@ impl DecodeArgs {
             Err(e) => return Err(anyhow::Error::new(e).context("loading the descriptor set")),
         };
         if let crate::schema::SchemaOrigin::File(p) = &schema.origin {
-            eprintln!(
+            crate::note!(
                 "agy-audit: note: {} is not pinned (--schema-sha256 or {}): output is unverified inspection, profile label `unpinned`",
                 p.display(),
                 pin::manifest_path(p).display()
@@ -89,24 +89,6 @@ impl RootArg {
                 Err(e) => Err(e.into()),
             },
             None => Ok(crate::discover::default_root()?),
-        }
-    }
-
-    /// [`RootArg::try_get`] for callers that take a plain path: a usage
-    /// error is printed as `agy-audit <command>: usage error: ...` and the
-    /// process exits 2 (before the command has done anything). Prefer
-    /// `try_get` and `?`.
-    pub fn get(&self) -> PathBuf {
-        match self.try_get() {
-            Ok(p) => p,
-            Err(e) => {
-                let command = std::env::args().nth(1).unwrap_or_default();
-                crate::note!(
-                    "agy-audit {command}: usage error: {}",
-                    super::chain_text(&e)
-                );
-                std::process::exit(crate::verdict::exit::USAGE)
-            }
         }
     }
 }

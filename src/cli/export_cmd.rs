@@ -93,7 +93,7 @@ fn report_wal_tail(db: &std::path::Path) {
 
 pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
     let (schema, key) = a.decode.load_inspect()?;
-    let root = a.root.get();
+    let root = a.root.try_get()?;
     let path = crate::discover::resolve(&a.source, &root)?;
     let opts = ReadOptions {
         schema: &schema,

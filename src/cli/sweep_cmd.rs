@@ -42,10 +42,10 @@ pub struct SweepArgs {
     /// Most conversations fetched at once (1 to 256). Each sends
     /// LoadTrajectory, then its full and ordinary GetCascadeTrajectory
     /// together, so up to twice this many requests are in flight.
-    #[arg(long, default_value_t = 8, value_parser = concurrency_value)]
+    #[arg(long, default_value_t = 8, allow_negative_numbers = true, value_parser = concurrency_value)]
     pub concurrency: usize,
     /// Decode threads (1 to 256; default: the number of CPUs).
-    #[arg(long, value_parser = jobs_value)]
+    #[arg(long, allow_negative_numbers = true, value_parser = jobs_value)]
     pub jobs: Option<usize>,
     /// Continue an interrupted sweep in --out (same --root and --shard; the
     /// daemon may have restarted on another port: each session records the
@@ -70,14 +70,7 @@ pub struct SweepArgs {
 }
 
 fn bounded(s: &str, max: usize) -> Result<usize, String> {
-    let n: usize = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a whole number"))?;
-    if n == 0 || n > max {
-        return Err(format!("must be between 1 and {max}, got {n}"));
-    }
-    Ok(n)
+    super::common::whole::<usize>(1, max as u64)(s)
 }
 
 /// `--concurrency`: 1 to [`MAX_CONCURRENCY`].
@@ -143,13 +136,13 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
     let on_signal = {
         let flag = stop.clone();
         move |signal: i32| {
-            let name = if signal == 15 { "SIGTERM" } else { "Ctrl-C" };
+            let by = if signal == 15 { " after SIGTERM" } else { "" };
             if flag.swap(true, Ordering::SeqCst) {
                 crate::note!("agy-audit: aborted");
                 std::process::exit(interrupted_exit());
             }
             SIGNAL.store(signal, Ordering::SeqCst);
-            crate::note!("agy-audit: interrupted ({name}): draining (in-flight fetches are abandoned; interrupt again to abort)");
+            crate::note!("agy-audit: interrupted: draining{by} (in-flight fetches are abandoned; interrupt again to abort)");
         }
     };
     #[cfg(unix)]
@@ -174,7 +167,7 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
 
 pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
     let (schema, key) = a.decode.load()?;
-    let root = a.root.get();
+    let root = a.root.try_get()?;
     let endpoint = a.daemon.endpoint(&root)?;
     let stop = interrupt_flag();
     let opts = SweepOptions {

@@ -88,7 +88,7 @@ fn refuse_foreign_sidecar(out: &Path, force: bool) -> anyhow::Result<()> {
 
 pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
     let (schema, key) = a.decode.load()?;
-    let root = a.root.get();
+    let root = a.root.try_get()?;
     let path = crate::discover::resolve(&a.source, &root)?;
     let out = a.out.clone().unwrap_or_else(|| sidecar_path(&path));
     if a.recheck {

@@ -94,7 +94,7 @@ pub fn sweep(
     let corpus = opts.out.join("corpus");
     // Everything that can refuse the run is checked before --out is touched,
     // so a failed start leaves nothing behind to block a rerun or --resume.
-    let root = std::fs::canonicalize(&opts.root).map_err(|e| Error::io(&opts.root, e))?;
+    let root = crate::discover::store_root(&opts.root)?;
     let discovery = discover(&root)?;
     let skipped: Vec<crate::manifest::Skipped> = discovery
         .ignored

@@ -19,7 +19,7 @@ pub enum WriteError {
     Symlink { path: PathBuf },
     #[error("{path}: refusing to overwrite an existing file (use --force)")]
     Exists { path: PathBuf },
-    #[error("{path}: refusing to write over {input}: it is an input of this command (a conversation source or its -wal/-shm, a manifest, a binary, a descriptor set or a key), never an output, even with --force")]
+    #[error("{path}: refusing to write: {} an input of this command (a conversation source or its -wal/-shm, a manifest, a binary, a descriptor set or a key), never an output, even with --force", same_file_text(path, input))]
     Protected { path: PathBuf, input: PathBuf },
     #[error("{path}: not a regular file")]
     NotAFile { path: PathBuf },
@@ -31,6 +31,15 @@ pub enum WriteError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// "it is" when the output names the input itself, else "it is <input>,".
+fn same_file_text(path: &Path, input: &Path) -> String {
+    if path == input {
+        "it is".into()
+    } else {
+        format!("it is {} (the same file),", input.display())
+    }
 }
 
 /// How to write an output file.
