@@ -228,7 +228,9 @@ fn sweep_qualify_report_and_sync_against_a_fake_daemon() {
         ("verified", ""),
         ("incomplete", "full-mismatch"),
         ("error", "daemon-unavailable"),
-        ("incomplete", "ordinary-mismatch"),
+        // An ordinary-response member the schema does not know is RPC-only
+        // presentation: kept in the payload and named, not a mismatch.
+        ("verified", ""),
         ("incomplete", "source-changed"),
         ("verified-source-only", ""),
     ];
@@ -239,10 +241,30 @@ fn sweep_qualify_report_and_sync_against_a_fake_daemon() {
             "session {i}: {err}"
         );
     }
-    assert_eq!(m["counts"]["verified"], 1);
+    assert_eq!(m["counts"]["verified"], 2);
     assert_eq!(m["counts"]["verifiedSourceOnly"], 1);
     assert_eq!(m["counts"]["protobuf"], 1);
-    assert_eq!(m["counts"]["notVerified"], 4);
+    assert_eq!(m["counts"]["notVerified"], 3);
+    // The RPC-only member is named in the manifest and the sidecar, and kept
+    // in the saved payload (so in its digest).
+    assert_eq!(
+        m["sessions"][3]["rpcOnlyFields"],
+        serde_json::json!(["rpcOnlyField"])
+    );
+    assert!(m["sessions"][0].get("rpcOnlyFields").is_none());
+    let extra: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(
+            out.join("corpus")
+                .join(format!("{}.trajectory.json", IDS[3])),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        extra["agyReader"]["completeness"]["rpcOnlyFields"],
+        serde_json::json!(["rpcOnlyField"])
+    );
+    assert_eq!(extra["rpcOnlyField"], 1);
     assert_eq!(m["counts"]["legacyUnverifiable"], 0);
     assert_eq!(m["profiles"].as_array().unwrap().len(), 2);
     let sidecar: serde_json::Value = serde_json::from_slice(
@@ -362,7 +384,11 @@ fn sweep_qualify_report_and_sync_against_a_fake_daemon() {
         String::from_utf8_lossy(&o.stderr)
     );
     let md = std::fs::read_to_string(&rep).unwrap();
-    assert!(md.contains("6 sessions: **1 verified**"), "{md}");
+    assert!(md.contains("6 sessions: **2 verified**"), "{md}");
+    assert!(
+        md.contains("| `rpcOnlyField` | 1 | 1 |"),
+        "the report counts the RPC-only member: {md}"
+    );
     assert!(std::fs::read_to_string(root.path().join("report.svg"))
         .unwrap()
         .starts_with("<svg"));

@@ -771,7 +771,7 @@ fn compare(
         agy_audit::schema::to_daemon_json(&p.ordinary(&t)),
         agy_audit::schema::to_daemon_json(&fresh.ordinary(&t))
     );
-    r
+    r.map(|_| ())
 }
 
 const WAIT: &str = "/runCommand/waitMsBeforeAsync";

@@ -47,7 +47,18 @@ pub struct Completeness {
     pub reason_class: Option<ReasonClass>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub source_only: Vec<Value>,
+    /// The paths of the ordinary response's members the schema does not
+    /// know (RPC-only presentation, kept in the payload and its digest).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rpc_only_fields: Vec<String>,
+    /// How many more such members there were past the listed ones.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rpc_only_fields_unlisted: usize,
     pub verified_at: String,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Completeness {
@@ -165,6 +176,8 @@ mod tests {
             reason: None,
             reason_class: None,
             source_only: vec![],
+            rpc_only_fields: vec![],
+            rpc_only_fields_unlisted: 0,
             verified_at: "2026-12-02T00:00:00Z".into(),
         };
         let doc = sidecar(&ord, &c);

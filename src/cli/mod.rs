@@ -22,6 +22,7 @@ mod corpus_cmd;
 mod daemon_args;
 mod daemon_sim_cmd;
 mod demo_cmd;
+mod export_check_cmd;
 mod export_cmd;
 mod qualify_cmd;
 mod report_cmd;
@@ -29,6 +30,7 @@ mod rules_cmd;
 mod schema_cmd;
 mod sweep_cmd;
 mod sync_cmd;
+mod verify_capture_cmd;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -57,6 +59,9 @@ pub enum Command {
     Schema(schema_cmd::SchemaCommand),
     /// Export one conversation from its stored source alone (JSON or Markdown).
     ExportOffline(export_cmd::ExportArgs),
+    /// Compare each verified session's offline export (JSON and Markdown)
+    /// with the daemon answer a sweep saved, listing every difference.
+    ExportCheck(export_check_cmd::ExportCheckArgs),
     /// Requalify a whole store against the daemon into a version-5 manifest.
     AuditSweep(sweep_cmd::SweepArgs),
     /// Recheck a captured version-5 manifest offline (the CI regression).
@@ -65,6 +70,9 @@ pub enum Command {
     Report(report_cmd::ReportArgs),
     /// Verify one conversation and write its sidecar, or recheck it offline.
     Sync(sync_cmd::SyncArgs),
+    /// Verify one conversation from captured files (source, full and
+    /// ordinary answers) without a daemon, and print the verdict.
+    VerifyCapture(verify_capture_cmd::VerifyCaptureArgs),
     /// Measure decode throughput against SHA-256 and a peer decoder.
     Bench(bench_cmd::BenchArgs),
     /// The main job on the embedded default: generate the synthetic corpus,
@@ -87,10 +95,12 @@ impl Command {
         match self {
             Command::Schema(_) => "schema",
             Command::ExportOffline(_) => "export-offline",
+            Command::ExportCheck(_) => "export-check",
             Command::AuditSweep(_) => "audit-sweep",
             Command::AuditQualify(_) => "audit-qualify",
             Command::Report(_) => "report",
             Command::Sync(_) => "sync",
+            Command::VerifyCapture(_) => "verify-capture",
             Command::Bench(_) => "bench",
             Command::Demo(_) => "demo",
             Command::Rules(_) => "rules",
@@ -118,10 +128,12 @@ pub fn main() -> i32 {
     let result = match cli.command {
         Command::Schema(c) => schema_cmd::run(c),
         Command::ExportOffline(a) => export_cmd::run(a),
+        Command::ExportCheck(a) => export_check_cmd::run(a),
         Command::AuditSweep(a) => sweep_cmd::run(a),
         Command::AuditQualify(a) => qualify_cmd::run(a),
         Command::Report(a) => report_cmd::run(a),
         Command::Sync(a) => sync_cmd::run(a),
+        Command::VerifyCapture(a) => verify_capture_cmd::run(a),
         Command::Bench(a) => bench_cmd::run(a),
         Command::Demo(a) => demo_cmd::run(a),
         Command::Rules(a) => rules_cmd::run(a),

@@ -118,12 +118,35 @@ pub fn compare_full(
 }
 
 /// Compares the ordinary RPC trajectory with the projection.
+///
+/// "Unknown RPC-only JSON fields remain in the saved payload and its
+/// digest." Read to the letter: a member of the ordinary response that the
+/// schema does not know at its place (no field of that message, in either
+/// spelling) is presentation the daemon computed, with nothing in the source
+/// it could come from; it does not fail the comparison, it stays in the
+/// saved payload and its digest, and its path is returned so that the
+/// manifest, the sidecar and the report name it (a release that adds one is
+/// visible). Every field the schema knows must still equal the projection,
+/// every projected field must be present, and no member may repeat. The
+/// full response has no such allowance ([`compare_full`]): it must equal
+/// the persisted trajectory, so a member the source lacks fails there.
 pub fn compare_ordinary(
-    schema: &Schema,
+    _schema: &Schema,
     projection: &DynamicMessage,
     ordinary: &str,
-) -> Result<(), Mismatch> {
-    compare(schema, projection, ordinary, ReasonClass::OrdinaryMismatch)
+) -> Result<value::RpcOnly, Mismatch> {
+    if stream::equals(projection, ordinary) {
+        return Ok(value::RpcOnly::default());
+    }
+    let (diffs, rpc_only) = value::diff_text_rpc_only(projection, ordinary, MAX_REPORTED_PATHS);
+    if diffs.is_empty() {
+        Ok(rpc_only)
+    } else {
+        Err(Mismatch {
+            class: ReasonClass::OrdinaryMismatch,
+            paths: diffs,
+        })
+    }
 }
 
 /// Compares the ordinary RPC trajectory with the projection of `trajectory`
@@ -139,7 +162,7 @@ pub fn compare_ordinary_projection(
     projection: &mut crate::project::Projection,
     trajectory: &mut DynamicMessage,
     ordinary: &str,
-) -> Result<(), Mismatch> {
+) -> Result<value::RpcOnly, Mismatch> {
     use crate::project::modern::replay_wait::{explicit_waits, WaitForm};
     let copied = compare_ordinary(schema, &projection.present(trajectory), ordinary);
     let waits = projection.replay_waits();
@@ -149,15 +172,15 @@ pub fn compare_ordinary_projection(
     projection.set_wait_form(WaitForm::Omitted, &waits);
     let omitted = compare_ordinary(schema, &projection.present(trajectory), ordinary);
     projection.set_wait_form(WaitForm::Copied, &waits);
-    if omitted.is_err() {
+    let Ok(rpc_only) = omitted else {
         return copied;
-    }
+    };
     let indices: Vec<usize> = waits.iter().map(|(i, _)| *i).collect();
     let explicit = parse_value(ordinary)
         .map(|v| explicit_waits(&v, &indices))
         .unwrap_or_default();
     if explicit.is_empty() {
-        Ok(())
+        Ok(rpc_only)
     } else {
         Err(Mismatch {
             class: ReasonClass::OrdinaryMismatch,

@@ -52,9 +52,50 @@ pub fn diff_value(expected: &DynamicMessage, actual: &J, limit: usize) -> Vec<St
     let mut d = Differ {
         out: Vec::new(),
         limit: limit.max(1),
+        rpc_only: None,
     };
     d.message(expected, actual, "");
     d.out
+}
+
+/// The most RPC-only member paths one comparison names; past it the
+/// comparison still tolerates them but stops listing (see
+/// [`RpcOnly::more`]).
+pub const MAX_RPC_ONLY_PATHS: usize = 1000;
+
+/// The members of an ordinary response that the schema does not know (no
+/// field of the message at their place, in either spelling): presentation
+/// the daemon computes, kept in the saved payload and its digest.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RpcOnly {
+    /// Their paths (`steps[3].rpcRenderHints`), in response order.
+    pub paths: Vec<String>,
+    /// How many more there were past [`MAX_RPC_ONLY_PATHS`].
+    pub more: usize,
+}
+
+/// [`diff_text`] that tolerates members the schema does not know, returning
+/// their paths beside the differences: every known field must still denote
+/// the expected value, every expected field be present, no member repeat.
+pub fn diff_text_rpc_only(
+    expected: &DynamicMessage,
+    text: &str,
+    limit: usize,
+) -> (Vec<String>, RpcOnly) {
+    if let Err(e) = unique_members(text) {
+        return (vec![e], RpcOnly::default());
+    }
+    let actual = match serde_json::from_str::<J>(text) {
+        Ok(a) => a,
+        Err(e) => return (vec![format!("not JSON: {e}")], RpcOnly::default()),
+    };
+    let mut d = Differ {
+        out: Vec::new(),
+        limit: limit.max(1),
+        rpc_only: Some(RpcOnly::default()),
+    };
+    d.message(expected, &actual, "");
+    (d.out, d.rpc_only.unwrap_or_default())
 }
 
 /// Checks that no object in `text` repeats a member; the error names the
@@ -142,6 +183,9 @@ impl<'de> Visitor<'de> for Unique<'_> {
 struct Differ {
     out: Vec<String>,
     limit: usize,
+    /// When set, a member the schema does not know is recorded here
+    /// instead of being a difference.
+    rpc_only: Option<RpcOnly>,
 }
 
 fn join(path: &str, key: &str) -> String {
@@ -245,6 +289,14 @@ impl Differ {
                 .get_field_by_json_name(key)
                 .or_else(|| desc.get_field_by_name(key))
             else {
+                if let Some(r) = self.rpc_only.as_mut() {
+                    if r.paths.len() < MAX_RPC_ONLY_PATHS {
+                        r.paths.push(here);
+                    } else {
+                        r.more += 1;
+                    }
+                    continue;
+                }
                 self.push(
                     &here,
                     format!(

@@ -107,6 +107,18 @@ pub struct SessionRecord {
     /// to a restarted daemon on another port).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
+    /// A verified session's ordinary-response members that the schema does
+    /// not know (RPC-only presentation kept in the payload and its digest),
+    /// by path, as its attestation records them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rpc_only_fields: Vec<String>,
+    /// How many more such members there were past the listed ones.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rpc_only_fields_unlisted: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl SessionRecord {
@@ -131,6 +143,8 @@ impl SessionRecord {
                 Vec::new()
             },
             endpoint: None,
+            rpc_only_fields: r.rpc_only.paths.clone(),
+            rpc_only_fields_unlisted: r.rpc_only.more,
         }
     }
 
@@ -164,6 +178,8 @@ impl SessionRecord {
             step_types: Default::default(),
             source_only: Vec::new(),
             endpoint: None,
+            rpc_only_fields: Vec::new(),
+            rpc_only_fields_unlisted: 0,
         }
     }
 

@@ -39,17 +39,64 @@ pub struct SessionResult {
     pub bytes: u64,
     /// Steps by type name (CORTEX_STEP_TYPE_ prefix dropped).
     pub step_types: BTreeMap<String, u64>,
+    /// The ordinary response's members the schema does not know (verified
+    /// sessions only; see `compare::compare_ordinary`).
+    pub rpc_only: crate::compare::value::RpcOnly,
     /// The fetch was abandoned (Ctrl-C) or the daemon went away: nothing
     /// about this session is known, so the sweep does not record it and
     /// `--resume` fetches it again.
     pub abandoned: bool,
 }
 
-/// Everything `audit_decoded` needs besides the source.
+/// Where a conversation's two answers come from: the daemon
+/// ([`DaemonClient`]: LoadTrajectory, then the full and the ordinary
+/// GetCascadeTrajectory in flight together) or captured files
+/// ([`Captured`]). The audit brackets whichever it is with two source
+/// snapshots and judges the answers the same way.
+pub trait Answers: Sync {
+    /// The full (unrehydrated) and the ordinary answer for `cascade`.
+    fn fetch(&self, cascade: &str) -> Result<(TrajectoryResponse, TrajectoryResponse), RpcError>;
+}
+
+impl Answers for DaemonClient {
+    fn fetch(&self, cascade: &str) -> Result<(TrajectoryResponse, TrajectoryResponse), RpcError> {
+        self.load_trajectory(cascade)
+            .and_then(|()| fetch_pair(self, cascade))
+    }
+}
+
+/// Answers captured beforehand (`verify-capture`): the full and the
+/// ordinary response bodies, each either a whole GetCascadeTrajectory
+/// answer or the bare trajectory (as a sidecar keeps it), checked as strictly
+/// as a live answer.
+#[derive(Debug, Clone)]
+pub struct Captured {
+    pub full: (String, Vec<u8>),
+    pub ordinary: (String, Vec<u8>),
+}
+
+impl Answers for Captured {
+    fn fetch(&self, _cascade: &str) -> Result<(TrajectoryResponse, TrajectoryResponse), RpcError> {
+        let parse = |(name, body): &(String, Vec<u8>)| {
+            TrajectoryResponse::parse_captured(body.clone()).map_err(|defect| {
+                RpcError::InvalidResponse {
+                    endpoint: name.clone(),
+                    method: "GetCascadeTrajectory",
+                    defect,
+                }
+            })
+        };
+        Ok((parse(&self.full)?, parse(&self.ordinary)?))
+    }
+}
+
+/// Everything `audit_prepared` needs besides the source.
 pub struct AuditContext<'a> {
     pub schema: &'a Schema,
     pub key: &'a LegacyKey,
-    pub client: Option<&'a DaemonClient>,
+    /// Where the answers come from; `None` offline (no verdict beyond the
+    /// source's own refusals).
+    pub client: Option<&'a dyn Answers>,
     pub bracket_retries: u32,
 }
 
@@ -122,6 +169,7 @@ pub fn error_result(path: &Path, format: Format, err: &crate::Error) -> SessionR
         sidecar: None,
         bytes: 0,
         step_types: BTreeMap::new(),
+        rpc_only: Default::default(),
         abandoned: false,
     }
 }
@@ -151,6 +199,7 @@ fn base_result(p: &Prepared) -> SessionResult {
         sidecar: None,
         bytes: s.encoding.len() as u64,
         step_types: s.step_types(),
+        rpc_only: Default::default(),
         abandoned: false,
     }
 }
@@ -230,9 +279,7 @@ pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Session
             );
         };
         let cascade = result.cascade_id.clone();
-        let fetched = client
-            .load_trajectory(&cascade)
-            .and_then(|()| fetch_pair(client, &cascade));
+        let fetched = client.fetch(&cascade);
         // The bracket: snapshot the source again after both answers.
         let after = unchanged(
             &prepared.source.path,
@@ -293,7 +340,7 @@ fn judge(
     compare_full(ctx.schema, persisted, full.trajectory())?;
     let compared =
         compare_ordinary_projection(ctx.schema, projection, persisted, ordinary.trajectory());
-    compared?;
+    let rpc_only = compared?;
     let ordinary_value = match parse_value(ordinary.trajectory()) {
         Ok(v) => v,
         Err(e) => {
@@ -318,8 +365,11 @@ fn judge(
         reason: result.reason.clone(),
         reason_class: None,
         source_only: Completeness::source_only_entries(&result.source_only),
+        rpc_only_fields: rpc_only.paths.clone(),
+        rpc_only_fields_unlisted: rpc_only.more,
         verified_at: crate::util::time::now_rfc3339(),
     };
+    result.rpc_only = rpc_only;
     result.sidecar = Some(sidecar_bytes(&ordinary_value, &completeness));
     Ok(())
 }

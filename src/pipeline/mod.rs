@@ -6,5 +6,7 @@
 pub mod audit;
 pub mod sweep;
 
-pub use audit::{audit_prepared, prepare, AuditContext, Prepared, SessionResult};
+pub use audit::{
+    audit_prepared, prepare, Answers, AuditContext, Captured, Prepared, SessionResult,
+};
 pub use sweep::{sweep, ProgressMode, SweepOptions, SweepSummary};

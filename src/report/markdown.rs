@@ -161,6 +161,7 @@ pub fn render_report(m: &Manifest, chart: Option<&str>) -> String {
     for (r, n) in &rules_used {
         let _ = writeln!(s, "| {r} | {n} |");
     }
+    rpc_only_section(&mut s, m);
     let _ = writeln!(
         s,
         "\n## Step-type coverage\n\n| step type | steps | in verified sessions |\n|---|---|---|"
@@ -186,6 +187,66 @@ pub fn render_report(m: &Manifest, chart: Option<&str>) -> String {
         t.source_bytes as f64 / 1e6
     );
     s
+}
+
+/// `steps[12].x[3].y` as `steps[].x[].y`: one row per place, not per index.
+fn path_pattern(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    let mut in_index = false;
+    for c in path.chars() {
+        match c {
+            '[' => {
+                in_index = true;
+                out.push('[');
+            }
+            ']' => {
+                in_index = false;
+                out.push(']');
+            }
+            _ if in_index => {}
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// The ordinary responses' members the schema does not know, which the
+/// comparison kept in the payload ("Unknown RPC-only JSON fields remain in
+/// the saved payload and its digest"): counted per place, so that a release
+/// that adds one is visible.
+fn rpc_only_section(s: &mut String, m: &Manifest) {
+    let mut places: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let mut unlisted = 0usize;
+    for sess in &m.sessions {
+        let mut seen: std::collections::BTreeSet<String> = Default::default();
+        for p in &sess.rpc_only_fields {
+            let pattern = path_pattern(p);
+            let e = places.entry(pattern.clone()).or_insert((0, 0));
+            e.1 += 1;
+            if seen.insert(pattern) {
+                e.0 += 1;
+            }
+        }
+        unlisted += sess.rpc_only_fields_unlisted;
+    }
+    let _ = writeln!(s, "\n## RPC-only fields\n");
+    if places.is_empty() {
+        let _ = writeln!(
+            s,
+            "None: every member of every verified ordinary response is a field of the schema."
+        );
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "Members of the ordinary responses that the schema does not know, kept in the saved payload and its digest.\n\n| place | sessions | members |\n|---|---|---|"
+    );
+    for (place, (sessions, n)) in &places {
+        let _ = writeln!(s, "| `{place}` | {sessions} | {n} |");
+    }
+    if unlisted > 0 {
+        let _ = writeln!(s, "\n{unlisted} more past the listed ones.");
+    }
 }
 
 #[cfg(test)]

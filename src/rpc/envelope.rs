@@ -144,6 +144,47 @@ pub fn parse(body: &[u8]) -> Result<Envelope, ResponseDefect> {
     })
 }
 
+/// Checks `body` as a bare trajectory (a captured answer without its
+/// envelope, as a sidecar keeps it): UTF-8, depth, one JSON object whose
+/// `steps` and `generatorMetadata` appear at most once. It has no status or
+/// counts to check; the status reads as unspecified and the step count is
+/// the trajectory's own.
+pub fn parse_bare(body: &[u8]) -> Result<Envelope, ResponseDefect> {
+    let text = std::str::from_utf8(body).map_err(|e| ResponseDefect::NotUtf8 {
+        offset: e.valid_up_to(),
+    })?;
+    check_depth(text.as_bytes())?;
+    let raw: &serde_json::value::RawValue =
+        serde_json::from_str(text).map_err(|e| ResponseDefect::NotJson {
+            detail: e.to_string(),
+        })?;
+    if !raw.get().starts_with('{') {
+        return Err(ResponseDefect::TrajectoryNotObject);
+    }
+    let start = raw.get().as_ptr() as usize - text.as_ptr() as usize;
+    let lists = count_lists(raw.get())?;
+    Ok(Envelope {
+        trajectory: start..start + raw.get().len(),
+        status: RUN_STATUSES[0].0,
+        num_total_steps: u32::try_from(lists.steps).unwrap_or(u32::MAX),
+    })
+}
+
+/// Whether `body` is a whole answer (its top-level object has a
+/// `trajectory` member, which no Trajectory field is named) rather than a
+/// bare trajectory. Only the top level is read.
+pub fn is_enveloped(body: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Probe<'a> {
+        #[serde(borrow, default)]
+        trajectory: Option<&'a serde_json::value::RawValue>,
+    }
+    std::str::from_utf8(body)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Probe<'_>>(t).ok())
+        .is_some_and(|p| p.trajectory.is_some())
+}
+
 /// One pass over the bytes: the deepest `[`/`{` nesting outside strings.
 fn check_depth(b: &[u8]) -> Result<(), ResponseDefect> {
     let (mut depth, mut in_str, mut escaped) = (0usize, false, false);

@@ -210,6 +210,18 @@ impl TrajectoryResponse {
         Ok(TrajectoryResponse { body, envelope })
     }
 
+    /// A captured answer: a whole response ([`Self::parse`]) when its top
+    /// level has a `trajectory` member, else a bare trajectory
+    /// ([`envelope::parse_bare`]).
+    pub fn parse_captured(body: Vec<u8>) -> Result<TrajectoryResponse, ResponseDefect> {
+        let envelope = if envelope::is_enveloped(&body) {
+            envelope::parse(&body)?
+        } else {
+            envelope::parse_bare(&body)?
+        };
+        Ok(TrajectoryResponse { body, envelope })
+    }
+
     /// The exact text of the `trajectory` member.
     pub fn trajectory(&self) -> &str {
         // The envelope's range lies on UTF-8 boundaries of a body it checked.
