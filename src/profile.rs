@@ -100,13 +100,23 @@ pub fn sqlite_profile(schema: &Schema) -> String {
     sqlite_profile_with(schema, QUALIFIED_RULES)
 }
 
+/// The release and binary the specification took agy's fixed format key
+/// from (agy 1.4.4, SHA-256 337dcde66844...), as its legacy profile names
+/// them.
+pub const FORMAT_KEY_ORIGIN: &str = "agy-1.4.4-337dcde66844";
+
 /// The legacy profile: the SQLite profile prefixed with the envelope and key.
+/// "LegacyProfile prefixes the unchanged SQLite schema/projection profile
+/// with legacy-aes256gcm-v1-agy-1.4.4-337dcde66844/": the format key is
+/// named as the specification writes it; any other key (inspection only) by
+/// the first 12 hex digits of its SHA-256.
 pub fn legacy_profile(schema: &Schema, key: &LegacyKey) -> String {
-    format!(
-        "legacy-aes256gcm-v1-{}/{}",
-        key.fingerprint(),
-        sqlite_profile(schema)
-    )
+    let key_name = if key.is_format_key() {
+        FORMAT_KEY_ORIGIN.to_string()
+    } else {
+        key.fingerprint()
+    };
+    format!("legacy-aes256gcm-v1-{key_name}/{}", sqlite_profile(schema))
 }
 
 #[cfg(test)]
@@ -125,9 +135,13 @@ mod tests {
         let fewer = sqlite_profile_with(&s, &QUALIFIED_RULES[..3]);
         assert_ne!(p, fewer);
         let l = legacy_profile(&s, &LegacyKey::default());
-        assert!(
-            l.starts_with("legacy-aes256gcm-v1-") && l.ends_with(&p),
-            "{l}"
+        assert_eq!(l, format!("legacy-aes256gcm-v1-agy-1.4.4-337dcde66844/{p}"));
+        let other = LegacyKey::from_bytes([7u8; 32]);
+        let o = legacy_profile(&s, &other);
+        assert_eq!(
+            o,
+            format!("legacy-aes256gcm-v1-{}/{p}", other.fingerprint()),
+            "another key keeps the key-digest form"
         );
     }
 }
