@@ -9,7 +9,9 @@
 //! `r<hex>` part is a digest of every qualified rule identifier, so changing
 //! the rule set changes the profile even when no suffix does; a schema change
 //! changes the digest part. Legacy sources prefix
-//! `legacy-aes256gcm-v1-<key sha256 12 hex>/`.
+//! `legacy-aes256gcm-v1-agy-1.4.4-337dcde66844/` under agy's format key (as
+//! the specification writes it), `legacy-aes256gcm-v1-<key sha256 12 hex>/`
+//! under any other.
 
 use crate::rules::{RuleId, RETAINED_SUFFIXES, SUFFIX_ORDER};
 use crate::schema::Schema;
@@ -17,56 +19,10 @@ use crate::source::legacy::LegacyKey;
 use crate::util::hex;
 use sha2::{Digest, Sha256};
 
-/// The rules this build qualifies: the source-level ones and the projection rules.
-pub const QUALIFIED_RULES: &[RuleId] = &[
-    RuleId::Passthrough,
-    RuleId::SourceOnlyPlanner50,
-    RuleId::SourceOnlyPrompt23,
-    RuleId::PerToolOutputMap,
-    RuleId::CustomizationKindMap,
-    RuleId::EmbeddedNativeStep,
-    RuleId::CanceledCommandStatus,
-    RuleId::PermissionRunCommand,
-    RuleId::PermissionViewFile,
-    RuleId::ViewFileContentOffset,
-    RuleId::WriteToFileAppend,
-    RuleId::OuterError,
-    RuleId::FailedGenerateImage,
-    RuleId::EmbeddedImageSuccess,
-    RuleId::FailedListResources,
-    RuleId::CommandBridgeFormatFailure,
-    RuleId::ResultlessFailedBeforeRun,
-    RuleId::ResultlessHookDenied,
-    RuleId::MissingToolSummary,
-    RuleId::ResultlessRejectedPermission,
-    RuleId::ResultlessCanceledPrompt,
-    RuleId::ResultlessBuiltinViewFile,
-    RuleId::History2SkillRegistry,
-    RuleId::PayloadFreeManageTask,
-    RuleId::ManageTaskSendInput,
-    RuleId::PayloadFreeScheduleSubagents,
-    RuleId::PayloadFreeListPermissions,
-    RuleId::PayloadFreeAskPermission,
-    RuleId::GenerateImageAny,
-    RuleId::ModernRunCommand,
-    RuleId::ModernReadFile,
-    RuleId::ModernFileEdit,
-    RuleId::ModernInvokeSubagent,
-    RuleId::ModernManageTask,
-    RuleId::ModernSchedule,
-    RuleId::ModernPermission1,
-    RuleId::ModernCanceledBackgroundCommand,
-    RuleId::ModernManageSubagentsList,
-    RuleId::ModernSubagentInheritWorkspace,
-    RuleId::ModernSkillPath,
-    RuleId::ModernIde225ReadPermissions,
-    RuleId::ModernIde225ByteOffset,
-    RuleId::ModernIde225Artifact,
-    RuleId::ModernFinish,
-    RuleId::ModernMissingFileRead,
-    RuleId::ModernReplayWaits,
-    RuleId::ModernImageRead,
-];
+/// The rules this build qualifies: the whole catalogue ([`RuleId::ALL`]),
+/// the source-level rules and the projection rules, derived rather than
+/// copied, so a rule added to the catalogue is in the profile.
+pub const QUALIFIED_RULES: &[RuleId] = RuleId::ALL;
 
 fn rules_digest(rules: &[RuleId]) -> String {
     let mut ids: Vec<&str> = rules.iter().map(|r| r.id()).collect();
@@ -122,6 +78,33 @@ pub fn legacy_profile(schema: &Schema, key: &LegacyKey) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A rule left out of the profile would silently drop out of it: the
+    /// profile's rule set is the catalogue itself, every rule in it once.
+    #[test]
+    fn every_rule_is_in_the_profiles_rule_set() {
+        for r in RuleId::ALL {
+            assert_eq!(
+                QUALIFIED_RULES.iter().filter(|q| *q == r).count(),
+                1,
+                "{r:?}"
+            );
+        }
+        let s = Schema::modeled().unwrap();
+        for (i, r) in RuleId::ALL.iter().enumerate() {
+            let without: Vec<RuleId> = RuleId::ALL
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, r)| *r)
+                .collect();
+            assert_ne!(
+                sqlite_profile_with(&s, &without),
+                sqlite_profile(&s),
+                "dropping {r:?} changes the profile"
+            );
+        }
+    }
 
     #[test]
     fn profile_names_suffixes_and_changes_with_rules() {

@@ -150,51 +150,43 @@ pub fn compare_ordinary(
 }
 
 /// Compares the ordinary RPC trajectory with the projection of `trajectory`
-/// (the persisted one), taking replay147's two complete command
-/// presentations into account (`project::modern::replay_wait`): the
-/// copied form first; when it does not match and some copied wait is
-/// nonzero, the omitted form, for the whole trajectory at once. A match of
-/// the omitted form alone also requires that no modern command step spells
-/// a wait member (an explicit zero selects the copied form). Mixed forms
-/// match neither; the copied form's differences are reported.
+/// (the persisted one), taking the projection's alternative complete
+/// presentations into account ([`crate::project::Alternative`], e.g.
+/// replay147's two command wait forms): the presented form first; when it
+/// does not match, each alternative for the whole trajectory at once. A
+/// match of an alternative also requires none of its violations
+/// ([`crate::project::Projection::alternative_violations`]; replay147: no
+/// wait member spelled). Mixed forms match none; the presented form's
+/// differences are reported.
 pub fn compare_ordinary_projection(
     schema: &Schema,
     projection: &mut crate::project::Projection,
     trajectory: &mut DynamicMessage,
     ordinary: &str,
 ) -> Result<value::RpcOnly, Mismatch> {
-    use crate::project::modern::replay_wait::{explicit_waits, WaitForm};
-    let copied = compare_ordinary(schema, &projection.present(trajectory), ordinary);
-    let waits = projection.replay_waits();
-    if copied.is_ok() || waits.iter().all(|(_, w)| *w == 0) {
-        return copied;
+    let presented = compare_ordinary(schema, &projection.present(trajectory), ordinary);
+    if presented.is_ok() {
+        return presented;
     }
-    projection.set_wait_form(WaitForm::Omitted, &waits);
-    let omitted = compare_ordinary(schema, &projection.present(trajectory), ordinary);
-    projection.set_wait_form(WaitForm::Copied, &waits);
-    let Ok(rpc_only) = omitted else {
-        return copied;
-    };
-    let indices: Vec<usize> = waits.iter().map(|(i, _)| *i).collect();
-    let explicit = parse_value(ordinary)
-        .map(|v| explicit_waits(&v, &indices))
-        .unwrap_or_default();
-    if explicit.is_empty() {
-        Ok(rpc_only)
-    } else {
-        Err(Mismatch {
+    for alt in projection.alternatives() {
+        let matched = projection.with_alternative(alt, |p| {
+            compare_ordinary(schema, &p.present(trajectory), ordinary)
+        });
+        let Ok(rpc_only) = matched else {
+            continue;
+        };
+        let violations = parse_value(ordinary)
+            .map(|v| projection.alternative_violations(alt, &v))
+            .unwrap_or_default();
+        if violations.is_empty() {
+            return Ok(rpc_only);
+        }
+        return Err(Mismatch {
             class: ReasonClass::OrdinaryMismatch,
-            paths: explicit
-                .iter()
-                .take(MAX_REPORTED_PATHS)
-                .map(|i| {
-                    format!(
-                        "steps[{i}].runCommand.waitMsBeforeAsync: spelled in a presentation that omits the other waits (replay147: mixed forms)"
-                    )
-                })
-                .collect(),
-        })
+            paths: violations.into_iter().take(MAX_REPORTED_PATHS).collect(),
+        });
     }
+    presented
 }
 
 /// The one-pass check of [`stream::equals`] (the canonical text); when it

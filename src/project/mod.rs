@@ -62,6 +62,17 @@ use fields::{has, message_refs, reject, step_type, sub, Reject, Wrapper, R};
 use prost_reflect::{DynamicMessage, Value};
 use std::cell::OnceCell;
 
+/// An alternative complete presentation of a whole trajectory that a rule
+/// qualifies beside the one [`Projection::present`] shows, as typed data the
+/// comparison can try without knowing the rule (`compare` imports no rule
+/// module).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Alternative {
+    /// replay147: every modern RunCommand step without its wait
+    /// (`modern::replay_wait`).
+    WaitsOmitted,
+}
+
 /// The ordinary presentation predicted for one trajectory.
 #[derive(Debug, Clone)]
 pub struct Projection {

@@ -88,6 +88,61 @@ impl Projection {
     }
 }
 
+impl Projection {
+    /// The alternative complete presentations this projection qualifies
+    /// beside the one [`Projection::present`] shows: replay147's omitted
+    /// form when some copied wait is nonzero (an all-zero trajectory reads
+    /// the same either way).
+    pub fn alternatives(&self) -> Vec<crate::project::Alternative> {
+        if self.replay_waits().iter().any(|(_, w)| *w != 0) {
+            vec![crate::project::Alternative::WaitsOmitted]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Runs `f` with `alt` presented, then restores the presented form.
+    pub fn with_alternative<R>(
+        &mut self,
+        alt: crate::project::Alternative,
+        f: impl FnOnce(&mut Projection) -> R,
+    ) -> R {
+        match alt {
+            crate::project::Alternative::WaitsOmitted => {
+                let waits = self.replay_waits();
+                self.set_wait_form(WaitForm::Omitted, &waits);
+                let r = f(self);
+                self.set_wait_form(WaitForm::Copied, &waits);
+                r
+            }
+        }
+    }
+
+    /// What an ordinary response matching `alt` may still not do, as
+    /// difference paths: under the omitted form, spell a wait member on any
+    /// of its steps (an explicit wait, zero included, selects the copied
+    /// form; a response mixing the forms matches neither).
+    pub fn alternative_violations(
+        &self,
+        alt: crate::project::Alternative,
+        ordinary: &serde_json::Value,
+    ) -> Vec<String> {
+        match alt {
+            crate::project::Alternative::WaitsOmitted => {
+                let indices: Vec<usize> = self.replay_waits().iter().map(|(i, _)| *i).collect();
+                explicit_waits(ordinary, &indices)
+                    .iter()
+                    .map(|i| {
+                        format!(
+                            "steps[{i}].runCommand.waitMsBeforeAsync: spelled in a presentation that omits the other waits (replay147: mixed forms)"
+                        )
+                    })
+                    .collect()
+            }
+        }
+    }
+}
+
 /// The steps among `indices` whose presented command, in the ordinary
 /// response `ordinary` (a trajectory's JSON), spells a wait member (JSON or
 /// proto name), whatever its value.
