@@ -3,25 +3,11 @@
 //! `verify-capture` (the whole verification on captured files, no daemon)
 //! and `export-check` (offline exports against the sweep's saved answers).
 
+mod common;
+
+use common::{bin, generate_store, output_text as text, read_manifest as manifest, start_sim};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_agy-audit"));
-    c.env_remove("ANTIGRAVITY_DAEMON_URL")
-        .env_remove("ANTIGRAVITY_CLI_ROOT")
-        .env_remove("ANTIGRAVITY_CSRF_TOKEN");
-    c
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use std::process::Output;
 
 /// A generated store swept against daemon-sim: (tempdir, store, sweep dir).
 fn swept() -> &'static (tempfile::TempDir, PathBuf, PathBuf) {
@@ -30,51 +16,19 @@ fn swept() -> &'static (tempfile::TempDir, PathBuf, PathBuf) {
     SWEPT.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
         let store = dir.path().join("store");
-        let o = bin()
-            .args(["corpus", "generate", "--out"])
-            .arg(&store)
-            .args(["--conversations", "30", "--seed", "11", "--scale", "0.1"])
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", text(&o));
-        let mut sim = bin()
-            .args([
-                "daemon-sim",
-                "--no-fault-file",
-                "--duration",
-                "120",
-                "--store",
-            ])
-            .arg(&store)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let started = Instant::now();
-        while !std::fs::read_to_string(store.join("cli.log"))
-            .unwrap_or_default()
-            .contains("for HTTP\n")
-        {
-            assert!(started.elapsed() < Duration::from_secs(20), "no daemon");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        generate_store(
+            &store,
+            &["--conversations", "30", "--seed", "11", "--scale", "0.1"],
+        );
+        let sim = start_sim(&store, &["--no-fault-file"]);
         let sweep = dir.path().join("sweep");
-        let o = bin()
-            .args(["audit-sweep", "--quiet", "--root"])
-            .arg(&store)
-            .arg("--out")
-            .arg(&sweep)
+        let o = common::sweep_command(&store, &sweep, &sim.url)
             .output()
             .unwrap();
-        let _ = sim.kill();
-        let _ = sim.wait();
+        drop(sim);
         assert!(sweep.join("manifest.json").is_file(), "{}", text(&o));
         (dir, store, sweep)
     })
-}
-
-fn manifest(sweep: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(sweep.join("manifest.json")).unwrap()).unwrap()
 }
 
 /// The first session with `verdict`, and its source path.

@@ -6,26 +6,12 @@
 //! messages say a path once, never a raw `(os error N)`, and count in
 //! correct plurals.
 
+mod common;
+
+use common::{bin, output_text as text};
+
 use agy_corpus::corpus::{generate, GenerateOptions, PlanOptions};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_agy-audit"));
-    c.env_remove("ANTIGRAVITY_DAEMON_URL")
-        .env_remove("ANTIGRAVITY_CLI_ROOT")
-        .env_remove("AGY_AUDIT_SCHEMA")
-        .env_remove("AGY_AUDIT_SCHEMA_SHA256");
-    c
-}
-
-fn text(o: &std::process::Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// A small generated store.
 fn small_store(dir: &Path, n: usize) -> PathBuf {

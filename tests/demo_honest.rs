@@ -5,27 +5,14 @@
 //! folder it created (unless --keep), and a failing one keeps it and says
 //! where.
 
+mod common;
+
+use common::{bin, output_text as text};
+
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_agy-audit"));
-    c.env_remove("ANTIGRAVITY_DAEMON_URL")
-        .env_remove("ANTIGRAVITY_CLI_ROOT")
-        .env_remove("AGY_AUDIT_SCHEMA")
-        .env_remove("AGY_AUDIT_SCHEMA_SHA256");
-    c
-}
-
-fn text(o: &std::process::Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// The entries of `dir`.
 fn entries(dir: &Path) -> Vec<std::path::PathBuf> {

@@ -8,10 +8,13 @@
 //! `--timeout` plus a small constant, with a valid manifest and no body of
 //! an invalid answer kept under `corpus/`.
 
+mod common;
+
+use common::{bin, generate_store, read_manifest, sweep_command, wait_with_deadline};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -180,14 +183,6 @@ fn handle(conn: TcpStream, views: &Views, twist: &Twist, stop: &AtomicBool) {
     }
 }
 
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_agy-audit"));
-    c.env_remove("ANTIGRAVITY_DAEMON_URL")
-        .env_remove("ANTIGRAVITY_CLI_ROOT")
-        .env_remove("ANTIGRAVITY_CSRF_TOKEN");
-    c
-}
-
 /// A small generated store (three clean conversations) shared by the cases.
 fn store() -> &'static Path {
     static STORE: std::sync::OnceLock<(tempfile::TempDir, PathBuf)> = std::sync::OnceLock::new();
@@ -195,10 +190,9 @@ fn store() -> &'static Path {
         .get_or_init(|| {
             let dir = tempfile::tempdir().unwrap();
             let root = dir.path().join("store");
-            let o = bin()
-                .args(["corpus", "generate", "--out"])
-                .arg(&root)
-                .args([
+            generate_store(
+                &root,
+                &[
                     "--conversations",
                     "3",
                     "--seed",
@@ -207,10 +201,8 @@ fn store() -> &'static Path {
                     "0",
                     "--scale",
                     "0.05",
-                ])
-                .output()
-                .unwrap();
-            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+                ],
+            );
             (dir, root)
         })
         .1
@@ -599,12 +591,8 @@ fn the_harness_itself_verifies_honest_answers() {
         Box::new(|id, full, v| ok(envelope(&honest(id, full, v)))),
     );
     let out = tempfile::tempdir().unwrap();
-    let o = bin()
-        .args(["audit-sweep", "--quiet", "--root"])
-        .arg(root)
-        .arg("--out")
-        .arg(out.path().join("s"))
-        .args(["--daemon-url", &format!("http://127.0.0.1:{}", daemon.port)])
+    let url = format!("http://127.0.0.1:{}", daemon.port);
+    let o = sweep_command(root, &out.path().join("s"), &url)
         .output()
         .unwrap();
     assert_eq!(
@@ -686,15 +674,19 @@ fn a_sweep_with_a_closed_stderr_finishes() {
     let sweep_out = out.path().join("s");
     for quiet in [false, true] {
         let _ = std::fs::remove_dir_all(&sweep_out);
-        let mut cmd = bin();
-        cmd.args(["audit-sweep", "--root"])
-            .arg(root)
-            .arg("--out")
-            .arg(&sweep_out)
-            .args(["--daemon-url", &format!("http://127.0.0.1:{}", daemon.port)]);
-        if quiet {
-            cmd.arg("--quiet");
-        }
+        let url = format!("http://127.0.0.1:{}", daemon.port);
+        let mut cmd = if quiet {
+            sweep_command(root, &sweep_out, &url)
+        } else {
+            // Not a terminal: a line per session on stderr, then the summary.
+            let mut c = bin();
+            c.args(["audit-sweep", "--root"])
+                .arg(root)
+                .arg("--out")
+                .arg(&sweep_out)
+                .args(["--daemon-url", &url]);
+            c
+        };
         let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -703,21 +695,9 @@ fn a_sweep_with_a_closed_stderr_finishes() {
         // Close the read ends at once: every write gets EPIPE.
         drop(child.stdout.take());
         drop(child.stderr.take());
-        let started = Instant::now();
-        let status = loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                break s;
-            }
-            if started.elapsed() > Duration::from_secs(60) {
-                let _ = child.kill();
-                panic!("the sweep with a closed stderr hung (quiet {quiet})");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
+        let status = wait_with_deadline(&mut child, 60, "a sweep with a closed stderr");
         assert_eq!(status.code(), Some(0), "quiet {quiet}");
-        let m: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(sweep_out.join("manifest.json")).unwrap())
-                .unwrap();
+        let m = read_manifest(&sweep_out);
         assert_eq!(m["complete"], true);
         assert_eq!(m["counts"]["selected"], 3);
     }

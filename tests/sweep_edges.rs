@@ -5,84 +5,38 @@
 //! sources a manifest lacks, and `--resume` removes the temp files a killed
 //! run left in its own folders, and nothing else.
 
+mod common;
+
+use common::{
+    bin, generate_store, output_text, read_manifest as manifest, start_sim, sweep_command,
+    wait_with_deadline, Sim,
+};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_agy-audit"));
-    c.env_remove("ANTIGRAVITY_DAEMON_URL")
-        .env_remove("ANTIGRAVITY_CLI_ROOT")
-        .env_remove("ANTIGRAVITY_CSRF_TOKEN");
-    c
-}
-
 fn generate(root: &Path, n: usize) {
-    let o = bin()
-        .args(["corpus", "generate", "--out"])
-        .arg(root)
-        .args([
+    generate_store(
+        root,
+        &[
             "--conversations",
             &n.to_string(),
             "--seed",
             "3",
             "--scale",
             "0.05",
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        ],
+    );
 }
 
-/// `daemon-sim` on the store (every answer delayed by `latency_ms`), and
-/// its URL once it announced itself in `cli.log`.
-struct Sim(Child, String);
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
+/// `daemon-sim` on the store, every answer delayed by `latency_ms`.
 fn sim(root: &Path, latency_ms: u64) -> Sim {
-    let log = root.join("cli.log");
-    let before = std::fs::read_to_string(&log).unwrap_or_default().len();
-    let mut cmd = bin();
-    cmd.args(["daemon-sim", "--no-fault-file", "--store"])
-        .arg(root);
+    let latency = format!("rate=1:latency:{latency_ms}");
+    let mut options = vec!["--no-fault-file"];
     if latency_ms > 0 {
-        cmd.args(["--fault", &format!("rate=1:latency:{latency_ms}")]);
+        options.extend(["--fault", latency.as_str()]);
     }
-    // Killed and waited for when the returned Sim drops.
-    #[allow(clippy::zombie_processes)]
-    let child = cmd
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    loop {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if let Some(port) = text.get(before..).and_then(|t| {
-            t.lines().rev().find_map(|l| {
-                let rest = l.split("listening on random port at ").nth(1)?;
-                rest.ends_with("for HTTP")
-                    .then(|| rest.split_whitespace().next().map(str::to_string))?
-            })
-        }) {
-            return Sim(child, format!("http://127.0.0.1:{port}"));
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "daemon-sim did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn manifest(out: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap()
+    start_sim(root, &options)
 }
 
 #[cfg(unix)]
@@ -93,12 +47,8 @@ fn sigterm_drains_like_ctrl_c_and_exits_143() {
     generate(&root, 24);
     let daemon = sim(&root, 300);
     let out = dir.path().join("sweep");
-    let child = bin()
-        .args(["audit-sweep", "--quiet", "--concurrency", "1", "--root"])
-        .arg(&root)
-        .arg("--out")
-        .arg(&out)
-        .args(["--daemon-url", &daemon.1])
+    let child = sweep_command(&root, &out, &daemon.url)
+        .args(["--concurrency", "1"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -135,22 +85,13 @@ fn sigterm_drains_like_ctrl_c_and_exits_143() {
     let recorded = m["sessions"].as_array().unwrap().len();
     assert!((2..24).contains(&recorded), "{recorded} sessions recorded");
     // --resume finishes it.
-    let o = bin()
-        .args(["audit-sweep", "--quiet", "--resume", "--root"])
-        .arg(&root)
-        .arg("--out")
-        .arg(&out)
-        .args(["--daemon-url", &daemon.1])
+    let o = sweep_command(&root, &out, &daemon.url)
+        .arg("--resume")
         .output()
         .unwrap();
     assert_ne!(o.status.code(), Some(101));
     let m = manifest(&out);
-    assert_eq!(
-        m["complete"],
-        true,
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_eq!(m["complete"], true, "{}", output_text(&o));
     assert_eq!(m["sessions"].as_array().unwrap().len(), 24);
 }
 
@@ -161,12 +102,7 @@ fn an_empty_root_is_not_a_passing_audit() {
     std::fs::create_dir_all(root.join("conversations")).unwrap();
     // A daemon is not even needed: the selection is judged first.
     let out = dir.path().join("sweep");
-    let o = bin()
-        .args(["audit-sweep", "--quiet", "--root"])
-        .arg(&root)
-        .arg("--out")
-        .arg(&out)
-        .args(["--daemon-url", "http://127.0.0.1:9"])
+    let o = sweep_command(&root, &out, "http://127.0.0.1:9")
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
@@ -179,20 +115,11 @@ fn an_empty_root_is_not_a_passing_audit() {
     let store = dir.path().join("store");
     generate(&store, 1);
     let daemon = sim(&store, 0);
-    let o = bin()
-        .args(["audit-sweep", "--quiet", "--allow-empty", "--root"])
-        .arg(&root)
-        .arg("--out")
-        .arg(&out)
-        .args(["--daemon-url", &daemon.1])
+    let o = sweep_command(&root, &out, &daemon.url)
+        .args(["--allow-empty"])
         .output()
         .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
     assert_eq!(manifest(&out)["counts"]["selected"], 0);
     // ... which audit-qualify refuses unless told otherwise.
     let mpath = out.join("manifest.json");
@@ -205,12 +132,7 @@ fn an_empty_root_is_not_a_passing_audit() {
         .arg(&mpath)
         .output()
         .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
 }
 
 #[test]
@@ -221,12 +143,8 @@ fn an_empty_shard_is_legitimate_and_qualify_names_absent_sources() {
     let daemon = sim(&root, 0);
     // Shard 3/3 of two conversations selects nothing: exit 0, said so.
     let out = dir.path().join("shard3");
-    let o = bin()
-        .args(["audit-sweep", "--quiet", "--shard", "3/3", "--root"])
-        .arg(&root)
-        .arg("--out")
-        .arg(&out)
-        .args(["--daemon-url", &daemon.1])
+    let o = sweep_command(&root, &out, &daemon.url)
+        .args(["--shard", "3/3"])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
@@ -243,20 +161,8 @@ fn an_empty_shard_is_legitimate_and_qualify_names_absent_sources() {
     // absent (the other belongs to shard 2/2); a whole-store manifest with
     // a session removed names it.
     let out = dir.path().join("whole");
-    let o = bin()
-        .args(["audit-sweep", "--quiet", "--root"])
-        .arg(&root)
-        .arg("--out")
-        .arg(&out)
-        .args(["--daemon-url", &daemon.1])
-        .output()
-        .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let o = sweep_command(&root, &out, &daemon.url).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
     let mut m = manifest(&out);
     let dropped = m["sessions"][1]["fileId"].as_str().unwrap().to_string();
     m["sessions"].as_array_mut().unwrap().remove(1);
@@ -277,12 +183,7 @@ fn resume_removes_the_temp_files_a_killed_run_left_and_nothing_else() {
     let daemon = sim(&root, 0);
     let out = dir.path().join("sweep");
     let sweep = |extra: &[&str]| {
-        bin()
-            .args(["audit-sweep", "--quiet", "--root"])
-            .arg(&root)
-            .arg("--out")
-            .arg(&out)
-            .args(["--daemon-url", &daemon.1])
+        sweep_command(&root, &out, &daemon.url)
             .args(extra)
             .output()
             .unwrap()
@@ -303,12 +204,7 @@ fn resume_removes_the_temp_files_a_killed_run_left_and_nothing_else() {
         std::fs::write(p, b"x").unwrap();
     }
     let o = sweep(&["--resume"]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
     for p in &litter {
         assert!(!p.exists(), "{} left", p.display());
     }
@@ -332,18 +228,7 @@ fn demo_with_closed_stdout_and_stderr_finishes() {
         .unwrap();
     drop(child.stdout.take());
     drop(child.stderr.take());
-    let started = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if started.elapsed() > Duration::from_secs(120) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("demo with closed stdout and stderr hung");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = wait_with_deadline(&mut child, 120, "demo with closed stdout and stderr");
     assert_eq!(status.code(), Some(0));
     let m = manifest(&out.join("sweep"));
     assert_eq!(m["complete"], true);

@@ -6,7 +6,7 @@ use super::common::DecodeArgs;
 use crate::export::{daemon_json, export_json, render_markdown};
 use crate::manifest::Manifest;
 use crate::rpc::TrajectoryResponse;
-use crate::source::{read_source, Format, ReadOptions};
+use crate::source::{read_source, ReadOptions};
 use crate::verdict::exit;
 use anyhow::Context;
 use clap::Args;
@@ -104,13 +104,7 @@ pub fn run(a: ExportCheckArgs) -> anyhow::Result<i32> {
             skipped += 1;
             continue;
         }
-        let ext = match s.format {
-            Format::Sqlite => "db",
-            Format::Protobuf => "pb",
-        };
-        let path = root
-            .join("conversations")
-            .join(format!("{}.{ext}", s.file_id));
+        let path = s.source_path(&root);
         let answer_path = corpus.join(format!("{}.ordinary.json", s.file_id));
         let mut form = None;
         let checked = check_one(&schema, &opts, &path, &answer_path, s, notice, &mut form);

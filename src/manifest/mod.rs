@@ -183,6 +183,17 @@ impl SessionRecord {
         }
     }
 
+    /// Where this session's source lies under the store `root`:
+    /// `conversations/<fileId>.db` or `.pb` by its format.
+    pub fn source_path(&self, root: &std::path::Path) -> std::path::PathBuf {
+        let ext = match self.format {
+            Format::Sqlite => "db",
+            Format::Protobuf => "pb",
+        };
+        root.join("conversations")
+            .join(format!("{}.{ext}", self.file_id))
+    }
+
     /// The record's outcome: a verdict, not fetched, or an error.
     pub fn outcome(&self) -> Outcome {
         Outcome::of(self.verdict, self.reason_class)

@@ -6,7 +6,6 @@
 use crate::manifest::{Manifest, SessionRecord};
 use crate::pipeline::audit::{prepare, AuditContext};
 use crate::source::source_only::record;
-use crate::source::Format;
 use crate::verdict::{ReasonClass, VerdictKind};
 use std::path::Path;
 
@@ -48,13 +47,7 @@ fn status_of(v: Option<VerdictKind>) -> &'static str {
 
 /// Rechecks one recorded session against the source under `root`.
 pub fn recheck(ctx: &AuditContext<'_>, root: &Path, s: &SessionRecord) -> Recheck {
-    let ext = match s.format {
-        Format::Sqlite => "db",
-        Format::Protobuf => "pb",
-    };
-    let path = root
-        .join("conversations")
-        .join(format!("{}.{ext}", s.file_id));
+    let path = s.source_path(root);
     let changed = |class: ReasonClass, reason: String| Recheck {
         file_id: s.file_id.clone(),
         status: if class.verdict() == VerdictKind::Incomplete {

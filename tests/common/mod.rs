@@ -670,6 +670,7 @@ pub fn bin() -> Command {
         .env_remove("ANTIGRAVITY_CLI_ROOT")
         .env_remove("ANTIGRAVITY_CSRF_TOKEN")
         .env_remove("AGY_AUDIT_SCHEMA")
+        .env_remove("AGY_AUDIT_SCHEMA_SHA256")
         .env_remove("AGY_AUDIT_LEGACY_KEY_FILE");
     c
 }
@@ -690,6 +691,50 @@ pub fn run_ok(c: &mut Command) -> String {
         String::from_utf8_lossy(&o.stderr)
     );
     String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A command's standard output and error, as text (for assertion messages).
+pub fn output_text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The `manifest.json` of the sweep folder `out`.
+pub fn read_manifest(out: &Path) -> serde_json::Value {
+    let bytes = std::fs::read(out.join("manifest.json"))
+        .unwrap_or_else(|e| panic!("{}: no manifest: {e}", out.display()));
+    serde_json::from_slice(&bytes).expect("the manifest is JSON")
+}
+
+/// `agy-audit audit-sweep --quiet --root root --out out --daemon-url url`.
+pub fn sweep_command(root: &Path, out: &Path, url: &str) -> Command {
+    let mut c = bin();
+    c.args(["audit-sweep", "--quiet", "--root"])
+        .arg(root)
+        .arg("--out")
+        .arg(out)
+        .args(["--daemon-url", url]);
+    c
+}
+
+/// Waits for `child` at most `secs` seconds; past them it is killed and the
+/// test fails naming `what`.
+pub fn wait_with_deadline(child: &mut Child, secs: u64, what: &str) -> std::process::ExitStatus {
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().expect("waiting for agy-audit") {
+            return s;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(secs) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: still running after {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 /// A new scratch folder under the system's temp folder, its name unique to
