@@ -3,11 +3,17 @@
 use prost::Message;
 use std::path::PathBuf;
 
-const ROOTS: &[&str] = &[
-    "gemini_coder/proto/trajectory.proto",
-    "jetski/cortex/core/tools_pb/tools.proto",
-    "jetski/language_server_pb/language_server.proto",
-];
+/// The root files, listed once for both crates in `proto/roots.txt`.
+fn roots(dir: &str) -> Vec<String> {
+    let path = format!("{dir}/roots.txt");
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {path}: {e}"))
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_string)
+        .collect()
+}
 
 fn main() {
     println!("cargo:rerun-if-changed=proto");
@@ -15,7 +21,7 @@ fn main() {
         .expect("protox include path")
         .include_imports(true)
         .include_source_info(false)
-        .open_files(ROOTS)
+        .open_files(roots("proto"))
         .unwrap_or_else(|e| panic!("modeled schema does not compile: {e:?}"))
         .file_descriptor_set();
     let out =

@@ -3,6 +3,8 @@
 //! these fast in debug builds; coverage of the default corpus is checked on
 //! its plan in `corpus_coverage.rs`.
 
+mod common;
+
 use agy_audit::schema::{to_daemon_json, Schema};
 use agy_corpus::corpus::{generate, GenerateOptions, PlanOptions};
 use prost_reflect::DynamicMessage;
@@ -11,17 +13,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-const DDL: &[&str] = &[
-    "CREATE TABLE `trajectory_meta` (`trajectory_id` text,`cascade_id` text,`trajectory_type` integer,`source` integer,PRIMARY KEY (`trajectory_id`))",
-    "CREATE TABLE `steps` (`idx` integer,`step_type` integer NOT NULL DEFAULT 0,`status` integer NOT NULL DEFAULT 0,`has_subtrajectory` numeric NOT NULL DEFAULT false,`metadata` blob,`error_details` blob,`permissions` blob,`task_details` blob,`render_info` blob,`step_payload` blob,`step_format` integer NOT NULL DEFAULT 0,PRIMARY KEY (`idx`))",
-    "CREATE INDEX `idx_steps_status` ON `steps`(`status`)",
-    "CREATE INDEX `idx_steps_step_type` ON `steps`(`step_type`)",
-    "CREATE TABLE `gen_metadata` (`idx` integer,`data` blob,`size` integer NOT NULL DEFAULT 0,PRIMARY KEY (`idx`))",
-    "CREATE TABLE `executor_metadata` (`idx` integer,`data` blob,PRIMARY KEY (`idx`))",
-    "CREATE TABLE `parent_references` (`idx` integer,`data` blob,PRIMARY KEY (`idx`))",
-    "CREATE TABLE `trajectory_metadata_blob` (`id` text DEFAULT \"main\",`data` blob,PRIMARY KEY (`id`))",
-    "CREATE TABLE `battle_mode_infos` (`idx` integer,`data` blob,PRIMARY KEY (`idx`))",
-];
+use common::DDL;
 
 fn opts(out: &Path, n: usize, seed: u64) -> GenerateOptions {
     GenerateOptions {

@@ -35,11 +35,17 @@ fn digest(dirs: &[&str]) -> String {
 }
 
 const PROTO: &str = "../../proto";
-const ROOTS: &[&str] = &[
-    "gemini_coder/proto/trajectory.proto",
-    "jetski/cortex/core/tools_pb/tools.proto",
-    "jetski/language_server_pb/language_server.proto",
-];
+/// The root files, listed once for both crates in `proto/roots.txt`.
+fn roots(dir: &str) -> Vec<String> {
+    let path = format!("{dir}/roots.txt");
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {path}: {e}"))
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_string)
+        .collect()
+}
 
 fn main() {
     println!("cargo:rerun-if-changed={PROTO}");
@@ -51,7 +57,7 @@ fn main() {
         .expect("protox include path")
         .include_imports(true)
         .include_source_info(false)
-        .open_files(ROOTS)
+        .open_files(roots(PROTO))
         .unwrap_or_else(|e| panic!("modeled schema does not compile: {e:?}"))
         .file_descriptor_set();
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR")).join("corpus_schema.pb");
