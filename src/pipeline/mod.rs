@@ -4,9 +4,10 @@
 //! in-flight work, not corpus size.
 
 pub mod audit;
+pub mod progress;
 pub mod sweep;
 
 pub use audit::{
     audit_prepared, prepare, Answers, AuditContext, Captured, Prepared, SessionResult,
 };
-pub use sweep::{sweep, ProgressMode, SweepOptions, SweepSummary};
+pub use sweep::{sweep, sweep_to, NoSink, ProgressMode, SweepOptions, SweepSink, SweepSummary};

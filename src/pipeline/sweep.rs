@@ -10,22 +10,77 @@ use crate::source::legacy::LegacyKey;
 use crate::util::atomic::{write_file, WriteOptions};
 use crate::verdict::ReasonClass;
 use crossbeam_channel::bounded;
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// How progress is shown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProgressMode {
-    /// indicatif bars, one per stage (a terminal).
-    Bars,
-    /// One plain line per session (not a terminal).
-    Lines,
-    /// Only the summary.
-    Quiet,
+pub use super::progress::ProgressMode;
+
+/// What a running sweep tells its observers (ripgrep's `Sink` is the model):
+/// the terminal display ([`super::progress::Progress`]) is one, and a sweep
+/// runs the same without any ([`NoSink`]). The contract:
+///
+/// - `started` once, with the number of sources the run will take, before any
+///   other call but `skipped`;
+/// - `decoded` and `fetched` from the worker threads, once per source that
+///   passed that stage (so `&self`, and the sink is `Sync`);
+/// - `recorded` from the one writer, once per session, after the session is
+///   in the manifest, with the manifest's running counts;
+/// - `finished` once, after the last `recorded`, before the final manifest is
+///   written.
+///
+/// A sink only observes: it cannot change a verdict or the manifest, and it
+/// must not fail the run (its own output errors are its to drop).
+pub trait SweepSink: Sync {
+    fn started(&self, _total: u64) {}
+    /// A file under `conversations/` that is not a conversation.
+    fn skipped(&self, _path: &str, _reason: &str) {}
+    fn decoded(&self) {}
+    fn fetched(&self) {}
+    fn recorded(&self, _r: &SessionResult, _counts: &crate::manifest::Counts) {}
+    fn finished(&self) {}
+}
+
+/// A sink that observes nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoSink;
+
+impl SweepSink for NoSink {}
+
+/// The one writer's record: the manifest, rewritten atomically at most every
+/// 250 ms while sessions arrive, and the first write error.
+struct ManifestWriter<'a> {
+    out: &'a Path,
+    endpoint: &'a str,
+    manifest: Manifest,
+    last_write: Instant,
+    error: Option<Error>,
+}
+
+impl ManifestWriter<'_> {
+    /// Records a finished session (its files already written, or not: then
+    /// the first such error is kept and the session is not recorded).
+    fn record(&mut self, r: &SessionResult, files: Result<()>, sink: &dyn SweepSink) {
+        if let Err(e) = files {
+            self.error.get_or_insert(e);
+            return;
+        }
+        if r.abandoned {
+            return;
+        }
+        let mut record = SessionRecord::from_result(r);
+        record.endpoint = Some(self.endpoint.to_string());
+        self.manifest.add(record);
+        sink.recorded(r, &self.manifest.counts);
+        if self.last_write.elapsed() > Duration::from_millis(250) {
+            if let Err(e) = write_manifest(self.out, &self.manifest) {
+                self.error.get_or_insert(e);
+            }
+            self.last_write = Instant::now();
+        }
+    }
 }
 
 /// What to sweep and how.
@@ -82,13 +137,26 @@ fn write_manifest(out: &Path, m: &Manifest) -> Result<()> {
     Ok(())
 }
 
-/// Runs the sweep; `stop` (set by Ctrl-C) drains in-flight work and leaves a
-/// valid `complete: false` manifest.
+/// Runs the sweep with the terminal display `opts.progress` asks for;
+/// `stop` (set by Ctrl-C or SIGTERM) drains in-flight work and leaves a valid
+/// `complete: false` manifest.
 pub fn sweep(
     schema: &Schema,
     key: &LegacyKey,
     opts: &SweepOptions,
     stop: Arc<AtomicBool>,
+) -> Result<SweepSummary> {
+    let display = super::progress::Progress::new(opts.progress, 0);
+    sweep_to(schema, key, opts, stop, &display)
+}
+
+/// Runs the sweep, telling `sink` what happens ([`SweepSink`]).
+pub fn sweep_to(
+    schema: &Schema,
+    key: &LegacyKey,
+    opts: &SweepOptions,
+    stop: Arc<AtomicBool>,
+    sink: &dyn SweepSink,
 ) -> Result<SweepSummary> {
     let started_at = Instant::now();
     let corpus = opts.out.join("corpus");
@@ -157,10 +225,8 @@ pub fn sweep(
     }
     manifest.shard = opts.shard.map(|(i, n)| format!("{i}/{n}"));
     manifest.skipped = skipped;
-    if opts.progress != ProgressMode::Quiet {
-        for s in &manifest.skipped {
-            crate::note!("audit-sweep: skipped {}: {}", s.path, s.reason);
-        }
+    for s in &manifest.skipped {
+        sink.skipped(&s.path, &s.reason);
     }
     manifest.timing.concurrency = opts.concurrency;
     manifest.timing.jobs = opts.jobs;
@@ -214,7 +280,7 @@ pub fn sweep(
         .build()
         .map_err(|e| Error::Usage(format!("cannot start {jobs} decode threads: {e}")))?;
 
-    let bars = Progress::new(opts.progress, total);
+    sink.started(total);
     let (tx_src, rx_src) = bounded::<SourceRef>(jobs * 2);
     let (tx_prep, rx_prep) = bounded(concurrency * 2);
     // Results travel to the writer with their files already written (by the
@@ -222,8 +288,13 @@ pub fn sweep(
     // their bodies dropped: the writer only records.
     let (tx_res, rx_res) = bounded::<(SessionResult, Result<()>)>(concurrency * 2);
     let corpus = &corpus;
-    let mut write_error: Option<Error> = None;
-    let mut last_write = Instant::now();
+    let mut writer = ManifestWriter {
+        out: &opts.out,
+        endpoint: &opts.endpoint,
+        manifest,
+        last_write: Instant::now(),
+        error: None,
+    };
     let mut interrupted = false;
 
     std::thread::scope(|scope| {
@@ -241,7 +312,6 @@ pub fn sweep(
             let tx_res = tx_res.clone();
             let ctx = &ctx;
             let pool = &pool;
-            let bars = &bars;
             scope.spawn(move || {
                 pool.scope(|ps| {
                     for _ in 0..jobs {
@@ -259,7 +329,7 @@ pub fn sweep(
                                         .send(written(corpus, error_result(&s.path, s.format, &e)))
                                         .is_ok(),
                                 };
-                                bars.decoded.inc(1);
+                                sink.decoded();
                                 if !sent {
                                     break;
                                 }
@@ -274,7 +344,6 @@ pub fn sweep(
             let rx_prep = rx_prep.clone();
             let tx_res = tx_res.clone();
             let ctx = &ctx;
-            let bars = &bars;
             let (client, down) = (&client, &down);
             scope.spawn(move || {
                 for p in rx_prep.iter() {
@@ -295,7 +364,7 @@ pub fn sweep(
                         }
                     }
                     let r = written(corpus, r);
-                    bars.fetched.inc(1);
+                    sink.fetched();
                     if tx_res.send(r).is_err() {
                         break;
                     }
@@ -306,32 +375,19 @@ pub fn sweep(
         drop(rx_prep);
         // Stage 4: the one writer.
         for (r, files) in rx_res.iter() {
-            if let Err(e) = files {
-                write_error.get_or_insert(e);
-                continue;
-            }
-            if r.abandoned {
-                continue;
-            }
-            bars.line(&r);
-            let mut record = SessionRecord::from_result(&r);
-            record.endpoint = Some(opts.endpoint.clone());
-            manifest.add(record);
-            bars.counts(&manifest.counts);
-            bars.written.inc(1);
-            if last_write.elapsed() > Duration::from_millis(250) {
-                if let Err(e) = write_manifest(&opts.out, &manifest) {
-                    write_error.get_or_insert(e);
-                }
-                last_write = Instant::now();
-            }
+            writer.record(&r, files, sink);
         }
     });
     if stop.load(Ordering::SeqCst) {
         interrupted = true;
     }
     let daemon_down = down.into_inner().ok().flatten();
-    bars.finish();
+    sink.finished();
+    let ManifestWriter {
+        mut manifest,
+        error: write_error,
+        ..
+    } = writer;
     manifest.timing.wall_seconds = started_at.elapsed().as_secs_f64();
     let recorded = manifest.sessions.iter().filter(|s| s.settled()).count() as u64;
     let expected = done.len() as u64 + total;
@@ -448,121 +504,4 @@ fn write_session(corpus: &Path, r: &SessionResult) -> Result<()> {
         )?;
     }
     Ok(())
-}
-
-/// `312 verified, 41 unknown, 2 incomplete` (zero counts left out).
-fn running_counts(c: &crate::manifest::Counts) -> String {
-    let parts = [
-        (c.verified + c.verified_source_only, "verified"),
-        (c.unknown, "unknown"),
-        (c.incomplete, "incomplete"),
-        (c.not_fetched, "not fetched"),
-        (c.error, "error"),
-    ];
-    parts
-        .iter()
-        .filter(|(n, _)| *n > 0)
-        .map(|(n, w)| format!("{n} {w}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-struct Progress {
-    mode: ProgressMode,
-    _multi: Option<MultiProgress>,
-    decoded: ProgressBar,
-    fetched: ProgressBar,
-    written: ProgressBar,
-}
-
-impl Progress {
-    fn new(mode: ProgressMode, total: u64) -> Progress {
-        if mode != ProgressMode::Bars {
-            let hidden =
-                || ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
-            return Progress {
-                mode,
-                _multi: None,
-                decoded: hidden(),
-                fetched: hidden(),
-                written: hidden(),
-            };
-        }
-        let multi = MultiProgress::new();
-        // `{wide_bar}` takes what the line leaves, so the bars fit a narrow
-        // terminal; rates are whole numbers, the ETA counts down.
-        let style = ProgressStyle::with_template(
-            "{prefix:>7} {wide_bar} {pos}/{len} {rate} eta {eta} {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .with_key(
-            "rate",
-            |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                let _ = write!(w, "{:.0}/s", s.per_sec());
-            },
-        )
-        .progress_chars("=> ");
-        let bar = |name: &str| {
-            let b = multi.add(ProgressBar::new(total));
-            b.set_style(style.clone());
-            b.set_prefix(name.to_string());
-            b
-        };
-        Progress {
-            mode,
-            decoded: bar("decoded"),
-            fetched: bar("fetched"),
-            written: bar("written"),
-            _multi: Some(multi),
-        }
-    }
-
-    /// The running verdict counts, shown beside the `written` bar.
-    fn counts(&self, c: &crate::manifest::Counts) {
-        if self.mode == ProgressMode::Bars {
-            self.written.set_message(running_counts(c));
-        }
-    }
-
-    fn line(&self, r: &SessionResult) {
-        if self.mode == ProgressMode::Lines {
-            let verdict = crate::verdict::Outcome::of(r.verdict, r.reason_class).as_str();
-            match &r.reason {
-                Some(reason) => crate::note!(
-                    "audit-sweep: {verdict} {} ({}): {reason}",
-                    r.file_id,
-                    crate::util::count(r.steps as u64, "step")
-                ),
-                None => crate::note!(
-                    "audit-sweep: {verdict} {} ({})",
-                    r.file_id,
-                    crate::util::count(r.steps as u64, "step")
-                ),
-            }
-        }
-    }
-
-    fn finish(&self) {
-        for b in [&self.decoded, &self.fetched, &self.written] {
-            b.finish();
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn running_counts_name_each_nonzero_verdict() {
-        let c = crate::manifest::Counts {
-            verified: 3,
-            verified_source_only: 1,
-            unknown: 2,
-            not_fetched: 1,
-            ..Default::default()
-        };
-        assert_eq!(
-            super::running_counts(&c),
-            "4 verified, 2 unknown, 1 not fetched"
-        );
-    }
 }
