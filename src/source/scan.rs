@@ -78,7 +78,6 @@ type FnvMap<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
 
 /// One strict pass over one encoding.
 pub struct Scanner<'p> {
-    pool: &'p DescriptorPool,
     plan: Arc<ScanPlan>,
     struct_pool: Option<&'p DescriptorPool>,
     collect_all: bool,
@@ -108,7 +107,6 @@ impl<'p> Scanner<'p> {
         collect_all: bool,
     ) -> Self {
         Scanner {
-            pool,
             plan: ScanPlan::for_pool(pool),
             struct_pool,
             collect_all,
@@ -590,7 +588,12 @@ impl<'p> Scanner<'p> {
                         Some("no google.protobuf.Struct descriptor to read field 23".to_string())
                     }
                     Some(sp) => {
-                        match source_only::check_prompt23(self.pool, sp, desc, msg, f.value) {
+                        let strict = |payload: &[u8], d: &MessageDescriptor| {
+                            let mut s = Scanner::new(sp, None, false);
+                            s.scan_root(payload, d);
+                            s.refusals.first().map(|r| r.to_string())
+                        };
+                        match source_only::check_prompt23(&strict, sp, desc, msg, f.value) {
                             Ok(pending) => {
                                 self.prompt23_pending.push(pending.at(loc.clone()));
                                 None

@@ -6,7 +6,6 @@
 //! RPC comparisons use a copy without them, and a verified attestation
 //! records them (see [`SourceOnlyEntry`]).
 
-use super::scan::Scanner;
 use super::wire_trajectory::WireTrajectory;
 use crate::schema::message_refs;
 use crate::util::hex;
@@ -240,8 +239,12 @@ fn sub<'a>(msg: &'a DynamicMessage, field: &str) -> Option<std::borrow::Cow<'a, 
 }
 
 /// Checks a prompt carrying field 23 and parses the payload's shape.
+///
+/// `strict_struct` is the strict wire scan of a `google.protobuf.Struct`
+/// payload (the first refusal it finds, if any): the scanner passes its own,
+/// so this module imports no scanner (no import circle with `scan`).
 pub(super) fn check_prompt23(
-    _pool: &DescriptorPool,
+    strict_struct: &dyn Fn(&[u8], &MessageDescriptor) -> Option<String>,
     struct_pool: &DescriptorPool,
     prompt_desc: &MessageDescriptor,
     prompt_bytes: &[u8],
@@ -266,9 +269,7 @@ pub(super) fn check_prompt23(
     let struct_desc = struct_pool
         .get_message_by_name("google.protobuf.Struct")
         .ok_or("no google.protobuf.Struct descriptor")?;
-    let mut strict = Scanner::new(struct_pool, None, false);
-    strict.scan_root(payload, &struct_desc);
-    if let Some(r) = strict.refusals.first() {
+    if let Some(r) = strict_struct(payload, &struct_desc) {
         return Err(format!(
             "field 23 payload is not a strict google.protobuf.Struct: {r}"
         ));
