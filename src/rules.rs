@@ -77,7 +77,7 @@ rules! {
     SourceOnlyPrompt23 => "source-only-prompt23", "prompt23", "Declared source-only field: ChatMessagePrompt field 23";
     PerToolOutputMap => "per-tool-output-map", "options145", "The per-tool map is checked before protobuf decoding";
     CustomizationKindMap => "customization-kind-map", "compaction146", "The customization map receives the same strict wire checks as the per-tool map";
-    // ---- issue 27: ide225 / finish147 / replay147 ----
+    // ---- ide225 / finish147 / replay147 (Antigravity IDE 2.25, agy 1.4.7) ----
     ModernIde225ReadPermissions => "modern-ide225-read-permissions", "ide225", "Completed read_file wrappers retain their permission grants and completed interactions unchanged";
     ModernIde225ByteOffset => "modern-ide225-byte-offset", "ide225", "Reads accept ByteOffset=0, with all arguments repeated in the retained tool call";
     ModernIde225Artifact => "modern-ide225-artifact", "ide225", "Artifact creates and edits retain isArtifactFile; creates also retain the payload's summary, update timestamp and user-facing flag";

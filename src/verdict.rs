@@ -45,8 +45,10 @@ impl VerdictKind {
 
 macro_rules! classes {
     ($( $variant:ident => $id:literal, $verdict:ident, $doc:literal; )*) => {
-        /// The class of a refusal or failure, shared by the reader, the
-        /// pipeline and the synthetic corpus's ground truth.
+        /// The class of a refusal or failure, used by the reader and the
+        /// pipeline. The synthetic corpus keeps its own list of the public
+        /// ids (it shares no code with the reader); `tests/corpus_ids.rs`
+        /// checks that every id it emits parses with [`ReasonClass::from_id`].
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
         pub enum ReasonClass { $( #[doc = $doc] #[serde(rename = $id)] $variant, )* }
 

@@ -158,7 +158,7 @@ reasons! {
     BackgroundWait => "canceled background command without exactly CommandLine, Cwd and the 5000 ms wait argument";
     BackgroundResult => "canceled background command result other than render-only";
 
-    // ---- issue 27: ide225 / finish147 / replay147 ----
+    // ---- ide225 / finish147 / replay147 (Antigravity IDE 2.25, agy 1.4.7) ----
     ModernToolCallRepeat => "modern arguments not repeated in the retained tool call";
     Ide225ByteOffset => "read_file ByteOffset other than a canonical 0 that the payload repeats";
     Ide225ArtifactFlag => "artifact metadata without the isArtifactFile flag";

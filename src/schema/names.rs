@@ -80,7 +80,7 @@ pub const MODERN_DECLARATIONS: &[(&str, &[&str])] = &[
         "exa.cortex.core.tools.ManageSubagents",
         &["action", "conversation_ids", "outcome"],
     ),
-    // ---- issue 27: ide225 / finish147 / replay147 ----
+    // ---- ide225 / finish147 / replay147 (Antigravity IDE 2.25, agy 1.4.7) ----
     (
         "exa.cortex.core.tools.ArtifactMetadata",
         &["summary", "updated_at", "user_facing", "request_feedback"],

@@ -1257,7 +1257,7 @@ impl<'a> Ctx<'a> {
             R::Modern(M::ManageSubagentsList) => {
                 wrapper("manage_subagents", RAN, Builtin, Self::modern_manage_subagents)
             }
-            // issue 27: ide225 / finish147 / replay147
+            // ide225 / finish147 / replay147 (Antigravity IDE 2.25, agy 1.4.7)
             R::Modern(M::Ide225Read { permission, offset }) => {
                 let history = if permission { APPROVED } else { RAN };
                 wrapper("read_file", history, Builtin, move |cx, t| {
@@ -1405,7 +1405,7 @@ impl<'a> Ctx<'a> {
                 Self::recipe(R::Modern(M::ReadFile { skill: false, range: false }))
                     .near_miss(|_, n| add_arg(&mut n.step, "Encoding", &js("utf-8")))
             }
-            // issue 27: ide225 / finish147 / replay147
+            // ide225 / finish147 / replay147 (Antigravity IDE 2.25, agy 1.4.7)
             R::Unqualified(U::Ide225OffsetNonzero) => {
                 Self::recipe(R::Modern(M::Ide225Read { permission: false, offset: true }))
                     .near_miss(|_, n| {
@@ -2947,7 +2947,7 @@ impl<'a> Ctx<'a> {
             .result_metadata(json!({"action": "list", "conversation_ids": format!("{a},{b}")}))
     }
 
-    // ---- issue 27: ide225 / finish147 / replay147 ----
+    // ---- ide225 / finish147 / replay147 (Antigravity IDE 2.25, agy 1.4.7) ----
 
     /// An approved read's two permission records (ide225 keeps both).
     fn read_records(path: &str) -> (Value, Value) {

@@ -138,7 +138,7 @@ pub enum ModernKind {
     Schedule,
     /// A completed ManageSubagents list with two IDs (tools144).
     ManageSubagentsList,
-    // ---- issue 27: ide225 / finish147 / replay147 ----
+    // ---- ide225 / finish147 / replay147 (Antigravity IDE 2.25, agy 1.4.7) ----
     /// An IDE 2.25.0 read (ide225).
     Ide225Read {
         /// Both a permission grant and a completed interaction, kept.
@@ -251,7 +251,7 @@ fn modern_steps() -> Vec<ModernKind> {
     }
     v.extend([M::Schedule; 4]);
     v.extend([M::ManageSubagentsList; 4]);
-    // ---- issue 27: ide225 / finish147 / replay147 ----
+    // ---- ide225 / finish147 / replay147 (Antigravity IDE 2.25, agy 1.4.7) ----
     // Appended, so the steps above keep their conversations: 4 reads keeping
     // both permission records and 10 ByteOffset=0 reads, 7 artifact creates
     // and 6 artifact edits (ide225); 4 Finish calls and 4 missing-file
@@ -341,7 +341,7 @@ pub enum UnqKind {
     ModernWrapperTaskDetails,
     /// A modern read with an argument outside the qualified names.
     ModernExtraArgument,
-    // ---- issue 27: ide225 / finish147 / replay147 ----
+    // ---- ide225 / finish147 / replay147 (Antigravity IDE 2.25, agy 1.4.7) ----
     /// An ide225 read with ByteOffset 512.
     Ide225OffsetNonzero,
     /// An ide225 ByteOffset=0 read whose retained tool call lacks an argument.
@@ -410,7 +410,7 @@ impl UnqKind {
         UnqKind::ModernStoredMetadata,
         UnqKind::ModernWrapperTaskDetails,
         UnqKind::ModernExtraArgument,
-        // ---- issue 27: ide225 / finish147 / replay147 ----
+        // ---- ide225 / finish147 / replay147 (Antigravity IDE 2.25, agy 1.4.7) ----
         UnqKind::Ide225OffsetNonzero,
         UnqKind::Ide225OffsetNotRepeated,
         UnqKind::Ide225ArtifactNoFlag,
@@ -460,7 +460,7 @@ impl UnqKind {
             | UnqKind::ModernExtraArgument => RuleId::ModernReadFile,
             UnqKind::ModernEditKindMismatch => RuleId::ModernFileEdit,
             UnqKind::ModernStoredMetadata => RuleId::ModernManageTask,
-            // ---- issue 27: ide225 / finish147 / replay147 ----
+            // ---- ide225 / finish147 / replay147 (Antigravity IDE 2.25, agy 1.4.7) ----
             UnqKind::Ide225OffsetNonzero => RuleId::ModernIde225ByteOffset,
             UnqKind::Ide225OffsetNotRepeated => RuleId::ModernIde225ByteOffset,
             UnqKind::Ide225ArtifactNoFlag => RuleId::ModernIde225Artifact,
