@@ -4,6 +4,11 @@ pub mod atomic;
 pub mod term;
 pub mod time;
 
+/// For `#[serde(skip_serializing_if)]`: a count that is zero is left out.
+pub fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// Lowercase hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";

@@ -113,12 +113,8 @@ pub struct SessionRecord {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rpc_only_fields: Vec<String>,
     /// How many more such members there were past the listed ones.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::util::is_zero")]
     pub rpc_only_fields_unlisted: usize,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
 }
 
 impl SessionRecord {

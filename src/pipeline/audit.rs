@@ -320,8 +320,8 @@ pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Session
         }
         // The bodies are kept as received (valid answers only: an invalid
         // one never got here), whatever the verdict.
-        result.full_body = Some(full.body);
-        result.ordinary_body = Some(ordinary.body);
+        result.full_body = Some(full.into_body());
+        result.ordinary_body = Some(ordinary.into_body());
         return result;
     }
 }

@@ -89,11 +89,16 @@ pub struct Envelope {
     pub num_total_steps: u32,
 }
 
-/// Checks `body` as a whole response; see the module doc.
-pub fn parse(body: &[u8]) -> Result<Envelope, ResponseDefect> {
-    let text = std::str::from_utf8(body).map_err(|e| ResponseDefect::NotUtf8 {
-        offset: e.valid_up_to(),
-    })?;
+/// An answer's bytes as text, checked once: every later look at it (the
+/// envelope, the trajectory the comparison reads) takes the `String`.
+pub fn into_text(body: Vec<u8>) -> Result<String, ResponseDefect> {
+    String::from_utf8(body).map_err(|e| ResponseDefect::NotUtf8 {
+        offset: e.utf8_error().valid_up_to(),
+    })
+}
+
+/// Checks `text` as a whole response; see the module doc.
+pub fn parse(text: &str) -> Result<Envelope, ResponseDefect> {
     check_depth(text.as_bytes())?;
     let mut de = serde_json::Deserializer::from_str(text);
     let members = (&mut de)
@@ -120,22 +125,20 @@ pub fn parse(body: &[u8]) -> Result<Envelope, ResponseDefect> {
         "numTotalGeneratorMetadata",
         members.num_total_generator_metadata,
     )?;
-    for (member, declared, actual) in [
-        ("numTotalSteps", steps, lists.steps),
-        (
-            "numTotalGeneratorMetadata",
-            metadata,
-            lists.generator_metadata,
-        ),
-    ] {
-        let unset_metadata = member == "numTotalGeneratorMetadata" && declared == 0;
-        if u64::from(declared) != actual && !unset_metadata {
-            return Err(ResponseDefect::CountMismatch {
-                member,
-                declared,
-                actual,
-            });
-        }
+    if u64::from(steps) != lists.steps {
+        return Err(ResponseDefect::CountMismatch {
+            member: "numTotalSteps",
+            declared: steps,
+            actual: lists.steps,
+        });
+    }
+    // Zero is agy's default (the CLI daemon does not send the member).
+    if metadata != 0 && u64::from(metadata) != lists.generator_metadata {
+        return Err(ResponseDefect::CountMismatch {
+            member: "numTotalGeneratorMetadata",
+            declared: metadata,
+            actual: lists.generator_metadata,
+        });
     }
     Ok(Envelope {
         trajectory: range,
@@ -149,10 +152,7 @@ pub fn parse(body: &[u8]) -> Result<Envelope, ResponseDefect> {
 /// `steps` and `generatorMetadata` appear at most once. It has no status or
 /// counts to check; the status reads as unspecified and the step count is
 /// the trajectory's own.
-pub fn parse_bare(body: &[u8]) -> Result<Envelope, ResponseDefect> {
-    let text = std::str::from_utf8(body).map_err(|e| ResponseDefect::NotUtf8 {
-        offset: e.valid_up_to(),
-    })?;
+pub fn parse_bare(text: &str) -> Result<Envelope, ResponseDefect> {
     check_depth(text.as_bytes())?;
     let raw: &serde_json::value::RawValue =
         serde_json::from_str(text).map_err(|e| ResponseDefect::NotJson {
@@ -173,16 +173,13 @@ pub fn parse_bare(body: &[u8]) -> Result<Envelope, ResponseDefect> {
 /// Whether `body` is a whole answer (its top-level object has a
 /// `trajectory` member, which no Trajectory field is named) rather than a
 /// bare trajectory. Only the top level is read.
-pub fn is_enveloped(body: &[u8]) -> bool {
+pub fn is_enveloped(text: &str) -> bool {
     #[derive(serde::Deserialize)]
     struct Probe<'a> {
         #[serde(borrow, default)]
         trajectory: Option<&'a serde_json::value::RawValue>,
     }
-    std::str::from_utf8(body)
-        .ok()
-        .and_then(|t| serde_json::from_str::<Probe<'_>>(t).ok())
-        .is_some_and(|p| p.trajectory.is_some())
+    serde_json::from_str::<Probe<'_>>(text).is_ok_and(|p| p.trajectory.is_some())
 }
 
 /// One pass over the bytes: the deepest `[`/`{` nesting outside strings.
@@ -428,7 +425,9 @@ mod tests {
             r#","numTotalSteps":"2","numTotalGeneratorMetadata":"0""#,
         ] {
             let b = body(T2, rest);
-            let e = parse(&b).unwrap_or_else(|d| panic!("{rest}: {d}"));
+            let e = into_text(b.clone())
+                .and_then(|t| parse(&t))
+                .unwrap_or_else(|d| panic!("{rest}: {d}"));
             assert_eq!(&b[e.trajectory.clone()], T2.as_bytes());
             assert_eq!(e.num_total_steps, 2);
         }
@@ -526,7 +525,7 @@ mod tests {
             }),
         ];
         for (b, want) in cases {
-            match parse(&b) {
+            match into_text(b.clone()).and_then(|t| parse(&t)) {
                 Ok(_) => panic!("accepted {}", String::from_utf8_lossy(&b)),
                 Err(d) => assert!(want(&d), "{}: {d:?}", String::from_utf8_lossy(&b)),
             }

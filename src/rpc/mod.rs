@@ -198,14 +198,15 @@ fn read_capped(
 /// One GetCascadeTrajectory answer, checked whole ([`envelope::parse`]).
 #[derive(Debug, Clone)]
 pub struct TrajectoryResponse {
-    /// The whole body, as received.
-    pub body: Vec<u8>,
+    /// The whole body, as received (checked UTF-8 once, here).
+    body: String,
     envelope: envelope::Envelope,
 }
 
 impl TrajectoryResponse {
     /// Checks `body` as a whole GetCascadeTrajectoryResponse.
     pub fn parse(body: Vec<u8>) -> Result<TrajectoryResponse, ResponseDefect> {
+        let body = envelope::into_text(body)?;
         let envelope = envelope::parse(&body)?;
         Ok(TrajectoryResponse { body, envelope })
     }
@@ -214,6 +215,7 @@ impl TrajectoryResponse {
     /// level has a `trajectory` member, else a bare trajectory
     /// ([`envelope::parse_bare`]).
     pub fn parse_captured(body: Vec<u8>) -> Result<TrajectoryResponse, ResponseDefect> {
+        let body = envelope::into_text(body)?;
         let envelope = if envelope::is_enveloped(&body) {
             envelope::parse(&body)?
         } else {
@@ -224,8 +226,16 @@ impl TrajectoryResponse {
 
     /// The exact text of the `trajectory` member.
     pub fn trajectory(&self) -> &str {
-        // The envelope's range lies on UTF-8 boundaries of a body it checked.
-        std::str::from_utf8(&self.body[self.envelope.trajectory.clone()]).unwrap_or_default()
+        // The envelope's range is a JSON value's extent in this text, so it
+        // lies on character boundaries.
+        self.body
+            .get(self.envelope.trajectory.clone())
+            .unwrap_or_default()
+    }
+
+    /// The whole body, as received.
+    pub fn into_body(self) -> Vec<u8> {
+        self.body.into_bytes()
     }
 
     /// The `CascadeRunStatus` name the answer carries.
