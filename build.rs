@@ -3,17 +3,7 @@
 use prost::Message;
 use std::path::PathBuf;
 
-/// The root files, listed once for both crates in `proto/roots.txt`.
-fn roots(dir: &str) -> Vec<String> {
-    let path = format!("{dir}/roots.txt");
-    std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("reading {path}: {e}"))
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(str::to_string)
-        .collect()
-}
+include!("build-support/roots.rs");
 
 fn main() {
     println!("cargo:rerun-if-changed=proto");

@@ -354,20 +354,53 @@ fn in_first_step(trajectory: &str, member: &str) -> String {
     format!("{}{member},{}", &trajectory[..at], &trajectory[at..])
 }
 
+// The twists both `audit-sweep` and `sync` are run against.
+
+/// `numTotalSteps` with 26 more digits than the step count: beyond 64 bits.
+fn count_beyond_64_bits(id: &str, full: bool, v: &Views) -> Answer {
+    let e = envelope(&honest(id, full, v));
+    ok(e.replacen(
+        r#""numTotalSteps":""#,
+        r#""numTotalSteps":"99999999999999999999999999"#,
+        1,
+    ))
+}
+
+/// An extra envelope member nested 100,000 deep.
+fn deep_extra_member(id: &str, full: bool, v: &Views) -> Answer {
+    let e = envelope(&honest(id, full, v));
+    ok(format!(
+        "{},\"extra\":{}}}",
+        &e[..e.len() - 1],
+        deep(100_000)
+    ))
+}
+
+/// The honest answer, a byte every 100 ms.
+fn drip(id: &str, full: bool, v: &Views) -> Answer {
+    Answer::Drip(envelope(&honest(id, full, v)).into_bytes(), 100)
+}
+
+/// An endless chunked body.
+fn endless(_: &str, _: bool, _: &Views) -> Answer {
+    Answer::Endless
+}
+
+/// The next conversation's (in id order) honest answer.
+fn another_conversation(id: &str, full: bool, v: &Views) -> Answer {
+    let mut ids: Vec<&String> = v.full.keys().collect();
+    ids.sort();
+    let at = ids.iter().position(|k| *k == id).unwrap();
+    let other = ids[(at + 1) % ids.len()];
+    ok(envelope(&honest(other, full, v)))
+}
+
 #[test]
 fn malformed_envelopes_never_verify() {
     let cases: Vec<(&str, Box<Twist>)> = vec![
         (
             "numTotalSteps beyond 64 bits",
-            Box::new(|id, full, v| {
-                let e = envelope(&honest(id, full, v));
-                let t: serde_json::Value = serde_json::from_str(&e).unwrap();
-                let n = t["numTotalSteps"].as_str().unwrap().to_string();
-                ok(e.replace(
-                    &format!(r#""numTotalSteps":"{n}""#),
-                    &format!(r#""numTotalSteps":"99999999999999999999999999{n}""#),
-                ))
-            }),
+            Box::new(count_beyond_64_bits),
         ),
         (
             "numTotalSteps with an exponent, off by one",
@@ -385,14 +418,7 @@ fn malformed_envelopes_never_verify() {
         ),
         (
             "an extra envelope member nested 100,000 deep",
-            Box::new(|id, full, v| {
-                let e = envelope(&honest(id, full, v));
-                ok(format!(
-                    "{},\"extra\":{}}}",
-                    &e[..e.len() - 1],
-                    deep(100_000)
-                ))
-            }),
+            Box::new(deep_extra_member),
         ),
         (
             "an extra flat envelope member",
@@ -488,13 +514,7 @@ fn malformed_trajectories_never_verify() {
         ),
         (
             "another conversation's trajectory",
-            Box::new(|id, full, v| {
-                let mut ids: Vec<&String> = v.full.keys().collect();
-                ids.sort();
-                let at = ids.iter().position(|k| *k == id).unwrap();
-                let other = ids[(at + 1) % ids.len()];
-                ok(envelope(&honest(other, full, v)))
-            }),
+            Box::new(another_conversation),
         ),
     ];
     for (name, twist) in cases {
@@ -521,14 +541,8 @@ fn transport_hostility_is_bounded_in_time_and_memory() {
                 Answer::CloseMidStream(envelope(&honest(id, full, v)).into_bytes())
             }),
         ),
-        (
-            "a body dripped a byte every 100 ms",
-            Box::new(|id, full, v| Answer::Drip(envelope(&honest(id, full, v)).into_bytes(), 100)),
-        ),
-        (
-            "an endless chunked body",
-            Box::new(|_, _, _| Answer::Endless),
-        ),
+        ("a body dripped a byte every 100 ms", Box::new(drip)),
+        ("an endless chunked body", Box::new(endless)),
     ];
     for (name, twist) in cases {
         sweep_against(name, twist, &["--max-response-bytes", "8388608"]);
@@ -540,40 +554,17 @@ fn sync_against_a_hostile_daemon_never_verifies() {
     let cases: Vec<(&str, Box<Twist>)> = vec![
         (
             "numTotalSteps beyond 64 bits",
-            Box::new(|id, full, v| {
-                let e = envelope(&honest(id, full, v));
-                ok(e.replacen(
-                    r#""numTotalSteps":""#,
-                    r#""numTotalSteps":"99999999999999999999999999"#,
-                    1,
-                ))
-            }),
+            Box::new(count_beyond_64_bits),
         ),
         (
             "an extra envelope member nested 100,000 deep",
-            Box::new(|id, full, v| {
-                let e = envelope(&honest(id, full, v));
-                ok(format!(
-                    "{},\"extra\":{}}}",
-                    &e[..e.len() - 1],
-                    deep(100_000)
-                ))
-            }),
+            Box::new(deep_extra_member),
         ),
-        (
-            "a body dripped a byte every 100 ms",
-            Box::new(|id, full, v| Answer::Drip(envelope(&honest(id, full, v)).into_bytes(), 100)),
-        ),
-        (
-            "an endless chunked body",
-            Box::new(|_, _, _| Answer::Endless),
-        ),
+        ("a body dripped a byte every 100 ms", Box::new(drip)),
+        ("an endless chunked body", Box::new(endless)),
         (
             "another conversation's trajectory",
-            Box::new(|id, full, v| {
-                let other = v.full.keys().find(|k| *k != id).unwrap().clone();
-                ok(envelope(&honest(&other, full, v)))
-            }),
+            Box::new(another_conversation),
         ),
     ];
     for (name, twist) in cases {
