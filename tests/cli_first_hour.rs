@@ -5,6 +5,8 @@
 //! a hanging daemon, an oversized answer is refused while it streams, and
 //! every printing command ends quietly on a closed pipe.
 
+mod common;
+
 use agy_corpus::corpus::{generate, GenerateOptions, PlanOptions};
 use agy_corpus::sim::{DaemonSim, FaultSpec, SimOptions};
 use serde_json::Value;
@@ -14,30 +16,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_agy-audit"));
-    c.env_remove("ANTIGRAVITY_DAEMON_URL")
-        .env_remove("ANTIGRAVITY_CLI_ROOT")
-        .env_remove("AGY_AUDIT_SCHEMA");
-    c
-}
+use common::bin;
 
 /// A small generated store (no planned faults).
 fn small_store(dir: &Path, n: usize) -> PathBuf {
-    let store = dir.join("store");
-    generate(&GenerateOptions {
-        out: store.clone(),
-        plan: PlanOptions {
-            conversations: n,
-            seed: 7,
-            near_miss_rate: 0.1,
-            fault_rate: 0.0,
-            scale: 0.1,
-        },
-        force: false,
-    })
-    .unwrap();
-    store
+    common::small_store(dir, n, 7, 0.1, 0.1)
 }
 
 fn sim(store: &Path, faults: &[&str]) -> DaemonSim {

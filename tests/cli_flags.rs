@@ -10,25 +10,11 @@ mod common;
 
 use common::{bin, output_text as text};
 
-use agy_corpus::corpus::{generate, GenerateOptions, PlanOptions};
 use std::path::{Path, PathBuf};
 
 /// A small generated store.
 fn small_store(dir: &Path, n: usize) -> PathBuf {
-    let store = dir.join("store");
-    generate(&GenerateOptions {
-        out: store.clone(),
-        plan: PlanOptions {
-            conversations: n,
-            seed: 3,
-            near_miss_rate: 0.0,
-            fault_rate: 0.0,
-            scale: 0.05,
-        },
-        force: false,
-    })
-    .unwrap();
-    store
+    common::small_store(dir, n, 3, 0.0, 0.05)
 }
 
 const UUID: &str = "0b6b2f0e-1c1d-4a7e-9a5e-0d6f3f1f2a01";

@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{bin, generate_store, read_manifest, sweep_command, wait_with_deadline};
+use common::{bin, generate_store, read_manifest, run_with_closed_output, sweep_command};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -678,15 +678,7 @@ fn a_sweep_with_a_closed_stderr_finishes() {
                 .args(["--daemon-url", &url]);
             c
         };
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // Close the read ends at once: every write gets EPIPE.
-        drop(child.stdout.take());
-        drop(child.stderr.take());
-        let status = wait_with_deadline(&mut child, 60, "a sweep with a closed stderr");
+        let status = run_with_closed_output(&mut cmd, 60, "a sweep with a closed stderr");
         assert_eq!(status.code(), Some(0), "quiet {quiet}");
         let m = read_manifest(&sweep_out);
         assert_eq!(m["complete"], true);

@@ -8,8 +8,8 @@
 mod common;
 
 use common::{
-    bin, generate_store, output_text, read_manifest as manifest, start_sim, sweep_command,
-    wait_with_deadline, Sim,
+    bin, generate_store, output_text, read_manifest as manifest, run_with_closed_output, start_sim,
+    sweep_command, Sim,
 };
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -219,16 +219,13 @@ fn resume_removes_the_temp_files_a_killed_run_left_and_nothing_else() {
 fn demo_with_closed_stdout_and_stderr_finishes() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("demo");
-    let mut child = bin()
-        .args(["demo", "--conversations", "6", "--out"])
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take());
-    drop(child.stderr.take());
-    let status = wait_with_deadline(&mut child, 120, "demo with closed stdout and stderr");
+    let status = run_with_closed_output(
+        bin()
+            .args(["demo", "--conversations", "6", "--out"])
+            .arg(&out),
+        120,
+        "demo with closed stdout and stderr",
+    );
     assert_eq!(status.code(), Some(0));
     let m = manifest(&out.join("sweep"));
     assert_eq!(m["complete"], true);

@@ -737,6 +737,43 @@ pub fn wait_with_deadline(child: &mut Child, secs: u64, what: &str) -> std::proc
     }
 }
 
+/// Spawns `cmd` with standard output and error both closed at once (every
+/// write gets EPIPE) and waits for it at most `secs` seconds.
+pub fn run_with_closed_output(
+    cmd: &mut Command,
+    secs: u64,
+    what: &str,
+) -> std::process::ExitStatus {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting agy-audit");
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    wait_with_deadline(&mut child, secs, what)
+}
+
+/// `dir/store`: `n` generated conversations (no planned faults) with `seed`,
+/// `near_miss_rate` and `scale`, written by the generator in-process.
+pub fn small_store(dir: &Path, n: usize, seed: u64, near_miss_rate: f64, scale: f64) -> PathBuf {
+    use agy_corpus::corpus::{generate, GenerateOptions, PlanOptions};
+    let store = dir.join("store");
+    generate(&GenerateOptions {
+        out: store.clone(),
+        plan: PlanOptions {
+            conversations: n,
+            seed,
+            near_miss_rate,
+            fault_rate: 0.0,
+            scale,
+        },
+        force: false,
+    })
+    .expect("generating a small store");
+    store
+}
+
 /// A new scratch folder under the system's temp folder, its name unique to
 /// `tag`, this process and this moment; the caller removes it.
 pub fn scratch_dir(tag: &str) -> PathBuf {
