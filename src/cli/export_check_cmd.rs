@@ -106,17 +106,19 @@ pub fn run(a: ExportCheckArgs) -> anyhow::Result<i32> {
         }
         let path = s.source_path(&root);
         let answer_path = corpus.join(format!("{}.ordinary.json", s.file_id));
-        let mut form = None;
-        let checked = check_one(&schema, &opts, &path, &answer_path, s, notice, &mut form);
-        match checked {
-            Ok(diffs) if diffs.is_empty() => {
+        match check_one(&schema, &opts, &path, &answer_path, s, notice) {
+            Ok((diffs, form)) if diffs.is_empty() => {
                 same += 1;
                 match form {
-                    Some(f) => outln!("SAME {} ({f})", s.file_id),
+                    Some(alt) => outln!(
+                        "SAME {} ({}; compared in that form)",
+                        s.file_id,
+                        alt.describe()
+                    ),
                     None => outln!("SAME {}", s.file_id),
                 }
             }
-            Ok(diffs) => {
+            Ok((diffs, _)) => {
                 differ += 1;
                 outln!("DIFFERS {}: {}", s.file_id, diffs.join("; "));
             }
@@ -147,8 +149,7 @@ fn check_one(
     answer_path: &Path,
     s: &crate::manifest::SessionRecord,
     notice: &str,
-    form: &mut Option<&'static str>,
-) -> anyhow::Result<Vec<String>> {
+) -> anyhow::Result<(Vec<String>, Option<crate::project::Alternative>)> {
     let mut diffs = Vec::new();
     let mut src = read_source(path, opts).with_context(|| format!("reading {}", path.display()))?;
     if src.profile != s.profile {
@@ -200,11 +201,12 @@ fn check_one(
     // answer in the other complete form (waits omitted throughout) is
     // compared with the export in that form, and the line says so.
     let (mut exported, mut json_diffs) = export_of(&src, &projection)?;
+    let mut form = None;
     if !json_diffs.is_empty() {
         for alt in projection.alternatives() {
             let (other, d) = projection.with_alternative(alt, |p| export_of(&src, p))?;
             if d.is_empty() {
-                *form = Some("the answer omits replay147 waits throughout; compared in that form");
+                form = Some(alt);
                 exported = other;
                 json_diffs = d;
                 break;
@@ -222,5 +224,5 @@ fn check_one(
         }
         Err(e) => diffs.push(format!("markdown: the answer does not parse strictly: {e}")),
     }
-    Ok(diffs)
+    Ok((diffs, form))
 }

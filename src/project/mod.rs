@@ -73,6 +73,16 @@ pub enum Alternative {
     WaitsOmitted,
 }
 
+impl Alternative {
+    /// What a presentation in this form looks like, for the line that says a
+    /// comparison took it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Alternative::WaitsOmitted => "the answer omits replay147 waits throughout",
+        }
+    }
+}
+
 /// The ordinary presentation predicted for one trajectory.
 #[derive(Debug, Clone)]
 pub struct Projection {
