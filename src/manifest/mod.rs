@@ -195,6 +195,17 @@ impl SessionRecord {
         Outcome::of(self.verdict, self.reason_class)
     }
 
+    /// The refusal's (or failure's) class, when the session was not verified.
+    pub fn class(&self) -> Option<ReasonClass> {
+        self.reason_class
+    }
+
+    /// Why the session was not verified, as the manifest words it
+    /// (`location: detail (rule-id)`), when it was not.
+    pub fn reason_text(&self) -> Option<&str> {
+        self.reason.as_deref()
+    }
+
     /// `verified`, `verified-source-only`, `unknown`, `incomplete`,
     /// `not-fetched` or `error`.
     pub fn verdict_str(&self) -> &'static str {
