@@ -19,10 +19,12 @@ use crate::source::legacy::LegacyKey;
 use crate::util::hex;
 use sha2::{Digest, Sha256};
 
-/// The rules this build qualifies: the whole catalogue ([`RuleId::ALL`]),
-/// the source-level rules and the projection rules, derived rather than
-/// copied, so a rule added to the catalogue is in the profile.
-pub const QUALIFIED_RULES: &[RuleId] = RuleId::ALL;
+/// The rules this build qualifies: every rule a family registered in
+/// `project::registry` declares (the source-level rules through the engine's
+/// family), derived rather than copied, so a rule is in the profile exactly
+/// when a registered family implements it.
+pub static QUALIFIED_RULES: std::sync::LazyLock<Vec<RuleId>> =
+    std::sync::LazyLock::new(crate::project::qualified_rules);
 
 fn rules_digest(rules: &[RuleId]) -> String {
     let mut ids: Vec<&str> = rules.iter().map(|r| r.id()).collect();
@@ -53,7 +55,7 @@ pub fn sqlite_profile_with(schema: &Schema, rules: &[RuleId]) -> String {
 
 /// The SQLite profile of this build.
 pub fn sqlite_profile(schema: &Schema) -> String {
-    sqlite_profile_with(schema, QUALIFIED_RULES)
+    sqlite_profile_with(schema, &QUALIFIED_RULES)
 }
 
 /// The release and binary the specification took agy's fixed format key
@@ -80,7 +82,8 @@ mod tests {
     use super::*;
 
     /// A rule left out of the profile would silently drop out of it: the
-    /// profile's rule set is the catalogue itself, every rule in it once.
+    /// profile's rule set is the registry's, which holds every catalogue
+    /// rule once.
     #[test]
     fn every_rule_is_in_the_profiles_rule_set() {
         for r in RuleId::ALL {

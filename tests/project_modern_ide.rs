@@ -801,7 +801,13 @@ fn replay147_projection_copies_each_stored_wait() {
         "zero is the default"
     );
     assert_eq!(copied.pointer(&format!("/steps/3{WAIT}")), None);
-    assert_eq!(p.replay_waits(), vec![(0, 5000), (1, 300), (2, 0), (3, 0)]);
+    // The omitted form is an alternative for the whole trajectory, as data:
+    // the four RunCommand steps, none of which may spell a wait in it.
+    let alts = p.alternatives();
+    assert_eq!(alts.len(), 1);
+    assert_eq!(alts[0].kind, agy_audit::project::Alternative::WaitsOmitted);
+    let steps: Vec<usize> = alts[0].unspelled.iter().map(|u| u.step).collect();
+    assert_eq!(steps, vec![0, 1, 2, 3]);
     assert!(p.rules().contains(&RuleId::ModernReplayWaits));
 }
 

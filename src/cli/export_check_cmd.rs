@@ -203,10 +203,13 @@ fn check_one(
     let (mut exported, mut json_diffs) = export_of(&src, &projection)?;
     let mut form = None;
     if !json_diffs.is_empty() {
-        for alt in projection.alternatives() {
-            let (other, d) = projection.with_alternative(alt, |p| export_of(&src, p))?;
+        for i in 0..projection.alternatives().len() {
+            let Some(tried) = projection.with_alternative(i, |p| export_of(&src, p)) else {
+                continue;
+            };
+            let (other, d) = tried?;
             if d.is_empty() {
-                form = Some(alt);
+                form = Some(projection.alternatives()[i].kind);
                 exported = other;
                 json_diffs = d;
                 break;

@@ -151,11 +151,11 @@ pub fn compare_ordinary(
 
 /// Compares the ordinary RPC trajectory with the projection of `trajectory`
 /// (the persisted one), taking the projection's alternative complete
-/// presentations into account ([`crate::project::Alternative`], e.g.
+/// presentations into account ([`crate::project::AlternativeForm`], e.g.
 /// replay147's two command wait forms): the presented form first; when it
 /// does not match, each alternative for the whole trajectory at once. A
 /// match of an alternative also requires none of its violations
-/// ([`crate::project::Projection::alternative_violations`]; replay147: no
+/// ([`crate::project::AlternativeForm::violations`]; replay147: no
 /// wait member spelled). Mixed forms match none; the presented form's
 /// differences are reported.
 pub fn compare_ordinary_projection(
@@ -168,15 +168,15 @@ pub fn compare_ordinary_projection(
     if presented.is_ok() {
         return presented;
     }
-    for alt in projection.alternatives() {
-        let matched = projection.with_alternative(alt, |p| {
+    for i in 0..projection.alternatives().len() {
+        let matched = projection.with_alternative(i, |p| {
             compare_ordinary(schema, &p.present(trajectory), ordinary)
         });
-        let Ok(rpc_only) = matched else {
+        let Some(Ok(rpc_only)) = matched else {
             continue;
         };
         let violations = parse_value(ordinary)
-            .map(|v| projection.alternative_violations(alt, &v))
+            .map(|v| projection.alternatives()[i].violations(&v))
             .unwrap_or_default();
         if violations.is_empty() {
             return Ok(rpc_only);

@@ -1,6 +1,6 @@
 //! A family's argument bound, declared as data: the arguments a call must
-//! carry (no other is allowed), the stored field each must equal, and
-//! whether they must repeat the retained tool call
+//! carry, those it may carry (no other is allowed), the stored field an
+//! argument must equal, and whether they must repeat the retained tool call
 //! (`metadata.tool_call.arguments_json`). "Arguments and wrapper/result
 //! fields are bounded separately for each projection": a family states its
 //! bound here rather than in code, so the bound is visible and testable
@@ -12,13 +12,28 @@ use super::fields::{text, Args};
 use prost_reflect::DynamicMessage;
 use std::fmt;
 
-/// The arguments of a projection.
+/// The arguments of a projection. Every family whose rules read a call's
+/// arguments declares one per tool (`Family::args`); the registry's test
+/// builds each near-miss the bound names (an extra argument, a missing
+/// required one, one contradicting its field, one differing from the
+/// retained tool call) and requires a refusal.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct ArgBound {
-    /// Each argument the call must carry, with the field (of the payload or
+pub struct ArgBound {
+    /// Each argument the call must carry with the field (of the payload or
     /// the native step the family names) whose text it must equal as a JSON
-    /// string. No other argument is allowed.
+    /// string.
     pub equal: &'static [(&'static str, &'static str)],
+    /// Further arguments the call must carry.
+    pub required: &'static [&'static str],
+    /// Arguments the call may carry besides. No other argument is allowed.
+    pub optional: &'static [&'static str],
+    /// Arguments the call may carry, each equal, when present, to a field
+    /// (an argument only its own rule accepts: ContentOffset, Append).
+    pub equal_if_present: &'static [(&'static str, &'static str)],
+    /// The arguments are exactly the members of this JSON-object payload
+    /// field, each the same JSON (a Finish call's result_json), whatever
+    /// their names.
+    pub members_of: Option<&'static str>,
     /// The arguments must repeat the retained tool call: the same keys, each
     /// the same JSON.
     pub repeat_tool_call: bool,
@@ -26,7 +41,7 @@ pub(crate) struct ArgBound {
 
 /// How a call's arguments miss their bound.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ArgMiss {
+pub enum ArgMiss {
     /// An argument the bound does not allow.
     Extra(String),
     /// A required argument is absent.
@@ -56,14 +71,38 @@ impl fmt::Display for ArgMiss {
 }
 
 impl ArgBound {
-    /// The argument names the bound allows (all of them required).
+    /// A bound of only optional arguments (an allow-list).
+    pub const fn allowing(optional: &'static [&'static str]) -> ArgBound {
+        ArgBound {
+            equal: &[],
+            required: &[],
+            optional,
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: false,
+        }
+    }
+
+    /// The arguments the call must carry.
+    pub fn required_names(&self) -> Vec<&'static str> {
+        self.equal
+            .iter()
+            .map(|(a, _)| *a)
+            .chain(self.required.iter().copied())
+            .collect()
+    }
+
+    /// The argument names the bound allows.
     pub fn names(&self) -> Vec<&'static str> {
-        self.equal.iter().map(|(a, _)| *a).collect()
+        let mut n = self.required_names();
+        n.extend(self.optional.iter().copied());
+        n.extend(self.equal_if_present.iter().map(|(a, _)| *a));
+        n
     }
 
     /// Checks `args` against the bound: `source` holds the fields named in
     /// [`Self::equal`], `step` the retained tool call.
-    pub fn check(
+    pub(crate) fn check(
         &self,
         args: &Args,
         source: &DynamicMessage,
@@ -72,10 +111,16 @@ impl ArgBound {
         if let Some(k) = args.extra_key(&self.names()) {
             return Err(ArgMiss::Extra(k.to_string()));
         }
-        for (arg, field) in self.equal {
+        for arg in self.required_names() {
             if !args.has(arg) {
                 return Err(ArgMiss::Missing(arg));
             }
+        }
+        let present = self
+            .equal_if_present
+            .iter()
+            .filter(|(arg, _)| args.has(arg));
+        for (arg, field) in self.equal.iter().chain(present) {
             if args.string(arg).as_deref() != Some(text(source, field).as_str()) {
                 return Err(ArgMiss::Contradicts { arg, field });
             }

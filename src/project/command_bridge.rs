@@ -1,12 +1,15 @@
 //! The run_command bridge formatting failure (history2): an ERROR wrapper over
 //! a successful DONE native command.
 
+use super::args::ArgBound;
+use super::doc::RuleDoc;
+use super::family::{Args, Family, Hook};
 use super::fields::{
     ensure, flag, has_any, history, int, only_short_full, single_allow_hook, sub, text,
-    tool_source, Wrapper, BUILTIN, ERROR, PENDING, R, RUNNING,
+    tool_source, Wrapper, BUILTIN, DONE, ERROR, PENDING, R, RUNNING,
 };
-use super::table::RuleDoc;
-use super::Reason;
+use super::native::RUN_COMMAND;
+use super::reasons::Reason;
 use crate::rules::RuleId;
 use prost_reflect::DynamicMessage;
 
@@ -118,3 +121,37 @@ pub(crate) fn check(w: &Wrapper, n: &DynamicMessage) -> R<()> {
         || format!("wrapper {wh:?}, native {nh:?}"),
     )
 }
+
+/// The family's argument bounds (the command and working directory are the native command's; the wait is 5000; repeating the tool calls).
+const ARGS: &[Args] = &[Args {
+    rule: RuleId::CommandBridgeFormatFailure,
+    tool: "run_command",
+    over: None,
+    bound: ArgBound {
+        equal: &[
+            ("CommandLine", "run_command.command_line"),
+            ("Cwd", "run_command.cwd"),
+        ],
+        required: &["WaitMsBeforeAsync"],
+        optional: &["toolAction", "toolSummary"],
+        equal_if_present: &[],
+        members_of: None,
+        repeat_tool_call: true,
+    },
+}];
+
+/// The family: a run_command bridge formatting failure (an ERROR wrapper
+/// with an outer error over a DONE native command).
+pub(crate) const FAMILY: Family = Family {
+    file: "command_bridge.rs",
+    docs: DOCS,
+    claims: &[],
+    hooks: &[Hook::OuterError {
+        native_type: RUN_COMMAND,
+        native_status: Some(DONE),
+        presented_status: Some(ERROR),
+        rule: RuleId::CommandBridgeFormatFailure,
+        check,
+    }],
+    args: ARGS,
+};

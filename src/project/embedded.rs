@@ -5,15 +5,15 @@
 //! type-specific mappings (bridge failure, failed list_resources, images)
 //! are checked from here but live in their own files.
 
+use super::checks::{check_tool_and_args, outer_error_matches, WRAPPER_TOOLS};
+use super::doc::RuleDoc;
+use super::family::{has_records, Claim, Ctx, Family, Hook, Presented, STEP_URL};
 use super::fields::{
-    ensure, extra_field, has, only_short_full, reject, status, step_type, sub, text, Wrapper,
-    CANCELED, DONE, ERROR, R, RUNNING,
+    ensure, extra_field, has, reject, same, set, set_enum, status, step_type, sub, Wrapper,
+    CANCELED, ERROR, R, RUNNING,
 };
-use super::table::RuleDoc;
-use super::{
-    command_bridge, generate_image, list_resources, permissions, view_file, write_to_file, Ctx,
-    Presented, Reason,
-};
+use super::native::*;
+use super::reasons::Reason;
 use crate::rules::RuleId;
 use bytes::Bytes;
 use prost_reflect::{DynamicMessage, Value};
@@ -83,155 +83,10 @@ const NATIVE: &[(&str, &str, Qualified)] = &[
     ),
 ];
 
-pub(crate) const RUN_COMMAND: &str = "CORTEX_STEP_TYPE_RUN_COMMAND";
-pub(crate) const VIEW_FILE: &str = "CORTEX_STEP_TYPE_VIEW_FILE";
-pub(crate) const CODE_ACTION: &str = "CORTEX_STEP_TYPE_CODE_ACTION";
-const INVOKE_SUBAGENT: &str = "CORTEX_STEP_TYPE_INVOKE_SUBAGENT";
-const LIST_RESOURCES: &str = "CORTEX_STEP_TYPE_LIST_RESOURCES";
-const GENERATE_IMAGE: &str = "CORTEX_STEP_TYPE_GENERATE_IMAGE";
-const GREP_SEARCH: &str = "CORTEX_STEP_TYPE_GREP_SEARCH";
-const MCP_TOOL: &str = "CORTEX_STEP_TYPE_MCP_TOOL";
-const READ_URL_CONTENT: &str = "CORTEX_STEP_TYPE_READ_URL_CONTENT";
-const SEARCH_WEB: &str = "CORTEX_STEP_TYPE_SEARCH_WEB";
-
-/// The wrapper tool qualified over each native type (the wrapper's
-/// `metadata.tool_call.name`), with that tool's argument allow-list: (tool,
-/// native type, allowed `generic.args` keys).
-///
-/// The specification names the tool of each mapping ("run-command",
-/// "view-file", "write_to_file", "invoke-subagent", "generate_image",
-/// "list_resources", ...) but lists the wrapper arguments only for some of
-/// them (generate_image: "its prompt, image name and aspect ratio
-/// arguments"; list_resources: ServerName; run_command: CommandLine, Cwd and
-/// WaitMsBeforeAsync in every command rule). Where it is silent, the stricter
-/// reading: only the arguments observed for that tool over that native type
-/// in the specification and in the modeled shapes (the synthetic corpus),
-/// nothing inferred from other rules (no toolAction, toolSummary, IsDaemon,
-/// RunPersistent, BypassSandbox, ByteOffset, EmptyFile, Overwrite, ...).
-/// ContentOffset and Append are not in these lists: they are accepted only
-/// under their own rules ([`view_file`], [`write_to_file`]), which refuse
-/// them on any other tool. An MCP_TOOL step is named by its server and tool
-/// instead (see [`MCP_TOOL_PREFIX`]).
-pub(crate) const WRAPPER_TOOLS: &[(&str, &str, &[&str])] = &[
-    (
-        "run_command",
-        RUN_COMMAND,
-        &["CommandLine", "Cwd", "WaitMsBeforeAsync"],
-    ),
-    (
-        "view_file",
-        VIEW_FILE,
-        &["AbsolutePath", "StartLine", "EndLine"],
-    ),
-    ("write_to_file", CODE_ACTION, &["TargetFile", "CodeContent"]),
-    (
-        "replace_file_content",
-        CODE_ACTION,
-        &["TargetFile", "Instruction", "ReplacementContent"],
-    ),
-    ("invoke_subagent", INVOKE_SUBAGENT, &["Prompt", "Workspace"]),
-    (
-        "generate_image",
-        GENERATE_IMAGE,
-        &["AspectRatio", "ImageName", "Prompt"],
-    ),
-    ("grep_search", GREP_SEARCH, &["Query", "SearchPath"]),
-    ("read_url_content", READ_URL_CONTENT, &["Url"]),
-    ("search_web", SEARCH_WEB, &["query"]),
-    ("list_resources", LIST_RESOURCES, &["ServerName"]),
-];
-
-/// An MCP tool wrapper is named `mcp_<server>_<tool>` after the native
-/// `mcp_tool.server_name` and `mcp_tool.tool_call.name`; its arguments are
-/// the MCP tool's own, so their allow-list is the native tool call's: the
-/// wrapper arguments must repeat `mcp_tool.tool_call.arguments_json` exactly
-/// (the same keys, each the same JSON value).
-pub(crate) const MCP_TOOL_PREFIX: &str = "mcp_";
-
-/// The arguments a wrapper may carry besides its tool's allow-list: each is
-/// accepted only under its own rule, which refuses it on another tool.
-const OWN_RULE_ARGS: &[&str] = &["ContentOffset", "Append"];
-
-/// "Generic wrappers containing recognized [...] native Steps": the
-/// wrapper's tool must be the one qualified over the native type, and its
-/// arguments within that tool's allow-list ([`WRAPPER_TOOLS`], MCP tools by
-/// [`MCP_TOOL_PREFIX`]). A mismatch fails with [`Reason::WrapperTool`], any
-/// other argument with [`Reason::WrapperArgument`].
-pub(crate) fn check_tool_and_args(w: &Wrapper, ntype: &str, n: &DynamicMessage) -> R<()> {
-    let base = RuleId::EmbeddedNativeStep;
-    if ntype == MCP_TOOL {
-        let mcp = sub(n, "mcp_tool");
-        let server = mcp.map(|m| text(m, "server_name")).unwrap_or_default();
-        let call = mcp.and_then(|m| sub(m, "tool_call"));
-        let name = call.map(|c| text(c, "name")).unwrap_or_default();
-        let want = format!("{MCP_TOOL_PREFIX}{server}_{name}");
-        ensure(
-            !server.is_empty() && !name.is_empty() && w.tool == want,
-            base,
-            Reason::WrapperTool,
-            || format!("{:?} over {ntype} (want {want:?})", w.tool),
-        )?;
-        let native_args = call.and_then(|c| {
-            match serde_json::from_str::<serde_json::Value>(&text(c, "arguments_json")) {
-                Ok(serde_json::Value::Object(o)) => Some(o),
-                _ => None,
-            }
-        });
-        let Some(native_args) = native_args else {
-            return reject(
-                Some(base),
-                Reason::WrapperArgument,
-                "the native MCP tool call has no argument object",
-            );
-        };
-        if let Some(k) = w.args.keys().into_iter().find(
-            |k| !matches!((native_args.get(*k), w.args.json(k)), (Some(a), Some(b)) if *a == b),
-        ) {
-            return reject(
-                Some(base),
-                Reason::WrapperArgument,
-                format!("{} argument {k} is not the native MCP tool call's", w.tool),
-            );
-        }
-        return ensure(
-            native_args.len() == w.args.0.len(),
-            base,
-            Reason::WrapperArgument,
-            || format!("{} lacks arguments of the native MCP tool call", w.tool),
-        );
-    }
-    let Some(&(tool, _, allowed)) = WRAPPER_TOOLS.iter().find(|t| t.1 == ntype && t.0 == w.tool)
-    else {
-        let want: Vec<&str> = WRAPPER_TOOLS
-            .iter()
-            .filter(|t| t.1 == ntype)
-            .map(|t| t.0)
-            .collect();
-        let tool = if w.tool.is_empty() {
-            "(no tool name)"
-        } else {
-            w.tool.as_str()
-        };
-        return reject(
-            Some(base),
-            Reason::WrapperTool,
-            format!("{tool} over {ntype} (want one of {want:?})"),
-        );
-    };
-    match w
-        .args
-        .keys()
-        .into_iter()
-        .find(|k| !allowed.contains(k) && !OWN_RULE_ARGS.contains(k))
-    {
-        Some(k) => reject(
-            Some(base),
-            Reason::WrapperArgument,
-            format!("{tool} argument {k} (allowed: {allowed:?})"),
-        ),
-        None => Ok(()),
-    }
-}
+/// Native types whose failures only their own rules map (failed
+/// list_resources, failed generate_image): without that rule registered,
+/// they are refused rather than taken by the generic outer-error rule.
+const OUTER_ERROR_OWN_RULE: &[&str] = &[LIST_RESOURCES, GENERATE_IMAGE];
 
 /// Wrapper (Step) fields a wrapper over an embedded Step may set.
 const WRAPPER_FIELDS: &[&str] = &[
@@ -309,30 +164,6 @@ pub(crate) const DOCS: &[RuleDoc] = &[
     },
 ];
 
-/// The outer-error rule's shared bounds, under `rule`: "The outer error may
-/// hold only short and full error text", the native Step "must also be ERROR
-/// and its own error must have the same short error".
-pub(crate) fn outer_error_matches(rule: RuleId, w: &Wrapper, n: &DynamicMessage) -> R<()> {
-    let Some(oe) = &w.error else {
-        return reject(Some(rule), Reason::OuterErrorStatus, "no outer error");
-    };
-    ensure(only_short_full(oe), rule, Reason::OuterErrorText, || {
-        extra_field(oe, &["short_error", "full_error"]).unwrap_or_default()
-    })?;
-    let ns = status(n);
-    ensure(ns == ERROR, rule, Reason::OuterErrorNativeStatus, || {
-        ns.clone()
-    })?;
-    let outer = text(oe, "short_error");
-    let inner = sub(n, "error").map(|e| text(e, "short_error"));
-    ensure(
-        !outer.is_empty() && inner.as_deref() == Some(outer.as_str()),
-        rule,
-        Reason::OuterErrorShortError,
-        || format!("outer {outer:?}, native {:?}", inner.unwrap_or_default()),
-    )
-}
-
 /// "Generic wrappers containing recognized run-command, code-action,
 /// view-file, or invoke-subagent native Steps are replaced with the embedded
 /// Step. Outer task details are preserved; conflicting or inner-only task
@@ -343,14 +174,15 @@ pub(crate) fn outer_error_matches(rule: RuleId, w: &Wrapper, n: &DynamicMessage)
 /// matching body; the wrapper sets only [`WRAPPER_FIELDS`], the native Step
 /// only [`NATIVE_FIELDS`] and its body, the result only [`RESULT_FIELDS`]
 /// (media only for images). Then, in order: ContentOffset and Append
-/// arguments ([`view_file`], [`write_to_file`]); permission records
-/// ([`permissions`]); with an outer error, the bridge failure, failed
+/// arguments (the `EmbeddedArgument` hooks of view_file.rs and
+/// write_to_file.rs); permission records (permissions.rs's
+/// `EmbeddedRecords` hook); with an outer error, the bridge failure, failed
 /// list_resources, failed generate_image or the outer-error rule; without
 /// one, the image mapping, equal statuses, or the CANCELED command cases.
 /// Last, whatever the route: the wrapper's tool is the one qualified over
 /// the native type and its arguments are within that tool's allow-list
-/// ([`check_tool_and_args`], [`WRAPPER_TOOLS`]).
-pub(crate) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
+/// ([`check_tool_and_args`], `checks::WRAPPER_TOOLS`).
+fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     let base = RuleId::EmbeddedNativeStep;
     let n = DynamicMessage::decode(ctx.schema.names.step.clone(), bytes.clone())
         .or_else(|e| reject(Some(base), Reason::EmbeddedUndecodable, e.to_string()))?;
@@ -386,23 +218,32 @@ pub(crate) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented>
     let nt = sub(&n, "task_details");
     match (&wt, &nt) {
         (None, Some(_)) => return reject(Some(base), Reason::InnerOnlyTaskDetails, ""),
-        (Some(a), Some(b)) if !super::fields::same(a, b) => {
+        (Some(a), Some(b)) if !same(a, b) => {
             return reject(Some(base), Reason::ConflictingTaskDetails, "")
         }
         _ => {}
     }
 
     let mut rules: Vec<RuleId> = Vec::new();
-    if w.args.has("Append") {
-        write_to_file::check_append(w, &n)?;
-        rules.push(RuleId::WriteToFileAppend);
+    // Arguments only their own rules accept (Append, ContentOffset), in the
+    // registry's order.
+    for (arg, rule, check) in ctx.hooks().filter_map(|h| match h {
+        Hook::EmbeddedArgument { arg, rule, check } => Some((*arg, *rule, *check)),
+        _ => None,
+    }) {
+        if w.args.has(arg) {
+            check(w, &n)?;
+            rules.push(rule);
+        }
     }
-    if w.args.has("ContentOffset") {
-        view_file::check_content_offset(w, &n)?;
-        rules.push(RuleId::ViewFileContentOffset);
-    }
-    if super::has_records(w.step) || super::has_records(&n) {
-        rules.push(permissions::check(w, &n)?);
+    if has_records(w.step) || has_records(&n) {
+        let Some(records) = ctx.hook(|h| match h {
+            Hook::EmbeddedRecords(check) => Some(*check),
+            _ => None,
+        }) else {
+            return reject(Some(base), Reason::WrapperField, "permission records");
+        };
+        rules.push(records(w, &n)?);
     }
 
     let ws = w.status.clone();
@@ -412,28 +253,41 @@ pub(crate) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented>
         if ws != ERROR {
             return reject(Some(RuleId::OuterError), Reason::OuterErrorStatus, ws);
         }
-        match ntype.as_str() {
-            RUN_COMMAND if ns == DONE => {
-                command_bridge::check(w, &n)?;
-                presented_status = Some(ERROR);
-                RuleId::CommandBridgeFormatFailure
+        // A type-specific failure mapping first (the bridge failure, failed
+        // list_resources, failed generate_image), else the outer-error rule.
+        let own = ctx.hook(|h| match h {
+            Hook::OuterError {
+                native_type,
+                native_status,
+                presented_status,
+                rule,
+                check,
+            } if *native_type == ntype && native_status.is_none_or(|s| s == ns) => {
+                Some((*rule, *check, *presented_status))
             }
-            LIST_RESOURCES => {
-                list_resources::check(w, &n)?;
-                RuleId::FailedListResources
+            _ => None,
+        });
+        match own {
+            Some((rule, check, presented)) => {
+                check(w, &n)?;
+                presented_status = presented;
+                rule
             }
-            GENERATE_IMAGE => {
-                generate_image::check_failed(w, &n)?;
-                RuleId::FailedGenerateImage
-            }
-            INVOKE_SUBAGENT => {
+            None if ntype == INVOKE_SUBAGENT => {
                 return reject(
                     Some(RuleId::OuterError),
                     Reason::OuterErrorNativeType,
                     ntype,
                 )
             }
-            _ => {
+            None if OUTER_ERROR_OWN_RULE.contains(&ntype.as_str()) => {
+                return reject(
+                    Some(RuleId::OuterError),
+                    Reason::OuterErrorNativeType,
+                    ntype,
+                )
+            }
+            None => {
                 outer_error_matches(RuleId::OuterError, w, &n)?;
                 RuleId::OuterError
             }
@@ -441,8 +295,18 @@ pub(crate) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented>
     } else {
         match qualified {
             Qualified::Image => {
-                generate_image::check_success(w, &n)?;
-                RuleId::EmbeddedImageSuccess
+                let Some((rule, check)) = ctx.hook(|h| match h {
+                    Hook::EmbeddedSuccess {
+                        native_type,
+                        rule,
+                        check,
+                    } if *native_type == ntype => Some((*rule, *check)),
+                    _ => None,
+                }) else {
+                    return reject(Some(base), Reason::EmbeddedType, ntype);
+                };
+                check(w, &n)?;
+                rule
             }
             Qualified::OuterErrorOnly if ntype == LIST_RESOURCES => {
                 return reject(
@@ -490,10 +354,10 @@ pub(crate) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented>
 
     let mut step = n;
     if let Some(td) = wt {
-        super::fields::set(&mut step, "task_details", Value::Message(td.clone()));
+        set(&mut step, "task_details", Value::Message(td.clone()));
     }
     if let Some(s) = presented_status {
-        super::fields::set_enum(&mut step, "status", s);
+        set_enum(&mut step, "status", s);
     }
     // The primary rule: the most specific one; the rest are extras.
     let mut all = vec![route];
@@ -523,3 +387,16 @@ pub(crate) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented>
         carried: vec!["generic.result.payload"],
     })
 }
+
+/// The family: wrappers whose result payload is an embedded native Step.
+pub(crate) const FAMILY: Family = Family {
+    file: "embedded.rs",
+    docs: DOCS,
+    claims: &[Claim::Payload {
+        url: STEP_URL,
+        project,
+        extra: &[],
+    }],
+    hooks: &[],
+    args: WRAPPER_TOOLS,
+};

@@ -2,13 +2,15 @@
 //! embedded image Steps, and the `exa.cortex.core.tools.GenerateImage` Any.
 
 use super::args::ArgBound;
-use super::embedded::outer_error_matches;
+use super::checks::outer_error_matches;
+use super::doc::RuleDoc;
+use super::family::{Args, Claim, Ctx, Family, Hook, Presented};
 use super::fields::{
     ensure, extra_field, messages, new_sub, reject, same, set, set_enum, sub, text, Wrapper, DONE,
     R,
 };
-use super::table::RuleDoc;
-use super::{Ctx, Presented, Reason};
+use super::native::GENERATE_IMAGE;
+use super::reasons::Reason;
 use crate::rules::RuleId;
 use bytes::Bytes;
 use prost_reflect::{DynamicMessage, ReflectMessage, Value};
@@ -37,6 +39,10 @@ const IMAGE_ARGS: &[(&str, &str)] = &[
 /// A failed call's arguments: exactly the three, each the native field's.
 const FAILED_ARGS: ArgBound = ArgBound {
     equal: IMAGE_ARGS,
+    required: &[],
+    optional: &[],
+    equal_if_present: &[],
+    members_of: None,
     repeat_tool_call: false,
 };
 
@@ -47,6 +53,10 @@ const FAILED_ARGS: ArgBound = ArgBound {
 /// the payload repeats, plus the tool call (stricter where silent).
 const ANY_ARGS: ArgBound = ArgBound {
     equal: IMAGE_ARGS,
+    required: &[],
+    optional: &[],
+    equal_if_present: &[],
+    members_of: None,
     repeat_tool_call: true,
 };
 
@@ -215,3 +225,43 @@ pub(crate) fn project_any(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presen
         carried: vec!["generic.result.payload", "generic.result.media"],
     })
 }
+
+/// The family: failed and successful embedded image Steps, and the
+/// GenerateImage Any.
+pub(crate) const FAMILY: Family = Family {
+    file: "generate_image.rs",
+    docs: DOCS,
+    claims: &[Claim::Payload {
+        url: GENERATE_IMAGE_URL,
+        project: project_any,
+        extra: &[],
+    }],
+    hooks: &[
+        Hook::OuterError {
+            native_type: GENERATE_IMAGE,
+            native_status: None,
+            presented_status: None,
+            rule: RuleId::FailedGenerateImage,
+            check: check_failed,
+        },
+        Hook::EmbeddedSuccess {
+            native_type: GENERATE_IMAGE,
+            rule: RuleId::EmbeddedImageSuccess,
+            check: check_success,
+        },
+    ],
+    args: &[
+        Args {
+            rule: RuleId::FailedGenerateImage,
+            tool: "generate_image",
+            over: None,
+            bound: FAILED_ARGS,
+        },
+        Args {
+            rule: RuleId::GenerateImageAny,
+            tool: "generate_image",
+            over: None,
+            bound: ANY_ARGS,
+        },
+    ],
+};

@@ -2,9 +2,10 @@
 //! resultless BUILTIN view_file presented as VIEW_FILE) from the executors'
 //! persisted customization registrations.
 
+use super::doc::RuleDoc;
+use super::family::{Ctx, Family, Hook};
 use super::fields::{enum_name, flag, int, messages, reject, sub, text, Wrapper, R};
-use super::table::RuleDoc;
-use super::{Ctx, Reason};
+use super::reasons::Reason;
 use crate::rules::RuleId;
 use prost_reflect::DynamicMessage;
 use std::collections::BTreeSet;
@@ -59,7 +60,7 @@ fn end(executor: &DynamicMessage) -> i128 {
 /// non-unique binding, the read refuses when any enabled skill exact-path
 /// registration exists up to the last executor bearing that ID, and is
 /// unmarked otherwise.
-pub(crate) fn skill_flag(ctx: &Ctx<'_>, w: &Wrapper, path: &str) -> R<bool> {
+fn skill_flag(ctx: &Ctx<'_>, w: &Wrapper, path: &str) -> R<bool> {
     let rule = Some(RuleId::History2SkillRegistry);
     let exec_id = w
         .metadata()
@@ -150,3 +151,13 @@ pub(crate) fn skill_flag(ctx: &Ctx<'_>, w: &Wrapper, path: &str) -> R<bool> {
     }
     Ok(true)
 }
+
+/// The family: the registry rule, reached from the resultless BUILTIN
+/// view_file.
+pub(crate) const FAMILY: Family = Family {
+    file: "history2.rs",
+    docs: DOCS,
+    claims: &[],
+    hooks: &[Hook::SkillFlag(skill_flag)],
+    args: &[],
+};

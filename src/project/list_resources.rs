@@ -1,9 +1,12 @@
 //! Failed list_resources calls (history2).
 
-use super::embedded::outer_error_matches;
+use super::args::ArgBound;
+use super::checks::outer_error_matches;
+use super::doc::RuleDoc;
+use super::family::{Args, Family, Hook};
 use super::fields::{ensure, extra_field, has_any, sub, text, Wrapper, R};
-use super::table::RuleDoc;
-use super::Reason;
+use super::native::LIST_RESOURCES;
+use super::reasons::Reason;
 use crate::rules::RuleId;
 use prost_reflect::DynamicMessage;
 
@@ -77,3 +80,33 @@ pub(crate) fn check(w: &Wrapper, n: &DynamicMessage) -> R<()> {
         || format!("result.{}", result_extra.clone().unwrap_or_default()),
     )
 }
+
+/// The family's argument bounds (ServerName is the native server_name; all arguments repeat the native tool call).
+const ARGS: &[Args] = &[Args {
+    rule: RuleId::FailedListResources,
+    tool: "list_resources",
+    over: None,
+    bound: ArgBound {
+        equal: &[("ServerName", "list_resources.server_name")],
+        required: &[],
+        optional: &[],
+        equal_if_present: &[],
+        members_of: None,
+        repeat_tool_call: true,
+    },
+}];
+
+/// The family: a failed list_resources call.
+pub(crate) const FAMILY: Family = Family {
+    file: "list_resources.rs",
+    docs: DOCS,
+    claims: &[],
+    hooks: &[Hook::OuterError {
+        native_type: LIST_RESOURCES,
+        native_status: None,
+        presented_status: None,
+        rule: RuleId::FailedListResources,
+        check,
+    }],
+    args: ARGS,
+};

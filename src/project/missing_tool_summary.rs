@@ -1,10 +1,12 @@
 //! Resultless run_command and view_file calls rejected for missing toolSummary.
 
+use super::args::ArgBound;
+use super::doc::RuleDoc;
+use super::family::{Args, Ctx, Family, Hook, Presented};
 use super::fields::{
     ensure, extra_field, history, text, tool_source, Wrapper, BUILTIN, INVALID, PENDING, R,
 };
-use super::table::RuleDoc;
-use super::{Ctx, Presented, Reason};
+use super::reasons::Reason;
 use crate::rules::RuleId;
 
 /// Both error strings of the rejection, exactly.
@@ -47,7 +49,7 @@ pub(crate) const DOCS: &[RuleDoc] = &[RuleDoc {
 /// the entire wrapper; it does not synthesize a native failed command or
 /// file read." The shapes are exact key sets; string arguments must be JSON
 /// strings and numbers canonical decimals.
-pub(crate) fn project(_ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
+fn project(_ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
     let rule = RuleId::MissingToolSummary;
     if let Some(f) = w.extra_step_field(&["type", "status", "metadata", "error", "generic"]) {
         return super::fields::reject(Some(rule), Reason::MissingSummaryRecords, f);
@@ -109,3 +111,54 @@ pub(crate) fn project(_ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
     )?;
     Ok(Presented::unchanged(rule))
 }
+
+/// The family's argument bounds (the command and read shapes, exactly, repeating the tool call).
+const ARGS: &[Args] = &[
+    Args {
+        rule: RuleId::MissingToolSummary,
+        tool: "run_command",
+        over: None,
+        bound: ArgBound {
+            equal: &[],
+            required: COMMAND_SHAPE,
+            optional: &[],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: true,
+        },
+    },
+    Args {
+        rule: RuleId::MissingToolSummary,
+        tool: "view_file",
+        over: None,
+        bound: ArgBound {
+            equal: &[],
+            required: READ_SHAPE,
+            optional: &[],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: true,
+        },
+    },
+];
+
+/// The family: resultless run_command and view_file calls rejected for
+/// missing toolSummary (status INVALID), reached from the resultless family.
+pub(crate) const FAMILY: Family = Family {
+    file: "missing_tool_summary.rs",
+    docs: DOCS,
+    claims: &[],
+    hooks: &[
+        Hook::Resultless {
+            tool: "run_command",
+            status: INVALID,
+            project,
+        },
+        Hook::Resultless {
+            tool: "view_file",
+            status: INVALID,
+            project,
+        },
+    ],
+    args: ARGS,
+};

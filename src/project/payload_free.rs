@@ -3,12 +3,14 @@
 //! schedule, manage_subagents, define_subagent, list_permissions and
 //! ask_permission.
 
+use super::args::ArgBound;
+use super::doc::RuleDoc;
+use super::family::{has_records, unqualified, Args, Claim, Ctx, Family, Presented};
 use super::fields::{
     ensure, has, only_short_full, reject, single_allow_hook, tool_source, Wrapper, BUILTIN, DONE,
     ERROR, R,
 };
-use super::table::RuleDoc;
-use super::{has_records, unqualified, Ctx, Presented, Reason};
+use super::reasons::Reason;
 use crate::rules::RuleId;
 
 const RESULT_TEXT_URI_RENDER: &[&str] = &["result", "full_output_uri", "step_render_info"];
@@ -88,7 +90,7 @@ pub(crate) const DOCS: &[RuleDoc] = &[
 ];
 
 /// Dispatches a payload-free wrapper by tool.
-pub(crate) fn project(_ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
+fn project(_ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
     match w.tool.as_str() {
         "manage_task" if w.args.string("Action").as_deref() == Some("send_input") => send_input(w),
         "manage_task" | "send_message" => manage_task(w),
@@ -352,3 +354,131 @@ fn ask_permission(w: &Wrapper) -> R<Presented> {
     status_and_error(rule, w, false, false)?;
     Ok(Presented::unchanged(rule))
 }
+
+/// The family's argument bounds (each tool's observed arguments; send_input's TaskId and Input repeat the tool call and the result metadata).
+const ARGS: &[Args] = &[
+    Args {
+        rule: RuleId::PayloadFreeManageTask,
+        tool: "manage_task",
+        over: None,
+        bound: ArgBound {
+            equal: &[],
+            required: &["Action"],
+            optional: &["TaskId"],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: false,
+        },
+    },
+    Args {
+        rule: RuleId::PayloadFreeManageTask,
+        tool: "send_message",
+        over: None,
+        bound: ArgBound {
+            equal: &[],
+            required: &[],
+            optional: &["ConversationId", "Message"],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: false,
+        },
+    },
+    Args {
+        rule: RuleId::ManageTaskSendInput,
+        tool: "manage_task",
+        over: None,
+        bound: ArgBound {
+            equal: &[
+                ("TaskId", "result.metadata.task_id"),
+                ("Input", "result.metadata.input"),
+            ],
+            required: &["Action"],
+            optional: &[],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: true,
+        },
+    },
+    Args {
+        rule: RuleId::PayloadFreeScheduleSubagents,
+        tool: "schedule",
+        over: None,
+        bound: ArgBound {
+            equal: &[],
+            required: &[],
+            optional: &["DurationSeconds", "Prompt", "TimerCondition"],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: false,
+        },
+    },
+    Args {
+        rule: RuleId::PayloadFreeScheduleSubagents,
+        tool: "manage_subagents",
+        over: None,
+        bound: ArgBound {
+            equal: &[],
+            required: &["Action"],
+            optional: &[],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: false,
+        },
+    },
+    Args {
+        rule: RuleId::PayloadFreeScheduleSubagents,
+        tool: "define_subagent",
+        over: None,
+        bound: ArgBound {
+            equal: &[],
+            required: &[],
+            optional: &[
+                "definition",
+                "description",
+                "enable_mcp_tools",
+                "enable_subagent_tools",
+                "enable_write_tools",
+                "name",
+                "system_prompt",
+            ],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: false,
+        },
+    },
+    Args {
+        rule: RuleId::PayloadFreeListPermissions,
+        tool: "list_permissions",
+        over: None,
+        bound: ArgBound {
+            equal: &[],
+            required: &[],
+            optional: &[],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: false,
+        },
+    },
+    Args {
+        rule: RuleId::PayloadFreeAskPermission,
+        tool: "ask_permission",
+        over: None,
+        bound: ArgBound {
+            equal: &[],
+            required: &["Action", "Reason", "Target"],
+            optional: &[],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: false,
+        },
+    },
+];
+
+/// The family: payload-free wrappers with a result.
+pub(crate) const FAMILY: Family = Family {
+    file: "payload_free.rs",
+    docs: DOCS,
+    claims: &[Claim::Payloadless(project)],
+    hooks: &[],
+    args: ARGS,
+};

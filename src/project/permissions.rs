@@ -1,12 +1,14 @@
 //! Approved permission records on run-command and view-file wrappers.
 
-use super::embedded::{RUN_COMMAND, VIEW_FILE};
+use super::args::ArgBound;
+use super::doc::RuleDoc;
+use super::family::{Args, Family, Hook};
 use super::fields::{
     ensure, extra_field, flag, has, messages, reject, same, same_list, same_opt, set_fields,
     status, step_type, sub, text, trigger_name, Wrapper, DONE, R,
 };
-use super::table::RuleDoc;
-use super::Reason;
+use super::native::{RUN_COMMAND, VIEW_FILE};
+use super::reasons::Reason;
 use crate::rules::RuleId;
 use prost_reflect::DynamicMessage;
 
@@ -257,3 +259,28 @@ fn check_answer(rule: RuleId, ci: &DynamicMessage) -> R<()> {
         || format!("answer fields {:?}", set_fields(answer)),
     )
 }
+
+/// The family's argument bounds (the view-file record: its grant target is the AbsolutePath argument).
+const ARGS: &[Args] = &[Args {
+    rule: RuleId::PermissionViewFile,
+    tool: "view_file",
+    over: None,
+    bound: ArgBound {
+        equal: &[("AbsolutePath", "permissions.grant target")],
+        required: &[],
+        optional: &["StartLine", "EndLine"],
+        equal_if_present: &[],
+        members_of: None,
+        repeat_tool_call: false,
+    },
+}];
+
+/// The family: permission records on embedded run-command and view-file
+/// Steps, checked at the embedded family's records hook.
+pub(crate) const FAMILY: Family = Family {
+    file: "permissions.rs",
+    docs: DOCS,
+    claims: &[],
+    hooks: &[Hook::EmbeddedRecords(check)],
+    args: ARGS,
+};

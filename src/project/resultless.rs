@@ -4,14 +4,16 @@
 //! canceled while the prompt was open. The missing-toolSummary rejection and
 //! the BUILTIN view_file have their own files.
 
-use super::embedded::RUN_COMMAND;
+use super::args::ArgBound;
+use super::doc::RuleDoc;
+use super::family::{unqualified, Args, Claim, Ctx, Family, Hook, Presented, ProjectFn};
 use super::fields::{
     ensure, enum_name, extra_field, has, history, hooks, messages, new_sub, only_short_full,
     plain_for_go_quote, reject, set, set_enum, set_fields, single_allow_hook, sub, text,
     tool_source, trigger_name, Wrapper, CANCELED, ERROR, INVALID, R, RUNNING, WAITING,
 };
-use super::table::RuleDoc;
-use super::{missing_tool_summary, unqualified, view_file, Ctx, Presented, Reason};
+use super::native::RUN_COMMAND;
+use super::reasons::Reason;
 use crate::rules::RuleId;
 use prost_reflect::{DynamicMessage, ReflectMessage, Value};
 
@@ -29,77 +31,156 @@ pub const REJECTED_ADVICE: &str =
 /// The prefix of a generate_image argument rejection.
 pub(crate) const INVALID_ARGUMENTS_PREFIX: &str = "invalid arguments:";
 
-/// Per-tool bounds of a wrapper that failed before its tool ran:
-/// (tool, statuses, required arguments, allowed arguments).
-type ToolBounds = (
-    &'static str,
-    &'static [&'static str],
-    &'static [&'static str],
-    &'static [&'static str],
-);
+/// The statuses a wrapper that failed before its tool ran may have, per
+/// tool (its arguments: [`ARGS`]).
+pub(crate) const FAILED_BEFORE_RUN: &[(&str, &[&str])] = &[
+    ("write_to_file", &[ERROR, INVALID]),
+    ("view_file", &[ERROR]),
+    ("find_by_name", &[ERROR]),
+    ("list_dir", &[ERROR]),
+    ("schedule", &[ERROR]),
+    ("generate_image", &[INVALID]),
+];
 
-pub(crate) const FAILED_BEFORE_RUN: &[ToolBounds] = &[
-    (
-        "write_to_file",
-        &[ERROR, INVALID],
-        &["TargetFile"],
-        &[
-            "TargetFile",
-            "CodeContent",
-            "EmptyFile",
-            "Overwrite",
-            "Description",
-            "Complexity",
-            "toolAction",
-            "toolSummary",
-        ],
-    ),
-    (
-        "view_file",
-        &[ERROR],
-        &["AbsolutePath"],
-        &[
-            "AbsolutePath",
-            "StartLine",
-            "EndLine",
-            "toolAction",
-            "toolSummary",
-        ],
-    ),
-    (
-        "find_by_name",
-        &[ERROR],
-        &["SearchDirectory", "Pattern"],
-        &[
-            "SearchDirectory",
-            "Pattern",
-            "Excludes",
-            "Type",
-            "MaxDepth",
-            "Extensions",
-            "FullPath",
-            "toolAction",
-            "toolSummary",
-        ],
-    ),
-    (
-        "list_dir",
-        &[ERROR],
-        &["DirectoryPath"],
-        &["DirectoryPath", "toolAction", "toolSummary"],
-    ),
-    (
-        "schedule",
-        &[ERROR],
-        &[],
-        &["DurationSeconds", "Prompt", "TimerCondition"],
-    ),
-    (
-        "generate_image",
-        &[INVALID],
-        &["AspectRatio", "ImageName", "Prompt"],
-        &["AspectRatio", "ImageName", "Prompt"],
-    ),
+/// The family's argument bounds: a wrapper that failed before its tool ran,
+/// per tool (those required and those allowed besides), and the three
+/// command shapes (exactly [`COMMAND_ARGS`]; the rejected request may add
+/// BypassSandbox "false"; the rejected and canceled ones repeat the
+/// retained tool call).
+pub(crate) const ARGS: &[Args] = &[
+    Args {
+        rule: RuleId::ResultlessFailedBeforeRun,
+        tool: "write_to_file",
+        over: None,
+        bound: ArgBound {
+            equal: &[],
+            required: &["TargetFile"],
+            optional: &[
+                "CodeContent",
+                "EmptyFile",
+                "Overwrite",
+                "Description",
+                "Complexity",
+                "toolAction",
+                "toolSummary",
+            ],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: false,
+        },
+    },
+    Args {
+        rule: RuleId::ResultlessFailedBeforeRun,
+        tool: "view_file",
+        over: None,
+        bound: ArgBound {
+            equal: &[],
+            required: &["AbsolutePath"],
+            optional: &["StartLine", "EndLine", "toolAction", "toolSummary"],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: false,
+        },
+    },
+    Args {
+        rule: RuleId::ResultlessFailedBeforeRun,
+        tool: "find_by_name",
+        over: None,
+        bound: ArgBound {
+            equal: &[],
+            required: &["SearchDirectory", "Pattern"],
+            optional: &[
+                "Excludes",
+                "Type",
+                "MaxDepth",
+                "Extensions",
+                "FullPath",
+                "toolAction",
+                "toolSummary",
+            ],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: false,
+        },
+    },
+    Args {
+        rule: RuleId::ResultlessFailedBeforeRun,
+        tool: "list_dir",
+        over: None,
+        bound: ArgBound {
+            equal: &[],
+            required: &["DirectoryPath"],
+            optional: &["toolAction", "toolSummary"],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: false,
+        },
+    },
+    Args {
+        rule: RuleId::ResultlessFailedBeforeRun,
+        tool: "schedule",
+        over: None,
+        bound: ArgBound {
+            equal: &[],
+            required: &[],
+            optional: &["DurationSeconds", "Prompt", "TimerCondition"],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: false,
+        },
+    },
+    Args {
+        rule: RuleId::ResultlessFailedBeforeRun,
+        tool: "generate_image",
+        over: None,
+        bound: ArgBound {
+            equal: &[],
+            required: &["AspectRatio", "ImageName", "Prompt"],
+            optional: &[],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: false,
+        },
+    },
+    Args {
+        rule: RuleId::ResultlessHookDenied,
+        tool: "run_command",
+        over: None,
+        bound: ArgBound {
+            equal: &[],
+            required: COMMAND_ARGS,
+            optional: &[],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: false,
+        },
+    },
+    Args {
+        rule: RuleId::ResultlessRejectedPermission,
+        tool: "run_command",
+        over: None,
+        bound: ArgBound {
+            equal: &[],
+            required: COMMAND_ARGS,
+            optional: &["BypassSandbox"],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: true,
+        },
+    },
+    Args {
+        rule: RuleId::ResultlessCanceledPrompt,
+        tool: "run_command",
+        over: None,
+        bound: ArgBound {
+            equal: &[],
+            required: COMMAND_ARGS,
+            optional: &[],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: true,
+        },
+    },
 ];
 
 const COMMAND_ARGS: &[&str] = &["CommandLine", "Cwd", "WaitMsBeforeAsync"];
@@ -164,13 +245,26 @@ pub(crate) const DOCS: &[RuleDoc] = &[
     },
 ];
 
+/// The resultless projection another family registered for `w`'s tool and
+/// status (missing toolSummary).
+fn lent(ctx: &Ctx<'_>, w: &Wrapper) -> Option<ProjectFn> {
+    ctx.hook(|h| match h {
+        Hook::Resultless {
+            tool,
+            status,
+            project,
+        } if *tool == w.tool && *status == w.status => Some(*project),
+        _ => None,
+    })
+}
+
 /// Dispatches a resultless wrapper by tool, status and error text.
-pub(crate) fn project(ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
+fn project(ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
+    if let Some(project) = lent(ctx, w) {
+        return project(ctx, w);
+    }
     match w.tool.as_str() {
         "run_command" => {
-            if w.status == INVALID {
-                return missing_tool_summary::project(ctx, w);
-            }
             if w.status == CANCELED {
                 return canceled_prompt(w);
             }
@@ -198,12 +292,16 @@ pub(crate) fn project(ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
             }
         }
         "view_file" => {
-            if w.status == INVALID {
-                missing_tool_summary::project(ctx, w)
-            } else if w.status == ERROR && tool_source(w.step).is_none() {
+            if w.status == ERROR && tool_source(w.step).is_none() {
                 failed_before_run(w)
             } else {
-                view_file::project_builtin(ctx, w)
+                match ctx.hook(|h| match h {
+                    Hook::ResultlessToolSource(project) => Some(*project),
+                    _ => None,
+                }) {
+                    Some(project) => project(ctx, w),
+                    None => reject(None, Reason::ResultlessTool, "view_file"),
+                }
             }
         }
         t if FAILED_BEFORE_RUN.iter().any(|b| b.0 == t) => failed_before_run(w),
@@ -252,7 +350,8 @@ fn short_full_error(rule: RuleId, w: &Wrapper) -> R<DynamicMessage> {
 /// without an outer error [...], with extra wrapper fields, or for any other
 /// tool fails."
 ///
-/// Bounds: the per-tool statuses and arguments of [`FAILED_BEFORE_RUN`]
+/// Bounds: the per-tool statuses of [`FAILED_BEFORE_RUN`] and arguments of
+/// [`ARGS`]
 /// (the specification does not list the other tools' arguments; these sets
 /// are this reader's bounds). For generate_image "an outer error starting
 /// invalid arguments:": the short error starts with the prefix, and the full
@@ -262,11 +361,14 @@ fn short_full_error(rule: RuleId, w: &Wrapper) -> R<DynamicMessage> {
 /// [`Reason::ResultlessFullError`].
 fn failed_before_run(w: &Wrapper) -> R<Presented> {
     let rule = RuleId::ResultlessFailedBeforeRun;
-    let Some(&(tool, statuses, required, allowed)) =
-        FAILED_BEFORE_RUN.iter().find(|b| b.0 == w.tool)
-    else {
+    let (Some(&(tool, statuses)), Some(bound)) = (
+        FAILED_BEFORE_RUN.iter().find(|b| b.0 == w.tool),
+        ARGS.iter().find(|a| a.rule == rule && a.tool == w.tool),
+    ) else {
         return reject(Some(rule), Reason::ResultlessTool, w.tool.clone());
     };
+    let required = bound.bound.required_names();
+    let allowed = bound.bound.names();
     only_resultless_fields(rule, w, &[])?;
     let err = short_full_error(rule, w)?;
     ensure(
@@ -275,7 +377,7 @@ fn failed_before_run(w: &Wrapper) -> R<Presented> {
         Reason::ResultlessStatus,
         || format!("{tool} {}", w.status),
     )?;
-    if let Some(k) = w.args.extra_key(allowed) {
+    if let Some(k) = w.args.extra_key(&allowed) {
         return reject(
             Some(rule),
             Reason::ResultlessArguments,
@@ -672,3 +774,14 @@ fn command_call_with_allow_hook(rule: RuleId, w: &Wrapper) -> R<(String, String)
     )?;
     Ok((cmd, cwd))
 }
+
+/// The family: wrappers without a result (failed before the tool ran,
+/// hook-denied, rejected permission, canceled prompt); the tools other
+/// families lend a resultless projection go to them.
+pub(crate) const FAMILY: Family = Family {
+    file: "resultless.rs",
+    docs: DOCS,
+    claims: &[Claim::Resultless(project)],
+    hooks: &[],
+    args: ARGS,
+};

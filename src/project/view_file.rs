@@ -1,13 +1,16 @@
 //! view_file rules: the ContentOffset argument of an embedded view-file, and
 //! the resultless BUILTIN view_file presented as a VIEW_FILE step.
 
-use super::embedded::VIEW_FILE;
+use super::args::ArgBound;
+use super::checks::qualified_path;
+use super::doc::RuleDoc;
+use super::family::{Args, Ctx, Family, Hook, Presented};
 use super::fields::{
     canonical_uint, extra_field, int, new_sub, only_short_full, reject, set, set_enum, step_type,
     sub, tool_call_args, tool_source, Wrapper, BUILTIN, ERROR, R,
 };
-use super::table::RuleDoc;
-use super::{history2, Ctx, Presented, Reason};
+use super::native::VIEW_FILE;
+use super::reasons::Reason;
 use crate::rules::RuleId;
 use prost_reflect::{DynamicMessage, ReflectMessage, Value};
 
@@ -70,23 +73,6 @@ pub(crate) fn check_content_offset(w: &Wrapper, n: &DynamicMessage) -> R<()> {
     Ok(())
 }
 
-/// Whether `p` is an absolute, clean path of only the observed characters.
-pub(crate) fn qualified_path(p: &str) -> bool {
-    let chars_ok = p
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"/._-@+".contains(&b));
-    if !chars_ok || !p.starts_with('/') {
-        return false;
-    }
-    if p == "/" {
-        return true;
-    }
-    !p.ends_with('/')
-        && p[1..]
-            .split('/')
-            .all(|c| !c.is_empty() && c != "." && c != "..")
-}
-
 /// "A resultless view_file with status ERROR that records the BUILTIN tool
 /// source is presented instead as a VIEW_FILE step built from its arguments:
 /// the wrapper's status, metadata and error, no generic arguments, and a
@@ -101,8 +87,9 @@ pub(crate) fn qualified_path(p: &str) -> bool {
 /// text, any other argument, or another path or line shape fails with
 /// unsupported resultless view_file." Letters and digits are ASCII; extra
 /// wrapper fields also fail. The presented is_skill_file comes from the
-/// history2 registry rule ([`history2::skill_flag`]).
-pub(crate) fn project_builtin(ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
+/// history2 registry rule (history2.rs's `SkillFlag` hook; without it, the
+/// read is refused).
+fn project_builtin(ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
     let rule = RuleId::ResultlessBuiltinViewFile;
     let fail = |d: String| reject(Some(rule), Reason::ResultlessViewFile, d);
     let src = tool_source(w.step);
@@ -168,7 +155,13 @@ pub(crate) fn project_builtin(ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
     if !w.args.repeat_tool_call(w.step) {
         return fail("the arguments differ from the metadata tool call".into());
     }
-    let skill = history2::skill_flag(ctx, w, &path)?;
+    let Some(skill_flag) = ctx.hook(|h| match h {
+        Hook::SkillFlag(f) => Some(*f),
+        _ => None,
+    }) else {
+        return fail("no is_skill_file rule registered".to_string());
+    };
+    let skill = skill_flag(ctx, w, &path)?;
 
     let mut step = DynamicMessage::new(w.step.descriptor());
     set_enum(&mut step, "type", VIEW_FILE);
@@ -200,6 +193,53 @@ pub(crate) fn project_builtin(ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
         carried: Vec::new(),
     })
 }
+
+/// The family's argument bounds (ContentOffset, when present, is the native view_file.content_offset; the resultless BUILTIN read: the path and both lines or neither, repeating the tool call).
+const ARGS: &[Args] = &[
+    Args {
+        rule: RuleId::ViewFileContentOffset,
+        tool: "view_file",
+        over: None,
+        bound: ArgBound {
+            equal: &[],
+            required: &[],
+            optional: &["AbsolutePath", "StartLine", "EndLine"],
+            equal_if_present: &[("ContentOffset", "view_file.content_offset")],
+            members_of: None,
+            repeat_tool_call: false,
+        },
+    },
+    Args {
+        rule: RuleId::ResultlessBuiltinViewFile,
+        tool: "view_file",
+        over: None,
+        bound: ArgBound {
+            equal: &[],
+            required: &["AbsolutePath"],
+            optional: &["StartLine", "EndLine"],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: true,
+        },
+    },
+];
+
+/// The family: the ContentOffset argument of an embedded view-file, and the
+/// resultless BUILTIN view_file (reached from the resultless family).
+pub(crate) const FAMILY: Family = Family {
+    file: "view_file.rs",
+    docs: DOCS,
+    claims: &[],
+    hooks: &[
+        Hook::EmbeddedArgument {
+            arg: "ContentOffset",
+            rule: RuleId::ViewFileContentOffset,
+            check: check_content_offset,
+        },
+        Hook::ResultlessToolSource(project_builtin),
+    ],
+    args: ARGS,
+};
 
 #[cfg(test)]
 mod tests {

@@ -1,9 +1,11 @@
 //! The write_to_file Append argument of an embedded code-action.
 
-use super::embedded::CODE_ACTION;
+use super::args::ArgBound;
+use super::doc::RuleDoc;
+use super::family::{Args, Family, Hook};
 use super::fields::{flag, has, reject, step_type, sub, tool_call_args, Wrapper, R};
-use super::table::RuleDoc;
-use super::Reason;
+use super::native::CODE_ACTION;
+use super::reasons::Reason;
 use crate::rules::RuleId;
 use prost_reflect::DynamicMessage;
 
@@ -65,3 +67,31 @@ pub(crate) fn check_append(w: &Wrapper, n: &DynamicMessage) -> R<()> {
     }
     Ok(())
 }
+
+/// The family's argument bounds (Append, when present, is the native create_file.append).
+const ARGS: &[Args] = &[Args {
+    rule: RuleId::WriteToFileAppend,
+    tool: "write_to_file",
+    over: None,
+    bound: ArgBound {
+        equal: &[],
+        required: &[],
+        optional: &["TargetFile", "CodeContent"],
+        equal_if_present: &[("Append", "code_action.action_spec.create_file.append")],
+        members_of: None,
+        repeat_tool_call: false,
+    },
+}];
+
+/// The family: the Append argument of an embedded write_to_file.
+pub(crate) const FAMILY: Family = Family {
+    file: "write_to_file.rs",
+    docs: DOCS,
+    claims: &[],
+    hooks: &[Hook::EmbeddedArgument {
+        arg: "Append",
+        rule: RuleId::WriteToFileAppend,
+        check: check_append,
+    }],
+    args: ARGS,
+};

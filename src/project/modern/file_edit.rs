@@ -1,14 +1,15 @@
 //! File edits: the tools143 FileEdit payload (CREATE and EDIT) presented as
 //! CODE_ACTION.
 
-use super::{
-    child, decode, ide225, native_step, payload_fields, put, status_is, tool_is, wrapper_shape,
-    COMPLETED,
+use super::common::{
+    child, decode, native_step, payload_fields, put, status_is, tool_is, wrapper_shape, COMPLETED,
 };
+use crate::project::args::ArgBound;
+use crate::project::checks::qualified_path;
+use crate::project::doc::RuleDoc;
+use crate::project::family::{Args, Claim, Ctx, Family, Hook, Presented};
 use crate::project::fields::{enum_name, flag, reject, text, Wrapper, DONE, R};
-use crate::project::table::RuleDoc;
-use crate::project::view_file::qualified_path;
-use crate::project::{Ctx, Presented, Reason};
+use crate::project::reasons::Reason;
 use crate::rules::RuleId;
 use bytes::Bytes;
 use prost_reflect::Value;
@@ -57,7 +58,7 @@ pub(crate) const DOCS: &[RuleDoc] = &[RuleDoc {
 /// ide225 extends it (`ide225::artifact`): artifact creates and edits keep
 /// is_artifact_file, creates also the payload's artifact metadata, with the
 /// ArtifactMetadata argument on creates.
-pub(super) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
+fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     let rule = RuleId::ModernFileEdit;
     let payload = decode(ctx, rule, "FileEdit", bytes)?;
     tool_is(w, rule, &["write_to_file", "replace_file_content"])?;
@@ -68,7 +69,13 @@ pub(super) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented>
         &["result", "payload"],
     )?;
     let kind = enum_name(&payload, "kind");
-    let artifact = ide225::artifact(ctx, w, &payload, kind == "KIND_CREATE")?;
+    let artifact = match ctx.hook(|h| match h {
+        Hook::ModernEditArtifact(f) => Some(*f),
+        _ => None,
+    }) {
+        Some(artifact) => artifact(ctx, w, &payload, kind == "KIND_CREATE")?,
+        None => None,
+    };
     payload_fields(
         &payload,
         rule,
@@ -181,3 +188,47 @@ pub(super) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented>
         carried: vec!["generic.result.payload"],
     })
 }
+
+/// The family's argument bounds (TargetFile is the payload's path; the create and edit shapes).
+const ARGS: &[Args] = &[
+    Args {
+        rule: RuleId::ModernFileEdit,
+        tool: "write_to_file",
+        over: None,
+        bound: ArgBound {
+            equal: &[("TargetFile", "path")],
+            required: &["CodeContent"],
+            optional: &[],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: false,
+        },
+    },
+    Args {
+        rule: RuleId::ModernFileEdit,
+        tool: "replace_file_content",
+        over: None,
+        bound: ArgBound {
+            equal: &[("TargetFile", "path")],
+            required: &["Instruction", "ReplacementContent"],
+            optional: &[],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: false,
+        },
+    },
+];
+
+/// The family: tools143 FileEdit creates and edits (ide225's artifact
+/// shape through its hook).
+pub(crate) const FAMILY: Family = Family {
+    file: "modern/file_edit.rs",
+    docs: DOCS,
+    claims: &[Claim::Payload {
+        url: "type.googleapis.com/exa.cortex.core.tools.FileEdit",
+        project,
+        extra: &[RuleId::ModernPermission1],
+    }],
+    hooks: &[],
+    args: ARGS,
+};

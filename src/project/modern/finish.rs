@@ -11,12 +11,14 @@
 //! presentation equality covers every field), and every stored part is
 //! bounded to the one shape the words name.
 
-use super::{
+use super::common::{
     completed_path_read, decode, payload_fields, status_is, tool_is, wrapper_shape, COMPLETED,
 };
+use crate::project::args::ArgBound;
+use crate::project::doc::RuleDoc;
+use crate::project::family::{Args, Claim, Ctx, Family, Hook, Presented};
 use crate::project::fields::{flag, reject, text, Wrapper, DONE, R};
-use crate::project::table::RuleDoc;
-use crate::project::{Ctx, Presented, Reason};
+use crate::project::reasons::Reason;
 use crate::rules::RuleId;
 use bytes::Bytes;
 use prost_reflect::DynamicMessage;
@@ -72,7 +74,7 @@ fn object(s: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
 /// member, to the wrapper's arguments (the call's arguments are its
 /// result); the arguments repeat the retained tool call; no outer error or
 /// task details; permission1. Presented exactly as stored.
-pub(super) fn project_finish(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
+fn project_finish(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     let rule = RuleId::ModernFinish;
     let payload = decode(ctx, rule, "Finish", bytes)?;
     tool_is(w, rule, &["finish"])?;
@@ -119,7 +121,7 @@ pub(super) fn project_finish(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Pre
 /// outer error or task details; permission1 (ide225's read permission
 /// exception covers completed reads of existing files only). Presented
 /// exactly as stored: no VIEW_FILE step is synthesized.
-pub(super) fn project_missing_file(w: &Wrapper, payload: &DynamicMessage) -> R<Presented> {
+fn project_missing_file(w: &Wrapper, payload: &DynamicMessage) -> R<Presented> {
     let rule = RuleId::ModernMissingFileRead;
     wrapper_shape(
         w,
@@ -141,3 +143,50 @@ pub(super) fn project_missing_file(w: &Wrapper, payload: &DynamicMessage) -> R<P
     }
     Ok(Presented::unchanged(rule))
 }
+
+/// The family's argument bounds (a Finish call's arguments are exactly result_json's members; the missing-file read's AbsolutePath is the path; both repeat the tool call).
+const ARGS: &[Args] = &[
+    Args {
+        rule: RuleId::ModernFinish,
+        tool: "finish",
+        over: None,
+        bound: ArgBound {
+            equal: &[],
+            required: &[],
+            optional: &[],
+            equal_if_present: &[],
+            members_of: Some("result_json"),
+            repeat_tool_call: true,
+        },
+    },
+    Args {
+        rule: RuleId::ModernMissingFileRead,
+        tool: "read_file",
+        over: None,
+        bound: ArgBound {
+            equal: &[("AbsolutePath", "path")],
+            required: &[],
+            optional: &[],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: true,
+        },
+    },
+];
+
+/// The family: finish147's Finish calls and missing-file reads (a ReadFile
+/// payload with not_found, through read_file's hook).
+pub(crate) const FAMILY: Family = Family {
+    file: "modern/finish.rs",
+    docs: DOCS,
+    claims: &[Claim::Payload {
+        url: "type.googleapis.com/exa.cortex.core.tools.Finish",
+        project: project_finish,
+        extra: &[RuleId::ModernPermission1],
+    }],
+    hooks: &[Hook::ModernRead {
+        field: "not_found",
+        project: project_missing_file,
+    }],
+    args: ARGS,
+};

@@ -1,13 +1,15 @@
 //! Modern payloads that remain generic with result metadata derived from the
 //! payload: tools143 ManageTask and Schedule, tools144 ManageSubagents list.
 
-use super::{
-    declared, decode, payload_fields, status_is, tool_is, wrapper_shape, CANCELED_OUTCOME,
-    COMPLETED,
+use super::common::{
+    declared, decode, no_permission_records, payload_fields, status_is, tool_is, wrapper_shape,
+    CANCELED_OUTCOME, COMPLETED,
 };
+use crate::project::args::ArgBound;
+use crate::project::doc::RuleDoc;
+use crate::project::family::{Args, Claim, Ctx, Family, Presented};
 use crate::project::fields::{flag, int, message_refs, reject, text, Wrapper, CANCELED, DONE, R};
-use crate::project::table::RuleDoc;
-use crate::project::{Ctx, Presented, Reason};
+use crate::project::reasons::Reason;
 use crate::rules::RuleId;
 use bytes::Bytes;
 use prost_reflect::{DynamicMessage, MapKey, Value};
@@ -70,7 +72,7 @@ pub(crate) const DOCS: &[RuleDoc] = &[
 /// The shared shape: the wrapper's fields, the payload's fields, no stored
 /// result metadata (the presentation derives it; stricter where silent).
 fn shape(w: &Wrapper, rule: RuleId, payload: &DynamicMessage, fields: &[&str]) -> R<()> {
-    super::no_permission_records(w)?;
+    no_permission_records(w)?;
     if !w.result_metadata().is_empty() {
         return reject(
             Some(rule),
@@ -120,7 +122,7 @@ fn with_metadata(w: &Wrapper, rule: RuleId, derived: &[(&str, String)]) -> R<Pre
 /// and render information, without stored metadata; no outer error or task
 /// details; permission1. The derived metadata keys are modeled: action,
 /// task_id, task_description, task_status.
-pub(super) fn project_manage_task(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
+fn project_manage_task(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     let rule = RuleId::ModernManageTask;
     let payload = decode(ctx, rule, "ManageTask", bytes)?;
     declared(ctx, rule, "TaskInfo")?;
@@ -175,7 +177,7 @@ pub(super) fn project_manage_task(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> 
 /// and render information, without stored metadata; no outer error or task
 /// details; permission1. The derived metadata keys are modeled:
 /// duration_seconds and canceled.
-pub(super) fn project_schedule(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
+fn project_schedule(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     let rule = RuleId::ModernSchedule;
     let payload = decode(ctx, rule, "Schedule", bytes)?;
     tool_is(w, rule, &["schedule"])?;
@@ -230,7 +232,7 @@ pub(super) fn project_schedule(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<P
 /// text, payload and render information, without stored metadata; no outer
 /// error or task details; permission1. The metadata keys are modeled:
 /// action and conversation_ids.
-pub(super) fn project_manage_subagents(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
+fn project_manage_subagents(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     let rule = RuleId::ModernManageSubagentsList;
     let payload = decode(ctx, rule, "ManageSubagents", bytes)?;
     tool_is(w, rule, &["manage_subagents"])?;
@@ -272,3 +274,72 @@ pub(super) fn project_manage_subagents(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes
         &[("action", action), ("conversation_ids", ids.join(","))],
     )
 }
+
+/// The family's argument bounds (each payload's own arguments).
+const ARGS: &[Args] = &[
+    Args {
+        rule: RuleId::ModernManageTask,
+        tool: "manage_task",
+        over: None,
+        bound: ArgBound {
+            equal: &[],
+            required: &["Action"],
+            optional: &["TaskId"],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: false,
+        },
+    },
+    Args {
+        rule: RuleId::ModernSchedule,
+        tool: "schedule",
+        over: None,
+        bound: ArgBound {
+            equal: &[],
+            required: &["DurationSeconds"],
+            optional: &[],
+            equal_if_present: &[("Prompt", "prompt")],
+            members_of: None,
+            repeat_tool_call: false,
+        },
+    },
+    Args {
+        rule: RuleId::ModernManageSubagentsList,
+        tool: "manage_subagents",
+        over: None,
+        bound: ArgBound {
+            equal: &[],
+            required: &["Action"],
+            optional: &[],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: false,
+        },
+    },
+];
+
+/// The family: ManageTask, Schedule and ManageSubagents payloads that stay
+/// generic.
+pub(crate) const FAMILY: Family = Family {
+    file: "modern/generic.rs",
+    docs: DOCS,
+    claims: &[
+        Claim::Payload {
+            url: "type.googleapis.com/exa.cortex.core.tools.ManageTask",
+            project: project_manage_task,
+            extra: &[RuleId::ModernPermission1],
+        },
+        Claim::Payload {
+            url: "type.googleapis.com/exa.cortex.core.tools.Schedule",
+            project: project_schedule,
+            extra: &[RuleId::ModernPermission1],
+        },
+        Claim::Payload {
+            url: "type.googleapis.com/exa.cortex.core.tools.ManageSubagents",
+            project: project_manage_subagents,
+            extra: &[RuleId::ModernPermission1],
+        },
+    ],
+    hooks: &[],
+    args: ARGS,
+};

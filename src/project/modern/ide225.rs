@@ -17,10 +17,12 @@
 //! missing artifact flags and unqualified metadata fields remain
 //! unsupported."
 
-use super::declared;
+use super::common::{declared, no_permission_records};
+use crate::project::args::ArgBound;
+use crate::project::doc::RuleDoc;
+use crate::project::family::{Args, Artifact, Ctx, Family, Hook};
 use crate::project::fields::{flag, has, reject, sub, text, Wrapper, R};
-use crate::project::table::RuleDoc;
-use crate::project::{Ctx, Reason};
+use crate::project::reasons::Reason;
 use crate::rules::RuleId;
 use prost_reflect::DynamicMessage;
 
@@ -55,13 +57,13 @@ pub(crate) const DOCS: &[RuleDoc] = &[
 /// requested interaction, is refused by permission1 ("Both fields must be
 /// present together"; "Other modern tools still refuse permission-bearing
 /// wrappers": the exception is this pair on a read, nothing else).
-pub(super) fn read_permissions(w: &Wrapper) -> R<bool> {
+fn read_permissions(w: &Wrapper) -> R<bool> {
     let grant = has(w.step, "permissions");
     let done = has(w.step, "completed_interactions");
     if grant && done && !has(w.step, "requested_interaction") {
         Ok(true)
     } else {
-        super::no_permission_records(w).map(|()| false)
+        no_permission_records(w).map(|()| false)
     }
 }
 
@@ -69,7 +71,7 @@ pub(super) fn read_permissions(w: &Wrapper) -> R<bool> {
 /// offset. Bounds: the argument is exactly `0` (canonical decimal), the
 /// payload's byte_offset is present and 0 (stricter where silent), and all
 /// arguments repeat the retained tool call.
-pub(super) fn byte_offset(w: &Wrapper, payload: &DynamicMessage) -> R<bool> {
+fn byte_offset(w: &Wrapper, payload: &DynamicMessage) -> R<bool> {
     let rule = Some(RuleId::ModernIde225ByteOffset);
     let arg = w.args.raw("ByteOffset");
     let stored = has(payload, "byte_offset");
@@ -97,12 +99,6 @@ pub(super) fn byte_offset(w: &Wrapper, payload: &DynamicMessage) -> R<bool> {
     Ok(true)
 }
 
-/// The artifact shape of a file edit, once qualified.
-pub(super) struct Artifact {
-    /// A create's payload artifact_metadata (None for an edit).
-    pub metadata: Option<DynamicMessage>,
-}
-
 /// The metadata fields a create may set.
 const METADATA_FIELDS: &[&str] = &["summary", "updated_at", "user_facing", "request_feedback"];
 /// The ArtifactMetadata argument's members.
@@ -123,7 +119,7 @@ const ARGUMENT_KEYS: &[&str] = &["RequestFeedback", "Summary", "UserFacing"];
 /// every argument repeats the retained tool call. A create that sets only
 /// is_artifact_file, with neither metadata nor argument, is no ide225 shape
 /// and stays a newly populated payload field under tools143.
-pub(super) fn artifact(
+fn artifact(
     ctx: &Ctx<'_>,
     w: &Wrapper,
     payload: &DynamicMessage,
@@ -198,3 +194,47 @@ pub(super) fn artifact(
         metadata: Some(meta.clone()),
     }))
 }
+
+/// The family's argument bounds (ByteOffset 0 and the artifact create, repeating the tool call).
+const ARGS: &[Args] = &[
+    Args {
+        rule: RuleId::ModernIde225ByteOffset,
+        tool: "read_file",
+        over: None,
+        bound: ArgBound {
+            equal: &[("AbsolutePath", "path")],
+            required: &["ByteOffset"],
+            optional: &["StartLine", "EndLine"],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: true,
+        },
+    },
+    Args {
+        rule: RuleId::ModernIde225Artifact,
+        tool: "write_to_file",
+        over: None,
+        bound: ArgBound {
+            equal: &[("TargetFile", "path")],
+            required: &["CodeContent"],
+            optional: &["ArtifactMetadata"],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: true,
+        },
+    },
+];
+
+/// The family: ide225's read records, ByteOffset=0 reads and artifact
+/// edits, lent to read_file and file_edit through hooks.
+pub(crate) const FAMILY: Family = Family {
+    file: "modern/ide225.rs",
+    docs: DOCS,
+    claims: &[],
+    hooks: &[
+        Hook::ModernReadRecords(read_permissions),
+        Hook::ModernReadOffset(byte_offset),
+        Hook::ModernEditArtifact(artifact),
+    ],
+    args: ARGS,
+};

@@ -8,11 +8,14 @@
 //! multiple media items and other MIME types remain outside this rule. Full-
 //! source comparison still checks all dropped wrapper content."
 
-use super::read_file::is_skill_path;
-use super::{completed_path_read, payload_fields, put, view_file_step, wrapper_shape};
+use super::common::{
+    completed_path_read, is_skill_path, payload_fields, put, view_file_step, wrapper_shape,
+};
+use crate::project::args::ArgBound;
+use crate::project::doc::RuleDoc;
+use crate::project::family::{Args, Family, Hook, Presented};
 use crate::project::fields::{extra_field, int, message_refs, reject, text, Wrapper, R};
-use crate::project::table::RuleDoc;
-use crate::project::{Presented, Reason};
+use crate::project::reasons::Reason;
 use crate::rules::RuleId;
 use prost_reflect::{DynamicMessage, Value};
 
@@ -52,7 +55,7 @@ pub(crate) const DOCS: &[RuleDoc] = &[RuleDoc {
 /// must match the argument"), StartLine/EndLine refused as line ranges; the
 /// result only text and payload; no outer error or task details;
 /// permission1 (the rule names permission records as outside it).
-pub(super) fn project(w: &Wrapper, payload: &DynamicMessage) -> R<Presented> {
+fn project(w: &Wrapper, payload: &DynamicMessage) -> R<Presented> {
     let rule = RuleId::ModernImageRead;
     wrapper_shape(
         w,
@@ -130,3 +133,31 @@ pub(super) fn project(w: &Wrapper, payload: &DynamicMessage) -> R<Presented> {
         carried: vec!["generic.result.result", "generic.result.payload"],
     })
 }
+
+/// The family's argument bounds (AbsolutePath alone, the payload's path).
+const ARGS: &[Args] = &[Args {
+    rule: RuleId::ModernImageRead,
+    tool: "read_file",
+    over: None,
+    bound: ArgBound {
+        equal: &[("AbsolutePath", "path")],
+        required: &[],
+        optional: &[],
+        equal_if_present: &[],
+        members_of: None,
+        repeat_tool_call: false,
+    },
+}];
+
+/// The family: replay147's image reads (a ReadFile payload with media,
+/// through read_file's hook).
+pub(crate) const FAMILY: Family = Family {
+    file: "modern/image_read.rs",
+    docs: DOCS,
+    claims: &[],
+    hooks: &[Hook::ModernRead {
+        field: "media",
+        project,
+    }],
+    args: ARGS,
+};

@@ -1,12 +1,14 @@
 //! invoke_subagent: the tools143 InvokeSubagent payload, with the tools144
 //! Workspace=inherit argument.
 
-use super::{
+use super::common::{
     child, decode, native_step, payload_fields, put, status_is, tool_is, wrapper_shape, COMPLETED,
 };
+use crate::project::args::ArgBound;
+use crate::project::doc::RuleDoc;
+use crate::project::family::{Args, Claim, Ctx, Family, Presented};
 use crate::project::fields::{flag, message_refs, reject, Wrapper, DONE, R};
-use crate::project::table::RuleDoc;
-use crate::project::{Ctx, Presented, Reason};
+use crate::project::reasons::Reason;
 use crate::rules::RuleId;
 use bytes::Bytes;
 use prost_reflect::Value;
@@ -49,7 +51,7 @@ pub(crate) const DOCS: &[RuleDoc] = &[
 /// least one child specification; the arguments exactly Prompt, or Prompt
 /// and Workspace "inherit" repeating the tool call; the result only text
 /// and payload; no outer error or task details; permission1.
-pub(super) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
+fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     let rule = RuleId::ModernInvokeSubagent;
     let payload = decode(ctx, rule, "InvokeSubagent", bytes)?;
     tool_is(w, rule, &["invoke_subagent"])?;
@@ -109,3 +111,46 @@ pub(super) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented>
         carried: vec!["generic.result.payload"],
     })
 }
+
+/// The family's argument bounds (Prompt; tools144's optional Workspace=inherit, with which the arguments repeat the tool call).
+const ARGS: &[Args] = &[
+    Args {
+        rule: RuleId::ModernInvokeSubagent,
+        tool: "invoke_subagent",
+        over: None,
+        bound: ArgBound {
+            equal: &[],
+            required: &["Prompt"],
+            optional: &[],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: false,
+        },
+    },
+    Args {
+        rule: RuleId::ModernSubagentInheritWorkspace,
+        tool: "invoke_subagent",
+        over: None,
+        bound: ArgBound {
+            equal: &[],
+            required: &["Prompt"],
+            optional: &["Workspace"],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: true,
+        },
+    },
+];
+
+/// The family: tools143 InvokeSubagent (tools144 Workspace=inherit).
+pub(crate) const FAMILY: Family = Family {
+    file: "modern/invoke_subagent.rs",
+    docs: DOCS,
+    claims: &[Claim::Payload {
+        url: "type.googleapis.com/exa.cortex.core.tools.InvokeSubagent",
+        project,
+        extra: &[RuleId::ModernPermission1],
+    }],
+    hooks: &[],
+    args: ARGS,
+};

@@ -1,14 +1,16 @@
 //! read_file: the tools143 ReadFile payload presented as VIEW_FILE, with the
 //! skill146 path rule for its isSkillFile flag.
 
-use super::{
-    decode, ide225, payload_fields, put, status_is, tool_is, view_file_step, wrapper_fields,
-    COMPLETED,
+use super::common::{
+    decode, is_skill_path, no_permission_records, payload_fields, put, status_is, tool_is,
+    view_file_step, wrapper_fields, COMPLETED,
 };
+use crate::project::args::ArgBound;
+use crate::project::checks::qualified_path;
+use crate::project::doc::RuleDoc;
+use crate::project::family::{Args, Claim, Ctx, Family, Hook, Presented};
 use crate::project::fields::{has, int, reject, text, Wrapper, DONE, R};
-use crate::project::table::RuleDoc;
-use crate::project::view_file::qualified_path;
-use crate::project::{Ctx, Presented, Reason};
+use crate::project::reasons::Reason;
 use crate::rules::RuleId;
 use bytes::Bytes;
 use prost_reflect::Value;
@@ -42,15 +44,6 @@ pub(crate) const DOCS: &[RuleDoc] = &[
     },
 ];
 
-/// skill146: "the flag is set when the path, with backslashes read as
-/// slashes, ends in /SKILL.md or is exactly SKILL.md. Case matters, so
-/// skill.md and SKILL.MD stay unmarked. The executor's skill registry, the
-/// filesystem and the file content play no part."
-pub(crate) fn is_skill_path(path: &str) -> bool {
-    let p = path.replace('\\', "/");
-    p == "SKILL.md" || p.ends_with("/SKILL.md")
-}
-
 /// "ReadFile converts one-based ranges to zero-based VIEW_FILE ranges and
 /// keeps the stored result text" (tools143), bounded to "completed reads";
 /// "paths requiring URI normalization ... still return unknown".
@@ -71,17 +64,30 @@ pub(crate) fn is_skill_path(path: &str) -> bool {
 /// argument is accepted with byte_offset 0 in the payload. A payload with
 /// media is replay147's image read (`image_read.rs`), one with not_found
 /// finish147's missing-file read (`finish.rs`).
-pub(super) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
+fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     let rule = RuleId::ModernReadFile;
     let payload = decode(ctx, rule, "ReadFile", bytes)?;
     tool_is(w, rule, &["read_file"])?;
-    if has(&payload, "media") {
-        return super::image_read::project(w, &payload);
+    // A payload setting another rule's field (media, not_found) is that
+    // rule's read; without it registered, a newly populated field.
+    for (field, project) in ctx.hooks().filter_map(|h| match h {
+        Hook::ModernRead { field, project } => Some((*field, *project)),
+        _ => None,
+    }) {
+        if has(&payload, field) {
+            return project(w, &payload);
+        }
     }
-    if has(&payload, "not_found") {
-        return super::finish::project_missing_file(w, &payload);
-    }
-    let records = ide225::read_permissions(w)?;
+    let records = match ctx.hook(|h| match h {
+        Hook::ModernReadRecords(f) => Some(*f),
+        _ => None,
+    }) {
+        Some(records) => records(w)?,
+        None => {
+            no_permission_records(w)?;
+            false
+        }
+    };
     let step_fields: &[&str] = if records {
         &[
             "type",
@@ -95,7 +101,13 @@ pub(super) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented>
         &["type", "status", "metadata", "generic"]
     };
     wrapper_fields(w, rule, step_fields, &["result", "payload"])?;
-    let offset = ide225::byte_offset(w, &payload)?;
+    let offset = match ctx.hook(|h| match h {
+        Hook::ModernReadOffset(f) => Some(*f),
+        _ => None,
+    }) {
+        Some(offset) => offset(w, &payload)?,
+        None => false,
+    };
     payload_fields(
         &payload,
         rule,
@@ -174,9 +186,38 @@ pub(super) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented>
     })
 }
 
+/// The family's argument bounds (AbsolutePath is the payload's path; the range both or neither).
+const ARGS: &[Args] = &[Args {
+    rule: RuleId::ModernReadFile,
+    tool: "read_file",
+    over: None,
+    bound: ArgBound {
+        equal: &[("AbsolutePath", "path")],
+        required: &[],
+        optional: &["StartLine", "EndLine"],
+        equal_if_present: &[],
+        members_of: None,
+        repeat_tool_call: false,
+    },
+}];
+
+/// The family: tools143 ReadFile (with skill146's path rule); the reads
+/// other families shape (ide225, finish147, replay147) through hooks.
+pub(crate) const FAMILY: Family = Family {
+    file: "modern/read_file.rs",
+    docs: DOCS,
+    claims: &[Claim::Payload {
+        url: "type.googleapis.com/exa.cortex.core.tools.ReadFile",
+        project,
+        extra: &[RuleId::ModernPermission1],
+    }],
+    hooks: &[],
+    args: ARGS,
+};
+
 #[cfg(test)]
 mod tests {
-    use super::is_skill_path;
+    use super::super::common::is_skill_path;
 
     #[test]
     fn skill146_path_rule() {

@@ -9,8 +9,8 @@
 //! Embedded native command steps and other command mappings are unchanged.
 //! Offline export uses the form that preserves stored waits."
 //!
-//! The choice is a property of the whole trajectory, so it lives on the
-//! [`Projection`], not on one step: `run_command.rs` presents the copied
+//! The choice is a property of the whole trajectory, so it is a typed
+//! [`AlternativeForm`] on the [`Projection`], not a step's: `run_command.rs` presents the copied
 //! form (each tools143 RunCommand step's run_command.wait_ms_before_async is
 //! its canonical WaitMsBeforeAsync argument; the offline export shows this
 //! form). The ordinary comparison (`compare::compare_ordinary_projection`)
@@ -22,13 +22,13 @@
 //! tools143 RunCommand take part (the tools144 canceled background command,
 //! embedded native commands and the other command mappings are unchanged).
 
-use crate::project::table::RuleDoc;
-use crate::project::{Projection, Reason};
+use super::common::WAIT_FIELD;
+use crate::project::doc::RuleDoc;
+use crate::project::family::{Family, Hook};
+use crate::project::projection::{Alternative, AlternativeForm, Projection, Unspelled};
+use crate::project::reasons::Reason;
 use crate::rules::RuleId;
 use prost_reflect::Value;
-
-/// The presented native field the copied form sets.
-pub(crate) const WAIT_FIELD: &str = "wait_ms_before_async";
 
 pub(crate) const DOCS: &[RuleDoc] = &[RuleDoc {
     rule: RuleId::ModernReplayWaits,
@@ -36,131 +36,75 @@ pub(crate) const DOCS: &[RuleDoc] = &[RuleDoc {
     reasons: &[Reason::ModernArguments, Reason::ModernPresentedField],
 }];
 
-/// The two complete command presentations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WaitForm {
-    /// Each stored WaitMsBeforeAsync argument copied (export's form).
-    Copied,
-    /// Waits omitted throughout.
-    Omitted,
-}
+/// The omitted form an answer may spell no wait member in: each spelling
+/// (daemon JSON and proto names) of `run_command.wait_ms_before_async`.
+const WAIT_SPELLINGS: &[&[&str]] = &[
+    &["runCommand", "waitMsBeforeAsync"],
+    &["runCommand", WAIT_FIELD],
+    &["run_command", "waitMsBeforeAsync"],
+    &["run_command", WAIT_FIELD],
+];
 
-impl Projection {
-    /// Every step presented under tools143 RunCommand, with the wait its
-    /// copied form shows (0 when it has none): (step index, wait).
-    pub fn replay_waits(&self) -> Vec<(usize, u64)> {
-        self.rewritten
-            .iter()
-            .filter(|r| self.step_rules.get(r.index) == Some(&RuleId::ModernRunCommand))
-            .filter_map(|r| {
-                let step = r.step.as_message()?;
-                let rc = step.get_field_by_name("run_command")?;
-                let wait = rc
-                    .as_message()?
-                    .get_field_by_name(WAIT_FIELD)
-                    .and_then(|v| v.as_u64())
-                    .unwrap_or(0);
-                Some((r.index, wait))
-            })
-            .collect()
-    }
-
-    /// Shows `form` for every step of `waits` (as [`Projection::replay_waits`]
-    /// returned them, in the copied form).
-    pub fn set_wait_form(&mut self, form: WaitForm, waits: &[(usize, u64)]) {
-        for r in self.rewritten.iter_mut() {
-            let Some(&(_, wait)) = waits.iter().find(|(i, _)| *i == r.index) else {
-                continue;
-            };
-            let Value::Message(step) = &mut r.step else {
-                continue;
-            };
-            let Some(Value::Message(rc)) = step.get_field_by_name_mut("run_command") else {
-                continue;
-            };
-            match form {
-                WaitForm::Copied if wait != 0 => {
-                    let _ = rc.try_set_field_by_name(WAIT_FIELD, Value::U64(wait));
-                }
-                _ => rc.clear_field_by_name(WAIT_FIELD),
-            }
-        }
-    }
-}
-
-impl Projection {
-    /// The alternative complete presentations this projection qualifies
-    /// beside the one [`Projection::present`] shows: replay147's omitted
-    /// form when some copied wait is nonzero (an all-zero trajectory reads
-    /// the same either way).
-    pub fn alternatives(&self) -> Vec<crate::project::Alternative> {
-        if self.replay_waits().iter().any(|(_, w)| *w != 0) {
-            vec![crate::project::Alternative::WaitsOmitted]
-        } else {
-            Vec::new()
-        }
-    }
-
-    /// Runs `f` with `alt` presented, then restores the presented form.
-    pub fn with_alternative<R>(
-        &mut self,
-        alt: crate::project::Alternative,
-        f: impl FnOnce(&mut Projection) -> R,
-    ) -> R {
-        match alt {
-            crate::project::Alternative::WaitsOmitted => {
-                let waits = self.replay_waits();
-                self.set_wait_form(WaitForm::Omitted, &waits);
-                let r = f(self);
-                self.set_wait_form(WaitForm::Copied, &waits);
-                r
-            }
-        }
-    }
-
-    /// What an ordinary response matching `alt` may still not do, as
-    /// difference paths: under the omitted form, spell a wait member on any
-    /// of its steps (an explicit wait, zero included, selects the copied
-    /// form; a response mixing the forms matches neither).
-    pub fn alternative_violations(
-        &self,
-        alt: crate::project::Alternative,
-        ordinary: &serde_json::Value,
-    ) -> Vec<String> {
-        match alt {
-            crate::project::Alternative::WaitsOmitted => {
-                let indices: Vec<usize> = self.replay_waits().iter().map(|(i, _)| *i).collect();
-                explicit_waits(ordinary, &indices)
-                    .iter()
-                    .map(|i| {
-                        format!(
-                            "steps[{i}].runCommand.waitMsBeforeAsync: spelled in a presentation that omits the other waits (replay147: mixed forms)"
-                        )
-                    })
-                    .collect()
-            }
-        }
-    }
-}
-
-/// The steps among `indices` whose presented command, in the ordinary
-/// response `ordinary` (a trajectory's JSON), spells a wait member (JSON or
-/// proto name), whatever its value.
-pub fn explicit_waits(ordinary: &serde_json::Value, indices: &[usize]) -> Vec<usize> {
-    let Some(steps) = ordinary.get("steps").and_then(|s| s.as_array()) else {
-        return Vec::new();
-    };
-    indices
-        .iter()
-        .copied()
-        .filter(|i| {
-            steps.get(*i).is_some_and(|s| {
-                ["runCommand", "run_command"].iter().any(|rc| {
-                    s.get(rc).is_some_and(|c| {
-                        c.get("waitMsBeforeAsync").is_some() || c.get(WAIT_FIELD).is_some()
-                    })
+/// Every step presented under tools143 RunCommand, with the wait its
+/// copied form shows (0 when it has none): (step index, wait).
+pub(crate) fn replay_waits(p: &Projection) -> Vec<(usize, u64)> {
+    p.rewritten_steps()
+        .filter(|(_, rule, _)| *rule == RuleId::ModernRunCommand)
+        .map(|(i, _, step)| {
+            let wait = step
+                .get_field_by_name("run_command")
+                .and_then(|rc| {
+                    rc.as_message()?
+                        .get_field_by_name(WAIT_FIELD)
+                        .and_then(|v| v.as_u64())
                 })
-            })
+                .unwrap_or(0);
+            (i, wait)
         })
         .collect()
 }
+
+/// The omitted form, as data the comparison tries for the whole trajectory:
+/// every RunCommand step without its wait, and no wait member spelled on
+/// any of them. `None` when no copied wait is nonzero (an all-zero
+/// trajectory reads the same either way).
+pub(crate) fn alternative(p: &Projection) -> Option<AlternativeForm> {
+    let waits = replay_waits(p);
+    if waits.iter().all(|(_, w)| *w == 0) {
+        return None;
+    }
+    let mut steps = Vec::new();
+    for (index, rule, step) in p.rewritten_steps() {
+        if rule != RuleId::ModernRunCommand {
+            continue;
+        }
+        let mut omitted = step.clone();
+        if let Some(Value::Message(rc)) = omitted.get_field_by_name_mut("run_command") {
+            rc.clear_field_by_name(WAIT_FIELD);
+        }
+        steps.push((index, omitted));
+    }
+    let unspelled = waits
+        .iter()
+        .map(|(step, _)| Unspelled {
+            step: *step,
+            spellings: WAIT_SPELLINGS,
+            why: "spelled in a presentation that omits the other waits (replay147: mixed forms)",
+        })
+        .collect();
+    Some(AlternativeForm::new(
+        Alternative::WaitsOmitted,
+        steps,
+        unspelled,
+    ))
+}
+
+/// The family: replay147's omitted wait form, an alternative presentation
+/// of the whole trajectory (the copied form is run_command's).
+pub(crate) const FAMILY: Family = Family {
+    file: "modern/replay_wait.rs",
+    docs: DOCS,
+    claims: &[],
+    hooks: &[Hook::Alternative(alternative)],
+    args: &[],
+};

@@ -1,14 +1,17 @@
 //! run_command: the tools143 RunCommand payload and the tools144 canceled
 //! background command with a render-only result.
 
-use super::{
+use super::common::{
     child, decode, native_step, payload_fields, put, status_is, tool_is, wrapper_shape, COMPLETED,
+    WAIT_FIELD,
 };
+use crate::project::args::ArgBound;
+use crate::project::doc::RuleDoc;
+use crate::project::family::{Args, Claim, Ctx, Family, Presented};
 use crate::project::fields::{
     flag, history, int, reject, sub, text, Wrapper, CANCELED, DONE, PENDING, R, RUNNING,
 };
-use crate::project::table::RuleDoc;
-use crate::project::{Ctx, Presented, Reason};
+use crate::project::reasons::Reason;
 use crate::rules::RuleId;
 use bytes::Bytes;
 use prost_reflect::Value;
@@ -62,7 +65,7 @@ pub(crate) const DOCS: &[RuleDoc] = &[
 /// arguments are exactly CommandLine and Cwd, optionally WaitMsBeforeAsync
 /// (canonical decimal), and CommandLine/Cwd equal the payload; task details
 /// optional; no outer error; permission1.
-pub(super) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
+fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     let rule = RuleId::ModernRunCommand;
     let payload = decode(ctx, rule, "RunCommand", bytes)?;
     tool_is(w, rule, &["run_command"])?;
@@ -118,7 +121,7 @@ pub(super) fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented>
         put(
             &mut rc,
             RuleId::ModernReplayWaits,
-            super::replay_wait::WAIT_FIELD,
+            WAIT_FIELD,
             Value::U64(wait),
         )?;
     }
@@ -202,3 +205,54 @@ pub(crate) fn project_canceled_background(w: &Wrapper) -> R<Presented> {
         carried: vec![],
     })
 }
+
+/// The family's argument bounds (CommandLine and Cwd are the payload's; the background command's three arguments).
+const ARGS: &[Args] = &[
+    Args {
+        rule: RuleId::ModernRunCommand,
+        tool: "run_command",
+        over: None,
+        bound: ArgBound {
+            equal: &[("CommandLine", "command_line"), ("Cwd", "cwd")],
+            required: &[],
+            optional: &["WaitMsBeforeAsync"],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: false,
+        },
+    },
+    Args {
+        rule: RuleId::ModernCanceledBackgroundCommand,
+        tool: "run_command",
+        over: None,
+        bound: ArgBound {
+            equal: &[],
+            required: &["CommandLine", "Cwd", "WaitMsBeforeAsync"],
+            optional: &[],
+            equal_if_present: &[],
+            members_of: None,
+            repeat_tool_call: false,
+        },
+    },
+];
+
+/// The family: tools143 RunCommand payloads and tools144's payload-less
+/// canceled background command.
+pub(crate) const FAMILY: Family = Family {
+    file: "modern/run_command.rs",
+    docs: DOCS,
+    claims: &[
+        Claim::Payload {
+            url: "type.googleapis.com/exa.cortex.core.tools.RunCommand",
+            project,
+            extra: &[RuleId::ModernPermission1],
+        },
+        Claim::PayloadlessWhen {
+            when: is_canceled_background,
+            project: |_ctx, w| project_canceled_background(w),
+            extra: &[RuleId::ModernPermission1],
+        },
+    ],
+    hooks: &[],
+    args: ARGS,
+};

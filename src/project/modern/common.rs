@@ -1,0 +1,248 @@
+//! What the modern (agy 1.4.x) tool families share: decoding a payload
+//! through the declarations resolved from the loaded pool, the permission1
+//! refusal, the wrapper and payload shape checks, building presented native
+//! steps, and the path-only read bounds. A leaf: it imports the field
+//! helpers and the engine's leaf modules, never a family.
+
+use crate::project::checks::qualified_path;
+use crate::project::family::Ctx;
+use crate::project::fields::{
+    self, enum_name, extra_field, has, new_sub, reject, set, set_enum, Reject, Wrapper, R,
+};
+use crate::project::reasons::Reason;
+use crate::rules::RuleId;
+use bytes::Bytes;
+use prost_reflect::{DynamicMessage, ReflectMessage, Value};
+
+/// The presented native field replay147's copied form sets on a modern
+/// RunCommand step.
+pub(crate) const WAIT_FIELD: &str = "wait_ms_before_async";
+
+/// skill146: "the flag is set when the path, with backslashes read as
+/// slashes, ends in /SKILL.md or is exactly SKILL.md. Case matters, so
+/// skill.md and SKILL.MD stay unmarked. The executor's skill registry, the
+/// filesystem and the file content play no part."
+pub(crate) fn is_skill_path(path: &str) -> bool {
+    let p = path.replace('\\', "/");
+    p == "SKILL.md" || p.ends_with("/SKILL.md")
+}
+
+/// The completed outcome (modeled `exa.cortex.core.tools.Outcome`).
+pub(crate) const COMPLETED: &str = "OUTCOME_COMPLETED";
+/// The canceled outcome.
+pub(crate) const CANCELED_OUTCOME: &str = "OUTCOME_CANCELED";
+
+/// Decodes the payload as `exa.cortex.core.tools.<short>` through the
+/// declarations resolved from the loaded pool.
+pub(crate) fn decode(ctx: &Ctx<'_>, rule: RuleId, short: &str, bytes: &Bytes) -> R<DynamicMessage> {
+    let full = format!("exa.cortex.core.tools.{short}");
+    let md = match ctx.schema.names.modern.message(&full) {
+        Ok(m) => m.clone(),
+        Err(missing) => return reject(Some(rule), Reason::ModernDeclaration, missing),
+    };
+    DynamicMessage::decode(md, bytes.clone())
+        .or_else(|e| reject(Some(rule), Reason::ModernPayloadUndecodable, e.to_string()))
+}
+
+/// A declared payload message's descriptor (for nested messages such as
+/// `TaskInfo`), or the missing declaration.
+pub(crate) fn declared(ctx: &Ctx<'_>, rule: RuleId, short: &str) -> R<()> {
+    let full = format!("exa.cortex.core.tools.{short}");
+    match ctx.schema.names.modern.message(&full) {
+        Ok(_) => Ok(()),
+        Err(missing) => reject(Some(rule), Reason::ModernDeclaration, missing),
+    }
+}
+
+/// permission1: no permission grant, completed or requested interaction.
+pub(crate) fn no_permission_records(w: &Wrapper) -> R<()> {
+    for f in [
+        "permissions",
+        "completed_interactions",
+        "requested_interaction",
+    ] {
+        if has(w.step, f) {
+            return reject(
+                Some(RuleId::ModernPermission1),
+                Reason::ModernPermissionRecord,
+                f,
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The wrapper's shape: the permission1 refusal, then only `step_fields` on
+/// the Step, only args and result under generic, only `result_fields` in
+/// the result.
+pub(crate) fn wrapper_shape(
+    w: &Wrapper,
+    rule: RuleId,
+    step_fields: &[&str],
+    result_fields: &[&str],
+) -> R<()> {
+    no_permission_records(w)?;
+    wrapper_fields(w, rule, step_fields, result_fields)
+}
+
+/// [`wrapper_shape`] without the permission1 refusal (for ide225's reads,
+/// whose permission records the caller has qualified).
+pub(crate) fn wrapper_fields(
+    w: &Wrapper,
+    rule: RuleId,
+    step_fields: &[&str],
+    result_fields: &[&str],
+) -> R<()> {
+    let extra = w
+        .extra_step_field(step_fields)
+        .map(|f| format!("step {f}"))
+        .or_else(|| {
+            w.extra_generic_field(&["args", "result"])
+                .map(|f| format!("generic {f}"))
+        })
+        .or_else(|| {
+            w.extra_result_field(result_fields)
+                .map(|f| format!("result {f}"))
+        });
+    match extra {
+        Some(f) => reject(Some(rule), Reason::ModernWrapperField, f),
+        None => Ok(()),
+    }
+}
+
+/// The payload sets nothing outside `allowed`.
+pub(crate) fn payload_fields(payload: &DynamicMessage, rule: RuleId, allowed: &[&str]) -> R<()> {
+    match extra_field(payload, allowed) {
+        Some(f) => reject(
+            Some(rule),
+            Reason::ModernPayloadField,
+            format!("{}.{f}", payload.descriptor().name()),
+        ),
+        None => Ok(()),
+    }
+}
+
+/// The wrapper's tool call names `tool`.
+pub(crate) fn tool_is(w: &Wrapper, rule: RuleId, tools: &[&str]) -> R<()> {
+    if tools.contains(&w.tool.as_str()) {
+        Ok(())
+    } else {
+        reject(Some(rule), Reason::ModernTool, w.tool.clone())
+    }
+}
+
+/// The wrapper's status is `status` and the payload's outcome `outcome`.
+pub(crate) fn status_is(
+    w: &Wrapper,
+    payload: &DynamicMessage,
+    rule: RuleId,
+    status: &str,
+    outcome: &str,
+) -> R<()> {
+    let o = enum_name(payload, "outcome");
+    if w.status == status && o == outcome {
+        Ok(())
+    } else {
+        reject(
+            Some(rule),
+            Reason::ModernStatus,
+            format!("{} with {o}", w.status),
+        )
+    }
+}
+
+fn presented_missing(rule: RuleId, m: &DynamicMessage, field: &str) -> Reject {
+    Reject {
+        rule: Some(rule),
+        kind: Reason::ModernPresentedField,
+        detail: format!("{}.{field}", m.descriptor().full_name()),
+    }
+}
+
+/// Sets a presented field, refusing when the loaded descriptors lack it.
+pub(crate) fn put(m: &mut DynamicMessage, rule: RuleId, field: &str, v: Value) -> R<()> {
+    if set(m, field, v) {
+        Ok(())
+    } else {
+        Err(presented_missing(rule, m, field))
+    }
+}
+
+/// Sets a presented enum field by value name, refusing when it is missing.
+pub(crate) fn put_enum(m: &mut DynamicMessage, rule: RuleId, field: &str, value: &str) -> R<()> {
+    if set_enum(m, field, value) {
+        Ok(())
+    } else {
+        Err(presented_missing(rule, m, &format!("{field}={value}")))
+    }
+}
+
+/// A new message of field `field`'s type, refusing when it is missing.
+pub(crate) fn child(parent: &DynamicMessage, rule: RuleId, field: &str) -> R<DynamicMessage> {
+    new_sub(parent, field).ok_or_else(|| presented_missing(rule, parent, field))
+}
+
+/// A presented native step of `step_type` with the wrapper's status and
+/// metadata (and its task details when `task_details`).
+pub(crate) fn native_step(
+    w: &Wrapper,
+    rule: RuleId,
+    step_type: &str,
+    task_details: bool,
+) -> R<DynamicMessage> {
+    let mut step = DynamicMessage::new(w.step.descriptor());
+    put_enum(&mut step, rule, "type", step_type)?;
+    put_enum(&mut step, rule, "status", &w.status)?;
+    if let Some(m) = w.metadata() {
+        put(&mut step, rule, "metadata", Value::Message(m.clone()))?;
+    }
+    if task_details {
+        if let Some(td) = fields::sub(w.step, "task_details") {
+            put(&mut step, rule, "task_details", Value::Message(td.clone()))?;
+        }
+    }
+    Ok(step)
+}
+
+/// The bounds every path-only modern read shares (missing-file and image
+/// reads): DONE and COMPLETED, a path that needs no URI normalization, and
+/// the arguments exactly AbsolutePath equal to it. Returns the path.
+pub(crate) fn completed_path_read(
+    w: &Wrapper,
+    payload: &DynamicMessage,
+    rule: RuleId,
+) -> R<String> {
+    status_is(w, payload, rule, fields::DONE, COMPLETED)?;
+    let path = fields::text(payload, "path");
+    if !qualified_path(&path) {
+        return reject(Some(rule), Reason::ModernPath, path);
+    }
+    if !w.args.keys_are(&["AbsolutePath"])
+        || w.args.string("AbsolutePath").as_deref() != Some(path.as_str())
+    {
+        return reject(
+            Some(rule),
+            Reason::ModernArguments,
+            format!("{:?}", w.args.0),
+        );
+    }
+    Ok(path)
+}
+
+/// A presented VIEW_FILE step for a modern read of `path`: the wrapper's
+/// status and metadata, and its `view_file` with the path's URI set.
+pub(crate) fn view_file_step(
+    w: &Wrapper,
+    rule: RuleId,
+    path: &str,
+) -> R<(DynamicMessage, DynamicMessage)> {
+    let step = native_step(w, rule, "CORTEX_STEP_TYPE_VIEW_FILE", false)?;
+    let mut vf = child(&step, rule, "view_file")?;
+    put(
+        &mut vf,
+        rule,
+        "absolute_path_uri",
+        Value::String(format!("file://{path}")),
+    )?;
+    Ok((step, vf))
+}
