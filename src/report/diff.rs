@@ -635,10 +635,17 @@ pub fn transition_chart(d: &AuditDiff) -> String {
         r#"<text x="10" y="22" font-size="16" font-weight="bold" fill="{DARK}">Verdict transitions, old → new ({total} sessions, {} regressed)</text>"#,
         d.regressed
     );
-    // Bands, in (old, new) order, stacked within each end.
+    // Bands in the chart's outcome order (old, then new), stacked within
+    // each end, so that bands cross only where verdicts changed.
+    let mut bands: Vec<(&str, &str, u64)> = d
+        .transitions
+        .iter()
+        .map(|((o, n), k)| (*o, *n, *k))
+        .collect();
+    bands.sort_by_key(|(o, n, _)| (index(o), index(n)));
     let mut left_y = left_top;
     let mut right_y = right_top;
-    for ((o, n), k) in &d.transitions {
+    for (o, n, k) in &bands {
         let (i, j) = (index(o), index(n));
         let t = thick(*k);
         let (y0, y1) = (left_y[i], right_y[j]);
