@@ -188,6 +188,9 @@ pub mod exit {
     pub const UNKNOWN: i32 = 3;
     /// A source or attestation is incomplete (mismatch, changed source or payload).
     pub const INCOMPLETE: i32 = 4;
+    /// `audit-diff`: a session verified in the old manifest is not verified
+    /// (or gone) in the new one, so a CI job can gate a release on it.
+    pub const REGRESSED: i32 = 5;
     /// Interrupted (Ctrl-C): a sweep leaves a valid `complete: false`
     /// manifest to continue with `--resume`; a second Ctrl-C aborts at once.
     pub const INTERRUPTED: i32 = 130;

@@ -16,6 +16,7 @@ macro_rules! outln {
     }};
 }
 
+mod audit_diff_cmd;
 mod bench_cmd;
 mod common;
 mod corpus_cmd;
@@ -24,6 +25,7 @@ mod daemon_sim_cmd;
 mod demo_cmd;
 mod export_check_cmd;
 mod export_cmd;
+mod manifest_cmd;
 mod qualify_cmd;
 mod report_cmd;
 mod rules_cmd;
@@ -40,6 +42,7 @@ Exit codes:
   2    usage error
   3    a source was refused as unknown (unsupported representation)
   4    a source or attestation is incomplete (mismatch, changed source or payload)
+  5    audit-diff: a session verified in OLD is not verified (or gone) in NEW
   130  interrupted by Ctrl-C (audit-sweep, demo; --resume continues)";
 
 /// Audits Google Antigravity (agy) conversation stores: which conversations can
@@ -66,6 +69,13 @@ pub enum Command {
     AuditSweep(sweep_cmd::SweepArgs),
     /// Recheck a captured version-5 manifest offline (the CI regression).
     AuditQualify(qualify_cmd::QualifyArgs),
+    /// Compare two manifests (an old and a new sweep): what changed per
+    /// session, which rules and refusal classes gained or lost sessions, and
+    /// whether any session regressed (exit 5).
+    AuditDiff(audit_diff_cmd::AuditDiffArgs),
+    /// Manifest maintenance: merge the shard manifests of one sweep.
+    #[command(subcommand)]
+    Manifest(manifest_cmd::ManifestCommand),
     /// Write the qualification report (Markdown + SVG) of a manifest.
     Report(report_cmd::ReportArgs),
     /// Verify one conversation and write its sidecar, or recheck it offline.
@@ -98,6 +108,8 @@ impl Command {
             Command::ExportCheck(_) => "export-check",
             Command::AuditSweep(_) => "audit-sweep",
             Command::AuditQualify(_) => "audit-qualify",
+            Command::AuditDiff(_) => "audit-diff",
+            Command::Manifest(_) => "manifest",
             Command::Report(_) => "report",
             Command::Sync(_) => "sync",
             Command::VerifyCapture(_) => "verify-capture",
@@ -108,6 +120,22 @@ impl Command {
             Command::DaemonSim(_) => "daemon-sim",
         }
     }
+}
+
+/// Whether `args` (the words after `agy-audit`) parse as a command line,
+/// exactly as the binary's parser reads them, without running anything:
+/// `Err` holds clap's message. `docs/scale-out.md`'s test checks the
+/// commands of its workflows with it.
+pub fn check_args<I, T>(args: I) -> Result<(), String>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let words = std::iter::once(std::ffi::OsString::from("agy-audit"))
+        .chain(args.into_iter().map(Into::into));
+    Cli::try_parse_from(words)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 /// Parses the process arguments, runs the command and returns the exit code.
@@ -131,6 +159,8 @@ pub fn main() -> i32 {
         Command::ExportCheck(a) => export_check_cmd::run(a),
         Command::AuditSweep(a) => sweep_cmd::run(a),
         Command::AuditQualify(a) => qualify_cmd::run(a),
+        Command::AuditDiff(a) => audit_diff_cmd::run(a),
+        Command::Manifest(c) => manifest_cmd::run(c),
         Command::Report(a) => report_cmd::run(a),
         Command::Sync(a) => sync_cmd::run(a),
         Command::VerifyCapture(a) => verify_capture_cmd::run(a),

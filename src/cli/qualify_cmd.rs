@@ -157,9 +157,8 @@ fn absent_sources(m: &Manifest, root: &std::path::Path) -> Vec<String> {
     found
         .sources
         .iter()
-        .enumerate()
-        .filter(|(p, _)| shard.is_none_or(|(i, n)| p % n == i - 1))
-        .map(|(_, s)| s.id.as_str())
+        .map(|s| s.id.as_str())
+        .filter(|id| shard.is_none_or(|sh| crate::pipeline::shard::in_shard(id, sh)))
         .filter(|id| !recorded.contains(id))
         .map(str::to_string)
         .collect()

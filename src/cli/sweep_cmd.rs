@@ -52,9 +52,20 @@ pub struct SweepArgs {
     /// endpoint it was fetched from). Sessions not fetched are tried again.
     #[arg(long)]
     pub resume: bool,
-    /// Only the i-th of n shards (1-based), e.g. 2/4.
-    #[arg(long, value_name = "i/n", value_parser = parse_shard)]
-    pub shard: Option<(usize, usize)>,
+    /// Only the i-th of n shards (1-based), e.g. 2/4: the conversations
+    /// whose file id hashes to it (first 8 bytes of SHA-256(fileId) as a
+    /// big-endian integer, mod n, plus 1), so adding or removing a
+    /// conversation moves no other one. `auto` reads the shard from the job
+    /// runner: a Kubernetes Indexed Job's JOB_COMPLETION_INDEX (0-based; n
+    /// from --shard-count) or GitLab's CI_NODE_INDEX (1-based) and
+    /// CI_NODE_TOTAL; missing or contradictory variables are a usage error.
+    /// Merge the shards' manifests with `agy-audit manifest merge`.
+    #[arg(long, value_name = "i/n|auto", value_parser = parse_shard_arg)]
+    pub shard: Option<ShardArg>,
+    /// The number of shards, with --shard auto (a Kubernetes Indexed Job's
+    /// completions; with GitLab, CI_NODE_TOTAL, which it must equal).
+    #[arg(long, value_name = "N", requires = "shard", value_parser = shard_count_value)]
+    pub shard_count: Option<usize>,
     /// Only the summary (no progress bars or per-session lines).
     #[arg(long)]
     pub quiet: bool,
@@ -81,6 +92,48 @@ pub fn concurrency_value(s: &str) -> Result<usize, String> {
 /// `--jobs`: 1 to [`MAX_JOBS`].
 pub fn jobs_value(s: &str) -> Result<usize, String> {
     bounded(s, MAX_JOBS)
+}
+
+/// `--shard`: a fixed `i/n`, or `auto` (from the job runner's environment).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShardArg {
+    Fixed(usize, usize),
+    Auto,
+}
+
+/// `--shard i/n` or `--shard auto`.
+pub fn parse_shard_arg(s: &str) -> Result<ShardArg, String> {
+    if s == "auto" {
+        return Ok(ShardArg::Auto);
+    }
+    parse_shard(s)
+        .map(|(i, n)| ShardArg::Fixed(i, n))
+        .map_err(|e| format!("{e}, or auto"))
+}
+
+/// `--shard-count`: 1 or more.
+pub fn shard_count_value(s: &str) -> Result<usize, String> {
+    super::common::whole::<usize>(1, u32::MAX as u64)(s)
+}
+
+/// The shard a sweep runs: `--shard i/n` as given, `--shard auto` from the
+/// environment ([`crate::pipeline::shard::auto_shard`]); `--shard-count`
+/// only goes with `auto`.
+pub fn resolve_shard(
+    shard: Option<ShardArg>,
+    count: Option<usize>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Option<(usize, usize)>, crate::Error> {
+    match (shard, count) {
+        (None, _) => Ok(None),
+        (Some(ShardArg::Fixed(i, n)), None) => Ok(Some((i, n))),
+        (Some(ShardArg::Fixed(i, n)), Some(c)) => Err(crate::Error::Usage(format!(
+            "--shard-count {c} goes with --shard auto; --shard {i}/{n} names its count"
+        ))),
+        (Some(ShardArg::Auto), c) => crate::pipeline::shard::auto_shard(env, c)
+            .map(Some)
+            .map_err(crate::Error::Usage),
+    }
 }
 
 /// `--shard i/n`: 1 <= i <= n.
@@ -166,6 +219,7 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
 }
 
 pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
+    let shard = resolve_shard(a.shard, a.shard_count, |k| std::env::var(k).ok())?;
     let (schema, key) = a.decode.load()?;
     let root = a.root.try_get()?;
     let endpoint = a.daemon.endpoint(&root)?;
@@ -183,7 +237,7 @@ pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
                 .min(MAX_JOBS)
         }),
         resume: a.resume,
-        shard: a.shard,
+        shard,
         bracket_retries: a.daemon.bracket_retries,
         progress: progress_mode(a.quiet),
         allow_empty: a.allow_empty,
@@ -206,7 +260,7 @@ pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
         summary.out.join(crate::manifest::MANIFEST_FILE).display()
     );
     if c.selected == 0 {
-        if let Some((i, n)) = a.shard {
+        if let Some((i, n)) = shard {
             crate::note!("audit-sweep: shard {i}/{n} selected no conversation; its manifest records that, and it is judged when the shards are merged");
         } else {
             crate::note!("audit-sweep: the root selected no conversation (--allow-empty): the manifest records an empty sweep");
@@ -216,8 +270,7 @@ pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
         crate::note!("audit-sweep: the daemon stopped answering: {why}");
     }
     if !m.complete {
-        let shard = a
-            .shard
+        let shard = shard
             .map(|(i, n)| format!(" --shard {i}/{n}"))
             .unwrap_or_default();
         crate::note!(

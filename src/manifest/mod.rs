@@ -7,6 +7,8 @@ use crate::verdict::{Outcome, ReasonClass, VerdictKind};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub mod merge;
+
 pub const MANIFEST_VERSION: u32 = 5;
 pub const MANIFEST_FILE: &str = "manifest.json";
 pub const CSV_FILE: &str = "sessions.csv";
@@ -247,6 +249,23 @@ pub struct Manifest {
     pub counts_by_format: BTreeMap<String, Counts>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<String>,
+    /// How a shard's sessions were chosen: `sha256-fileid`
+    /// ([`crate::pipeline::shard::shard_of`]); set with `shard`. A shard
+    /// manifest without it followed listing position (older sweeps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard_by: Option<String>,
+    /// `true` when a shard selected no conversation (legitimate: it is
+    /// judged when the shards are merged); omitted otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub empty_shard: bool,
+    /// The profiles a shard's reader mints (SQLite and legacy), whether or
+    /// not its sessions used them, so that `manifest merge` can check that
+    /// every shard, an empty one too, ran the same reader; set with `shard`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reader_profiles: Vec<String>,
+    /// What `manifest merge` merged, on a merged manifest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<merge::Merged>,
     pub timing: Timing,
     /// Files under `conversations/` that are not conversations (not a
     /// `.db`/`.pb`, not a regular file, no UUID name), with the reason.
@@ -277,6 +296,10 @@ impl Manifest {
             counts_by_profile: BTreeMap::new(),
             counts_by_format: BTreeMap::new(),
             shard: None,
+            shard_by: None,
+            empty_shard: false,
+            reader_profiles: Vec::new(),
+            merged: None,
             timing: Timing::default(),
             skipped: Vec::new(),
             sessions: Vec::new(),

@@ -5,6 +5,7 @@
 
 pub mod audit;
 pub mod progress;
+pub mod shard;
 pub mod sweep;
 
 pub use audit::{

@@ -93,7 +93,8 @@ pub struct SweepOptions {
     pub concurrency: usize,
     pub jobs: usize,
     pub resume: bool,
-    /// `(i, n)`, 1-based: keep the sources at positions p with p % n == i - 1.
+    /// `(i, n)`, 1-based: keep the sources whose file id is in shard i of n
+    /// ([`super::shard::shard_of`]).
     pub shard: Option<(usize, usize)>,
     pub bracket_retries: u32,
     pub progress: ProgressMode,
@@ -224,6 +225,15 @@ pub fn sweep_to(
         mkdir_private(&corpus)?;
     }
     manifest.shard = opts.shard.map(|(i, n)| format!("{i}/{n}"));
+    if opts.shard.is_some() {
+        manifest.shard_by = Some(super::shard::SHARD_ASSIGNMENT.to_string());
+        let mut profiles = vec![
+            crate::profile::sqlite_profile(schema),
+            crate::profile::legacy_profile(schema, key),
+        ];
+        profiles.sort();
+        manifest.reader_profiles = profiles;
+    }
     manifest.skipped = skipped;
     for s in &manifest.skipped {
         sink.skipped(&s.path, &s.reason);
@@ -246,13 +256,11 @@ pub fn sweep_to(
         .filter(|s| s.settled())
         .map(|s| s.file_id.clone())
         .collect();
-    if let Some((i, n)) = opts.shard {
-        sources = sources
-            .into_iter()
-            .enumerate()
-            .filter(|(p, _)| p % n == i - 1)
-            .map(|(_, s)| s)
-            .collect();
+    if let Some(shard) = opts.shard {
+        // By file id, never by listing position: a conversation added or
+        // removed moves no other one.
+        sources.retain(|s| super::shard::in_shard(&s.id, shard));
+        manifest.empty_shard = sources.is_empty();
     }
     let todo: Vec<SourceRef> = sources
         .into_iter()
@@ -441,6 +449,13 @@ fn resumed_manifest(opts: &SweepOptions, root: &str) -> Result<Manifest> {
             path.display(),
             m.shard.as_deref().unwrap_or("none"),
             shard.as_deref().unwrap_or("none")
+        )));
+    }
+    if m.shard.is_some() && m.shard_by.as_deref() != Some(super::shard::SHARD_ASSIGNMENT) {
+        return Err(Error::Usage(format!(
+            "{}: --resume of a shard assigned by listing position (no shardBy {}); sweep the shard again into a new folder",
+            path.display(),
+            super::shard::SHARD_ASSIGNMENT
         )));
     }
     Ok(m)

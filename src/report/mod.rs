@@ -1,6 +1,8 @@
 //! Stage 6b: reports over a manifest: `audit-qualify` rechecks and the
-//! Markdown qualification report with its SVG chart.
+//! Markdown qualification report with its SVG chart, and `audit-diff`'s
+//! comparison of two manifests.
 
+pub mod diff;
 pub mod markdown;
 pub mod qualify;
 pub mod svg;

@@ -1,0 +1,151 @@
+//! `agy-audit audit-diff OLD NEW`: what changed between two sweeps.
+
+use crate::manifest::{Manifest, MANIFEST_FILE};
+use crate::report::diff::{diff, render_markdown, Inputs};
+use crate::util::atomic::{write_file, WriteOptions};
+use crate::verdict::exit;
+use anyhow::Context;
+use clap::Args;
+use std::path::{Path, PathBuf};
+
+const DIFF_HELP: &str = "\
+Each session (matched by file id) is one of: still-verified, newly-verified,
+newly-refused, reason-changed (refusal class, rule or location; or verified
+with and without source-only fields), profile-changed, source-changed
+(source digest), appeared, disappeared, unchanged (refused the same way in
+both). Where several apply, `change` is the first of appeared, disappeared,
+newly-refused, newly-verified, reason-changed, source-changed,
+profile-changed, and the others are listed in `also`.
+A regression is a session verified (with or without source-only fields) in
+OLD and anything else in NEW: unknown, incomplete, not fetched, an error,
+or gone.
+
+--json prints {\"sessions\": [{\"fileId\", \"change\", \"also\", \"old\", \"new\"}],
+\"counts\": {change: n}, \"regressed\": n} (and \"incompleteInputs\" when
+--allow-incomplete let one in); otherwise a Markdown report with an inline
+SVG chart of the verdict transitions.
+
+Exit codes:
+  0    no session regressed
+  1    an error, or an input manifest that is not complete (without
+       --allow-incomplete)
+  2    usage error
+  5    at least one session regressed (verified in OLD, not in NEW): gate a
+       release on it";
+
+/// Compare two version-5 manifests (an old and a new sweep): per session,
+/// what changed, which rules and refusal classes gained or lost sessions,
+/// and whether anything regressed.
+#[derive(Debug, Args)]
+#[command(after_help = DIFF_HELP)]
+pub struct AuditDiffArgs {
+    /// The old manifest.json (or its sweep folder).
+    pub old: PathBuf,
+    /// The new manifest.json (or its sweep folder).
+    pub new: PathBuf,
+    /// Print the comparison as JSON instead of the Markdown report.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the report (or JSON) to FILE, atomically, instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Replace an existing --out file.
+    #[arg(long)]
+    pub force: bool,
+    /// Compare a manifest that is not complete (an interrupted sweep,
+    /// sessions not fetched, a partial merge); the report says so on its
+    /// first line.
+    #[arg(long)]
+    pub allow_incomplete: bool,
+}
+
+fn read(given: &Path) -> anyhow::Result<(PathBuf, Manifest)> {
+    let file = if given.is_dir() {
+        given.join(MANIFEST_FILE)
+    } else {
+        given.to_path_buf()
+    };
+    let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+    let m = Manifest::parse(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+    Ok((file, m))
+}
+
+pub fn run(a: AuditDiffArgs) -> anyhow::Result<i32> {
+    let (old_file, old) = read(&a.old)?;
+    let (new_file, new) = read(&a.new)?;
+    let mut incomplete = Vec::new();
+    for (file, m) in [(&old_file, &old), (&new_file, &new)] {
+        if !m.complete {
+            incomplete.push(format!(
+                "{} is not complete (complete: false)",
+                file.display()
+            ));
+        }
+    }
+    if !incomplete.is_empty() && !a.allow_incomplete {
+        crate::note!(
+            "audit-diff: refused: {}; finish the sweep (`agy-audit audit-sweep --resume`) or pass --allow-incomplete",
+            incomplete.join("; ")
+        );
+        return Ok(exit::ERROR);
+    }
+    let d = diff(&old, &new);
+    let bytes = if a.json {
+        let mut v = serde_json::to_vec_pretty(&d.to_json(&incomplete))?;
+        v.push(b'\n');
+        v
+    } else {
+        let (old_name, new_name) = (
+            old_file.display().to_string(),
+            new_file.display().to_string(),
+        );
+        render_markdown(
+            &d,
+            &Inputs {
+                old_name: &old_name,
+                new_name: &new_name,
+                old: &old,
+                new: &new,
+                incomplete: &incomplete,
+            },
+        )
+        .into_bytes()
+    };
+    match &a.out {
+        None => {
+            use std::io::Write as _;
+            std::io::stdout().lock().write_all(&bytes)?;
+        }
+        Some(out) => {
+            write_file(
+                out,
+                &bytes,
+                &WriteOptions {
+                    force: a.force,
+                    protected: vec![old_file.clone(), new_file.clone()],
+                    ..Default::default()
+                },
+            )?;
+        }
+    }
+    let counts: Vec<String> = d
+        .counts
+        .iter()
+        .map(|(c, n)| format!("{}={n}", c.id()))
+        .collect();
+    crate::note!(
+        "audit-diff: {} sessions: {}; regressed={}{}",
+        d.sessions.len(),
+        counts.join(" "),
+        d.regressed,
+        a.out
+            .as_ref()
+            .map(|o| format!("; wrote {}", o.display()))
+            .unwrap_or_default()
+    );
+    Ok(if d.regressed > 0 {
+        exit::REGRESSED
+    } else {
+        exit::OK
+    })
+}

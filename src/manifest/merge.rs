@@ -1,0 +1,362 @@
+//! `manifest merge`: the shard manifests of one sweep as one version-5
+//! manifest.
+//!
+//! Refused (nothing written): a manifest that is not a shard, shards of
+//! different counts, the same shard twice, a session in two shards, or a
+//! session outside the shard that holds it. Merged with `complete: false`
+//! (and the reasons in `merged.problems`): a shard missing, a shard not
+//! complete, shards of different store roots or reader profiles, or a shard
+//! assigned by listing position (no `shardBy`). Totals, per-profile and
+//! per-format counts are recounted from the sessions.
+
+use super::{Manifest, MANIFEST_VERSION};
+use crate::pipeline::shard::{in_shard, SHARD_ASSIGNMENT};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// What a merge merged, recorded in the merged manifest as `merged`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Merged {
+    /// The shard count n all shards share.
+    pub shard_count: usize,
+    /// The shards merged, by index.
+    pub shards: Vec<MergedShard>,
+    /// Shard indexes 1..n that were not given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<usize>,
+    /// Why the merged manifest is not complete, one line each (empty when it is).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
+}
+
+/// One merged shard.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MergedShard {
+    /// `i/n`.
+    pub shard: String,
+    /// The manifest file as given.
+    pub file: String,
+    pub sessions: usize,
+    pub complete: bool,
+}
+
+/// Why shards cannot be merged.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error("no shard manifest given")]
+    Nothing,
+    #[error("{file}: not a shard manifest (no `shard`); merge takes the manifests of `audit-sweep --shard i/n`")]
+    NotAShard { file: PathBuf },
+    #[error("{file}: shard `{shard}` is not i/n with 1 <= i <= n")]
+    BadShard { file: PathBuf, shard: String },
+    #[error(
+        "conflicting shard sets: {a} is shard {sa}, {b} is shard {sb}: shards of one sweep share n"
+    )]
+    Counts {
+        a: PathBuf,
+        sa: String,
+        b: PathBuf,
+        sb: String,
+    },
+    #[error("conflicting shard sets: {a} and {b} are both shard {shard}")]
+    Duplicate {
+        a: PathBuf,
+        b: PathBuf,
+        shard: String,
+    },
+    #[error("overlapping sessions: {a} and {b} both hold session {file_id}")]
+    Overlap {
+        a: PathBuf,
+        b: PathBuf,
+        file_id: String,
+    },
+    #[error(
+        "{file}: session {file_id} is not of shard {shard} under the {SHARD_ASSIGNMENT} assignment"
+    )]
+    Misplaced {
+        file: PathBuf,
+        file_id: String,
+        shard: String,
+    },
+}
+
+fn parse_shard(s: &str) -> Option<(usize, usize)> {
+    let (i, n) = s.split_once('/')?;
+    let (i, n) = (i.parse::<usize>().ok()?, n.parse::<usize>().ok()?);
+    (i >= 1 && i <= n).then_some((i, n))
+}
+
+/// Merges `shards` (each a manifest with the file it was read from).
+pub fn merge(shards: &[(PathBuf, Manifest)]) -> Result<Manifest, MergeError> {
+    // Every input is a shard; all share n; no index twice.
+    let mut by_index: BTreeMap<usize, (&Path, &Manifest)> = BTreeMap::new();
+    let mut count: Option<(usize, &Path, &str)> = None;
+    for (file, m) in shards {
+        let shard = m
+            .shard
+            .as_deref()
+            .ok_or_else(|| MergeError::NotAShard { file: file.clone() })?;
+        let (i, n) = parse_shard(shard).ok_or_else(|| MergeError::BadShard {
+            file: file.clone(),
+            shard: shard.to_string(),
+        })?;
+        match count {
+            Some((n0, f0, s0)) if n0 != n => {
+                return Err(MergeError::Counts {
+                    a: f0.to_path_buf(),
+                    sa: s0.to_string(),
+                    b: file.clone(),
+                    sb: shard.to_string(),
+                })
+            }
+            Some(_) => {}
+            None => count = Some((n, file, shard)),
+        }
+        if let Some((f0, _)) = by_index.insert(i, (file, m)) {
+            return Err(MergeError::Duplicate {
+                a: f0.to_path_buf(),
+                b: file.clone(),
+                shard: shard.to_string(),
+            });
+        }
+    }
+    let Some((n, _, _)) = count else {
+        return Err(MergeError::Nothing);
+    };
+    // No session twice, each in its own shard.
+    let mut owner: BTreeMap<&str, &Path> = BTreeMap::new();
+    let mut sessions = Vec::new();
+    let mut problems = Vec::new();
+    for (&i, (file, m)) in &by_index {
+        let assigned = m.shard_by.as_deref() == Some(SHARD_ASSIGNMENT);
+        for s in &m.sessions {
+            if let Some(other) = owner.insert(&s.file_id, file) {
+                return Err(MergeError::Overlap {
+                    a: other.to_path_buf(),
+                    b: file.to_path_buf(),
+                    file_id: s.file_id.clone(),
+                });
+            }
+            if assigned && !in_shard(&s.file_id, (i, n)) {
+                return Err(MergeError::Misplaced {
+                    file: file.to_path_buf(),
+                    file_id: s.file_id.clone(),
+                    shard: format!("{i}/{n}"),
+                });
+            }
+            sessions.push(s.clone());
+        }
+        if !assigned {
+            problems.push(format!(
+                "{}: shard {i}/{n} was assigned by listing position (no shardBy {SHARD_ASSIGNMENT}): its sessions may overlap or miss another shard's",
+                file.display()
+            ));
+        }
+        if !m.complete {
+            problems.push(format!(
+                "{}: shard {i}/{n} is not complete (complete: false)",
+                file.display()
+            ));
+        }
+    }
+    let missing: Vec<usize> = (1..=n).filter(|i| !by_index.contains_key(i)).collect();
+    if !missing.is_empty() {
+        problems.push(format!(
+            "shard{} {} of {n} missing",
+            if missing.len() == 1 { "" } else { "s" },
+            missing
+                .iter()
+                .map(|i| format!("{i}/{n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    // The same store and the same reader: the first shard's, compared.
+    let (first_file, first) = by_index
+        .values()
+        .next()
+        .copied()
+        .ok_or(MergeError::Nothing)?;
+    let profile_set = |m: &Manifest| {
+        if m.reader_profiles.is_empty() {
+            m.profiles.clone()
+        } else {
+            m.reader_profiles.clone()
+        }
+    };
+    for (file, m) in by_index.values().skip(1) {
+        if m.root != first.root {
+            problems.push(format!(
+                "{} swept root {}, {} swept root {}",
+                first_file.display(),
+                first.root,
+                file.display(),
+                m.root
+            ));
+        }
+        if profile_set(m) != profile_set(first) {
+            problems.push(format!(
+                "{} and {} ran different reader profiles ({} and {})",
+                first_file.display(),
+                file.display(),
+                profile_set(first).join(", "),
+                profile_set(m).join(", ")
+            ));
+        }
+    }
+    sessions.sort_by(|a, b| a.file_id.cmp(&b.file_id));
+    let mut skipped: Vec<super::Skipped> = by_index
+        .values()
+        .flat_map(|(_, m)| m.skipped.iter().cloned())
+        .collect();
+    skipped.sort_by(|a, b| (&a.path, &a.reason).cmp(&(&b.path, &b.reason)));
+    skipped.dedup();
+    let all_finished = by_index.values().all(|(_, m)| m.finished.is_some());
+    let mut out = Manifest::new(
+        &first.root,
+        &first.endpoint,
+        by_index
+            .values()
+            .map(|(_, m)| m.started.clone())
+            .min()
+            .unwrap_or_default(),
+    );
+    out.manifest_version = MANIFEST_VERSION;
+    out.finished = if all_finished {
+        by_index
+            .values()
+            .filter_map(|(_, m)| m.finished.clone())
+            .max()
+    } else {
+        None
+    };
+    out.skipped = skipped;
+    out.sessions = sessions;
+    out.timing.wall_seconds = by_index
+        .values()
+        .map(|(_, m)| m.timing.wall_seconds)
+        .fold(0.0, f64::max);
+    out.timing.concurrency = by_index
+        .values()
+        .map(|(_, m)| m.timing.concurrency)
+        .max()
+        .unwrap_or(0);
+    out.timing.jobs = by_index
+        .values()
+        .map(|(_, m)| m.timing.jobs)
+        .max()
+        .unwrap_or(0);
+    out.recount();
+    out.complete = problems.is_empty();
+    out.merged = Some(Merged {
+        shard_count: n,
+        shards: by_index
+            .iter()
+            .map(|(i, (file, m))| MergedShard {
+                shard: format!("{i}/{n}"),
+                file: file.display().to_string(),
+                sessions: m.sessions.len(),
+                complete: m.complete,
+            })
+            .collect(),
+        missing,
+        problems,
+    });
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::SessionRecord;
+    use crate::pipeline::shard::shard_of;
+    use crate::verdict::VerdictKind;
+
+    fn shard(i: usize, n: usize, ids: &[usize]) -> Manifest {
+        let mut m = Manifest::new("/store", "e", format!("2026-01-0{i}T00:00:00Z"));
+        m.shard = Some(format!("{i}/{n}"));
+        m.shard_by = Some(SHARD_ASSIGNMENT.into());
+        m.reader_profiles = vec!["sqlite-p".into()];
+        m.finished = Some(format!("2026-02-0{i}T00:00:00Z"));
+        for id in ids {
+            m.add(SessionRecord::for_test(
+                *id,
+                "sqlite-p",
+                Some(VerdictKind::Verified),
+                None,
+                None,
+            ));
+        }
+        m.complete = true;
+        m
+    }
+
+    /// Ids 1..=k split into their shards of n.
+    fn split(k: usize, n: usize) -> Vec<(PathBuf, Manifest)> {
+        (1..=n)
+            .map(|i| {
+                let ids: Vec<usize> = (1..=k)
+                    .filter(|id| shard_of(&format!("{id:08}"), n) == i)
+                    .collect();
+                (PathBuf::from(format!("s{i}.json")), shard(i, n, &ids))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn all_shards_merge_complete_with_recounted_totals() {
+        let m = merge(&split(40, 4)).unwrap();
+        assert!(m.complete, "{:?}", m.merged);
+        assert_eq!(m.counts.selected, 40);
+        assert_eq!(m.counts.verified, 40);
+        assert_eq!(m.counts_by_profile["sqlite-p"].selected, 40);
+        assert_eq!(m.shard, None);
+        assert_eq!(m.started, "2026-01-01T00:00:00Z");
+        assert_eq!(m.finished.as_deref(), Some("2026-02-04T00:00:00Z"));
+        let ids: Vec<&str> = m.sessions.iter().map(|s| s.file_id.as_str()).collect();
+        let mut sorted = ids.clone();
+        sorted.sort();
+        assert_eq!(ids, sorted);
+    }
+
+    #[test]
+    fn a_missing_or_unfinished_shard_leaves_the_merge_incomplete() {
+        let mut shards = split(40, 4);
+        shards.remove(2);
+        let m = merge(&shards).unwrap();
+        assert!(!m.complete);
+        assert_eq!(m.merged.as_ref().unwrap().missing, vec![3]);
+        let mut shards = split(40, 4);
+        shards[1].1.complete = false;
+        assert!(!merge(&shards).unwrap().complete);
+        let mut shards = split(40, 4);
+        shards[1].1.root = "/elsewhere".into();
+        assert!(!merge(&shards).unwrap().complete);
+        let mut shards = split(40, 4);
+        shards[3].1.reader_profiles = vec!["sqlite-q".into()];
+        assert!(!merge(&shards).unwrap().complete);
+    }
+
+    #[test]
+    fn overlap_and_conflicting_sets_are_refused_naming_both_files() {
+        let mut shards = split(40, 4);
+        let stray = shards[0].1.sessions[0].clone();
+        shards[1].1.sessions.push(stray);
+        let e = merge(&shards).unwrap_err().to_string();
+        assert!(e.contains("s1.json") && e.contains("s2.json"), "{e}");
+        let mut shards = split(40, 4);
+        shards[1].1.shard = Some("2/5".into());
+        let e = merge(&shards).unwrap_err().to_string();
+        assert!(e.contains("s1.json") && e.contains("s2.json"), "{e}");
+        let mut shards = split(40, 4);
+        shards[1].1.shard = Some("1/4".into());
+        let e = merge(&shards).unwrap_err().to_string();
+        assert!(e.contains("s1.json") && e.contains("s2.json"), "{e}");
+        let mut shards = split(40, 4);
+        shards[1].1.shard = None;
+        assert!(merge(&shards).is_err());
+    }
+}
