@@ -18,7 +18,7 @@
 //! messages carrying extensions are compared through their tree form, with
 //! the same serializer as the slow path.
 
-use super::{decimal, json_diff};
+use super::json::{decimal, json_diff};
 use crate::schema::to_daemon_json;
 use base64::Engine;
 use prost_reflect::{DynamicMessage, FieldDescriptor, Kind, MapKey, ReflectMessage, Value};

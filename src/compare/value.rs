@@ -24,7 +24,7 @@
 //! the last), an unknown field, a value of the wrong JSON type, two members
 //! of one oneof. Each difference names its path and shows both values.
 
-use super::{decimal, json_diff, kind, short};
+use super::json::{decimal, json_diff, kind, short};
 use crate::schema::to_daemon_json;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use base64::Engine;

@@ -8,10 +8,12 @@
 
 pub mod bundle;
 pub mod diff;
+mod error;
 pub mod extract;
 mod names;
 pub mod pin;
 
+pub use error::{PoolError, SchemaError, UnsupportedSyntax};
 pub use names::{ModernNames, Names, MODERN_DECLARATIONS};
 
 use prost_reflect::{DescriptorPool, MessageDescriptor};
@@ -52,68 +54,6 @@ pub struct AgyBuild {
     pub release: String,
     /// The first 12 hex digits of the binary's SHA-256.
     pub binary_sha12: String,
-}
-
-/// Why a descriptor set could not be loaded.
-#[derive(Debug, thiserror::Error)]
-pub enum SchemaError {
-    #[error("{path}: cannot read descriptor set: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{path}: descriptor set larger than {MAX_SET_BYTES} bytes")]
-    TooLarge { path: PathBuf },
-    #[error("{path}: not a valid FileDescriptorSet: {detail}")]
-    Invalid { path: PathBuf, detail: String },
-    #[error("{path}: {source}")]
-    Syntax {
-        path: PathBuf,
-        #[source]
-        source: UnsupportedSyntax,
-    },
-    #[error("{origin}: descriptor set lacks required {kind} `{name}`")]
-    Missing {
-        origin: String,
-        kind: &'static str,
-        name: String,
-    },
-}
-
-/// A descriptor file whose `syntax` the descriptor library cannot build.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("descriptor file {file:?} declares syntax {syntax:?}, which this reader cannot load (only proto2 and proto3; protoc writes \"editions\" for edition-2023 files)")]
-pub struct UnsupportedSyntax {
-    /// The file's `name` inside the descriptor.
-    pub file: String,
-    /// Its `syntax`, as written.
-    pub syntax: String,
-}
-
-/// Why a serialized FileDescriptorSet did not build a pool.
-#[derive(Debug, thiserror::Error)]
-pub enum PoolError {
-    #[error(transparent)]
-    Syntax(#[from] UnsupportedSyntax),
-    #[error("{0}")]
-    Decode(#[from] prost::DecodeError),
-    #[error("{0}")]
-    Descriptor(#[from] prost_reflect::DescriptorError),
-}
-
-impl PoolError {
-    /// The [`SchemaError`] for this failure of the set read from `path`.
-    pub fn at(self, path: impl Into<PathBuf>) -> SchemaError {
-        let path = path.into();
-        match self {
-            PoolError::Syntax(source) => SchemaError::Syntax { path, source },
-            other => SchemaError::Invalid {
-                path,
-                detail: other.to_string(),
-            },
-        }
-    }
 }
 
 /// The guard every pool build runs first: a file's `syntax` must be absent,
@@ -264,6 +204,7 @@ pub fn read_set_file(path: &Path) -> Result<Vec<u8>, SchemaError> {
         .map_err(io)?;
     if raw.len() as u64 > MAX_SET_BYTES {
         return Err(SchemaError::TooLarge {
+            limit: MAX_SET_BYTES,
             path: path.to_path_buf(),
         });
     }
@@ -280,6 +221,7 @@ pub fn read_set_file(path: &Path) -> Result<Vec<u8>, SchemaError> {
         })?;
     if out.len() as u64 > MAX_SET_BYTES {
         return Err(SchemaError::TooLarge {
+            limit: MAX_SET_BYTES,
             path: path.to_path_buf(),
         });
     }

@@ -1,6 +1,6 @@
 //! Field numbers the reader needs, resolved by name from the loaded pool.
 
-use super::SchemaError;
+use super::error::SchemaError;
 use prost_reflect::{DescriptorPool, MessageDescriptor};
 
 /// Message and field identities resolved from whichever pool is loaded.
