@@ -142,7 +142,7 @@ pub fn agreement(m: &Manifest, store: &Path) -> anyhow::Result<(usize, usize, Ve
     };
     let (mut agree, mut false_verified, mut off) = (0, 0, Vec::new());
     for s in &m.sessions {
-        let got = (s.outcome(), s.reason_class);
+        let got = (s.outcome(), s.class());
         match truth.get(&s.file_id) {
             Some(want) if *want == got => agree += 1,
             want => {

@@ -3,12 +3,12 @@
 use super::audit::{audit_prepared, error_result, prepare, AuditContext, SessionResult};
 use crate::discover::{discover, SourceRef};
 use crate::error::{Error, Result};
-use crate::manifest::{Manifest, SessionRecord, CSV_FILE, MANIFEST_FILE};
+use crate::manifest::{Manifest, CSV_FILE, MANIFEST_FILE};
+use crate::outcome::SessionOutcome;
 use crate::rpc::{ClientOptions, DaemonClient};
 use crate::schema::Schema;
 use crate::source::legacy::LegacyKey;
 use crate::util::atomic::{write_file, WriteOptions};
-use crate::verdict::ReasonClass;
 use crossbeam_channel::bounded;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -70,7 +70,7 @@ impl ManifestWriter<'_> {
         if r.abandoned {
             return;
         }
-        let mut record = SessionRecord::from_result(r);
+        let mut record = r.record.clone();
         record.endpoint = Some(self.endpoint.to_string());
         self.manifest.add(record);
         sink.recorded(r, &self.manifest.counts);
@@ -352,8 +352,7 @@ pub fn sweep_to(
                         continue;
                     }
                     let r = audit_prepared(ctx, p);
-                    if r.verdict.is_none() && r.reason_class == Some(ReasonClass::DaemonUnavailable)
-                    {
+                    if matches!(r.record.result, SessionOutcome::NotFetched { .. }) {
                         if let Err(e) = client.probe() {
                             if let Ok(mut d) = down.lock() {
                                 d.get_or_insert_with(|| e.to_string());
@@ -487,18 +486,22 @@ fn written(corpus: &Path, mut r: SessionResult) -> (SessionResult, Result<()>) {
 fn write_session(corpus: &Path, r: &SessionResult) -> Result<()> {
     let opts = private(true);
     if let Some(b) = &r.full_body {
-        write_file(&corpus.join(format!("{}.full.json", r.file_id)), b, &opts)?;
+        write_file(
+            &corpus.join(format!("{}.full.json", r.record.file_id)),
+            b,
+            &opts,
+        )?;
     }
     if let Some(b) = &r.ordinary_body {
         write_file(
-            &corpus.join(format!("{}.ordinary.json", r.file_id)),
+            &corpus.join(format!("{}.ordinary.json", r.record.file_id)),
             b,
             &opts,
         )?;
     }
     if let Some(bytes) = &r.sidecar {
         write_file(
-            &corpus.join(format!("{}.trajectory.json", r.file_id)),
+            &corpus.join(format!("{}.trajectory.json", r.record.file_id)),
             bytes,
             &opts,
         )?;
