@@ -2,7 +2,7 @@
 
 use super::audit::{audit_prepared, error_result, prepare, AuditContext, SessionResult};
 use crate::discover::{discover, SourceRef};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, UsageError};
 use crate::manifest::{Manifest, CSV_FILE, MANIFEST_FILE};
 use crate::outcome::SessionOutcome;
 use crate::rpc::{ClientOptions, DaemonClient};
@@ -188,32 +188,32 @@ pub fn sweep_to(
     } else {
         match std::fs::symlink_metadata(&opts.out) {
             Ok(m) if m.is_dir() && opts.out.join(MANIFEST_FILE).is_file() => {
-                return Err(Error::Usage(format!(
-                    "{}: already holds a sweep; pass --resume to continue it, or name a new folder",
-                    opts.out.display()
-                )))
+                return Err(UsageError::OutHoldsSweep {
+                    out: opts.out.clone(),
+                }
+                .into())
             }
             Ok(m) if m.is_dir() => {
-                return Err(Error::Usage(format!(
-                    "{}: already exists; --out must name a new folder",
-                    opts.out.display()
-                )))
+                return Err(UsageError::OutExists {
+                    out: opts.out.clone(),
+                }
+                .into())
             }
             Ok(_) => {
-                return Err(Error::Usage(format!(
-                    "{}: is a file, not a folder; --out must name a new folder",
-                    opts.out.display()
-                )))
+                return Err(UsageError::OutIsFile {
+                    out: opts.out.clone(),
+                }
+                .into())
             }
             Err(_) => {}
         }
         if let Some(parent) = opts.out.parent().filter(|p| !p.as_os_str().is_empty()) {
             if !parent.is_dir() {
-                return Err(Error::Usage(format!(
-                    "{}: the parent folder {} does not exist",
-                    opts.out.display(),
-                    parent.display()
-                )));
+                return Err(UsageError::OutParentMissing {
+                    out: opts.out.clone(),
+                    parent: parent.to_path_buf(),
+                }
+                .into());
             }
         }
         Manifest::new(&root_text, &opts.endpoint, crate::util::time::now_rfc3339())
@@ -278,7 +278,7 @@ pub fn sweep_to(
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs)
         .build()
-        .map_err(|e| Error::Usage(format!("cannot start {jobs} decode threads: {e}")))?;
+        .map_err(|source| UsageError::DecodeThreads { jobs, source })?;
 
     sink.started(total);
     let (tx_src, rx_src) = bounded::<SourceRef>(jobs * 2);
@@ -418,29 +418,30 @@ fn resumed_manifest(opts: &SweepOptions, root: &str) -> Result<Manifest> {
     let bytes = match std::fs::read(&path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(Error::Usage(format!(
-                "{}: not an audit-sweep output folder (no {MANIFEST_FILE}); --resume continues a sweep, run without it to start one",
-                opts.out.display()
-            )))
+            return Err(UsageError::ResumeNotASweep {
+                out: opts.out.clone(),
+            }
+            .into())
         }
         Err(e) => return Err(Error::io(&path, e)),
     };
     let m = Manifest::parse(&bytes).map_err(|e| Error::corrupt(&path, "manifest", e))?;
     if m.root != root {
-        return Err(Error::Usage(format!(
-            "{}: --resume with another store root: the manifest records {}, this run has {root}",
-            path.display(),
-            m.root
-        )));
+        return Err(UsageError::ResumeOtherRoot {
+            manifest: path,
+            recorded: m.root,
+            given: root.to_string(),
+        }
+        .into());
     }
     let shard = opts.shard.map(|(i, n)| format!("{i}/{n}"));
     if m.shard != shard {
-        return Err(Error::Usage(format!(
-            "{}: --resume with another shard: the manifest records {}, this run has {}",
-            path.display(),
-            m.shard.as_deref().unwrap_or("none"),
-            shard.as_deref().unwrap_or("none")
-        )));
+        return Err(UsageError::ResumeOtherShard {
+            manifest: path,
+            recorded: m.shard,
+            given: shard,
+        }
+        .into());
     }
     Ok(m)
 }
