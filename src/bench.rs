@@ -223,11 +223,11 @@ pub fn ensure_corpus(root: &Path, before: impl FnOnce(CorpusCache)) -> Result<Co
         plan,
         force: stale,
     };
-    agy_corpus::corpus::generate(&opts).map_err(|e| {
-        crate::Error::Usage(format!(
-            "generating the bench corpus in {}: {e}",
-            root.display()
-        ))
+    agy_corpus::corpus::generate(&opts).map_err(|source| {
+        crate::error::UsageError::BenchCorpus {
+            root: root.to_path_buf(),
+            source,
+        }
     })?;
     Ok(outcome)
 }
@@ -275,8 +275,11 @@ pub fn sweep_vs_sim(
         target: FaultTarget::Rate(1.0),
         kind: FaultKind::Latency(latency_ms),
     }];
-    let sim = DaemonSim::start(sim_opts)
-        .map_err(|e| crate::Error::Usage(format!("{}: cannot serve it: {e}", root.display())))?;
+    let sim =
+        DaemonSim::start(sim_opts).map_err(|source| crate::error::UsageError::BenchServe {
+            root: root.to_path_buf(),
+            source,
+        })?;
     // The sweep wants an output directory that does not exist yet: one
     // inside a fresh temporary directory, removed with it.
     let scratch = tempfile::tempdir().map_err(|e| crate::Error::io(Path::new("<tempdir>"), e))?;

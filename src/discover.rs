@@ -5,7 +5,7 @@
 //! `.pb` is recorded as shadowed. `implicit/` (implicit trajectories, not
 //! conversations) is never selected. Links are not followed.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, UsageError};
 use crate::source::{looks_like_uuid, Format};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -41,10 +41,7 @@ pub fn default_root() -> Result<PathBuf> {
     }
     match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
         Some(home) => Ok(PathBuf::from(home).join(".gemini").join("antigravity-cli")),
-        None => Err(Error::Usage(format!(
-            "no store root: HOME is not set (the default root is ~/.gemini/antigravity-cli) \
-             and neither is {ROOT_ENV}; pass --root DIR, the folder that holds conversations/"
-        ))),
+        None => Err(UsageError::NoRoot.into()),
     }
 }
 
@@ -55,15 +52,15 @@ pub fn check_root(root: &Path) -> Result<()> {
     match std::fs::symlink_metadata(root) {
         Ok(m) if m.is_dir() => Ok(()),
         Ok(m) if m.file_type().is_symlink() && root.is_dir() => Ok(()),
-        Ok(_) => Err(Error::Usage(format!(
-            "{}: not a folder; the store root is the folder that holds conversations/",
-            root.display()
-        ))),
-        Err(e) if missing(&e) => Err(Error::Usage(format!(
-            "{}: {}; the store root is the folder that holds conversations/",
-            root.display(),
-            crate::util::io_text(&e)
-        ))),
+        Ok(_) => Err(UsageError::RootNotAFolder {
+            root: root.to_path_buf(),
+        }
+        .into()),
+        Err(source) if missing(&source) => Err(UsageError::RootMissing {
+            root: root.to_path_buf(),
+            source,
+        }
+        .into()),
         Err(e) => Err(Error::io(root, e)),
     }
 }
@@ -158,14 +155,11 @@ fn conversations_dir(root: &Path) -> Result<PathBuf> {
     let dir = root.join("conversations");
     match std::fs::symlink_metadata(&dir) {
         Ok(m) if m.is_dir() => Ok(dir),
-        Ok(_) => Err(Error::Usage(format!(
-            "{}: not a folder; an agy store root holds a conversations/ folder",
-            dir.display()
-        ))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::Usage(format!(
-            "{}: not an agy store root (no conversations/ folder); name the folder that holds it",
-            root.display()
-        ))),
+        Ok(_) => Err(UsageError::ConversationsNotAFolder { dir }.into()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(UsageError::NotAStoreRoot {
+            root: root.to_path_buf(),
+        }
+        .into()),
         Err(e) => Err(Error::io(&dir, e)),
     }
 }
@@ -185,14 +179,16 @@ pub fn resolve(arg: &str, root: &Path) -> Result<PathBuf> {
                 return Ok(cand);
             }
         }
-        return Err(Error::Usage(format!(
-            "no conversation {arg} under {} (looked for {arg}.db and {arg}.pb)",
-            dir.display()
-        )));
+        return Err(UsageError::NoConversation {
+            id: arg.to_string(),
+            dir,
+        }
+        .into());
     }
-    Err(Error::Usage(format!(
-        "{arg}: neither an existing .db/.pb file nor a conversation id"
-    )))
+    Err(UsageError::NotASourceOrId {
+        arg: arg.to_string(),
+    }
+    .into())
 }
 
 #[cfg(test)]

@@ -25,8 +25,10 @@ pub enum Error {
     Schema(#[from] crate::schema::SchemaError),
     #[error(transparent)]
     Write(#[from] crate::util::atomic::WriteError),
-    #[error("{0}")]
-    Usage(String),
+    /// An input the user must correct (a flag's value, a path, a root):
+    /// the CLI exits 2, as for clap's own usage errors.
+    #[error(transparent)]
+    Usage(#[from] UsageError),
     /// A whole-store run selected no conversation: an empty or mistaken
     /// root, never a passing audit.
     #[error("{}: no conversation to audit (no <uuid>.db or <uuid>.pb in its conversations/ folder): an empty or mistaken root is not a passing audit{hint}", root.display())]
@@ -53,6 +55,135 @@ impl Error {
             path: path.into(),
             location: location.into(),
             rule: rule.into(),
+        }
+    }
+}
+
+/// A usage error found past argument parsing: a value only the library can
+/// judge. Each names what to correct; the CLI maps every one to exit 2.
+#[derive(Debug, thiserror::Error)]
+pub enum UsageError {
+    /// A path given as a source that is neither a `.db` nor a `.pb`.
+    #[error("{}: not a conversation source (expected a .db or .pb file)", path.display())]
+    NotASource { path: PathBuf },
+    /// A SOURCE argument that is neither an existing source nor an id.
+    #[error("{arg}: neither an existing .db/.pb file nor a conversation id")]
+    NotASourceOrId { arg: String },
+    /// A conversation id with no source under the store.
+    #[error("no conversation {id} under {} (looked for {id}.db and {id}.pb)", dir.display())]
+    NoConversation { id: String, dir: PathBuf },
+    /// No `--root`, no `$ANTIGRAVITY_CLI_ROOT` and no `HOME`.
+    #[error("no store root: HOME is not set (the default root is ~/.gemini/antigravity-cli) and neither is {}; pass --root DIR, the folder that holds conversations/", crate::discover::ROOT_ENV)]
+    NoRoot,
+    /// A store root that is not a folder.
+    #[error("{}: not a folder; the store root is the folder that holds conversations/", root.display())]
+    RootNotAFolder { root: PathBuf },
+    /// A store root that does not exist.
+    #[error("{}: {}; the store root is the folder that holds conversations/", root.display(), crate::util::io_text(source))]
+    RootMissing {
+        root: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A root without a `conversations/` folder.
+    #[error("{}: not an agy store root (no conversations/ folder); name the folder that holds it", root.display())]
+    NotAStoreRoot { root: PathBuf },
+    /// A `conversations` that is not a folder.
+    #[error("{}: not a folder; an agy store root holds a conversations/ folder", dir.display())]
+    ConversationsNotAFolder { dir: PathBuf },
+    /// A daemon URL (`--daemon-url` or its environment variable) that is
+    /// not a usable base URL.
+    #[error("{origin}: {detail}")]
+    DaemonUrl {
+        origin: UrlOrigin,
+        /// Why it is refused (`rpc::validate_endpoint`).
+        detail: String,
+    },
+    /// No URL given and no `cli.log` to read the daemon's port from.
+    #[error("{}: no such file, so the daemon's port is unknown; pass --daemon-url URL (or set ${}), or --root for the store whose agy is running", log.display(), crate::rpc::DAEMON_URL_ENV)]
+    NoCliLog { log: PathBuf },
+    /// A `cli.log` without the daemon's port line.
+    #[error("{}: no `listening on random port at N for HTTP` line; is agy running? (or pass --daemon-url URL)", log.display())]
+    NoPortLine { log: PathBuf },
+    /// `--shard auto` could not name a shard from the environment.
+    #[error(transparent)]
+    ShardEnv(#[from] crate::pipeline::shard::ShardEnvError),
+    /// `--shard-count` given with a fixed `--shard i/n`.
+    #[error("--shard-count {count} goes with --shard auto; --shard {index}/{of} names its count")]
+    ShardCountWithFixed {
+        count: usize,
+        index: usize,
+        of: usize,
+    },
+    /// `--resume` of a shard manifest split by listing position.
+    #[error("{}: --resume of a shard assigned by listing position (no shardBy {}); sweep the shard again into a new folder", manifest.display(), crate::pipeline::shard::SHARD_ASSIGNMENT)]
+    ResumeListingShard { manifest: PathBuf },
+    /// `--out` already holds a sweep (and no `--resume`).
+    #[error("{}: already holds a sweep; pass --resume to continue it, or name a new folder", out.display())]
+    OutHoldsSweep { out: PathBuf },
+    /// `--out` names an existing folder.
+    #[error("{}: already exists; --out must name a new folder", out.display())]
+    OutExists { out: PathBuf },
+    /// `--out` names a file.
+    #[error("{}: is a file, not a folder; --out must name a new folder", out.display())]
+    OutIsFile { out: PathBuf },
+    /// `--out`'s parent folder does not exist.
+    #[error("{}: the parent folder {} does not exist", out.display(), parent.display())]
+    OutParentMissing { out: PathBuf, parent: PathBuf },
+    /// `--resume` on a folder without a manifest.
+    #[error("{}: not an audit-sweep output folder (no {}); --resume continues a sweep, run without it to start one", out.display(), crate::manifest::MANIFEST_FILE)]
+    ResumeNotASweep { out: PathBuf },
+    /// `--resume` with another store root than the manifest's.
+    #[error("{}: --resume with another store root: the manifest records {recorded}, this run has {given}", manifest.display())]
+    ResumeOtherRoot {
+        manifest: PathBuf,
+        recorded: String,
+        given: String,
+    },
+    /// `--resume` with another shard than the manifest's (`none` for none).
+    #[error("{}: --resume with another shard: the manifest records {}, this run has {}", manifest.display(), recorded.as_deref().unwrap_or("none"), given.as_deref().unwrap_or("none"))]
+    ResumeOtherShard {
+        manifest: PathBuf,
+        recorded: Option<String>,
+        given: Option<String>,
+    },
+    /// `--jobs` decode threads could not be started.
+    #[error("cannot start {jobs} decode threads: {source}")]
+    DecodeThreads {
+        jobs: usize,
+        #[source]
+        source: rayon::ThreadPoolBuildError,
+    },
+    /// The bench corpus could not be generated in its folder.
+    #[error("generating the bench corpus in {}: {source}", root.display())]
+    BenchCorpus {
+        root: PathBuf,
+        #[source]
+        source: agy_corpus::corpus::CorpusError,
+    },
+    /// The simulated daemon could not serve the bench corpus.
+    #[error("{}: cannot serve it: {source}", root.display())]
+    BenchServe {
+        root: PathBuf,
+        #[source]
+        source: agy_corpus::sim::SimError,
+    },
+}
+
+/// Where a daemon URL came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UrlOrigin {
+    /// `--daemon-url`.
+    Flag,
+    /// `$ANTIGRAVITY_DAEMON_URL`.
+    Env,
+}
+
+impl std::fmt::Display for UrlOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UrlOrigin::Flag => f.write_str("--daemon-url"),
+            UrlOrigin::Env => write!(f, "${}", crate::rpc::DAEMON_URL_ENV),
         }
     }
 }

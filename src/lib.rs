@@ -12,6 +12,7 @@ pub mod discover;
 pub mod error;
 pub mod export;
 pub mod manifest;
+pub mod outcome;
 pub mod pipeline;
 pub mod profile;
 pub mod project;

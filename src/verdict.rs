@@ -100,8 +100,10 @@ impl fmt::Display for ReasonClass {
     }
 }
 
-/// What a session's record says: one of the four verdicts, or no verdict at
-/// all because the evidence is missing. A not-fetched session (the daemon
+/// The public id of what a session's record says (a session's whole outcome,
+/// with its refusal or source-only fields, is `outcome::SessionOutcome`):
+/// one of the four verdicts, or no verdict at all because the evidence is
+/// missing. A not-fetched session (the daemon
 /// failed) and an error (the source could not be read) never count as a
 /// finished audit: the manifest stays `complete: false` and `--resume`
 /// retries them.
@@ -115,15 +117,6 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The outcome of a record's verdict and reason class.
-    pub fn of(verdict: Option<VerdictKind>, class: Option<ReasonClass>) -> Outcome {
-        match (verdict, class) {
-            (Some(v), _) => Outcome::Verdict(v),
-            (None, Some(ReasonClass::DaemonUnavailable)) => Outcome::NotFetched,
-            (None, _) => Outcome::Error,
-        }
-    }
-
     /// `verified`, `verified-source-only`, `unknown`, `incomplete`,
     /// `not-fetched` or `error`.
     pub fn as_str(self) -> &'static str {

@@ -534,10 +534,12 @@ fn planned_faults_are_written_and_set_the_truth() {
                 // The truth's ids, parsed by the reader's own parsers.
                 let v = agy_audit::verdict::VerdictKind::from_id(v.as_str()).unwrap();
                 let c = agy_audit::verdict::ReasonClass::from_id(c.id()).unwrap();
-                let want = agy_audit::verdict::Outcome::of(
-                    (c != agy_audit::verdict::ReasonClass::DaemonUnavailable).then_some(v),
-                    Some(c),
-                );
+                // A daemon failure is no verdict: not fetched.
+                let want = if c == agy_audit::verdict::ReasonClass::DaemonUnavailable {
+                    agy_audit::verdict::Outcome::NotFetched
+                } else {
+                    agy_audit::verdict::Outcome::Verdict(v)
+                };
                 assert_eq!(t["verdict"], want.as_str(), "{spec}");
                 assert_eq!(t["reasonClass"], c.id(), "{spec}");
             }

@@ -33,7 +33,7 @@ impl SweepSink for Recorder {
         self.events
             .lock()
             .unwrap()
-            .push(format!("recorded {} {}", r.file_id, counts.selected));
+            .push(format!("recorded {} {}", r.record.file_id, counts.selected));
     }
     fn finished(&self) {
         self.events.lock().unwrap().push("finished".into());

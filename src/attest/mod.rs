@@ -19,8 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-/// The reason every verified-with-source-only attestation carries.
-pub const SOURCE_ONLY_REASON: &str = "verified except declared source-only fields absent from RPC";
+pub use crate::outcome::SOURCE_ONLY_REASON;
 
 /// The reader-owned top-level key.
 pub const NAMESPACE: &str = "agyReader";
@@ -45,8 +44,11 @@ pub struct Completeness {
     pub reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason_class: Option<ReasonClass>,
+    /// The declared source-only fields, typed until written (an entry
+    /// that does not read back makes the attestation unreadable, never
+    /// silently shorter).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub source_only: Vec<Value>,
+    pub source_only: Vec<SourceOnlyEntry>,
     /// The paths of the ordinary response's members the schema does not
     /// know (RPC-only presentation, kept in the payload and its digest).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -55,15 +57,6 @@ pub struct Completeness {
     #[serde(default, skip_serializing_if = "crate::util::is_zero")]
     pub rpc_only_fields_unlisted: usize,
     pub verified_at: String,
-}
-
-impl Completeness {
-    pub fn source_only_entries(entries: &[SourceOnlyEntry]) -> Vec<Value> {
-        entries
-            .iter()
-            .filter_map(|e| serde_json::to_value(e).ok())
-            .collect()
-    }
 }
 
 /// The sidecar document: the ordinary trajectory plus `agyReader`.

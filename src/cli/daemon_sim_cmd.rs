@@ -66,13 +66,17 @@ fn non_empty(s: &str) -> Result<String, String> {
 fn check_store(store: &Path) -> anyhow::Result<()> {
     match crate::discover::check_root(store) {
         Ok(()) => {}
-        Err(crate::Error::Usage(m)) => {
-            return Err(crate::Error::Usage(format!("--store {m}")).into())
+        Err(crate::Error::Usage(source)) => {
+            return Err(super::Usage::Flag {
+                flag: "--store",
+                source,
+            }
+            .into())
         }
         Err(e) => return Err(e.into()),
     }
     if !store.join(".truth").join("daemon").is_dir() {
-        return Err(crate::Error::Usage(format!(
+        return Err(super::Usage::Text(format!(
             "--store {}: not a generated store (no .truth/daemon/); write one with `agy-audit corpus generate --out DIR`",
             store.display()
         ))
@@ -126,7 +130,7 @@ fn check_fault_ids(store: &Path, texts: &[String], faults: &[FaultSpec]) -> anyh
                 count(n as u64, "more --fault value")
             ),
         };
-        return Err(crate::Error::Usage(format!(
+        return Err(super::Usage::Text(format!(
             "--fault {text}: {} serves no conversation {id}{more}",
             store.display()
         ))

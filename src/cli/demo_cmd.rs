@@ -142,7 +142,7 @@ pub fn agreement(m: &Manifest, store: &Path) -> anyhow::Result<(usize, usize, Ve
     };
     let (mut agree, mut false_verified, mut off) = (0, 0, Vec::new());
     for s in &m.sessions {
-        let got = (s.outcome(), s.reason_class);
+        let got = (s.outcome(), s.class());
         match truth.get(&s.file_id) {
             Some(want) if *want == got => agree += 1,
             want => {
@@ -172,10 +172,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
     let ws = match &a.out {
         Some(out) => {
             if std::fs::symlink_metadata(out).is_ok() {
-                bail!(crate::Error::Usage(format!(
-                    "{}: already exists; --out must name a new folder",
-                    out.display()
-                )));
+                bail!(crate::error::UsageError::OutExists { out: out.clone() });
             }
             std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
             Workspace {

@@ -205,17 +205,38 @@ pub fn chain_text(e: &anyhow::Error) -> String {
     text
 }
 
+/// A usage error the CLI itself finds past argument parsing: exit 2, like
+/// clap's own and the library's [`crate::error::UsageError`].
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Usage {
+    /// A flag's value judged here.
+    #[error("{0}")]
+    Text(String),
+    /// A library usage error about a flag's value, named by the flag.
+    #[error("{flag} {source}")]
+    Flag {
+        flag: &'static str,
+        #[source]
+        source: crate::error::UsageError,
+    },
+    /// A `--schema` that is not pinned, or a malformed pin.
+    #[error(transparent)]
+    Pin(crate::schema::pin::PinError),
+}
+
 /// A usage error raised past argument parsing (a flag's value that only the
-/// library can judge): exit 2, like clap's own.
+/// library or the command can judge): exit 2, like clap's own.
 fn usage(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         matches!(
             c.downcast_ref::<crate::Error>(),
             Some(crate::Error::Usage(_))
-        ) || matches!(
-            c.downcast_ref::<agy_corpus::corpus::CorpusError>(),
-            Some(agy_corpus::corpus::CorpusError::Usage(_))
-        )
+        ) || c.is::<crate::error::UsageError>()
+            || c.is::<Usage>()
+            || matches!(
+                c.downcast_ref::<agy_corpus::corpus::CorpusError>(),
+                Some(agy_corpus::corpus::CorpusError::Usage(_))
+            )
     })
 }
 

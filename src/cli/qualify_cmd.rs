@@ -36,7 +36,7 @@ fn unfinished(m: &Manifest, allow_empty: bool) -> Option<String> {
     let missing = m
         .sessions
         .iter()
-        .filter(|s| s.reason_class == Some(ReasonClass::DaemonUnavailable))
+        .filter(|s| s.class() == Some(ReasonClass::DaemonUnavailable))
         .count();
     if !m.complete {
         return Some(format!(

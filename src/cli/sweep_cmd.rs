@@ -127,12 +127,16 @@ pub fn resolve_shard(
     match (shard, count) {
         (None, _) => Ok(None),
         (Some(ShardArg::Fixed(i, n)), None) => Ok(Some((i, n))),
-        (Some(ShardArg::Fixed(i, n)), Some(c)) => Err(crate::Error::Usage(format!(
-            "--shard-count {c} goes with --shard auto; --shard {i}/{n} names its count"
-        ))),
+        (Some(ShardArg::Fixed(i, n)), Some(c)) => Err(crate::Error::Usage(
+            crate::error::UsageError::ShardCountWithFixed {
+                count: c,
+                index: i,
+                of: n,
+            },
+        )),
         (Some(ShardArg::Auto), c) => crate::pipeline::shard::auto_shard(env, c)
             .map(Some)
-            .map_err(crate::Error::Usage),
+            .map_err(|e| crate::Error::Usage(e.into())),
     }
 }
 

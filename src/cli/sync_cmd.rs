@@ -6,6 +6,7 @@ use super::daemon_args::DaemonArgs;
 use crate::attest::completeness_of;
 use crate::pipeline::{audit_prepared, prepare, AuditContext};
 use crate::rpc::DaemonClient;
+use crate::source::source_only::SourceOnlyEntry;
 use crate::util::atomic::{write_file, WriteOptions};
 use crate::verdict::{exit, VerdictKind};
 use anyhow::Context;
@@ -48,15 +49,13 @@ fn sidecar_path(source: &Path) -> PathBuf {
 }
 
 /// The source-only record the current source yields, as an attestation saves it.
-fn current_source_only(now: &crate::pipeline::Prepared) -> Vec<serde_json::Value> {
-    crate::attest::Completeness::source_only_entries(&crate::source::source_only::record(
-        &now.source.source_only,
-    ))
+fn current_source_only(now: &crate::pipeline::Prepared) -> Vec<SourceOnlyEntry> {
+    crate::source::source_only::record(&now.source.source_only)
 }
 
 /// The verified kind the current source yields (source-only fields or not).
 fn current_kind(now: &crate::pipeline::Prepared) -> VerdictKind {
-    if crate::source::source_only::record(&now.source.source_only).is_empty() {
+    if current_source_only(now).is_empty() {
         VerdictKind::Verified
     } else {
         VerdictKind::VerifiedSourceOnly
@@ -78,7 +77,7 @@ fn refuse_foreign_sidecar(out: &Path, force: bool) -> anyhow::Result<()> {
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
         .is_some_and(|doc| completeness_of(&doc).is_some());
     if !ours {
-        anyhow::bail!(crate::Error::Usage(format!(
+        anyhow::bail!(super::Usage::Text(format!(
             "{}: refusing to replace a file agy-audit did not write (no agyReader attestation); pass --force to replace it",
             out.display()
         )));
@@ -210,7 +209,8 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
     refuse_foreign_sidecar(&out, a.force)?;
     let prepared = prepare(&ctx, &path)?;
     let r = audit_prepared(&ctx, prepared);
-    let verdict = crate::verdict::Outcome::of(r.verdict, r.reason_class).as_str();
+    let s = &r.record;
+    let verdict = s.verdict_str();
     match &r.sidecar {
         Some(bytes) => {
             let mut protected = vec![path.clone()];
@@ -227,9 +227,8 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
             )?;
             outln!(
                 "synced {} {verdict}{} wrote {}",
-                r.file_id,
-                r.reason
-                    .as_deref()
+                s.file_id,
+                s.reason_text()
                     .map(|x| format!(" ({x})"))
                     .unwrap_or_default(),
                 out.display()
@@ -238,14 +237,9 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
         None => outln!(
             "{} {} ({})",
             verdict.to_uppercase(),
-            r.file_id,
-            r.reason.clone().unwrap_or_default()
+            s.file_id,
+            s.reason_text().unwrap_or_default()
         ),
     }
-    Ok(match r.verdict {
-        Some(VerdictKind::Verified) | Some(VerdictKind::VerifiedSourceOnly) => exit::OK,
-        Some(VerdictKind::Incomplete) => exit::INCOMPLETE,
-        Some(VerdictKind::Unknown) => exit::UNKNOWN,
-        None => exit::ERROR,
-    })
+    Ok(s.result.exit_code())
 }

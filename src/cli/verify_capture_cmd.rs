@@ -5,7 +5,6 @@
 use super::common::DecodeArgs;
 use crate::pipeline::{audit_prepared, prepare, AuditContext, Captured};
 use crate::util::atomic::{check_outputs, write_file, WriteOptions};
-use crate::verdict::{exit, Outcome, VerdictKind};
 use anyhow::Context;
 use clap::Args;
 use std::path::PathBuf;
@@ -63,22 +62,21 @@ pub fn run(a: VerifyCaptureArgs) -> anyhow::Result<i32> {
     };
     let prepared = prepare(&ctx, &a.db)?;
     let r = audit_prepared(&ctx, prepared);
-    let outcome = Outcome::of(r.verdict, r.reason_class);
+    let s = &r.record;
     outln!(
         "{} {}{}",
-        outcome.as_str().to_uppercase(),
-        r.file_id,
-        r.reason
-            .as_deref()
+        s.verdict_str().to_uppercase(),
+        s.file_id,
+        s.reason_text()
             .map(|x| format!(" ({x})"))
             .unwrap_or_default()
     );
-    outln!("profile {}", r.profile);
-    outln!("sourceDigest {}", r.source_digest);
-    if let Some(d) = &r.payload_digest {
+    outln!("profile {}", s.profile);
+    outln!("sourceDigest {}", s.source_digest);
+    if let Some(d) = &s.payload_digest {
         outln!("payloadDigest {d}");
     }
-    for p in &r.rpc_only.paths {
+    for p in &s.rpc_only_fields {
         outln!("rpcOnlyField {p}");
     }
     if let (Some(out), Some(bytes)) = (&a.out, &r.sidecar) {
@@ -93,10 +91,5 @@ pub fn run(a: VerifyCaptureArgs) -> anyhow::Result<i32> {
         )?;
         crate::note!("wrote {}", out.display());
     }
-    Ok(match r.verdict {
-        Some(VerdictKind::Verified | VerdictKind::VerifiedSourceOnly) => exit::OK,
-        Some(VerdictKind::Incomplete) => exit::INCOMPLETE,
-        Some(VerdictKind::Unknown) => exit::UNKNOWN,
-        None => exit::ERROR,
-    })
+    Ok(s.result.exit_code())
 }

@@ -273,7 +273,6 @@ mod tests {
     use super::*;
     use crate::manifest::SessionRecord;
     use crate::pipeline::shard::shard_of;
-    use crate::verdict::VerdictKind;
 
     fn shard(i: usize, n: usize, ids: &[usize]) -> Manifest {
         let mut m = Manifest::new("/store", "e", format!("2026-01-0{i}T00:00:00Z"));
@@ -285,9 +284,7 @@ mod tests {
             m.add(SessionRecord::for_test(
                 *id,
                 "sqlite-p",
-                Some(VerdictKind::Verified),
-                None,
-                None,
+                crate::outcome::SessionOutcome::Verified,
             ));
         }
         m.complete = true;

@@ -1,7 +1,8 @@
 //! Stage 6a: the audit manifest, version 5 (documented in docs/manifest-v5.md),
 //! and its CSV companion.
 
-use crate::pipeline::audit::SessionResult;
+use crate::outcome::{Refused, SessionOutcome, SOURCE_ONLY_REASON};
+use crate::source::source_only::SourceOnlyEntry;
 use crate::source::Format;
 use crate::verdict::{Outcome, ReasonClass, VerdictKind};
 use serde::{Deserialize, Serialize};
@@ -78,84 +79,202 @@ impl Counts {
     }
 }
 
-/// One session of the manifest.
+/// One session of the manifest: what the audit found ([`SessionOutcome`])
+/// and the source it found it about. The audit builds it
+/// (`pipeline::SessionResult::record`), the sweep's writer adds the
+/// endpoint; its JSON form is [`SessionWire`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(try_from = "SessionWire", into = "SessionWire")]
 pub struct SessionRecord {
     pub file_id: String,
     pub cascade_id: String,
     pub format: Format,
     pub profile: String,
     pub source_digest: String,
+    /// `sha256:` of the canonical ordinary response (verified only).
     pub payload_digest: Option<String>,
-    /// `null` when no verdict was reached: not fetched (reasonClass
-    /// `daemon-unavailable`) or an error (the source could not be read).
-    pub verdict: Option<VerdictKind>,
-    pub reason: Option<String>,
-    pub reason_class: Option<ReasonClass>,
-    #[serde(default)]
+    /// How the audit ended: read it with [`Self::outcome`],
+    /// [`Self::class`], [`Self::reason_text`] or match it.
+    pub result: SessionOutcome,
+    /// The qualified projection rules the session's presentation used, by id.
     pub rules: Vec<String>,
     pub steps: usize,
-    #[serde(default)]
     pub bytes: u64,
-    #[serde(default)]
+    /// Steps by type name (CORTEX_STEP_TYPE_ prefix dropped).
     pub step_types: BTreeMap<String, u64>,
-    /// The declared source-only fields of a verified session, as its
-    /// attestation records them (`audit-qualify` compares them with what
-    /// the current source yields).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub source_only: Vec<serde_json::Value>,
     /// The daemon this session was fetched from (a resumed sweep may talk
-    /// to a restarted daemon on another port).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// to a restarted daemon on another port); set by the sweep's writer.
     pub endpoint: Option<String>,
     /// A verified session's ordinary-response members that the schema does
     /// not know (RPC-only presentation kept in the payload and its digest),
     /// by path, as its attestation records them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rpc_only_fields: Vec<String>,
     /// How many more such members there were past the listed ones.
-    #[serde(default, skip_serializing_if = "crate::util::is_zero")]
     pub rpc_only_fields_unlisted: usize,
 }
 
-impl SessionRecord {
-    pub fn from_result(r: &SessionResult) -> SessionRecord {
-        SessionRecord {
-            file_id: r.file_id.clone(),
-            cascade_id: r.cascade_id.clone(),
+/// A session as manifest version 5 spells it (docs/manifest-v5.md): the
+/// outcome in four loose members. Only [`SessionRecord`]'s conversions make
+/// or read it, so the bytes on disk stay exactly these members in this
+/// order, and a combination the audit never writes is refused on reading
+/// (fail closed) rather than re-derived into some outcome.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SessionWire {
+    file_id: String,
+    cascade_id: String,
+    format: Format,
+    profile: String,
+    source_digest: String,
+    payload_digest: Option<String>,
+    /// `null` when no verdict was reached: not fetched (reasonClass
+    /// `daemon-unavailable`) or an error (the source could not be read).
+    verdict: Option<VerdictKind>,
+    reason: Option<String>,
+    reason_class: Option<ReasonClass>,
+    #[serde(default)]
+    rules: Vec<String>,
+    steps: usize,
+    #[serde(default)]
+    bytes: u64,
+    #[serde(default)]
+    step_types: BTreeMap<String, u64>,
+    /// The declared source-only fields of a verified-source-only session,
+    /// as its attestation records them (`audit-qualify` compares them with
+    /// what the current source yields).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    source_only: Vec<SourceOnlyEntry>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    endpoint: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    rpc_only_fields: Vec<String>,
+    #[serde(default, skip_serializing_if = "crate::util::is_zero")]
+    rpc_only_fields_unlisted: usize,
+}
+
+impl From<SessionRecord> for SessionWire {
+    fn from(r: SessionRecord) -> SessionWire {
+        let (verdict, reason, reason_class) = (
+            r.result.verdict(),
+            r.result.reason_text().map(str::to_string),
+            r.result.class(),
+        );
+        SessionWire {
+            file_id: r.file_id,
+            cascade_id: r.cascade_id,
             format: r.format,
-            profile: r.profile.clone(),
-            source_digest: r.source_digest.clone(),
-            payload_digest: r.payload_digest.clone(),
-            verdict: r.verdict,
-            reason: r.reason.clone(),
-            reason_class: r.reason_class,
-            rules: r.rules.iter().map(|x| x.id().to_string()).collect(),
+            profile: r.profile,
+            source_digest: r.source_digest,
+            payload_digest: r.payload_digest,
+            verdict,
+            reason,
+            reason_class,
+            rules: r.rules,
             steps: r.steps,
             bytes: r.bytes,
-            step_types: r.step_types.clone(),
-            source_only: if r.verdict == Some(VerdictKind::VerifiedSourceOnly) {
-                crate::attest::Completeness::source_only_entries(&r.source_only)
-            } else {
-                Vec::new()
+            step_types: r.step_types,
+            source_only: match r.result {
+                SessionOutcome::VerifiedSourceOnly(entries) => entries,
+                _ => Vec::new(),
             },
-            endpoint: None,
-            rpc_only_fields: r.rpc_only.paths.clone(),
-            rpc_only_fields_unlisted: r.rpc_only.more,
+            endpoint: r.endpoint,
+            rpc_only_fields: r.rpc_only_fields,
+            rpc_only_fields_unlisted: r.rpc_only_fields_unlisted,
         }
     }
+}
 
-    /// A record with the given id, profile and verdict and nothing else
+/// Why a session of a manifest does not read as an outcome.
+#[derive(Debug, thiserror::Error)]
+#[error("session {file_id}: {problem}")]
+pub struct SessionWireError {
+    pub file_id: String,
+    pub problem: String,
+}
+
+impl TryFrom<SessionWire> for SessionRecord {
+    type Error = SessionWireError;
+
+    fn try_from(w: SessionWire) -> Result<SessionRecord, SessionWireError> {
+        let result = wire_outcome(&w).map_err(|problem| SessionWireError {
+            file_id: w.file_id.clone(),
+            problem,
+        })?;
+        Ok(SessionRecord {
+            file_id: w.file_id,
+            cascade_id: w.cascade_id,
+            format: w.format,
+            profile: w.profile,
+            source_digest: w.source_digest,
+            payload_digest: w.payload_digest,
+            result,
+            rules: w.rules,
+            steps: w.steps,
+            bytes: w.bytes,
+            step_types: w.step_types,
+            endpoint: w.endpoint,
+            rpc_only_fields: w.rpc_only_fields,
+            rpc_only_fields_unlisted: w.rpc_only_fields_unlisted,
+        })
+    }
+}
+
+/// The outcome the loose members spell, when they spell one the audit
+/// writes: a verdict with its class exactly when refused (and the class's
+/// own verdict), a reason exactly when the audit gives one, source-only
+/// entries only on a verified-source-only session. Manifests written before
+/// not-fetched sessions lost their verdict (`unknown` with class
+/// `daemon-unavailable`) read as such refusals, which `audit-qualify`
+/// refuses as it always did.
+fn wire_outcome(w: &SessionWire) -> Result<SessionOutcome, String> {
+    let reason = || {
+        w.reason
+            .clone()
+            .ok_or_else(|| "no reason for a session that was not verified".to_string())
+    };
+    if !w.source_only.is_empty() && w.verdict != Some(VerdictKind::VerifiedSourceOnly) {
+        return Err(format!(
+            "sourceOnly on a session that is not verified-source-only ({})",
+            w.verdict.map_or("null", VerdictKind::as_str)
+        ));
+    }
+    let outcome = match (w.verdict, w.reason_class) {
+        (Some(VerdictKind::Verified), None) => match &w.reason {
+            None => SessionOutcome::Verified,
+            Some(r) => return Err(format!("a verified session with a reason ({r:?})")),
+        },
+        (Some(VerdictKind::VerifiedSourceOnly), None) => {
+            if w.reason.as_deref() != Some(SOURCE_ONLY_REASON) {
+                return Err(format!(
+                    "a verified-source-only session's reason is {:?}, not {SOURCE_ONLY_REASON:?}",
+                    w.reason
+                ));
+            }
+            SessionOutcome::VerifiedSourceOnly(w.source_only.clone())
+        }
+        (Some(v), Some(class)) if class.verdict() == v => {
+            SessionOutcome::Refused(Refused::recorded(class, reason()?))
+        }
+        (None, Some(ReasonClass::DaemonUnavailable)) => {
+            SessionOutcome::NotFetched { reason: reason()? }
+        }
+        (None, None) => SessionOutcome::Error { reason: reason()? },
+        (v, c) => {
+            return Err(format!(
+                "verdict {} with reasonClass {} is no outcome the audit records",
+                v.map_or("null", VerdictKind::as_str),
+                c.map_or("null", ReasonClass::id)
+            ))
+        }
+    };
+    Ok(outcome)
+}
+
+impl SessionRecord {
+    /// A record with the given id, profile and outcome and nothing else
     /// (one step, one byte), for the report modules' tests.
     #[cfg(test)]
-    pub(crate) fn for_test(
-        id: usize,
-        profile: &str,
-        verdict: Option<VerdictKind>,
-        class: Option<ReasonClass>,
-        reason: Option<&str>,
-    ) -> SessionRecord {
+    pub(crate) fn for_test(id: usize, profile: &str, result: SessionOutcome) -> SessionRecord {
         SessionRecord {
             file_id: format!("{id:08}"),
             cascade_id: format!("{id:08}"),
@@ -167,14 +286,11 @@ impl SessionRecord {
             profile: profile.to_string(),
             source_digest: format!("sha256:{id}"),
             payload_digest: None,
-            verdict,
-            reason: reason.map(str::to_string),
-            reason_class: class,
+            result,
             rules: Vec::new(),
             steps: 1,
             bytes: 1,
             step_types: Default::default(),
-            source_only: Vec::new(),
             endpoint: None,
             rpc_only_fields: Vec::new(),
             rpc_only_fields_unlisted: 0,
@@ -194,18 +310,21 @@ impl SessionRecord {
 
     /// The record's outcome: a verdict, not fetched, or an error.
     pub fn outcome(&self) -> Outcome {
-        Outcome::of(self.verdict, self.reason_class)
+        self.result.kind()
     }
 
-    /// The refusal's (or failure's) class, when the session was not verified.
+    /// The refusal's (or failure's) class, when the session was not
+    /// verified: `daemon-unavailable` when it was not fetched, none for an
+    /// error.
     pub fn class(&self) -> Option<ReasonClass> {
-        self.reason_class
+        self.result.class()
     }
 
     /// Why the session was not verified, as the manifest words it
-    /// (`location: detail (rule-id)`), when it was not.
+    /// (`location: detail (rule-id)`), or the source-only reason; none when
+    /// plainly verified.
     pub fn reason_text(&self) -> Option<&str> {
-        self.reason.as_deref()
+        self.result.reason_text()
     }
 
     /// `verified`, `verified-source-only`, `unknown`, `incomplete`,
@@ -217,7 +336,7 @@ impl SessionRecord {
     /// A verdict was reached (not `not-fetched`, not `error`): `--resume`
     /// keeps it; everything else is retried.
     pub fn settled(&self) -> bool {
-        matches!(self.outcome(), Outcome::Verdict(_))
+        self.result.settled()
     }
 }
 
@@ -387,12 +506,112 @@ impl Manifest {
                 &s.source_digest,
                 s.payload_digest.as_deref().unwrap_or(""),
                 s.verdict_str(),
-                s.reason_class.map(ReasonClass::id).unwrap_or(""),
-                s.reason.as_deref().unwrap_or(""),
+                s.class().map(ReasonClass::id).unwrap_or(""),
+                s.reason_text().unwrap_or(""),
                 &s.steps.to_string(),
                 &s.bytes.to_string(),
             ]);
         }
         w.into_inner().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The captured default-corpus manifest (which CI re-qualifies) reads
+    /// back and writes out byte for byte: the typed record changes nothing
+    /// on disk.
+    #[test]
+    fn the_default_corpus_manifest_round_trips_byte_for_byte() {
+        let bytes = include_bytes!("../../manifests/default-corpus.manifest.json");
+        let m = Manifest::parse(bytes).expect("the captured manifest parses");
+        assert!(m.sessions.len() > 100, "{}", m.sessions.len());
+        let again = m.to_json();
+        assert!(again == bytes, "the manifest changed on a round trip");
+    }
+
+    fn entry() -> SourceOnlyEntry {
+        serde_json::from_value(serde_json::json!({
+            "field": "exa.cortex_pb.CascadePlannerConfig.50",
+            "declaredPaths": ["a"],
+            "occurrences": 1,
+            "sha256": "sha256:00",
+            "locations": [{"location": "a", "payload": "00"}],
+        }))
+        .expect("an entry reads")
+    }
+
+    /// Every outcome writes as the loose members and reads back as itself.
+    #[test]
+    fn each_outcome_round_trips_through_its_wire_members() {
+        let outcomes = [
+            SessionOutcome::Verified,
+            SessionOutcome::VerifiedSourceOnly(vec![entry()]),
+            SessionOutcome::Refused(Refused::recorded(
+                ReasonClass::FullMismatch,
+                "steps[1]: differs".into(),
+            )),
+            SessionOutcome::NotFetched {
+                reason: "HTTP 500".into(),
+            },
+            SessionOutcome::Error {
+                reason: "unreadable".into(),
+            },
+        ];
+        for o in outcomes {
+            let r = SessionRecord::for_test(1, "p", o);
+            let v = serde_json::to_value(&r).unwrap();
+            assert_eq!(
+                v["verdict"].as_str(),
+                r.result.verdict().map(VerdictKind::as_str)
+            );
+            assert_eq!(v["reasonClass"].as_str(), r.class().map(ReasonClass::id));
+            assert_eq!(v["reason"].as_str(), r.reason_text());
+            let back: SessionRecord = serde_json::from_value(v).unwrap();
+            assert_eq!(back, r);
+        }
+    }
+
+    /// A combination the audit never writes is refused, never re-derived.
+    #[test]
+    fn members_that_spell_no_outcome_are_refused() {
+        let good = serde_json::to_value(SessionRecord::for_test(
+            1,
+            "p",
+            SessionOutcome::VerifiedSourceOnly(vec![entry()]),
+        ))
+        .unwrap();
+        let edits: [(&str, serde_json::Value); 7] = [
+            ("verdict", "verified".into()),
+            ("reason", "other".into()),
+            ("reasonClass", "full-mismatch".into()),
+            ("verdict", "unknown".into()),
+            ("verdict", serde_json::Value::Null),
+            (
+                "sourceOnly",
+                serde_json::json!([{"field": "x", "extra": 1}]),
+            ),
+            ("reason", serde_json::Value::Null),
+        ];
+        for (key, value) in edits {
+            let mut v = good.clone();
+            v[key] = value;
+            let got = serde_json::from_value::<SessionRecord>(v);
+            assert!(got.is_err(), "{key} edited: {got:?}");
+        }
+        let mut refused = serde_json::to_value(SessionRecord::for_test(
+            1,
+            "p",
+            SessionOutcome::refused(crate::verdict::Refusal::new(
+                ReasonClass::FullMismatch,
+                "",
+                "x",
+            )),
+        ))
+        .unwrap();
+        refused["verdict"] = "unknown".into();
+        assert!(serde_json::from_value::<SessionRecord>(refused).is_err());
     }
 }

@@ -1,11 +1,12 @@
 //! One conversation, end to end: decode, project, bracketed fetch, compare,
 //! attest. The sweep runs this per source across its stages; `sync` runs it once.
 
-use crate::attest::{payload_digest, sidecar_bytes, Completeness, SOURCE_ONLY_REASON};
+use crate::attest::{payload_digest, sidecar_bytes, Completeness};
 use crate::compare::{compare_full, compare_ordinary_projection, parse_value};
+use crate::manifest::SessionRecord;
+use crate::outcome::SessionOutcome;
 use crate::project::{project, Projection};
 use crate::rpc::{DaemonClient, RpcError, TrajectoryResponse};
-use crate::rules::RuleId;
 use crate::schema::Schema;
 use crate::source::legacy::LegacyKey;
 use crate::source::source_only::{record, SourceOnlyEntry};
@@ -14,34 +15,18 @@ use crate::verdict::{ReasonClass, Refusal, VerdictKind};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The outcome of one conversation.
+/// One audited conversation: its manifest record (the outcome and the
+/// source it is about) and what the sweep writes beside it.
 #[derive(Debug, Clone)]
 pub struct SessionResult {
-    pub file_id: String,
-    pub cascade_id: String,
+    /// What the manifest records (the sweep's writer adds the endpoint).
+    pub record: SessionRecord,
     pub path: PathBuf,
-    pub format: Format,
-    pub profile: String,
-    pub source_digest: String,
-    pub payload_digest: Option<String>,
-    /// `None` when reading the source failed with an error.
-    pub verdict: Option<VerdictKind>,
-    pub reason: Option<String>,
-    pub reason_class: Option<ReasonClass>,
-    pub rules: Vec<RuleId>,
-    pub steps: usize,
-    pub source_only: Vec<SourceOnlyEntry>,
     /// The raw bodies received (full, ordinary), kept for the corpus.
     pub full_body: Option<Vec<u8>>,
     pub ordinary_body: Option<Vec<u8>>,
     /// The sidecar document's bytes ([`sidecar_bytes`]), when verified.
     pub sidecar: Option<Vec<u8>>,
-    pub bytes: u64,
-    /// Steps by type name (CORTEX_STEP_TYPE_ prefix dropped).
-    pub step_types: BTreeMap<String, u64>,
-    /// The ordinary response's members the schema does not know (verified
-    /// sessions only; see `compare::compare_ordinary`).
-    pub rpc_only: crate::compare::value::RpcOnly,
     /// The fetch was abandoned (Ctrl-C) or the daemon went away: nothing
     /// about this session is known, so the sweep does not record it and
     /// `--resume` fetches it again.
@@ -151,78 +136,78 @@ pub fn error_result(path: &Path, format: Format, err: &crate::Error) -> SessionR
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     SessionResult {
-        cascade_id: file_id.clone(),
-        file_id,
+        record: SessionRecord {
+            cascade_id: file_id.clone(),
+            file_id,
+            format,
+            profile: String::new(),
+            source_digest: String::new(),
+            payload_digest: None,
+            result: SessionOutcome::Error {
+                reason: err.to_string(),
+            },
+            rules: Vec::new(),
+            steps: 0,
+            bytes: 0,
+            step_types: BTreeMap::new(),
+            endpoint: None,
+            rpc_only_fields: Vec::new(),
+            rpc_only_fields_unlisted: 0,
+        },
         path: path.to_path_buf(),
-        format,
-        profile: String::new(),
-        source_digest: String::new(),
-        payload_digest: None,
-        verdict: None,
-        reason: Some(err.to_string()),
-        reason_class: None,
-        rules: Vec::new(),
-        steps: 0,
-        source_only: Vec::new(),
         full_body: None,
         ordinary_body: None,
         sidecar: None,
-        bytes: 0,
-        step_types: BTreeMap::new(),
-        rpc_only: Default::default(),
         abandoned: false,
     }
 }
 
-fn base_result(p: &Prepared) -> SessionResult {
+/// The result of a prepared source that ended in `outcome`.
+fn session(p: &Prepared, outcome: SessionOutcome) -> SessionResult {
     let s = &p.source;
     SessionResult {
-        file_id: s.file_id.clone(),
-        cascade_id: s.cascade_id(),
+        record: SessionRecord {
+            file_id: s.file_id.clone(),
+            cascade_id: s.cascade_id(),
+            format: s.format,
+            profile: s.profile.clone(),
+            source_digest: s.source_digest.clone(),
+            payload_digest: None,
+            result: outcome,
+            rules: p
+                .projection
+                .as_ref()
+                .map(Projection::rules)
+                .unwrap_or_default()
+                .iter()
+                .map(|r| r.id().to_string())
+                .collect(),
+            steps: s.steps,
+            bytes: s.encoding.len() as u64,
+            step_types: s.step_types(),
+            endpoint: None,
+            rpc_only_fields: Vec::new(),
+            rpc_only_fields_unlisted: 0,
+        },
         path: s.path.clone(),
-        format: s.format,
-        profile: s.profile.clone(),
-        source_digest: s.source_digest.clone(),
-        payload_digest: None,
-        verdict: None,
-        reason: None,
-        reason_class: None,
-        rules: p
-            .projection
-            .as_ref()
-            .map(Projection::rules)
-            .unwrap_or_default(),
-        steps: s.steps,
-        source_only: record(&s.source_only),
         full_body: None,
         ordinary_body: None,
         sidecar: None,
-        bytes: s.encoding.len() as u64,
-        step_types: s.step_types(),
-        rpc_only: Default::default(),
         abandoned: false,
     }
-}
-
-fn refuse(mut r: SessionResult, refusal: &Refusal) -> SessionResult {
-    mark_refused(&mut r, refusal);
-    r
-}
-
-fn mark_refused(r: &mut SessionResult, refusal: &Refusal) {
-    r.verdict = Some(refusal.class.verdict());
-    r.reason_class = Some(refusal.class);
-    r.reason = Some(refusal.to_string());
 }
 
 /// The daemon could not be used for this session: missing evidence, not a
 /// refused representation. No verdict is minted (the record reads
 /// `not-fetched`, the manifest stays incomplete and `--resume` retries it);
 /// a cancelled call is not recorded at all.
-fn daemon_unavailable(mut r: SessionResult, e: &RpcError) -> SessionResult {
-    r.verdict = None;
-    r.reason_class = Some(ReasonClass::DaemonUnavailable);
-    r.reason = Some(e.to_string());
+fn daemon_unavailable(p: &Prepared, e: &RpcError) -> SessionResult {
+    let mut r = session(
+        p,
+        SessionOutcome::NotFetched {
+            reason: e.to_string(),
+        },
+    );
     r.abandoned = matches!(e, RpcError::Cancelled { .. });
     r
 }
@@ -249,36 +234,25 @@ fn fetch_pair(
 /// The bracketed fetch, comparison and attestation of a prepared source.
 pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> SessionResult {
     let mut attempt = 0;
-    // A source that changed during an earlier bracket: a mismatch on the
-    // re-fetch is reported as the change it most likely is (the daemon has
-    // not caught up with the new source), with the mismatch as detail.
-    let refuse_after_change = |r: SessionResult, m: &crate::compare::Mismatch, attempt: u32| {
-        if attempt == 0 {
-            refuse(r, &m.to_refusal())
-        } else {
-            let detail = format!(
-                "source changed during fetch; on re-fetch: {}",
-                m.to_refusal().detail
-            );
-            refuse(r, &Refusal::new(ReasonClass::SourceChanged, "", detail))
-        }
-    };
     loop {
-        let mut result = base_result(&prepared);
         if let Some(r) = prepared.refusal() {
-            return refuse(result, &r);
+            return session(&prepared, SessionOutcome::refused(r));
         }
+        let cascade = prepared.source.cascade_id();
         let (Some(client), Some(projection), Some(persisted)) = (
             ctx.client,
             prepared.projection.as_mut(),
             prepared.source.trajectory.as_mut(),
         ) else {
-            return refuse(
-                result,
-                &Refusal::new(ReasonClass::MissingEvidence, "", "no daemon to fetch from"),
+            return session(
+                &prepared,
+                SessionOutcome::refused(Refusal::new(
+                    ReasonClass::MissingEvidence,
+                    "",
+                    "no daemon to fetch from",
+                )),
             );
         };
-        let cascade = result.cascade_id.clone();
         let fetched = client.fetch(&cascade);
         // The bracket: snapshot the source again after both answers.
         let after = unchanged(
@@ -289,35 +263,48 @@ pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Session
         );
         let (full, ordinary) = match fetched {
             Ok(x) => x,
-            Err(e) => return daemon_unavailable(result, &e),
+            Err(e) => return daemon_unavailable(&prepared, &e),
         };
         let changed = !matches!(after, Ok(true));
-        if changed {
-            if attempt < ctx.bracket_retries {
-                attempt += 1;
-                match prepare(ctx, &prepared.source.path) {
-                    Ok(p) => {
-                        prepared = p;
-                        continue;
-                    }
-                    Err(e) => {
-                        return error_result(&prepared.source.path, prepared.source.format, &e)
-                    }
+        if changed && attempt < ctx.bracket_retries {
+            attempt += 1;
+            match prepare(ctx, &prepared.source.path) {
+                Ok(p) => {
+                    prepared = p;
+                    continue;
                 }
-            }
-            result = refuse(
-                result,
-                &Refusal::new(
-                    ReasonClass::SourceChanged,
-                    "",
-                    "source changed during fetch",
-                ),
-            );
-        } else {
-            if let Err(m) = judge(ctx, &mut result, projection, persisted, &full, &ordinary) {
-                result = refuse_after_change(result, &m, attempt);
+                Err(e) => return error_result(&prepared.source.path, prepared.source.format, &e),
             }
         }
+        let judged = if changed {
+            Err(Refusal::new(
+                ReasonClass::SourceChanged,
+                "",
+                "source changed during fetch",
+            ))
+        } else {
+            let source_only = record(&prepared.source.source_only);
+            judge(
+                ctx,
+                (&prepared.source.profile, &prepared.source.source_digest),
+                source_only,
+                projection,
+                persisted,
+                (&full, &ordinary),
+                attempt,
+            )
+        };
+        let mut result = match judged {
+            Ok(j) => {
+                let mut r = session(&prepared, j.outcome);
+                r.record.payload_digest = Some(j.payload_digest);
+                r.record.rpc_only_fields = j.rpc_only.paths;
+                r.record.rpc_only_fields_unlisted = j.rpc_only.more;
+                r.sidecar = Some(j.sidecar);
+                r
+            }
+            Err(refusal) => session(&prepared, SessionOutcome::refused(refusal)),
+        };
         // The bodies are kept as received (valid answers only: an invalid
         // one never got here), whatever the verdict.
         result.full_body = Some(full.into_body());
@@ -326,50 +313,64 @@ pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Session
     }
 }
 
+/// A verified session's evidence.
+struct Judged {
+    /// Verified, or verified with source-only fields.
+    outcome: SessionOutcome,
+    payload_digest: String,
+    rpc_only: crate::compare::value::RpcOnly,
+    sidecar: Vec<u8>,
+}
+
 /// Compares both answers with the source and its projection and, when they
-/// agree, attests into `result`; a mismatch is returned for the caller to
-/// refuse.
+/// agree, attests; otherwise the refusal. A mismatch after the source
+/// changed during an earlier bracket (`attempt` > 0) is reported as the
+/// change it most likely is (the daemon has not caught up with the new
+/// source), with the mismatch as detail.
 fn judge(
     ctx: &AuditContext<'_>,
-    result: &mut SessionResult,
+    (profile, source_digest): (&str, &str),
+    source_only: Vec<SourceOnlyEntry>,
     projection: &mut Projection,
     persisted: &mut prost_reflect::DynamicMessage,
-    full: &TrajectoryResponse,
-    ordinary: &TrajectoryResponse,
-) -> Result<(), crate::compare::Mismatch> {
-    compare_full(ctx.schema, persisted, full.trajectory())?;
-    let compared =
-        compare_ordinary_projection(ctx.schema, projection, persisted, ordinary.trajectory());
-    let rpc_only = compared?;
-    let ordinary_value = match parse_value(ordinary.trajectory()) {
-        Ok(v) => v,
-        Err(e) => {
-            mark_refused(result, &Refusal::new(ReasonClass::OrdinaryMismatch, "", e));
-            return Ok(());
+    (full, ordinary): (&TrajectoryResponse, &TrajectoryResponse),
+    attempt: u32,
+) -> Result<Judged, Refusal> {
+    let mismatch = |m: crate::compare::Mismatch| {
+        if attempt == 0 {
+            m.to_refusal()
+        } else {
+            let detail = format!(
+                "source changed during fetch; on re-fetch: {}",
+                m.to_refusal().detail
+            );
+            Refusal::new(ReasonClass::SourceChanged, "", detail)
         }
     };
+    compare_full(ctx.schema, persisted, full.trajectory()).map_err(mismatch)?;
+    let rpc_only =
+        compare_ordinary_projection(ctx.schema, projection, persisted, ordinary.trajectory())
+            .map_err(mismatch)?;
+    let ordinary_value = parse_value(ordinary.trajectory())
+        .map_err(|e| Refusal::new(ReasonClass::OrdinaryMismatch, "", e))?;
     let digest = payload_digest(&ordinary_value);
-    let source_only = !result.source_only.is_empty();
-    result.verdict = Some(if source_only {
-        VerdictKind::VerifiedSourceOnly
-    } else {
-        VerdictKind::Verified
-    });
-    result.reason = source_only.then(|| SOURCE_ONLY_REASON.to_string());
-    result.payload_digest = Some(digest.clone());
+    let outcome = SessionOutcome::verified(source_only);
     let completeness = Completeness {
-        profile: result.profile.clone(),
-        source_digest: result.source_digest.clone(),
-        payload_digest: Some(digest),
-        verdict: result.verdict.unwrap_or(VerdictKind::Verified),
-        reason: result.reason.clone(),
+        profile: profile.to_string(),
+        source_digest: source_digest.to_string(),
+        payload_digest: Some(digest.clone()),
+        verdict: outcome.verdict().unwrap_or(VerdictKind::Verified),
+        reason: outcome.reason_text().map(str::to_string),
         reason_class: None,
-        source_only: Completeness::source_only_entries(&result.source_only),
+        source_only: outcome.source_only().to_vec(),
         rpc_only_fields: rpc_only.paths.clone(),
         rpc_only_fields_unlisted: rpc_only.more,
         verified_at: crate::util::time::now_rfc3339(),
     };
-    result.rpc_only = rpc_only;
-    result.sidecar = Some(sidecar_bytes(&ordinary_value, &completeness));
-    Ok(())
+    Ok(Judged {
+        sidecar: sidecar_bytes(&ordinary_value, &completeness),
+        outcome,
+        payload_digest: digest,
+        rpc_only,
+    })
 }

@@ -95,8 +95,9 @@ impl Progress {
 
     fn line(&self, r: &SessionResult) {
         if self.mode == ProgressMode::Lines {
-            let verdict = crate::verdict::Outcome::of(r.verdict, r.reason_class).as_str();
-            match &r.reason {
+            let r = &r.record;
+            let verdict = r.verdict_str();
+            match r.reason_text() {
                 Some(reason) => crate::note!(
                     "audit-sweep: {verdict} {} ({}): {reason}",
                     r.file_id,

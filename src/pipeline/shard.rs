@@ -35,11 +35,47 @@ pub const K8S_INDEX: &str = "JOB_COMPLETION_INDEX";
 pub const GITLAB_INDEX: &str = "CI_NODE_INDEX";
 pub const GITLAB_TOTAL: &str = "CI_NODE_TOTAL";
 
-fn whole(name: &str, value: &str) -> Result<usize, String> {
+/// Why `--shard auto` cannot name a shard from the environment.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShardEnvError {
+    #[error("--shard auto: {name}={value:?} is not a whole number")]
+    NotWhole { name: &'static str, value: String },
+    #[error("--shard auto: {K8S_INDEX} is set (a Kubernetes Indexed Job) but --shard-count is not: pass the Job's completions as --shard-count")]
+    K8sWithoutCount,
+    #[error(
+        "--shard auto: {K8S_INDEX}={index} is 0-based and must be below --shard-count {count}"
+    )]
+    K8sOutOfRange { index: usize, count: usize },
+    #[error("--shard auto: {GITLAB_INDEX}={index} is 1-based and must be between 1 and {GITLAB_TOTAL}={total}")]
+    GitlabOutOfRange { index: usize, total: usize },
+    #[error("--shard auto: --shard-count {count} contradicts {GITLAB_TOTAL}={total}")]
+    GitlabCountContradicts { count: usize, total: usize },
+    #[error("--shard auto: {present} is set but {absent} is not")]
+    GitlabHalf {
+        present: &'static str,
+        absent: &'static str,
+    },
+    #[error("--shard auto: no job runner's index in the environment ({K8S_INDEX} with --shard-count for a Kubernetes Indexed Job, or {GITLAB_INDEX} and {GITLAB_TOTAL} for GitLab); pass --shard i/n instead")]
+    NoRunner,
+    #[error("--shard auto: contradictory job runner variables: {a} names shard {i}/{n}, {b} names shard {j}/{m}")]
+    Contradictory {
+        a: &'static str,
+        i: usize,
+        n: usize,
+        b: &'static str,
+        j: usize,
+        m: usize,
+    },
+}
+
+fn whole(name: &'static str, value: &str) -> Result<usize, ShardEnvError> {
     value
         .trim()
         .parse::<usize>()
-        .map_err(|_| format!("{name}={value:?} is not a whole number"))
+        .map_err(|_| ShardEnvError::NotWhole {
+            name,
+            value: value.to_string(),
+        })
 }
 
 /// `--shard auto`: the shard `(i, n)` (1-based) the job runner's environment
@@ -53,17 +89,13 @@ fn whole(name: &str, value: &str) -> Result<usize, String> {
 pub fn auto_shard(
     env: impl Fn(&str) -> Option<String>,
     count: Option<usize>,
-) -> Result<(usize, usize), String> {
-    let mut found: Vec<(&str, usize, usize)> = Vec::new();
+) -> Result<(usize, usize), ShardEnvError> {
+    let mut found: Vec<(&'static str, usize, usize)> = Vec::new();
     if let Some(v) = env(K8S_INDEX) {
         let index = whole(K8S_INDEX, &v)?;
-        let n = count.ok_or_else(|| {
-            format!("--shard auto: {K8S_INDEX} is set (a Kubernetes Indexed Job) but --shard-count is not: pass the Job's completions as --shard-count")
-        })?;
+        let n = count.ok_or(ShardEnvError::K8sWithoutCount)?;
         if index >= n {
-            return Err(format!(
-                "--shard auto: {K8S_INDEX}={index} is 0-based and must be below --shard-count {n}"
-            ));
+            return Err(ShardEnvError::K8sOutOfRange { index, count: n });
         }
         found.push((K8S_INDEX, index + 1, n));
     }
@@ -71,37 +103,38 @@ pub fn auto_shard(
         (Some(i), Some(t)) => {
             let (i, t) = (whole(GITLAB_INDEX, &i)?, whole(GITLAB_TOTAL, &t)?);
             if t == 0 || i == 0 || i > t {
-                return Err(format!(
-                    "--shard auto: {GITLAB_INDEX}={i} is 1-based and must be between 1 and {GITLAB_TOTAL}={t}"
-                ));
+                return Err(ShardEnvError::GitlabOutOfRange { index: i, total: t });
             }
             if let Some(n) = count.filter(|n| *n != t) {
-                return Err(format!(
-                    "--shard auto: --shard-count {n} contradicts {GITLAB_TOTAL}={t}"
-                ));
+                return Err(ShardEnvError::GitlabCountContradicts { count: n, total: t });
             }
             found.push((GITLAB_INDEX, i, t));
         }
         (Some(_), None) => {
-            return Err(format!(
-                "--shard auto: {GITLAB_INDEX} is set but {GITLAB_TOTAL} is not"
-            ))
+            return Err(ShardEnvError::GitlabHalf {
+                present: GITLAB_INDEX,
+                absent: GITLAB_TOTAL,
+            })
         }
         (None, Some(_)) => {
-            return Err(format!(
-                "--shard auto: {GITLAB_TOTAL} is set but {GITLAB_INDEX} is not"
-            ))
+            return Err(ShardEnvError::GitlabHalf {
+                present: GITLAB_TOTAL,
+                absent: GITLAB_INDEX,
+            })
         }
         (None, None) => {}
     }
     match found.as_slice() {
-        [] => Err(format!(
-            "--shard auto: no job runner's index in the environment ({K8S_INDEX} with --shard-count for a Kubernetes Indexed Job, or {GITLAB_INDEX} and {GITLAB_TOTAL} for GitLab); pass --shard i/n instead"
-        )),
+        [] => Err(ShardEnvError::NoRunner),
         [(_, i, n)] => Ok((*i, *n)),
-        [(a, i, n), (b, j, m), ..] if (i, n) != (j, m) => Err(format!(
-            "--shard auto: contradictory job runner variables: {a} names shard {i}/{n}, {b} names shard {j}/{m}"
-        )),
+        [(a, i, n), (b, j, m), ..] if (i, n) != (j, m) => Err(ShardEnvError::Contradictory {
+            a,
+            i: *i,
+            n: *n,
+            b,
+            j: *j,
+            m: *m,
+        }),
         [(_, i, n), ..] => Ok((*i, *n)),
     }
 }

@@ -2,13 +2,13 @@
 
 use super::audit::{audit_prepared, error_result, prepare, AuditContext, SessionResult};
 use crate::discover::{discover, SourceRef};
-use crate::error::{Error, Result};
-use crate::manifest::{Manifest, SessionRecord, CSV_FILE, MANIFEST_FILE};
+use crate::error::{Error, Result, UsageError};
+use crate::manifest::{Manifest, CSV_FILE, MANIFEST_FILE};
+use crate::outcome::SessionOutcome;
 use crate::rpc::{ClientOptions, DaemonClient};
 use crate::schema::Schema;
 use crate::source::legacy::LegacyKey;
 use crate::util::atomic::{write_file, WriteOptions};
-use crate::verdict::ReasonClass;
 use crossbeam_channel::bounded;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -70,7 +70,7 @@ impl ManifestWriter<'_> {
         if r.abandoned {
             return;
         }
-        let mut record = SessionRecord::from_result(r);
+        let mut record = r.record.clone();
         record.endpoint = Some(self.endpoint.to_string());
         self.manifest.add(record);
         sink.recorded(r, &self.manifest.counts);
@@ -189,32 +189,32 @@ pub fn sweep_to(
     } else {
         match std::fs::symlink_metadata(&opts.out) {
             Ok(m) if m.is_dir() && opts.out.join(MANIFEST_FILE).is_file() => {
-                return Err(Error::Usage(format!(
-                    "{}: already holds a sweep; pass --resume to continue it, or name a new folder",
-                    opts.out.display()
-                )))
+                return Err(UsageError::OutHoldsSweep {
+                    out: opts.out.clone(),
+                }
+                .into())
             }
             Ok(m) if m.is_dir() => {
-                return Err(Error::Usage(format!(
-                    "{}: already exists; --out must name a new folder",
-                    opts.out.display()
-                )))
+                return Err(UsageError::OutExists {
+                    out: opts.out.clone(),
+                }
+                .into())
             }
             Ok(_) => {
-                return Err(Error::Usage(format!(
-                    "{}: is a file, not a folder; --out must name a new folder",
-                    opts.out.display()
-                )))
+                return Err(UsageError::OutIsFile {
+                    out: opts.out.clone(),
+                }
+                .into())
             }
             Err(_) => {}
         }
         if let Some(parent) = opts.out.parent().filter(|p| !p.as_os_str().is_empty()) {
             if !parent.is_dir() {
-                return Err(Error::Usage(format!(
-                    "{}: the parent folder {} does not exist",
-                    opts.out.display(),
-                    parent.display()
-                )));
+                return Err(UsageError::OutParentMissing {
+                    out: opts.out.clone(),
+                    parent: parent.to_path_buf(),
+                }
+                .into());
             }
         }
         Manifest::new(&root_text, &opts.endpoint, crate::util::time::now_rfc3339())
@@ -286,7 +286,7 @@ pub fn sweep_to(
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs)
         .build()
-        .map_err(|e| Error::Usage(format!("cannot start {jobs} decode threads: {e}")))?;
+        .map_err(|source| UsageError::DecodeThreads { jobs, source })?;
 
     sink.started(total);
     let (tx_src, rx_src) = bounded::<SourceRef>(jobs * 2);
@@ -360,8 +360,7 @@ pub fn sweep_to(
                         continue;
                     }
                     let r = audit_prepared(ctx, p);
-                    if r.verdict.is_none() && r.reason_class == Some(ReasonClass::DaemonUnavailable)
-                    {
+                    if matches!(r.record.result, SessionOutcome::NotFetched { .. }) {
                         if let Err(e) = client.probe() {
                             if let Ok(mut d) = down.lock() {
                                 d.get_or_insert_with(|| e.to_string());
@@ -427,36 +426,36 @@ fn resumed_manifest(opts: &SweepOptions, root: &str) -> Result<Manifest> {
     let bytes = match std::fs::read(&path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(Error::Usage(format!(
-                "{}: not an audit-sweep output folder (no {MANIFEST_FILE}); --resume continues a sweep, run without it to start one",
-                opts.out.display()
-            )))
+            return Err(UsageError::ResumeNotASweep {
+                out: opts.out.clone(),
+            }
+            .into())
         }
         Err(e) => return Err(Error::io(&path, e)),
     };
     let m = Manifest::parse(&bytes).map_err(|e| Error::corrupt(&path, "manifest", e))?;
     if m.root != root {
-        return Err(Error::Usage(format!(
-            "{}: --resume with another store root: the manifest records {}, this run has {root}",
-            path.display(),
-            m.root
-        )));
+        return Err(UsageError::ResumeOtherRoot {
+            manifest: path,
+            recorded: m.root,
+            given: root.to_string(),
+        }
+        .into());
     }
     let shard = opts.shard.map(|(i, n)| format!("{i}/{n}"));
     if m.shard != shard {
-        return Err(Error::Usage(format!(
-            "{}: --resume with another shard: the manifest records {}, this run has {}",
-            path.display(),
-            m.shard.as_deref().unwrap_or("none"),
-            shard.as_deref().unwrap_or("none")
-        )));
+        return Err(UsageError::ResumeOtherShard {
+            manifest: path,
+            recorded: m.shard,
+            given: shard,
+        }
+        .into());
     }
     if m.shard.is_some() && m.shard_by.as_deref() != Some(super::shard::SHARD_ASSIGNMENT) {
-        return Err(Error::Usage(format!(
-            "{}: --resume of a shard assigned by listing position (no shardBy {}); sweep the shard again into a new folder",
-            path.display(),
-            super::shard::SHARD_ASSIGNMENT
-        )));
+        return Err(UsageError::ResumeListingShard {
+            manifest: path.to_path_buf(),
+        }
+        .into());
     }
     Ok(m)
 }
@@ -502,18 +501,22 @@ fn written(corpus: &Path, mut r: SessionResult) -> (SessionResult, Result<()>) {
 fn write_session(corpus: &Path, r: &SessionResult) -> Result<()> {
     let opts = private(true);
     if let Some(b) = &r.full_body {
-        write_file(&corpus.join(format!("{}.full.json", r.file_id)), b, &opts)?;
+        write_file(
+            &corpus.join(format!("{}.full.json", r.record.file_id)),
+            b,
+            &opts,
+        )?;
     }
     if let Some(b) = &r.ordinary_body {
         write_file(
-            &corpus.join(format!("{}.ordinary.json", r.file_id)),
+            &corpus.join(format!("{}.ordinary.json", r.record.file_id)),
             b,
             &opts,
         )?;
     }
     if let Some(bytes) = &r.sidecar {
         write_file(
-            &corpus.join(format!("{}.trajectory.json", r.file_id)),
+            &corpus.join(format!("{}.trajectory.json", r.record.file_id)),
             bytes,
             &opts,
         )?;

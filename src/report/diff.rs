@@ -716,7 +716,19 @@ mod tests {
         class: Option<ReasonClass>,
         reason: Option<&str>,
     ) -> SessionRecord {
-        SessionRecord::for_test(id, P, verdict, class, reason)
+        use crate::outcome::{Refused, SessionOutcome};
+        let reason = reason.unwrap_or_default().to_string();
+        let result = match (verdict, class) {
+            (Some(VerdictKind::Verified), _) => SessionOutcome::Verified,
+            (Some(VerdictKind::VerifiedSourceOnly), _) => {
+                SessionOutcome::VerifiedSourceOnly(Vec::new())
+            }
+            (Some(_), Some(c)) => SessionOutcome::Refused(Refused::recorded(c, reason)),
+            (Some(v), None) => panic!("a {v:?} test record needs a class"),
+            (None, Some(ReasonClass::DaemonUnavailable)) => SessionOutcome::NotFetched { reason },
+            (None, _) => SessionOutcome::Error { reason },
+        };
+        SessionRecord::for_test(id, P, result)
     }
 
     fn verified(id: usize) -> SessionRecord {

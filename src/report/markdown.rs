@@ -3,6 +3,7 @@
 //! timing and throughput.
 
 use crate::manifest::{Counts, Manifest};
+use crate::outcome::Refused;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -115,21 +116,14 @@ pub fn render_report(m: &Manifest, chart: Option<&str>) -> String {
             continue;
         }
         let class = sess
-            .reason_class
+            .class()
             .map(|c| c.id().to_string())
             .unwrap_or_else(|| "error".into());
         let e = by_class.entry(class).or_default();
         e.0 += 1;
-        let rule = sess
-            .reason
-            .as_deref()
-            .and_then(|r| {
-                r.rsplit_once('(')
-                    .map(|(_, x)| x.trim_end_matches(')').to_string())
-            })
-            .filter(|x| crate::rules::RuleId::from_id(x).is_some());
+        let rule = sess.result.refusal().and_then(Refused::rule);
         if let Some(rule) = rule {
-            *e.1.entry(rule).or_insert(0) += 1;
+            *e.1.entry(rule.id().to_string()).or_insert(0) += 1;
         }
     }
     let _ = writeln!(
@@ -253,16 +247,15 @@ fn rpc_only_section(s: &mut String, m: &Manifest) {
 mod tests {
     use super::*;
     use crate::manifest::SessionRecord;
+    use crate::outcome::SessionOutcome;
     use crate::source::Format;
-    use crate::verdict::ReasonClass;
+    use crate::verdict::{ReasonClass, Refusal};
 
     fn refused(id: usize, class: ReasonClass, reason: &str) -> SessionRecord {
         SessionRecord::for_test(
             id,
             "sqlite-v1-format0-modeled-19f5ca8aba2b-r12934a-planner50-permission2-prompt23-history2",
-            Some(class.verdict()),
-            Some(class),
-            Some(reason),
+            SessionOutcome::refused(Refusal::new(class, "", reason)),
         )
     }
 
@@ -307,7 +300,9 @@ mod tests {
             "steps[5]: no rule applies".into(),
         );
         let mut error = refused(99, ReasonClass::UnknownField, "");
-        (error.verdict, error.reason, error.reason_class) = (None, None, None);
+        error.result = SessionOutcome::Error {
+            reason: String::new(),
+        };
         m.add(error);
         let md = render_report(&m, None);
         let table = section(&md, "## Refusal reasons");

@@ -4,6 +4,7 @@
 //! results, the source still qualifies with the same source-only record).
 
 use crate::manifest::{Manifest, SessionRecord};
+use crate::outcome::SessionOutcome;
 use crate::pipeline::audit::{prepare, AuditContext};
 use crate::source::source_only::record;
 use crate::verdict::{ReasonClass, VerdictKind};
@@ -61,7 +62,7 @@ pub fn recheck(ctx: &AuditContext<'_>, root: &Path, s: &SessionRecord) -> Rechec
     };
     let prepared = match prepare(ctx, &path) {
         Ok(p) => p,
-        Err(e) if s.verdict.is_none() => {
+        Err(e) if !s.settled() => {
             return Recheck {
                 file_id: s.file_id.clone(),
                 status: "ERROR",
@@ -94,13 +95,14 @@ pub fn recheck(ctx: &AuditContext<'_>, root: &Path, s: &SessionRecord) -> Rechec
         );
     }
     let refusal = prepared.refusal();
-    match s.verdict {
-        Some(VerdictKind::Verified) | Some(VerdictKind::VerifiedSourceOnly) => {
+    match &s.result {
+        SessionOutcome::Verified | SessionOutcome::VerifiedSourceOnly(_) => {
             if let Some(r) = refusal {
                 return changed(r.class, format!("no longer qualifies: {r}"));
             }
             let now = record(&src.source_only);
-            if now.is_empty() == (s.verdict == Some(VerdictKind::VerifiedSourceOnly)) {
+            let recorded_source_only = matches!(s.result, SessionOutcome::VerifiedSourceOnly(_));
+            if now.is_empty() == recorded_source_only {
                 return changed(
                     ReasonClass::SourceChanged,
                     format!(
@@ -117,14 +119,14 @@ pub fn recheck(ctx: &AuditContext<'_>, root: &Path, s: &SessionRecord) -> Rechec
             // The recorded source-only fields must be exactly the ones the
             // source yields now (a verified-source-only record without them
             // is missing evidence).
-            if s.verdict == Some(VerdictKind::VerifiedSourceOnly) {
-                if s.source_only.is_empty() {
+            if let SessionOutcome::VerifiedSourceOnly(recorded) = &s.result {
+                if recorded.is_empty() {
                     return changed(
                         ReasonClass::MissingEvidence,
                         "the manifest records no source-only fields for this verified-source-only session".into(),
                     );
                 }
-                if s.source_only != crate::attest::Completeness::source_only_entries(&now) {
+                if *recorded != now {
                     return changed(
                         ReasonClass::SourceChanged,
                         "source-only record changed since the manifest was captured".into(),
@@ -132,9 +134,11 @@ pub fn recheck(ctx: &AuditContext<'_>, root: &Path, s: &SessionRecord) -> Rechec
                 }
             }
         }
-        Some(VerdictKind::Unknown) | Some(VerdictKind::Incomplete) | None => {
+        SessionOutcome::Refused(_)
+        | SessionOutcome::NotFetched { .. }
+        | SessionOutcome::Error { .. } => {
             // An offline-detectable refusal must still be the same one.
-            if let (Some(recorded), Some(now)) = (s.reason_class, refusal.as_ref()) {
+            if let (Some(recorded), Some(now)) = (s.class(), refusal.as_ref()) {
                 if recorded != now.class
                     && !matches!(
                         recorded,
@@ -151,8 +155,8 @@ pub fn recheck(ctx: &AuditContext<'_>, root: &Path, s: &SessionRecord) -> Rechec
     }
     Recheck {
         file_id: s.file_id.clone(),
-        status: status_of(s.verdict),
-        reason: s.reason.clone(),
+        status: status_of(s.result.verdict()),
+        reason: s.reason_text().map(str::to_string),
         holds: true,
         change: None,
     }

@@ -223,12 +223,23 @@ pub fn verdict_chart(m: &Manifest) -> String {
 mod tests {
     use super::*;
     use crate::manifest::{Manifest, SessionRecord};
-    use crate::verdict::VerdictKind;
+    use crate::outcome::SessionOutcome;
+    use crate::verdict::{ReasonClass, Refusal, VerdictKind};
 
     const LONG_SQLITE: &str = "sqlite-v1-format0-modeled-19f5ca8aba2b-r12934a-planner50-permission2-prompt23-history2-options145-compaction146-skill146-finish147-replay147";
 
     fn session(id: usize, profile: &str, verdict: Option<VerdictKind>) -> SessionRecord {
-        SessionRecord::for_test(id, profile, verdict, None, None)
+        let refused = |class| SessionOutcome::refused(Refusal::new(class, "", "refused"));
+        let outcome = match verdict {
+            Some(VerdictKind::Verified) => SessionOutcome::Verified,
+            Some(VerdictKind::VerifiedSourceOnly) => SessionOutcome::VerifiedSourceOnly(Vec::new()),
+            Some(VerdictKind::Unknown) => refused(ReasonClass::UnknownField),
+            Some(VerdictKind::Incomplete) => refused(ReasonClass::FullMismatch),
+            None => SessionOutcome::Error {
+                reason: "unreadable".into(),
+            },
+        };
+        SessionRecord::for_test(id, profile, outcome)
     }
 
     /// `counts` sessions per verdict (verified, source-only, unknown,

@@ -2,7 +2,7 @@
 //! newest `listening on random port at N for HTTP` line of `<root>/cli.log`
 //! (never the `for HTTPS` line).
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, UrlOrigin, UsageError};
 use std::path::Path;
 
 pub const DAEMON_URL_ENV: &str = "ANTIGRAVITY_DAEMON_URL";
@@ -32,32 +32,26 @@ pub fn parse_cli_log(text: &str) -> Option<u16> {
 /// validated ([`super::validate_endpoint`]); a malformed one is a usage error.
 pub fn discover_endpoint(root: &Path, explicit: Option<&str>) -> Result<String> {
     if let Some(url) = explicit.filter(|u| !u.is_empty()) {
-        return super::validate_endpoint(url)
-            .map_err(|e| Error::Usage(format!("--daemon-url: {e}")));
+        return super::validate_endpoint(url).map_err(|detail| bad_url(UrlOrigin::Flag, detail));
     }
     if let Some(url) = std::env::var(DAEMON_URL_ENV).ok().filter(|u| !u.is_empty()) {
-        return super::validate_endpoint(&url)
-            .map_err(|e| Error::Usage(format!("${DAEMON_URL_ENV}: {e}")));
+        return super::validate_endpoint(&url).map_err(|detail| bad_url(UrlOrigin::Env, detail));
     }
     let log = root.join("cli.log");
     let text = match std::fs::read(&log) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(Error::Usage(format!(
-                "{}: no such file, so the daemon's port is unknown; pass --daemon-url URL \
-                 (or set ${DAEMON_URL_ENV}), or --root for the store whose agy is running",
-                log.display()
-            )))
+            return Err(UsageError::NoCliLog { log }.into())
         }
         Err(e) => return Err(Error::io(&log, e)),
     };
-    let port = parse_cli_log(&String::from_utf8_lossy(&text)).ok_or_else(|| {
-        Error::Usage(format!(
-            "{}: no `listening on random port at N for HTTP` line; is agy running? (or pass --daemon-url URL)",
-            log.display()
-        ))
-    })?;
+    let port = parse_cli_log(&String::from_utf8_lossy(&text))
+        .ok_or_else(|| UsageError::NoPortLine { log: log.clone() })?;
     Ok(format!("http://127.0.0.1:{port}"))
+}
+
+fn bad_url(origin: UrlOrigin, detail: String) -> Error {
+    UsageError::DaemonUrl { origin, detail }.into()
 }
 
 #[cfg(test)]
@@ -87,7 +81,17 @@ mod tests {
             "http://u:p@h:1",
         ] {
             let e = discover_endpoint(d.path(), Some(bad)).unwrap_err();
-            assert!(matches!(e, Error::Usage(_)), "{bad}: {e}");
+            assert!(
+                matches!(
+                    e,
+                    Error::Usage(UsageError::DaemonUrl {
+                        origin: UrlOrigin::Flag,
+                        ..
+                    })
+                ),
+                "{bad}: {e}"
+            );
+            assert!(e.to_string().starts_with("--daemon-url: "), "{e}");
         }
         assert_eq!(
             discover_endpoint(d.path(), Some("http://127.0.0.1:4100/")).unwrap(),

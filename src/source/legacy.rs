@@ -146,8 +146,8 @@ pub fn decrypt(
             format!("plaintext larger than {MAX_PLAINTEXT_BYTES} bytes"),
         )));
     }
-    let cipher = Aes256Gcm::new_from_slice(&key.0)
-        .map_err(|_| Error::Usage("AES-256 key must be 32 bytes".into()))?;
+    // The key is 32 bytes by type, so the cipher cannot refuse it.
+    let cipher = Aes256Gcm::new(&key.0.into());
     let (nonce, sealed) = file.split_at(NONCE_BYTES);
     let nonce = Nonce::try_from(nonce)
         .map_err(|_| Error::corrupt(path, "envelope", "nonce is not 12 bytes"))?;

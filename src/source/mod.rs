@@ -17,7 +17,7 @@ pub mod wal;
 pub mod wire;
 pub mod wire_trajectory;
 
-use crate::error::{Error, Result};
+use crate::error::{Result, UsageError};
 use crate::schema::Schema;
 use crate::verdict::{ReasonClass, Refusal};
 use bytes::Bytes;
@@ -185,10 +185,10 @@ pub fn read_source(path: &Path, opts: &ReadOptions<'_>) -> Result<DecodedSource>
     match Format::of(path) {
         Some(Format::Sqlite) => read_sqlite(path, opts),
         Some(Format::Protobuf) => read_legacy(path, opts),
-        None => Err(Error::Usage(format!(
-            "{}: not a conversation source (expected a .db or .pb file)",
-            path.display()
-        ))),
+        None => Err(UsageError::NotASource {
+            path: path.to_path_buf(),
+        }
+        .into()),
     }
 }
 
@@ -379,9 +379,9 @@ pub fn digest_of(path: &Path, opts: &ReadOptions<'_>) -> Result<String> {
                 &file,
             ))
         }
-        None => Err(Error::Usage(format!(
-            "{}: not a conversation source",
-            path.display()
-        ))),
+        None => Err(UsageError::NotASource {
+            path: path.to_path_buf(),
+        }
+        .into()),
     }
 }

@@ -14,7 +14,7 @@ use prost::Message;
 use prost_reflect::{
     DescriptorPool, DynamicMessage, MapKey, MessageDescriptor, ReflectMessage, Value,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 pub const PLANNER_MESSAGE: &str = "exa.cortex_pb.CascadePlannerConfig";
@@ -532,9 +532,11 @@ fn derive_one(trajectory: &WireTrajectory, p: &Prompt23Pending) -> Result<(), St
     }
 }
 
-/// One declared field's record in an export or attestation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// One declared field's record in an export, attestation or manifest. Read
+/// back exactly (an unknown member is refused, not dropped), so a record
+/// compares with what a source yields now as the typed value it was.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SourceOnlyEntry {
     /// `exa.cortex_pb.CascadePlannerConfig.50` or `exa.chat_pb.ChatMessagePrompt.23`.
     pub field: String,
@@ -545,7 +547,8 @@ pub struct SourceOnlyEntry {
     pub locations: Vec<SourceOnlyLocation>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SourceOnlyLocation {
     pub location: String,
     /// The payload bytes, lowercase hex.
