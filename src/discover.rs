@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The environment variable naming the default store root.
-pub const ROOT_ENV: &str = "ANTIGRAVITY_CLI_ROOT";
+pub use crate::well_known::ROOT_ENV;
 
 /// One selected source.
 #[derive(Debug, Clone, PartialEq, Eq)]

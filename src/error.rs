@@ -22,7 +22,7 @@ pub enum Error {
     #[error("{path}: {detail}")]
     Sqlite { path: PathBuf, detail: String },
     #[error(transparent)]
-    Schema(#[from] crate::schema::SchemaError),
+    Schema(#[from] crate::schema::error::SchemaError),
     #[error(transparent)]
     Write(#[from] crate::util::atomic::WriteError),
     /// An input the user must correct (a flag's value, a path, a root):
@@ -35,7 +35,7 @@ pub enum Error {
     EmptySelection { root: PathBuf, hint: &'static str },
     /// The daemon cannot be used at all (checked once, before any work).
     #[error(transparent)]
-    Daemon(#[from] crate::rpc::RpcError),
+    Daemon(#[from] crate::rpc::error::RpcError),
 }
 
 impl Error {
@@ -73,7 +73,7 @@ pub enum UsageError {
     #[error("no conversation {id} under {} (looked for {id}.db and {id}.pb)", dir.display())]
     NoConversation { id: String, dir: PathBuf },
     /// No `--root`, no `$ANTIGRAVITY_CLI_ROOT` and no `HOME`.
-    #[error("no store root: HOME is not set (the default root is ~/.gemini/antigravity-cli) and neither is {}; pass --root DIR, the folder that holds conversations/", crate::discover::ROOT_ENV)]
+    #[error("no store root: HOME is not set (the default root is ~/.gemini/antigravity-cli) and neither is {}; pass --root DIR, the folder that holds conversations/", crate::well_known::ROOT_ENV)]
     NoRoot,
     /// A store root that is not a folder.
     #[error("{}: not a folder; the store root is the folder that holds conversations/", root.display())]
@@ -100,7 +100,7 @@ pub enum UsageError {
         detail: String,
     },
     /// No URL given and no `cli.log` to read the daemon's port from.
-    #[error("{}: no such file, so the daemon's port is unknown; pass --daemon-url URL (or set ${}), or --root for the store whose agy is running", log.display(), crate::rpc::DAEMON_URL_ENV)]
+    #[error("{}: no such file, so the daemon's port is unknown; pass --daemon-url URL (or set ${}), or --root for the store whose agy is running", log.display(), crate::well_known::DAEMON_URL_ENV)]
     NoCliLog { log: PathBuf },
     /// A `cli.log` without the daemon's port line.
     #[error("{}: no `listening on random port at N for HTTP` line; is agy running? (or pass --daemon-url URL)", log.display())]
@@ -131,7 +131,7 @@ pub enum UsageError {
     #[error("{}: the parent folder {} does not exist", out.display(), parent.display())]
     OutParentMissing { out: PathBuf, parent: PathBuf },
     /// `--resume` on a folder without a manifest.
-    #[error("{}: not an audit-sweep output folder (no {}); --resume continues a sweep, run without it to start one", out.display(), crate::manifest::MANIFEST_FILE)]
+    #[error("{}: not an audit-sweep output folder (no {}); --resume continues a sweep, run without it to start one", out.display(), crate::well_known::MANIFEST_FILE)]
     ResumeNotASweep { out: PathBuf },
     /// `--resume` with another store root than the manifest's.
     #[error("{}: --resume with another store root: the manifest records {recorded}, this run has {given}", manifest.display())]
@@ -183,7 +183,7 @@ impl std::fmt::Display for UrlOrigin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             UrlOrigin::Flag => f.write_str("--daemon-url"),
-            UrlOrigin::Env => write!(f, "${}", crate::rpc::DAEMON_URL_ENV),
+            UrlOrigin::Env => write!(f, "${}", crate::well_known::DAEMON_URL_ENV),
         }
     }
 }

@@ -23,5 +23,6 @@ pub mod schema;
 pub mod source;
 pub mod util;
 pub mod verdict;
+pub mod well_known;
 
 pub use error::{Error, Result};

@@ -6,6 +6,7 @@
 
 mod common;
 
+use agy_audit::outcome::SOURCE_ONLY_REASON;
 use common::{bin, output_text};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -170,7 +171,7 @@ fn every_classification_with_precedence_also_and_exit_5() {
                 "source-only",
                 "verified-source-only",
                 None,
-                Some("source-only fields"),
+                Some(SOURCE_ONLY_REASON),
             ),
             refused(
                 "class",
@@ -296,7 +297,7 @@ fn nothing_regressed_exits_0_and_source_only_is_not_a_regression() {
         true,
         vec![
             verified("a"),
-            session("b", "verified-source-only", None, Some("source-only")),
+            session("b", "verified-source-only", None, Some(SOURCE_ONLY_REASON)),
             verified("c"),
         ],
     );

@@ -46,7 +46,7 @@ impl DecodeArgs {
         let schema = match pin::load(self.schema.as_deref(), self.schema_sha256.as_deref(), use_) {
             Ok(s) => s,
             Err(e @ (PinError::Unpinned { .. } | PinError::BadHex(_))) => {
-                return Err(anyhow::Error::new(super::Usage::Pin(e)))
+                return Err(anyhow::Error::new(super::errors::Usage::Pin(e)))
             }
             Err(e) => return Err(anyhow::Error::new(e).context("loading the descriptor set")),
         };
@@ -83,7 +83,7 @@ impl RootArg {
         match &self.root {
             Some(r) => match crate::discover::check_root(r) {
                 Ok(()) => Ok(r.clone()),
-                Err(crate::Error::Usage(source)) => Err(super::Usage::Flag {
+                Err(crate::Error::Usage(source)) => Err(super::errors::Usage::Flag {
                     flag: "--root",
                     source,
                 }

@@ -67,7 +67,7 @@ fn check_store(store: &Path) -> anyhow::Result<()> {
     match crate::discover::check_root(store) {
         Ok(()) => {}
         Err(crate::Error::Usage(source)) => {
-            return Err(super::Usage::Flag {
+            return Err(super::errors::Usage::Flag {
                 flag: "--store",
                 source,
             }
@@ -76,7 +76,7 @@ fn check_store(store: &Path) -> anyhow::Result<()> {
         Err(e) => return Err(e.into()),
     }
     if !store.join(".truth").join("daemon").is_dir() {
-        return Err(super::Usage::Text(format!(
+        return Err(super::errors::Usage::Text(format!(
             "--store {}: not a generated store (no .truth/daemon/); write one with `agy-audit corpus generate --out DIR`",
             store.display()
         ))
@@ -130,7 +130,7 @@ fn check_fault_ids(store: &Path, texts: &[String], faults: &[FaultSpec]) -> anyh
                 count(n as u64, "more --fault value")
             ),
         };
-        return Err(super::Usage::Text(format!(
+        return Err(super::errors::Usage::Text(format!(
             "--fault {text}: {} serves no conversation {id}{more}",
             store.display()
         ))

@@ -190,7 +190,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
     match demo(&a, &ws, &stop) {
         Ok(code) => Ok(code),
         // A reader that closed standard output (`| head`) is no failure.
-        Err(e) if super::broken_pipe(&e) => Err(e),
+        Err(e) if super::errors::broken_pipe(&e) => Err(e),
         Err(e) => {
             crate::note!(
                 "demo: the run failed; everything it wrote is kept in {}",
@@ -433,7 +433,7 @@ fn demo(a: &DemoArgs, ws: &Workspace, stop: &std::sync::Arc<AtomicBool>) -> anyh
         Some(Err(e)) => crate::note!(
             "demo: could not remove {} ({size}): {}",
             out.display(),
-            super::chain_text(&e)
+            super::errors::chain_text(&e)
         ),
         None => {}
     }

@@ -124,7 +124,7 @@ pub fn run(a: ExportCheckArgs) -> anyhow::Result<i32> {
             }
             Err(e) => {
                 errors += 1;
-                outln!("ERROR {}: {}", s.file_id, super::chain_text(&e));
+                outln!("ERROR {}: {}", s.file_id, super::errors::chain_text(&e));
             }
         }
     }

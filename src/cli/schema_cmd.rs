@@ -145,7 +145,7 @@ pub struct BundleArgs {
 }
 
 fn usage(msg: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(super::Usage::Text(msg.into()))
+    anyhow::Error::new(super::errors::Usage::Text(msg.into()))
 }
 
 /// A set's bytes: a file (raw or gzip) or `modeled`.

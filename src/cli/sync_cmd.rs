@@ -77,7 +77,7 @@ fn refuse_foreign_sidecar(out: &Path, force: bool) -> anyhow::Result<()> {
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
         .is_some_and(|doc| completeness_of(&doc).is_some());
     if !ours {
-        anyhow::bail!(super::Usage::Text(format!(
+        anyhow::bail!(super::errors::Usage::Text(format!(
             "{}: refusing to replace a file agy-audit did not write (no agyReader attestation); pass --force to replace it",
             out.display()
         )));

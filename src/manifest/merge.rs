@@ -9,39 +9,11 @@
 //! assigned by listing position (no `shardBy`). Totals, per-profile and
 //! per-format counts are recounted from the sessions.
 
-use super::{Manifest, MANIFEST_VERSION};
+use super::{Manifest, Merged, MergedShard, MANIFEST_VERSION};
 use crate::pipeline::shard::{in_shard, SHARD_ASSIGNMENT};
-use serde::{Deserialize, Serialize};
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-/// What a merge merged, recorded in the merged manifest as `merged`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Merged {
-    /// The shard count n all shards share.
-    pub shard_count: usize,
-    /// The shards merged, by index.
-    pub shards: Vec<MergedShard>,
-    /// Shard indexes 1..n that were not given.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub missing: Vec<usize>,
-    /// Why the merged manifest is not complete, one line each (empty when it is).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub problems: Vec<String>,
-}
-
-/// One merged shard.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct MergedShard {
-    /// `i/n`.
-    pub shard: String,
-    /// The manifest file as given.
-    pub file: String,
-    pub sessions: usize,
-    pub complete: bool,
-}
 
 /// Why shards cannot be merged.
 #[derive(Debug, thiserror::Error)]

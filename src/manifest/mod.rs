@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 pub mod merge;
 
 pub const MANIFEST_VERSION: u32 = 5;
-pub const MANIFEST_FILE: &str = "manifest.json";
+pub use crate::well_known::MANIFEST_FILE;
 pub const CSV_FILE: &str = "sessions.csv";
 
 /// Verdict counts.
@@ -384,7 +384,7 @@ pub struct Manifest {
     pub reader_profiles: Vec<String>,
     /// What `manifest merge` merged, on a merged manifest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub merged: Option<merge::Merged>,
+    pub merged: Option<Merged>,
     pub timing: Timing,
     /// Files under `conversations/` that are not conversations (not a
     /// `.db`/`.pb`, not a regular file, no UUID name), with the reason.
@@ -392,6 +392,34 @@ pub struct Manifest {
     pub skipped: Vec<Skipped>,
     /// Sorted by fileId.
     pub sessions: Vec<SessionRecord>,
+}
+
+/// What a merge merged, recorded in the merged manifest as `merged`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Merged {
+    /// The shard count n all shards share.
+    pub shard_count: usize,
+    /// The shards merged, by index.
+    pub shards: Vec<MergedShard>,
+    /// Shard indexes 1..n that were not given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<usize>,
+    /// Why the merged manifest is not complete, one line each (empty when it is).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
+}
+
+/// One merged shard.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MergedShard {
+    /// `i/n`.
+    pub shard: String,
+    /// The manifest file as given.
+    pub file: String,
+    pub sessions: usize,
+    pub complete: bool,
 }
 
 /// A file discovery passed over.

@@ -6,6 +6,7 @@
 pub mod audit;
 pub mod progress;
 pub mod shard;
+pub mod sink;
 pub mod sweep;
 
 pub use audit::{

@@ -4,7 +4,7 @@
 //! same. Printing never fails the run (`crate::note!`).
 
 use super::audit::SessionResult;
-use super::sweep::SweepSink;
+use super::sink::SweepSink;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// How progress is shown.

@@ -5,7 +5,7 @@
 use crate::error::{Error, Result, UrlOrigin, UsageError};
 use std::path::Path;
 
-pub const DAEMON_URL_ENV: &str = "ANTIGRAVITY_DAEMON_URL";
+pub use crate::well_known::DAEMON_URL_ENV;
 
 const MARKER: &str = "listening on random port at ";
 
@@ -29,13 +29,13 @@ pub fn parse_cli_log(text: &str) -> Option<u16> {
 }
 
 /// The daemon base URL for a store root. An explicit or environment URL is
-/// validated ([`super::validate_endpoint`]); a malformed one is a usage error.
+/// validated ([`validate_endpoint`]); a malformed one is a usage error.
 pub fn discover_endpoint(root: &Path, explicit: Option<&str>) -> Result<String> {
     if let Some(url) = explicit.filter(|u| !u.is_empty()) {
-        return super::validate_endpoint(url).map_err(|detail| bad_url(UrlOrigin::Flag, detail));
+        return validate_endpoint(url).map_err(|detail| bad_url(UrlOrigin::Flag, detail));
     }
     if let Some(url) = std::env::var(DAEMON_URL_ENV).ok().filter(|u| !u.is_empty()) {
-        return super::validate_endpoint(&url).map_err(|detail| bad_url(UrlOrigin::Env, detail));
+        return validate_endpoint(&url).map_err(|detail| bad_url(UrlOrigin::Env, detail));
     }
     let log = root.join("cli.log");
     let text = match std::fs::read(&log) {
@@ -52,6 +52,33 @@ pub fn discover_endpoint(root: &Path, explicit: Option<&str>) -> Result<String> 
 
 fn bad_url(origin: UrlOrigin, detail: String) -> Error {
     UsageError::DaemonUrl { origin, detail }.into()
+}
+
+/// The most `--daemon-url` may be: `http://` or `https://`, a host, an
+/// optional port, nothing else (no credentials, path, query or fragment).
+///
+/// Returns the base URL without a trailing slash.
+pub fn validate_endpoint(url: &str) -> Result<String, String> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!(
+            "`{url}`: the daemon URL must start with http:// or https://"
+        ));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(format!("`{url}`: the daemon URL has no host"));
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(format!(
+            "`{url}`: the daemon URL must not carry credentials"
+        ));
+    }
+    if parsed.path() != "/" || parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err(format!(
+            "`{url}`: the daemon URL is scheme, host and port only (e.g. http://127.0.0.1:4100)"
+        ));
+    }
+    Ok(url.trim_end_matches('/').to_string())
 }
 
 #[cfg(test)]

@@ -13,9 +13,11 @@
 
 mod endpoint;
 pub mod envelope;
+pub mod error;
 
-pub use endpoint::{discover_endpoint, parse_cli_log, DAEMON_URL_ENV};
+pub use endpoint::{discover_endpoint, parse_cli_log, validate_endpoint, DAEMON_URL_ENV};
 pub use envelope::ResponseDefect;
+pub use error::RpcError;
 
 use serde::Deserialize;
 use std::io::Read;
@@ -59,91 +61,6 @@ impl Default for ClientOptions {
 
 /// How often a waiting call looks at the cancel flag.
 const CANCEL_POLL: Duration = Duration::from_millis(50);
-
-/// Why a call failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RpcError {
-    #[error("{endpoint} {method}: transport error: {detail}")]
-    Transport {
-        endpoint: String,
-        method: &'static str,
-        detail: String,
-    },
-    #[error("{endpoint} {method}: timed out after {seconds}s")]
-    Timeout {
-        endpoint: String,
-        method: &'static str,
-        seconds: u64,
-    },
-    #[error("{endpoint} {method}: HTTP {status}: {code} {message}")]
-    Status {
-        endpoint: String,
-        method: &'static str,
-        status: u16,
-        code: String,
-        message: String,
-    },
-    #[error("{endpoint} {method}: response larger than {limit} bytes")]
-    TooLarge {
-        endpoint: String,
-        method: &'static str,
-        limit: u64,
-    },
-    #[error("{endpoint} {method}: invalid response: {defect}")]
-    InvalidResponse {
-        endpoint: String,
-        method: &'static str,
-        defect: ResponseDefect,
-    },
-    /// The call was abandoned because the run was interrupted (Ctrl-C).
-    #[error("{endpoint} {method}: cancelled (interrupted)")]
-    Cancelled {
-        endpoint: String,
-        method: &'static str,
-    },
-    /// Nothing accepts connections at the endpoint.
-    #[error("{endpoint}: the daemon is unreachable: {detail}")]
-    Unreachable { endpoint: String, detail: String },
-}
-
-impl RpcError {
-    /// The error says nothing about this conversation: the daemon itself
-    /// could not be used (refused connection, timeout), so the sweep checks
-    /// whether it is still reachable at all.
-    pub fn daemon_wide(&self) -> bool {
-        matches!(
-            self,
-            RpcError::Transport { .. } | RpcError::Timeout { .. } | RpcError::Unreachable { .. }
-        )
-    }
-}
-
-/// The most `--daemon-url` may be: `http://` or `https://`, a host, an
-/// optional port, nothing else (no credentials, path, query or fragment).
-///
-/// Returns the base URL without a trailing slash.
-pub fn validate_endpoint(url: &str) -> Result<String, String> {
-    let parsed = reqwest::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(format!(
-            "`{url}`: the daemon URL must start with http:// or https://"
-        ));
-    }
-    if parsed.host_str().is_none_or(str::is_empty) {
-        return Err(format!("`{url}`: the daemon URL has no host"));
-    }
-    if !parsed.username().is_empty() || parsed.password().is_some() {
-        return Err(format!(
-            "`{url}`: the daemon URL must not carry credentials"
-        ));
-    }
-    if parsed.path() != "/" || parsed.query().is_some() || parsed.fragment().is_some() {
-        return Err(format!(
-            "`{url}`: the daemon URL is scheme, host and port only (e.g. http://127.0.0.1:4100)"
-        ));
-    }
-    Ok(url.trim_end_matches('/').to_string())
-}
 
 /// Reads at most `limit + 1` bytes, until `deadline`.
 ///

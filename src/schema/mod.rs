@@ -8,7 +8,7 @@
 
 pub mod bundle;
 pub mod diff;
-mod error;
+pub mod error;
 pub mod extract;
 mod names;
 pub mod pin;
