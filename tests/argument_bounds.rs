@@ -336,7 +336,16 @@ fn every_declared_argument_bound_refuses_its_near_misses() {
         }
         for (what, t) in &misses {
             built += 1;
-            let kind = what.split(' ').next().unwrap_or("").to_string();
+            let kind = if what.starts_with("extra") {
+                "extra"
+            } else if what.starts_with("missing") {
+                "missing"
+            } else if what.contains("contradicting") {
+                "contradicting"
+            } else {
+                "differing from the tool call"
+            }
+            .to_string();
             *kinds.entry(kind).or_default() += 1;
             if let Err(e) = refused_at(&schema, t, s.index) {
                 failures.push(format!(

@@ -71,15 +71,60 @@ impl fmt::Display for ArgMiss {
 }
 
 impl ArgBound {
+    /// No argument at all; the builders below add to it.
+    pub const NONE: ArgBound = ArgBound {
+        equal: &[],
+        required: &[],
+        optional: &[],
+        equal_if_present: &[],
+        members_of: None,
+        repeat_tool_call: false,
+    };
+
     /// A bound of only optional arguments (an allow-list).
     pub const fn allowing(optional: &'static [&'static str]) -> ArgBound {
+        ArgBound::NONE.optional(optional)
+    }
+
+    /// With these arguments required, each equal to its field.
+    pub const fn equal(self, equal: &'static [(&'static str, &'static str)]) -> ArgBound {
+        ArgBound { equal, ..self }
+    }
+
+    /// With these arguments required.
+    pub const fn required(self, required: &'static [&'static str]) -> ArgBound {
+        ArgBound { required, ..self }
+    }
+
+    /// With these arguments allowed.
+    pub const fn optional(self, optional: &'static [&'static str]) -> ArgBound {
+        ArgBound { optional, ..self }
+    }
+
+    /// With these arguments allowed, each equal to its field when present.
+    pub const fn equal_if_present(
+        self,
+        equal_if_present: &'static [(&'static str, &'static str)],
+    ) -> ArgBound {
         ArgBound {
-            equal: &[],
-            required: &[],
-            optional,
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: false,
+            equal_if_present,
+            ..self
+        }
+    }
+
+    /// With the arguments exactly the members of this payload field.
+    pub const fn members_of(self, field: &'static str) -> ArgBound {
+        ArgBound {
+            members_of: Some(field),
+            ..self
+        }
+    }
+
+    /// Repeating the retained tool call.
+    pub const fn repeating(self) -> ArgBound {
+        ArgBound {
+            repeat_tool_call: true,
+            ..self
         }
     }
 

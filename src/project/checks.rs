@@ -34,79 +34,57 @@ use prost_reflect::DynamicMessage;
 /// them on any other tool. An MCP_TOOL step is named by its server and tool
 /// instead (see [`MCP_TOOL_PREFIX`]).
 pub(crate) const WRAPPER_TOOLS: &[Args] = &[
-    Args {
-        rule: RuleId::EmbeddedNativeStep,
-        tool: "run_command",
-        over: Some(RUN_COMMAND),
-        bound: ArgBound::allowing(&["CommandLine", "Cwd", "WaitMsBeforeAsync"]),
-    },
-    Args {
-        rule: RuleId::EmbeddedNativeStep,
-        tool: "view_file",
-        over: Some(VIEW_FILE),
-        bound: ArgBound::allowing(&["AbsolutePath", "StartLine", "EndLine"]),
-    },
-    Args {
-        rule: RuleId::EmbeddedNativeStep,
-        tool: "write_to_file",
-        over: Some(CODE_ACTION),
-        bound: ArgBound::allowing(&["TargetFile", "CodeContent"]),
-    },
-    Args {
-        rule: RuleId::EmbeddedNativeStep,
-        tool: "replace_file_content",
-        over: Some(CODE_ACTION),
-        bound: ArgBound::allowing(&["TargetFile", "Instruction", "ReplacementContent"]),
-    },
-    Args {
-        rule: RuleId::EmbeddedNativeStep,
-        tool: "invoke_subagent",
-        over: Some(INVOKE_SUBAGENT),
-        bound: ArgBound::allowing(&["Prompt", "Workspace"]),
-    },
-    Args {
-        rule: RuleId::EmbeddedNativeStep,
-        tool: "generate_image",
-        over: Some(GENERATE_IMAGE),
-        bound: ArgBound::allowing(&["AspectRatio", "ImageName", "Prompt"]),
-    },
-    Args {
-        rule: RuleId::EmbeddedNativeStep,
-        tool: "grep_search",
-        over: Some(GREP_SEARCH),
-        bound: ArgBound::allowing(&["Query", "SearchPath"]),
-    },
-    Args {
-        rule: RuleId::EmbeddedNativeStep,
-        tool: "read_url_content",
-        over: Some(READ_URL_CONTENT),
-        bound: ArgBound::allowing(&["Url"]),
-    },
-    Args {
-        rule: RuleId::EmbeddedNativeStep,
-        tool: "search_web",
-        over: Some(SEARCH_WEB),
-        bound: ArgBound::allowing(&["query"]),
-    },
-    Args {
-        rule: RuleId::EmbeddedNativeStep,
-        tool: "list_resources",
-        over: Some(LIST_RESOURCES),
-        bound: ArgBound::allowing(&["ServerName"]),
-    },
-    Args {
-        rule: RuleId::EmbeddedNativeStep,
-        tool: MCP_TOOL_PREFIX,
-        over: Some(MCP_TOOL),
-        bound: ArgBound {
-            equal: &[],
-            required: &[],
-            optional: &[],
-            equal_if_present: &[],
-            members_of: Some("mcp_tool.tool_call.arguments_json"),
-            repeat_tool_call: false,
-        },
-    },
+    Args::over(
+        RUN_COMMAND,
+        "run_command",
+        ArgBound::allowing(&["CommandLine", "Cwd", "WaitMsBeforeAsync"]),
+    ),
+    Args::over(
+        VIEW_FILE,
+        "view_file",
+        ArgBound::allowing(&["AbsolutePath", "StartLine", "EndLine"]),
+    ),
+    Args::over(
+        CODE_ACTION,
+        "write_to_file",
+        ArgBound::allowing(&["TargetFile", "CodeContent"]),
+    ),
+    Args::over(
+        CODE_ACTION,
+        "replace_file_content",
+        ArgBound::allowing(&["TargetFile", "Instruction", "ReplacementContent"]),
+    ),
+    Args::over(
+        INVOKE_SUBAGENT,
+        "invoke_subagent",
+        ArgBound::allowing(&["Prompt", "Workspace"]),
+    ),
+    Args::over(
+        GENERATE_IMAGE,
+        "generate_image",
+        ArgBound::allowing(&["AspectRatio", "ImageName", "Prompt"]),
+    ),
+    Args::over(
+        GREP_SEARCH,
+        "grep_search",
+        ArgBound::allowing(&["Query", "SearchPath"]),
+    ),
+    Args::over(
+        READ_URL_CONTENT,
+        "read_url_content",
+        ArgBound::allowing(&["Url"]),
+    ),
+    Args::over(SEARCH_WEB, "search_web", ArgBound::allowing(&["query"])),
+    Args::over(
+        LIST_RESOURCES,
+        "list_resources",
+        ArgBound::allowing(&["ServerName"]),
+    ),
+    Args::over(
+        MCP_TOOL,
+        MCP_TOOL_PREFIX,
+        ArgBound::NONE.members_of("mcp_tool.tool_call.arguments_json"),
+    ),
 ];
 
 /// An MCP tool wrapper is named `mcp_<server>_<tool>` after the native

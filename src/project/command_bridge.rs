@@ -123,22 +123,18 @@ pub(crate) fn check(w: &Wrapper, n: &DynamicMessage) -> R<()> {
 }
 
 /// The family's argument bounds (the command and working directory are the native command's; the wait is 5000; repeating the tool calls).
-const ARGS: &[Args] = &[Args {
-    rule: RuleId::CommandBridgeFormatFailure,
-    tool: "run_command",
-    over: None,
-    bound: ArgBound {
-        equal: &[
+const ARGS: &[Args] = &[Args::of(
+    RuleId::CommandBridgeFormatFailure,
+    "run_command",
+    ArgBound::NONE
+        .equal(&[
             ("CommandLine", "run_command.command_line"),
             ("Cwd", "run_command.cwd"),
-        ],
-        required: &["WaitMsBeforeAsync"],
-        optional: &["toolAction", "toolSummary"],
-        equal_if_present: &[],
-        members_of: None,
-        repeat_tool_call: true,
-    },
-}];
+        ])
+        .required(&["WaitMsBeforeAsync"])
+        .optional(&["toolAction", "toolSummary"])
+        .repeating(),
+)];
 
 /// The family: a run_command bridge formatting failure (an ERROR wrapper
 /// with an outer error over a DONE native command).

@@ -49,6 +49,29 @@ pub struct Args {
     pub bound: ArgBound,
 }
 
+impl Args {
+    /// The embedded family's bound of `tool` over a native Step of type
+    /// `over`.
+    pub const fn over(over: &'static str, tool: &'static str, bound: ArgBound) -> Args {
+        Args {
+            rule: RuleId::EmbeddedNativeStep,
+            tool,
+            over: Some(over),
+            bound,
+        }
+    }
+
+    /// The bound of `rule` over calls of `tool`.
+    pub const fn of(rule: RuleId, tool: &'static str, bound: ArgBound) -> Args {
+        Args {
+            rule,
+            tool,
+            over: None,
+            bound,
+        }
+    }
+}
+
 /// A projection of one claimed generic step.
 pub(crate) type ProjectFn = fn(&Ctx<'_>, &Wrapper) -> R<Presented>;
 /// A projection of a wrapper whose result payload is an Any.

@@ -37,28 +37,14 @@ const IMAGE_ARGS: &[(&str, &str)] = &[
 ];
 
 /// A failed call's arguments: exactly the three, each the native field's.
-const FAILED_ARGS: ArgBound = ArgBound {
-    equal: IMAGE_ARGS,
-    required: &[],
-    optional: &[],
-    equal_if_present: &[],
-    members_of: None,
-    repeat_tool_call: false,
-};
+const FAILED_ARGS: ArgBound = ArgBound::NONE.equal(IMAGE_ARGS);
 
 /// The GenerateImage Any's arguments: exactly the three, each the payload's
 /// field, repeating the retained tool call. The specification bounds every
 /// projection's arguments but names none for this one; this is the failed
 /// call's set (its "prompt, image name and aspect ratio arguments"), which
 /// the payload repeats, plus the tool call (stricter where silent).
-const ANY_ARGS: ArgBound = ArgBound {
-    equal: IMAGE_ARGS,
-    required: &[],
-    optional: &[],
-    equal_if_present: &[],
-    members_of: None,
-    repeat_tool_call: true,
-};
+const ANY_ARGS: ArgBound = ArgBound::NONE.equal(IMAGE_ARGS).repeating();
 
 pub(crate) const DOCS: &[RuleDoc] = &[
     RuleDoc {
@@ -251,17 +237,7 @@ pub(crate) const FAMILY: Family = Family {
         },
     ],
     args: &[
-        Args {
-            rule: RuleId::FailedGenerateImage,
-            tool: "generate_image",
-            over: None,
-            bound: FAILED_ARGS,
-        },
-        Args {
-            rule: RuleId::GenerateImageAny,
-            tool: "generate_image",
-            over: None,
-            bound: ANY_ARGS,
-        },
+        Args::of(RuleId::FailedGenerateImage, "generate_image", FAILED_ARGS),
+        Args::of(RuleId::GenerateImageAny, "generate_image", ANY_ARGS),
     ],
 };

@@ -82,19 +82,13 @@ pub(crate) fn check(w: &Wrapper, n: &DynamicMessage) -> R<()> {
 }
 
 /// The family's argument bounds (ServerName is the native server_name; all arguments repeat the native tool call).
-const ARGS: &[Args] = &[Args {
-    rule: RuleId::FailedListResources,
-    tool: "list_resources",
-    over: None,
-    bound: ArgBound {
-        equal: &[("ServerName", "list_resources.server_name")],
-        required: &[],
-        optional: &[],
-        equal_if_present: &[],
-        members_of: None,
-        repeat_tool_call: true,
-    },
-}];
+const ARGS: &[Args] = &[Args::of(
+    RuleId::FailedListResources,
+    "list_resources",
+    ArgBound::NONE
+        .equal(&[("ServerName", "list_resources.server_name")])
+        .repeating(),
+)];
 
 /// The family: a failed list_resources call.
 pub(crate) const FAMILY: Family = Family {

@@ -114,32 +114,16 @@ fn project(_ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
 
 /// The family's argument bounds (the command and read shapes, exactly, repeating the tool call).
 const ARGS: &[Args] = &[
-    Args {
-        rule: RuleId::MissingToolSummary,
-        tool: "run_command",
-        over: None,
-        bound: ArgBound {
-            equal: &[],
-            required: COMMAND_SHAPE,
-            optional: &[],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: true,
-        },
-    },
-    Args {
-        rule: RuleId::MissingToolSummary,
-        tool: "view_file",
-        over: None,
-        bound: ArgBound {
-            equal: &[],
-            required: READ_SHAPE,
-            optional: &[],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: true,
-        },
-    },
+    Args::of(
+        RuleId::MissingToolSummary,
+        "run_command",
+        ArgBound::NONE.required(COMMAND_SHAPE).repeating(),
+    ),
+    Args::of(
+        RuleId::MissingToolSummary,
+        "view_file",
+        ArgBound::NONE.required(READ_SHAPE).repeating(),
+    ),
 ];
 
 /// The family: resultless run_command and view_file calls rejected for

@@ -357,121 +357,60 @@ fn ask_permission(w: &Wrapper) -> R<Presented> {
 
 /// The family's argument bounds (each tool's observed arguments; send_input's TaskId and Input repeat the tool call and the result metadata).
 const ARGS: &[Args] = &[
-    Args {
-        rule: RuleId::PayloadFreeManageTask,
-        tool: "manage_task",
-        over: None,
-        bound: ArgBound {
-            equal: &[],
-            required: &["Action"],
-            optional: &["TaskId"],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: false,
-        },
-    },
-    Args {
-        rule: RuleId::PayloadFreeManageTask,
-        tool: "send_message",
-        over: None,
-        bound: ArgBound {
-            equal: &[],
-            required: &[],
-            optional: &["ConversationId", "Message"],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: false,
-        },
-    },
-    Args {
-        rule: RuleId::ManageTaskSendInput,
-        tool: "manage_task",
-        over: None,
-        bound: ArgBound {
-            equal: &[
+    Args::of(
+        RuleId::PayloadFreeManageTask,
+        "manage_task",
+        ArgBound::NONE.required(&["Action"]).optional(&["TaskId"]),
+    ),
+    Args::of(
+        RuleId::PayloadFreeManageTask,
+        "send_message",
+        ArgBound::NONE.optional(&["ConversationId", "Message"]),
+    ),
+    Args::of(
+        RuleId::ManageTaskSendInput,
+        "manage_task",
+        ArgBound::NONE
+            .equal(&[
                 ("TaskId", "result.metadata.task_id"),
                 ("Input", "result.metadata.input"),
-            ],
-            required: &["Action"],
-            optional: &[],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: true,
-        },
-    },
-    Args {
-        rule: RuleId::PayloadFreeScheduleSubagents,
-        tool: "schedule",
-        over: None,
-        bound: ArgBound {
-            equal: &[],
-            required: &[],
-            optional: &["DurationSeconds", "Prompt", "TimerCondition"],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: false,
-        },
-    },
-    Args {
-        rule: RuleId::PayloadFreeScheduleSubagents,
-        tool: "manage_subagents",
-        over: None,
-        bound: ArgBound {
-            equal: &[],
-            required: &["Action"],
-            optional: &[],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: false,
-        },
-    },
-    Args {
-        rule: RuleId::PayloadFreeScheduleSubagents,
-        tool: "define_subagent",
-        over: None,
-        bound: ArgBound {
-            equal: &[],
-            required: &[],
-            optional: &[
-                "definition",
-                "description",
-                "enable_mcp_tools",
-                "enable_subagent_tools",
-                "enable_write_tools",
-                "name",
-                "system_prompt",
-            ],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: false,
-        },
-    },
-    Args {
-        rule: RuleId::PayloadFreeListPermissions,
-        tool: "list_permissions",
-        over: None,
-        bound: ArgBound {
-            equal: &[],
-            required: &[],
-            optional: &[],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: false,
-        },
-    },
-    Args {
-        rule: RuleId::PayloadFreeAskPermission,
-        tool: "ask_permission",
-        over: None,
-        bound: ArgBound {
-            equal: &[],
-            required: &["Action", "Reason", "Target"],
-            optional: &[],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: false,
-        },
-    },
+            ])
+            .required(&["Action"])
+            .repeating(),
+    ),
+    Args::of(
+        RuleId::PayloadFreeScheduleSubagents,
+        "schedule",
+        ArgBound::NONE.optional(&["DurationSeconds", "Prompt", "TimerCondition"]),
+    ),
+    Args::of(
+        RuleId::PayloadFreeScheduleSubagents,
+        "manage_subagents",
+        ArgBound::NONE.required(&["Action"]),
+    ),
+    Args::of(
+        RuleId::PayloadFreeScheduleSubagents,
+        "define_subagent",
+        ArgBound::NONE.optional(&[
+            "definition",
+            "description",
+            "enable_mcp_tools",
+            "enable_subagent_tools",
+            "enable_write_tools",
+            "name",
+            "system_prompt",
+        ]),
+    ),
+    Args::of(
+        RuleId::PayloadFreeListPermissions,
+        "list_permissions",
+        ArgBound::NONE,
+    ),
+    Args::of(
+        RuleId::PayloadFreeAskPermission,
+        "ask_permission",
+        ArgBound::NONE.required(&["Action", "Reason", "Target"]),
+    ),
 ];
 
 /// The family: payload-free wrappers with a result.

@@ -261,19 +261,13 @@ fn check_answer(rule: RuleId, ci: &DynamicMessage) -> R<()> {
 }
 
 /// The family's argument bounds (the view-file record: its grant target is the AbsolutePath argument).
-const ARGS: &[Args] = &[Args {
-    rule: RuleId::PermissionViewFile,
-    tool: "view_file",
-    over: None,
-    bound: ArgBound {
-        equal: &[("AbsolutePath", "permissions.grant target")],
-        required: &[],
-        optional: &["StartLine", "EndLine"],
-        equal_if_present: &[],
-        members_of: None,
-        repeat_tool_call: false,
-    },
-}];
+const ARGS: &[Args] = &[Args::of(
+    RuleId::PermissionViewFile,
+    "view_file",
+    ArgBound::NONE
+        .equal(&[("AbsolutePath", "permissions.grant target")])
+        .optional(&["StartLine", "EndLine"]),
+)];
 
 /// The family: permission records on embedded run-command and view-file
 /// Steps, checked at the embedded family's records hook.

@@ -48,48 +48,35 @@ pub(crate) const FAILED_BEFORE_RUN: &[(&str, &[&str])] = &[
 /// BypassSandbox "false"; the rejected and canceled ones repeat the
 /// retained tool call).
 pub(crate) const ARGS: &[Args] = &[
-    Args {
-        rule: RuleId::ResultlessFailedBeforeRun,
-        tool: "write_to_file",
-        over: None,
-        bound: ArgBound {
-            equal: &[],
-            required: &["TargetFile"],
-            optional: &[
-                "CodeContent",
-                "EmptyFile",
-                "Overwrite",
-                "Description",
-                "Complexity",
-                "toolAction",
-                "toolSummary",
-            ],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: false,
-        },
-    },
-    Args {
-        rule: RuleId::ResultlessFailedBeforeRun,
-        tool: "view_file",
-        over: None,
-        bound: ArgBound {
-            equal: &[],
-            required: &["AbsolutePath"],
-            optional: &["StartLine", "EndLine", "toolAction", "toolSummary"],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: false,
-        },
-    },
-    Args {
-        rule: RuleId::ResultlessFailedBeforeRun,
-        tool: "find_by_name",
-        over: None,
-        bound: ArgBound {
-            equal: &[],
-            required: &["SearchDirectory", "Pattern"],
-            optional: &[
+    Args::of(
+        RuleId::ResultlessFailedBeforeRun,
+        "write_to_file",
+        ArgBound::NONE.required(&["TargetFile"]).optional(&[
+            "CodeContent",
+            "EmptyFile",
+            "Overwrite",
+            "Description",
+            "Complexity",
+            "toolAction",
+            "toolSummary",
+        ]),
+    ),
+    Args::of(
+        RuleId::ResultlessFailedBeforeRun,
+        "view_file",
+        ArgBound::NONE.required(&["AbsolutePath"]).optional(&[
+            "StartLine",
+            "EndLine",
+            "toolAction",
+            "toolSummary",
+        ]),
+    ),
+    Args::of(
+        RuleId::ResultlessFailedBeforeRun,
+        "find_by_name",
+        ArgBound::NONE
+            .required(&["SearchDirectory", "Pattern"])
+            .optional(&[
                 "Excludes",
                 "Type",
                 "MaxDepth",
@@ -97,90 +84,43 @@ pub(crate) const ARGS: &[Args] = &[
                 "FullPath",
                 "toolAction",
                 "toolSummary",
-            ],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: false,
-        },
-    },
-    Args {
-        rule: RuleId::ResultlessFailedBeforeRun,
-        tool: "list_dir",
-        over: None,
-        bound: ArgBound {
-            equal: &[],
-            required: &["DirectoryPath"],
-            optional: &["toolAction", "toolSummary"],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: false,
-        },
-    },
-    Args {
-        rule: RuleId::ResultlessFailedBeforeRun,
-        tool: "schedule",
-        over: None,
-        bound: ArgBound {
-            equal: &[],
-            required: &[],
-            optional: &["DurationSeconds", "Prompt", "TimerCondition"],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: false,
-        },
-    },
-    Args {
-        rule: RuleId::ResultlessFailedBeforeRun,
-        tool: "generate_image",
-        over: None,
-        bound: ArgBound {
-            equal: &[],
-            required: &["AspectRatio", "ImageName", "Prompt"],
-            optional: &[],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: false,
-        },
-    },
-    Args {
-        rule: RuleId::ResultlessHookDenied,
-        tool: "run_command",
-        over: None,
-        bound: ArgBound {
-            equal: &[],
-            required: COMMAND_ARGS,
-            optional: &[],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: false,
-        },
-    },
-    Args {
-        rule: RuleId::ResultlessRejectedPermission,
-        tool: "run_command",
-        over: None,
-        bound: ArgBound {
-            equal: &[],
-            required: COMMAND_ARGS,
-            optional: &["BypassSandbox"],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: true,
-        },
-    },
-    Args {
-        rule: RuleId::ResultlessCanceledPrompt,
-        tool: "run_command",
-        over: None,
-        bound: ArgBound {
-            equal: &[],
-            required: COMMAND_ARGS,
-            optional: &[],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: true,
-        },
-    },
+            ]),
+    ),
+    Args::of(
+        RuleId::ResultlessFailedBeforeRun,
+        "list_dir",
+        ArgBound::NONE
+            .required(&["DirectoryPath"])
+            .optional(&["toolAction", "toolSummary"]),
+    ),
+    Args::of(
+        RuleId::ResultlessFailedBeforeRun,
+        "schedule",
+        ArgBound::NONE.optional(&["DurationSeconds", "Prompt", "TimerCondition"]),
+    ),
+    Args::of(
+        RuleId::ResultlessFailedBeforeRun,
+        "generate_image",
+        ArgBound::NONE.required(&["AspectRatio", "ImageName", "Prompt"]),
+    ),
+    Args::of(
+        RuleId::ResultlessHookDenied,
+        "run_command",
+        ArgBound::NONE.required(COMMAND_ARGS),
+    ),
+    Args::of(
+        RuleId::ResultlessRejectedPermission,
+        "run_command",
+        ArgBound::NONE
+            .required(COMMAND_ARGS)
+            .optional(&["BypassSandbox"])
+            .repeating(),
+    ),
+    Args::of(
+        RuleId::ResultlessCanceledPrompt,
+        "run_command",
+        ArgBound::NONE.required(COMMAND_ARGS).repeating(),
+    ),
 ];
 
 const COMMAND_ARGS: &[&str] = &["CommandLine", "Cwd", "WaitMsBeforeAsync"];

@@ -196,32 +196,21 @@ fn project_builtin(ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
 
 /// The family's argument bounds (ContentOffset, when present, is the native view_file.content_offset; the resultless BUILTIN read: the path and both lines or neither, repeating the tool call).
 const ARGS: &[Args] = &[
-    Args {
-        rule: RuleId::ViewFileContentOffset,
-        tool: "view_file",
-        over: None,
-        bound: ArgBound {
-            equal: &[],
-            required: &[],
-            optional: &["AbsolutePath", "StartLine", "EndLine"],
-            equal_if_present: &[("ContentOffset", "view_file.content_offset")],
-            members_of: None,
-            repeat_tool_call: false,
-        },
-    },
-    Args {
-        rule: RuleId::ResultlessBuiltinViewFile,
-        tool: "view_file",
-        over: None,
-        bound: ArgBound {
-            equal: &[],
-            required: &["AbsolutePath"],
-            optional: &["StartLine", "EndLine"],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: true,
-        },
-    },
+    Args::of(
+        RuleId::ViewFileContentOffset,
+        "view_file",
+        ArgBound::NONE
+            .optional(&["AbsolutePath", "StartLine", "EndLine"])
+            .equal_if_present(&[("ContentOffset", "view_file.content_offset")]),
+    ),
+    Args::of(
+        RuleId::ResultlessBuiltinViewFile,
+        "view_file",
+        ArgBound::NONE
+            .required(&["AbsolutePath"])
+            .optional(&["StartLine", "EndLine"])
+            .repeating(),
+    ),
 ];
 
 /// The family: the ContentOffset argument of an embedded view-file, and the

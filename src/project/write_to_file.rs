@@ -69,19 +69,13 @@ pub(crate) fn check_append(w: &Wrapper, n: &DynamicMessage) -> R<()> {
 }
 
 /// The family's argument bounds (Append, when present, is the native create_file.append).
-const ARGS: &[Args] = &[Args {
-    rule: RuleId::WriteToFileAppend,
-    tool: "write_to_file",
-    over: None,
-    bound: ArgBound {
-        equal: &[],
-        required: &[],
-        optional: &["TargetFile", "CodeContent"],
-        equal_if_present: &[("Append", "code_action.action_spec.create_file.append")],
-        members_of: None,
-        repeat_tool_call: false,
-    },
-}];
+const ARGS: &[Args] = &[Args::of(
+    RuleId::WriteToFileAppend,
+    "write_to_file",
+    ArgBound::NONE
+        .optional(&["TargetFile", "CodeContent"])
+        .equal_if_present(&[("Append", "code_action.action_spec.create_file.append")]),
+)];
 
 /// The family: the Append argument of an embedded write_to_file.
 pub(crate) const FAMILY: Family = Family {

@@ -191,32 +191,20 @@ fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
 
 /// The family's argument bounds (TargetFile is the payload's path; the create and edit shapes).
 const ARGS: &[Args] = &[
-    Args {
-        rule: RuleId::ModernFileEdit,
-        tool: "write_to_file",
-        over: None,
-        bound: ArgBound {
-            equal: &[("TargetFile", "path")],
-            required: &["CodeContent"],
-            optional: &[],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: false,
-        },
-    },
-    Args {
-        rule: RuleId::ModernFileEdit,
-        tool: "replace_file_content",
-        over: None,
-        bound: ArgBound {
-            equal: &[("TargetFile", "path")],
-            required: &["Instruction", "ReplacementContent"],
-            optional: &[],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: false,
-        },
-    },
+    Args::of(
+        RuleId::ModernFileEdit,
+        "write_to_file",
+        ArgBound::NONE
+            .equal(&[("TargetFile", "path")])
+            .required(&["CodeContent"]),
+    ),
+    Args::of(
+        RuleId::ModernFileEdit,
+        "replace_file_content",
+        ArgBound::NONE
+            .equal(&[("TargetFile", "path")])
+            .required(&["Instruction", "ReplacementContent"]),
+    ),
 ];
 
 /// The family: tools143 FileEdit creates and edits (ide225's artifact

@@ -146,32 +146,18 @@ fn project_missing_file(w: &Wrapper, payload: &DynamicMessage) -> R<Presented> {
 
 /// The family's argument bounds (a Finish call's arguments are exactly result_json's members; the missing-file read's AbsolutePath is the path; both repeat the tool call).
 const ARGS: &[Args] = &[
-    Args {
-        rule: RuleId::ModernFinish,
-        tool: "finish",
-        over: None,
-        bound: ArgBound {
-            equal: &[],
-            required: &[],
-            optional: &[],
-            equal_if_present: &[],
-            members_of: Some("result_json"),
-            repeat_tool_call: true,
-        },
-    },
-    Args {
-        rule: RuleId::ModernMissingFileRead,
-        tool: "read_file",
-        over: None,
-        bound: ArgBound {
-            equal: &[("AbsolutePath", "path")],
-            required: &[],
-            optional: &[],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: true,
-        },
-    },
+    Args::of(
+        RuleId::ModernFinish,
+        "finish",
+        ArgBound::NONE.members_of("result_json").repeating(),
+    ),
+    Args::of(
+        RuleId::ModernMissingFileRead,
+        "read_file",
+        ArgBound::NONE
+            .equal(&[("AbsolutePath", "path")])
+            .repeating(),
+    ),
 ];
 
 /// The family: finish147's Finish calls and missing-file reads (a ReadFile

@@ -277,45 +277,23 @@ fn project_manage_subagents(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Pres
 
 /// The family's argument bounds (each payload's own arguments).
 const ARGS: &[Args] = &[
-    Args {
-        rule: RuleId::ModernManageTask,
-        tool: "manage_task",
-        over: None,
-        bound: ArgBound {
-            equal: &[],
-            required: &["Action"],
-            optional: &["TaskId"],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: false,
-        },
-    },
-    Args {
-        rule: RuleId::ModernSchedule,
-        tool: "schedule",
-        over: None,
-        bound: ArgBound {
-            equal: &[],
-            required: &["DurationSeconds"],
-            optional: &[],
-            equal_if_present: &[("Prompt", "prompt")],
-            members_of: None,
-            repeat_tool_call: false,
-        },
-    },
-    Args {
-        rule: RuleId::ModernManageSubagentsList,
-        tool: "manage_subagents",
-        over: None,
-        bound: ArgBound {
-            equal: &[],
-            required: &["Action"],
-            optional: &[],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: false,
-        },
-    },
+    Args::of(
+        RuleId::ModernManageTask,
+        "manage_task",
+        ArgBound::NONE.required(&["Action"]).optional(&["TaskId"]),
+    ),
+    Args::of(
+        RuleId::ModernSchedule,
+        "schedule",
+        ArgBound::NONE
+            .required(&["DurationSeconds"])
+            .equal_if_present(&[("Prompt", "prompt")]),
+    ),
+    Args::of(
+        RuleId::ModernManageSubagentsList,
+        "manage_subagents",
+        ArgBound::NONE.required(&["Action"]),
+    ),
 ];
 
 /// The family: ManageTask, Schedule and ManageSubagents payloads that stay

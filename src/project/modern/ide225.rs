@@ -197,32 +197,24 @@ fn artifact(
 
 /// The family's argument bounds (ByteOffset 0 and the artifact create, repeating the tool call).
 const ARGS: &[Args] = &[
-    Args {
-        rule: RuleId::ModernIde225ByteOffset,
-        tool: "read_file",
-        over: None,
-        bound: ArgBound {
-            equal: &[("AbsolutePath", "path")],
-            required: &["ByteOffset"],
-            optional: &["StartLine", "EndLine"],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: true,
-        },
-    },
-    Args {
-        rule: RuleId::ModernIde225Artifact,
-        tool: "write_to_file",
-        over: None,
-        bound: ArgBound {
-            equal: &[("TargetFile", "path")],
-            required: &["CodeContent"],
-            optional: &["ArtifactMetadata"],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: true,
-        },
-    },
+    Args::of(
+        RuleId::ModernIde225ByteOffset,
+        "read_file",
+        ArgBound::NONE
+            .equal(&[("AbsolutePath", "path")])
+            .required(&["ByteOffset"])
+            .optional(&["StartLine", "EndLine"])
+            .repeating(),
+    ),
+    Args::of(
+        RuleId::ModernIde225Artifact,
+        "write_to_file",
+        ArgBound::NONE
+            .equal(&[("TargetFile", "path")])
+            .required(&["CodeContent"])
+            .optional(&["ArtifactMetadata"])
+            .repeating(),
+    ),
 ];
 
 /// The family: ide225's read records, ByteOffset=0 reads and artifact

@@ -135,19 +135,11 @@ fn project(w: &Wrapper, payload: &DynamicMessage) -> R<Presented> {
 }
 
 /// The family's argument bounds (AbsolutePath alone, the payload's path).
-const ARGS: &[Args] = &[Args {
-    rule: RuleId::ModernImageRead,
-    tool: "read_file",
-    over: None,
-    bound: ArgBound {
-        equal: &[("AbsolutePath", "path")],
-        required: &[],
-        optional: &[],
-        equal_if_present: &[],
-        members_of: None,
-        repeat_tool_call: false,
-    },
-}];
+const ARGS: &[Args] = &[Args::of(
+    RuleId::ModernImageRead,
+    "read_file",
+    ArgBound::NONE.equal(&[("AbsolutePath", "path")]),
+)];
 
 /// The family: replay147's image reads (a ReadFile payload with media,
 /// through read_file's hook).

@@ -114,32 +114,19 @@ fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
 
 /// The family's argument bounds (Prompt; tools144's optional Workspace=inherit, with which the arguments repeat the tool call).
 const ARGS: &[Args] = &[
-    Args {
-        rule: RuleId::ModernInvokeSubagent,
-        tool: "invoke_subagent",
-        over: None,
-        bound: ArgBound {
-            equal: &[],
-            required: &["Prompt"],
-            optional: &[],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: false,
-        },
-    },
-    Args {
-        rule: RuleId::ModernSubagentInheritWorkspace,
-        tool: "invoke_subagent",
-        over: None,
-        bound: ArgBound {
-            equal: &[],
-            required: &["Prompt"],
-            optional: &["Workspace"],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: true,
-        },
-    },
+    Args::of(
+        RuleId::ModernInvokeSubagent,
+        "invoke_subagent",
+        ArgBound::NONE.required(&["Prompt"]),
+    ),
+    Args::of(
+        RuleId::ModernSubagentInheritWorkspace,
+        "invoke_subagent",
+        ArgBound::NONE
+            .required(&["Prompt"])
+            .optional(&["Workspace"])
+            .repeating(),
+    ),
 ];
 
 /// The family: tools143 InvokeSubagent (tools144 Workspace=inherit).

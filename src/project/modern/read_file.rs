@@ -187,19 +187,13 @@ fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
 }
 
 /// The family's argument bounds (AbsolutePath is the payload's path; the range both or neither).
-const ARGS: &[Args] = &[Args {
-    rule: RuleId::ModernReadFile,
-    tool: "read_file",
-    over: None,
-    bound: ArgBound {
-        equal: &[("AbsolutePath", "path")],
-        required: &[],
-        optional: &["StartLine", "EndLine"],
-        equal_if_present: &[],
-        members_of: None,
-        repeat_tool_call: false,
-    },
-}];
+const ARGS: &[Args] = &[Args::of(
+    RuleId::ModernReadFile,
+    "read_file",
+    ArgBound::NONE
+        .equal(&[("AbsolutePath", "path")])
+        .optional(&["StartLine", "EndLine"]),
+)];
 
 /// The family: tools143 ReadFile (with skill146's path rule); the reads
 /// other families shape (ide225, finish147, replay147) through hooks.

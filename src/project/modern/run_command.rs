@@ -208,32 +208,18 @@ pub(crate) fn project_canceled_background(w: &Wrapper) -> R<Presented> {
 
 /// The family's argument bounds (CommandLine and Cwd are the payload's; the background command's three arguments).
 const ARGS: &[Args] = &[
-    Args {
-        rule: RuleId::ModernRunCommand,
-        tool: "run_command",
-        over: None,
-        bound: ArgBound {
-            equal: &[("CommandLine", "command_line"), ("Cwd", "cwd")],
-            required: &[],
-            optional: &["WaitMsBeforeAsync"],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: false,
-        },
-    },
-    Args {
-        rule: RuleId::ModernCanceledBackgroundCommand,
-        tool: "run_command",
-        over: None,
-        bound: ArgBound {
-            equal: &[],
-            required: &["CommandLine", "Cwd", "WaitMsBeforeAsync"],
-            optional: &[],
-            equal_if_present: &[],
-            members_of: None,
-            repeat_tool_call: false,
-        },
-    },
+    Args::of(
+        RuleId::ModernRunCommand,
+        "run_command",
+        ArgBound::NONE
+            .equal(&[("CommandLine", "command_line"), ("Cwd", "cwd")])
+            .optional(&["WaitMsBeforeAsync"]),
+    ),
+    Args::of(
+        RuleId::ModernCanceledBackgroundCommand,
+        "run_command",
+        ArgBound::NONE.required(&["CommandLine", "Cwd", "WaitMsBeforeAsync"]),
+    ),
 ];
 
 /// The family: tools143 RunCommand payloads and tools144's payload-less
