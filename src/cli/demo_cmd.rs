@@ -329,6 +329,7 @@ fn demo(a: &DemoArgs, ws: &Workspace, stop: &std::sync::Arc<AtomicBool>) -> anyh
         shard: None,
         bracket_retries: 0,
         allow_empty: false,
+        installed_agy_version: None,
         progress,
     };
     let result = sweep(&schema, &key, &opts, stop.clone());
