@@ -76,7 +76,7 @@ fn read(given: &Path) -> anyhow::Result<(PathBuf, Manifest)> {
 }
 
 /// The shapes section: the listings beside both manifests compared, or why not.
-fn shapes_section(
+pub(crate) fn shapes_section(
     old_file: &Path,
     old: &Manifest,
     new_file: &Path,
