@@ -180,6 +180,24 @@ fn volatile_keys_collapse_same_input_same_digest_and_an_added_field_is_found() {
     assert!(output_text(&o).contains("line 2"), "{}", output_text(&o));
 }
 
+/// A PATH whose first folder holds an `agy` that prints a version.
+fn fake_agy(dir: &Path) -> std::ffi::OsString {
+    let bin_dir = dir.join("fake-bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    let agy = bin_dir.join("agy");
+    std::fs::write(&agy, "#!/bin/sh\necho 'agy 9.9.9 (test)'\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&agy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut paths = vec![bin_dir];
+    paths.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    std::env::join_paths(paths).unwrap()
+}
+
 #[test]
 fn a_sweep_records_both_listings_and_format_audit_reads_them() {
     let dir = tempfile::tempdir().unwrap();
@@ -192,9 +210,19 @@ fn a_sweep_records_both_listings_and_format_audit_reads_them() {
     let mut listings = Vec::new();
     for tag in ["one", "two"] {
         let out = dir.path().join(tag);
-        let o = sweep_command(&root, &out, &daemon.url).output().unwrap();
+        let mut c = sweep_command(&root, &out, &daemon.url);
+        if tag == "one" {
+            // An `agy` on PATH: its --version is recorded, with the note.
+            c.env("PATH", fake_agy(dir.path()));
+        }
+        let o = c.output().unwrap();
         assert!(o.status.code().is_some(), "{}", output_text(&o));
         let m = read_manifest(&out);
+        if tag == "one" {
+            assert_eq!(m["installedAgyVersion"], "agy 9.9.9 (test)");
+            let note = m["installedAgyVersionNote"].as_str().unwrap();
+            assert!(note.contains("not proof"), "{note}");
+        }
         let mut files = Vec::new();
         for (key, file) in [
             ("ordinary", "shapes-ordinary.tsv"),
@@ -251,6 +279,13 @@ fn a_sweep_records_both_listings_and_format_audit_reads_them() {
     ] {
         assert!(!r[key].is_null(), "{key}");
     }
+    assert_eq!(r["installedAgyVersion"], "agy 9.9.9 (test)");
+    // A format-audit record serves as --against and as a shapes diff input.
+    let d = diff_json(
+        &record.with_extension("json"),
+        &out.join("shapes-ordinary.tsv"),
+    );
+    assert_eq!(d, json!({"added": [], "removed": []}));
     let md = std::fs::read_to_string(&record).unwrap();
     assert!(md.contains("done / canceled / error steps"), "{md}");
 }

@@ -80,7 +80,7 @@ pub enum Command {
     Manifest(manifest_cmd::ManifestCommand),
     /// Response shape listings: fingerprint one (digest), or list the
     /// entries added and removed between two (diff).
-    #[command(subcommand)]
+    #[command(subcommand, after_help = shapes_cmd::SHAPES_HELP)]
     Shapes(shapes_cmd::ShapesCommand),
     /// Write a release's format-audit record (Markdown and JSON) of a sweep:
     /// counts, SQLite facts, steps, shape fingerprints, versions.

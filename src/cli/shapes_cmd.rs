@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use std::io::Write as _;
 use std::path::PathBuf;
 
-const SHAPES_HELP: &str = "\
+pub const SHAPES_HELP: &str = "\
 A listing is one line per JSON path of the answers, `path<TAB>types`, sorted
 bytewise (agy-reader's shape fingerprint, public-format-facts 5.2): `[]` for
 array elements, `*` for data-dependent map keys, a few opaque paths not
@@ -14,7 +14,6 @@ descended, agyReader excluded. audit-sweep writes shapes-ordinary.tsv and
 shapes-full.tsv beside its manifest, with their fingerprints under `shapes`.";
 
 #[derive(Debug, Subcommand)]
-#[command(after_help = SHAPES_HELP)]
 pub enum ShapesCommand {
     /// Print a listing's fingerprint (`sha256:` + hex of its lines joined
     /// with newlines, without a final newline) and its entry count.

@@ -37,6 +37,11 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub root: RootArg,
     /// Output directory; must not exist (unless --resume). Created mode 0700.
+    /// Receives manifest.json, sessions.csv, corpus/ (the answers), and at
+    /// the end shapes-ordinary.tsv and shapes-full.tsv (the response shape
+    /// listings, fingerprints under `shapes` in the manifest; see `agy-audit
+    /// shapes`). When an `agy` is on PATH, its `--version` is recorded as
+    /// installedAgyVersion (not proof of which daemon answered).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     /// Most conversations fetched at once (1 to 256). Each sends
