@@ -296,6 +296,7 @@ pub fn sweep_vs_sim(
         bracket_retries: 2,
         progress: ProgressMode::Quiet,
         allow_empty: false,
+        installed_agy_version: None,
     };
     let result = sweep(
         schema,

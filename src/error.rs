@@ -36,6 +36,8 @@ pub enum Error {
     /// The daemon cannot be used at all (checked once, before any work).
     #[error(transparent)]
     Daemon(#[from] crate::rpc::error::RpcError),
+    #[error(transparent)]
+    Shapes(#[from] crate::shapes::ShapeError),
 }
 
 impl Error {

@@ -20,6 +20,7 @@ pub mod report;
 pub mod rpc;
 pub mod rules;
 pub mod schema;
+pub mod shapes;
 pub mod source;
 pub mod util;
 pub mod verdict;

@@ -127,6 +127,19 @@ fn stable_shards_and_a_merge_equal_to_the_unsharded_sweep() {
         assert_eq!(merged[key], whole[key], "{key}");
     }
     assert_eq!(merged["merged"]["shardCount"], 4);
+    // The shards' shape listings merge into the unsharded sweep's.
+    for key in ["ordinary", "full"] {
+        for field in ["fingerprint", "entries", "documents"] {
+            assert_eq!(merged["shapes"][key][field], whole["shapes"][key][field]);
+        }
+    }
+    for f in ["shapes-ordinary.tsv", "shapes-full.tsv"] {
+        assert_eq!(
+            std::fs::read(dir.path().join(format!("merged.{f}"))).unwrap(),
+            std::fs::read(whole_out.join(f)).unwrap(),
+            "{f}"
+        );
+    }
 
     // audit-qualify, report and audit-diff accept the merged manifest.
     let o = bin()

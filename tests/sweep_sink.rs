@@ -71,6 +71,7 @@ fn a_sink_sees_every_session_once_in_contract_order() {
         bracket_retries: 0,
         progress: ProgressMode::Quiet,
         allow_empty: false,
+        installed_agy_version: None,
     };
     let sink = Recorder::default();
     let schema = Schema::modeled().unwrap();

@@ -1,7 +1,7 @@
 //! `agy-audit audit-diff OLD NEW`: what changed between two sweeps.
 
 use crate::manifest::{Manifest, MANIFEST_FILE};
-use crate::report::diff::{diff, render_markdown, Inputs};
+use crate::report::diff::{diff, render_markdown, Inputs, ShapesSection};
 use crate::util::atomic::{write_file, WriteOptions};
 use crate::verdict::exit;
 use anyhow::Context;
@@ -21,9 +21,14 @@ OLD and anything else in NEW: unknown, incomplete, not fetched, an error,
 or gone.
 
 --json prints {\"sessions\": [{\"fileId\", \"change\", \"also\", \"old\", \"new\"}],
-\"counts\": {change: n}, \"regressed\": n} (and \"incompleteInputs\" when
---allow-incomplete let one in); otherwise a Markdown report with an inline
-SVG chart of the verdict transitions.
+\"counts\": {change: n}, \"regressed\": n, \"shapes\": {...}} (and
+\"incompleteInputs\" when --allow-incomplete let one in); otherwise a Markdown
+report with an inline SVG chart of the verdict transitions.
+Response shapes: when both sweeps recorded shape listings (shapes-ordinary.tsv
+and shapes-full.tsv beside the manifest, fingerprints checked), the entries the
+new answers added and removed, per listing (`shapes` in --json; a section of
+the report); otherwise the section says which manifest has none. Shape changes
+alone never change the exit code.
 
 Exit codes:
   0    no session regressed
@@ -70,6 +75,39 @@ fn read(given: &Path) -> anyhow::Result<(PathBuf, Manifest)> {
     Ok((file, m))
 }
 
+/// The shapes section: the listings beside both manifests compared, or why not.
+pub(crate) fn shapes_section(
+    old_file: &Path,
+    old: &Manifest,
+    new_file: &Path,
+    new: &Manifest,
+) -> anyhow::Result<ShapesSection> {
+    let o = crate::shapes::of_manifest(old_file, old.shapes.as_ref())?;
+    let n = crate::shapes::of_manifest(new_file, new.shapes.as_ref())?;
+    Ok(match (o, n, &old.shapes, &new.shapes) {
+        (Some((oo, of)), Some((no, nf)), Some(os), Some(ns)) => ShapesSection::Compared {
+            ordinary: oo.diff(&no),
+            full: of.diff(&nf),
+            fingerprints: [
+                (
+                    os.ordinary.fingerprint.clone(),
+                    ns.ordinary.fingerprint.clone(),
+                ),
+                (os.full.fingerprint.clone(), ns.full.fingerprint.clone()),
+            ],
+        },
+        _ => ShapesSection::NotRecorded(format!(
+            "{} records no shape listings (a sweep by an older agy-audit)",
+            if old.shapes.is_none() {
+                old_file
+            } else {
+                new_file
+            }
+            .display()
+        )),
+    })
+}
+
 pub fn run(a: AuditDiffArgs) -> anyhow::Result<i32> {
     let (old_file, old) = read(&a.old)?;
     let (new_file, new) = read(&a.new)?;
@@ -89,7 +127,8 @@ pub fn run(a: AuditDiffArgs) -> anyhow::Result<i32> {
         );
         return Ok(exit::ERROR);
     }
-    let d = diff(&old, &new);
+    let mut d = diff(&old, &new);
+    d.shapes = Some(shapes_section(&old_file, &old, &new_file, &new)?);
     let bytes = if a.json {
         let mut v = serde_json::to_vec_pretty(&d.to_json(&incomplete))?;
         v.push(b'\n');

@@ -1,7 +1,7 @@
 //! `agy-audit corpus generate`: the synthetic agy store generator.
 
 use super::common::{fraction, real, seed, whole};
-use agy_corpus::corpus::{generate, GenerateOptions, PlanOptions};
+use agy_corpus::corpus::{generate_release, GenerateOptions, PlanOptions, Release};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
@@ -45,6 +45,14 @@ pub struct GenerateArgs {
     /// is refused untouched (a real agy store is never deleted).
     #[arg(long)]
     pub force: bool,
+    /// Write the store's next release instead (release day): from the plan
+    /// of the same options, 3 conversations gain a step shape the reader
+    /// refuses (an unknown field on a step), 3 continue (their sources
+    /// change), one disappears and one appears, and the daemon views carry
+    /// one new presentation-only member (`displayDensity`) in every
+    /// ordinary-response step. Sweep both and compare with audit-diff.
+    #[arg(long)]
+    pub next_release: bool,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
@@ -79,7 +87,12 @@ pub fn run(cmd: CorpusCommand) -> anyhow::Result<i32> {
             };
             // Every error of the generator names its file (the --out folder
             // or one below it): no context repeating the path.
-            let s = generate(&opts)?;
+            let which = if a.next_release {
+                Release::Next
+            } else {
+                Release::Current
+            };
+            let s = generate_release(&opts, which)?;
             if a.json {
                 outln!("{}", serde_json::to_string_pretty(&s)?);
                 return Ok(0);

@@ -8,6 +8,9 @@
 //! fails or is interrupted keeps it, as evidence, and says where. Ctrl-C and
 //! SIGTERM are handled from the start: during generation the demo stops at
 //! once and says what it generated, during the sweep the sweep drains.
+//! Then release day: the store's next release is generated, swept, checked
+//! against its own truth and compared with the first sweep (audit-diff's
+//! report, shapes section included, as `release-diff.md`).
 
 use super::common::{fraction, seed, whole, MAX_LATENCY_MS};
 use super::sweep_cmd::MAX_CONCURRENCY;
@@ -20,7 +23,7 @@ use crate::source::legacy::LegacyKey;
 use crate::util::atomic::{write_file, WriteOptions};
 use crate::util::count;
 use crate::verdict::{exit, Outcome, ReasonClass, VerdictKind};
-use agy_corpus::corpus::{generate, GenerateOptions, PlanOptions, Summary};
+use agy_corpus::corpus::{generate_release, GenerateOptions, PlanOptions, Release, Summary};
 use agy_corpus::sim::{DaemonSim, FaultSpec, JsonStyle, SimOptions};
 use anyhow::{bail, Context};
 use clap::Args;
@@ -44,6 +47,14 @@ Exit codes:
        aborts at once
   143  terminated by SIGTERM: handled exactly like Ctrl-C
 
+Release day (unless --no-release-day): after a passing sweep the demo
+generates the store's next release (corpus generate --next-release), serves
+and sweeps it into sweep-next/, checks its verdicts against its own ground
+truth (a disagreement exits 4), and prints and writes release-diff.md, the
+audit-diff report of the two sweeps with the response shape entries the
+next release added. Its regressions (conversations that gained a refused
+step shape, one that disappeared) are the finding, not a failure.
+
 Without --out, everything goes to a fresh folder under the system temp dir
 ($TMPDIR), removed after a passing run (exit 0) unless --keep; a run that
 fails or is interrupted keeps it and says where. An --out folder is always
@@ -60,8 +71,8 @@ pub struct DemoArgs {
     /// after a passing run unless --keep.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Keep the temporary folder (the store, sweep and report, about 0.9 GB
-    /// for the default corpus) after a passing run, and say where. Without
+    /// Keep the temporary folder (the stores, sweeps and reports, about 1.9
+    /// GB for the default corpus with release day) after a passing run, and say where. Without
     /// --out it is otherwise removed; a failing or interrupted run always
     /// keeps it.
     #[arg(long)]
@@ -90,6 +101,11 @@ pub struct DemoArgs {
     /// enum-numbers, int64-numbers, spaced or mixed. Verdicts must not change.
     #[arg(long, value_name = "STYLE", default_value_t = JsonStyle::Canonical)]
     pub json_style: JsonStyle,
+    /// Skip release day (by default, after a passing sweep, the demo
+    /// generates the store's next release, sweeps it, checks it against its
+    /// ground truth and writes the audit-diff report, release-diff.md).
+    #[arg(long)]
+    pub no_release_day: bool,
     /// Only the summary.
     #[arg(long)]
     pub quiet: bool,
@@ -212,10 +228,14 @@ fn signal_name(code: i32) -> &'static str {
 
 /// Generates the corpus on a worker thread while watching `stop`: `None`
 /// when a signal came first (the worker is left to the process's exit).
-fn generate_watched(opts: GenerateOptions, stop: &AtomicBool) -> anyhow::Result<Option<Summary>> {
+fn generate_watched(
+    opts: GenerateOptions,
+    which: Release,
+    stop: &AtomicBool,
+) -> anyhow::Result<Option<Summary>> {
     let worker = std::thread::Builder::new()
         .name("demo-generate".into())
-        .spawn(move || generate(&opts))
+        .spawn(move || generate_release(&opts, which))
         .context("starting the corpus generation")?;
     loop {
         if stop.load(Ordering::SeqCst) {
@@ -258,9 +278,10 @@ fn demo(a: &DemoArgs, ws: &Workspace, stop: &std::sync::Arc<AtomicBool>) -> anyh
     let generated = generate_watched(
         GenerateOptions {
             out: store.clone(),
-            plan,
+            plan: plan.clone(),
             force: false,
         },
+        Release::Current,
         stop,
     )?;
     let Some(generated) = generated else {
@@ -306,28 +327,8 @@ fn demo(a: &DemoArgs, ws: &Workspace, stop: &std::sync::Arc<AtomicBool>) -> anyh
     crate::note!("demo: simulated daemon on {}", sim.url());
     let schema = Schema::modeled()?;
     let key = LegacyKey::default();
-    let progress = super::sweep_cmd::progress_mode(a.quiet);
     let sweep_dir = out.join("sweep");
-    let opts = SweepOptions {
-        root: store.clone(),
-        out: sweep_dir.clone(),
-        endpoint: sim.url(),
-        client: ClientOptions {
-            timeout: Duration::from_secs(10),
-            cancel: Some(stop.clone()),
-            ..ClientOptions::default()
-        },
-        concurrency: a.concurrency,
-        jobs: std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(2)
-            .min(super::sweep_cmd::MAX_JOBS),
-        resume: false,
-        shard: None,
-        bracket_retries: 0,
-        allow_empty: false,
-        progress,
-    };
+    let opts = demo_sweep_options(a, &store, &sweep_dir, sim.url(), stop);
     let result = sweep(&schema, &key, &opts, stop.clone());
     sim.stop();
     let summary = result?;
@@ -343,7 +344,7 @@ fn demo(a: &DemoArgs, ws: &Workspace, stop: &std::sync::Arc<AtomicBool>) -> anyh
     )?;
     let (agree, false_verified, off) = agreement(&m, &store)?;
     let c = &m.counts;
-    let code = if summary.interrupted {
+    let mut code = if summary.interrupted {
         super::sweep_cmd::interrupted_exit()
     } else if !m.complete {
         exit::ERROR
@@ -352,6 +353,13 @@ fn demo(a: &DemoArgs, ws: &Workspace, stop: &std::sync::Arc<AtomicBool>) -> anyh
     } else {
         exit::INCOMPLETE
     };
+    // Release day: the store's next release, swept and compared with this one.
+    let mut day = None;
+    if code == exit::OK && !a.no_release_day {
+        let d = release_day(a, out, stop, &plan, &sweep_dir, &m)?;
+        code = d.code;
+        day = Some(d);
+    }
     // A passing run's temporary folder goes before anything is printed, so
     // a closed standard output cannot leave it behind.
     let size = human_bytes(folder_bytes(out));
@@ -372,6 +380,9 @@ fn demo(a: &DemoArgs, ws: &Workspace, stop: &std::sync::Arc<AtomicBool>) -> anyh
     outln!("demo: verdicts agreeing with the ground truth: {agree}/{} (false verified: {false_verified})", m.sessions.len());
     for o in off.iter().take(10) {
         outln!("demo:   disagreement {o}");
+    }
+    for l in day.iter().flat_map(|d| &d.lines) {
+        outln!("{l}");
     }
     let manifest = sweep_dir.join(crate::manifest::MANIFEST_FILE);
     let resume = format!(
@@ -468,7 +479,216 @@ fn demo(a: &DemoArgs, ws: &Workspace, stop: &std::sync::Arc<AtomicBool>) -> anyh
         chart.display()
     );
     outln!("demo:   manifest {}", manifest.display());
+    if day.is_some() {
+        outln!(
+            "demo:   release  {} (next release), {} (its sweep), {} (audit-diff)",
+            out.join(NEXT_STORE).display(),
+            out.join(NEXT_SWEEP).display(),
+            out.join(RELEASE_DIFF).display()
+        );
+    }
     Ok(code)
+}
+
+/// Where release day writes, under the demo's folder.
+const NEXT_STORE: &str = "store-next";
+const NEXT_SWEEP: &str = "sweep-next";
+const RELEASE_DIFF: &str = "release-diff.md";
+
+/// What release day found: the lines to print and the run's exit code.
+struct ReleaseDay {
+    lines: Vec<String>,
+    code: i32,
+}
+
+/// The sweep options the demo uses for `store` into `out`.
+fn demo_sweep_options(
+    a: &DemoArgs,
+    store: &Path,
+    out: &Path,
+    endpoint: String,
+    stop: &std::sync::Arc<AtomicBool>,
+) -> SweepOptions {
+    SweepOptions {
+        root: store.to_path_buf(),
+        out: out.to_path_buf(),
+        endpoint,
+        client: ClientOptions {
+            timeout: Duration::from_secs(10),
+            cancel: Some(stop.clone()),
+            ..ClientOptions::default()
+        },
+        concurrency: a.concurrency,
+        jobs: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+            .min(super::sweep_cmd::MAX_JOBS),
+        resume: false,
+        shard: None,
+        bracket_retries: 0,
+        allow_empty: false,
+        installed_agy_version: None,
+        progress: super::sweep_cmd::progress_mode(a.quiet),
+    }
+}
+
+/// Generates the store's next release (`corpus generate --next-release`),
+/// serves and sweeps it, checks its verdicts against its ground truth, and
+/// writes the audit-diff report of the two sweeps (shapes section included).
+/// Regressions are what release day is for: they are reported, not a
+/// failure; a verdict disagreeing with the next release's truth is.
+fn release_day(
+    a: &DemoArgs,
+    out: &Path,
+    stop: &std::sync::Arc<AtomicBool>,
+    plan: &PlanOptions,
+    old_sweep: &Path,
+    old: &Manifest,
+) -> anyhow::Result<ReleaseDay> {
+    let store = out.join(NEXT_STORE);
+    let sweep_dir = out.join(NEXT_SWEEP);
+    let interrupted = |what: &str| {
+        let code = super::sweep_cmd::interrupted_exit();
+        ReleaseDay {
+            lines: vec![format!(
+                "demo: interrupted ({}) during release day ({what}); everything is kept in {}",
+                signal_name(code),
+                out.display()
+            )],
+            code,
+        }
+    };
+    let generated = generate_watched(
+        GenerateOptions {
+            out: store.clone(),
+            plan: plan.clone(),
+            force: false,
+        },
+        Release::Next,
+        stop,
+    )?;
+    if generated.is_none() {
+        return Ok(interrupted("generating the next release"));
+    }
+    let sim = DaemonSim::start(SimOptions {
+        store: store.clone(),
+        port: 0,
+        csrf_token: None,
+        faults: Vec::new(),
+        seed: a.seed,
+        max_connections: 512,
+        write_cli_log: true,
+        load_fault_file: true,
+        hang_limit: Duration::from_secs(60),
+        json_style: a.json_style,
+    })?;
+    let schema = Schema::modeled()?;
+    let key = LegacyKey::default();
+    let opts = demo_sweep_options(a, &store, &sweep_dir, sim.url(), stop);
+    let result = sweep(&schema, &key, &opts, stop.clone());
+    sim.stop();
+    let summary = result?;
+    if summary.interrupted {
+        return Ok(interrupted("sweeping the next release"));
+    }
+    let new = summary.manifest;
+    let (agree, false_verified, off) = agreement(&new, &store)?;
+    let mut d = crate::report::diff::diff(old, &new);
+    let old_file = old_sweep.join(crate::manifest::MANIFEST_FILE);
+    let new_file = sweep_dir.join(crate::manifest::MANIFEST_FILE);
+    d.shapes = Some(super::audit_diff_cmd::shapes_section(
+        &old_file, old, &new_file, &new,
+    )?);
+    let (old_name, new_name) = (
+        old_file.display().to_string(),
+        new_file.display().to_string(),
+    );
+    let report = crate::report::diff::render_markdown(
+        &d,
+        &crate::report::diff::Inputs {
+            old_name: &old_name,
+            new_name: &new_name,
+            old,
+            new: &new,
+            incomplete: &[],
+        },
+    );
+    write_file(
+        &out.join(RELEASE_DIFF),
+        report.as_bytes(),
+        &WriteOptions::default(),
+    )?;
+    let c = &new.counts;
+    let mut lines = vec![
+        format!(
+            "demo: release day: the next release of the store: {}: verified={} verifiedSourceOnly={} unknown={} incomplete={} notFetched={} error={}",
+            count(c.selected, "session"),
+            c.verified, c.verified_source_only, c.unknown, c.incomplete, c.not_fetched, c.error
+        ),
+        format!(
+            "demo: release day: verdicts agreeing with the next release's ground truth: {agree}/{} (false verified: {false_verified})",
+            new.sessions.len()
+        ),
+    ];
+    for o in off.iter().take(10) {
+        lines.push(format!("demo:   disagreement {o}"));
+    }
+    let counts: Vec<String> = d
+        .counts
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(ch, n)| format!("{}={n}", ch.id()))
+        .collect();
+    lines.push(format!(
+        "demo: release day: audit-diff: {}; regressed={} (verified before, not now)",
+        counts.join(" "),
+        d.regressed
+    ));
+    if let Some(crate::report::diff::ShapesSection::Compared { ordinary, full, .. }) = &d.shapes {
+        for (label, sd) in [("ordinary", ordinary), ("full", full)] {
+            let named: Vec<String> = sd
+                .added
+                .iter()
+                .map(|l| format!("+{}", l.replace('\t', " ")))
+                .chain(
+                    sd.removed
+                        .iter()
+                        .map(|l| format!("-{}", l.replace('\t', " "))),
+                )
+                .take(5)
+                .collect();
+            // "gone", not "removed": the demo's own word for deleting its folder.
+            lines.push(format!(
+                "demo: release day: {label} response shapes: {} new entr{}, {} gone{}{}",
+                sd.added.len(),
+                if sd.added.len() == 1 { "y" } else { "ies" },
+                sd.removed.len(),
+                if named.is_empty() { "" } else { ": " },
+                named.join(", ")
+            ));
+        }
+    }
+    let rpc_only = new
+        .sessions
+        .iter()
+        .filter(|s| !s.rpc_only_fields.is_empty())
+        .count();
+    lines.push(format!(
+        "demo: release day: {} verified with RPC-only presentation members kept in the payload (named in the manifest's rpcOnlyFields)",
+        count(rpc_only as u64, "session")
+    ));
+    lines.push(format!(
+        "demo: release day: wrote {}",
+        out.join(RELEASE_DIFF).display()
+    ));
+    let code = if !new.complete {
+        exit::ERROR
+    } else if off.is_empty() {
+        exit::OK
+    } else {
+        exit::INCOMPLETE
+    };
+    Ok(ReleaseDay { lines, code })
 }
 
 /// Removes the folder this run created under the temp dir: only when it is

@@ -26,11 +26,13 @@ mod demo_cmd;
 mod errors;
 mod export_check_cmd;
 mod export_cmd;
+mod format_audit_cmd;
 mod manifest_cmd;
 mod qualify_cmd;
 mod report_cmd;
 mod rules_cmd;
 mod schema_cmd;
+mod shapes_cmd;
 mod sweep_cmd;
 mod sync_cmd;
 mod verify_capture_cmd;
@@ -80,6 +82,13 @@ pub enum Command {
     /// Manifest maintenance: merge the shard manifests of one sweep.
     #[command(subcommand)]
     Manifest(manifest_cmd::ManifestCommand),
+    /// Response shape listings: fingerprint one (digest), or list the
+    /// entries added and removed between two (diff).
+    #[command(subcommand, after_help = shapes_cmd::SHAPES_HELP)]
+    Shapes(shapes_cmd::ShapesCommand),
+    /// Write a release's format-audit record (Markdown and JSON) of a sweep:
+    /// counts, SQLite facts, steps, shape fingerprints, versions.
+    FormatAudit(format_audit_cmd::FormatAuditArgs),
     /// Write the qualification report (Markdown + SVG) of a manifest.
     Report(report_cmd::ReportArgs),
     /// Verify one conversation and write its sidecar, or recheck it offline.
@@ -114,6 +123,8 @@ impl Command {
             Command::AuditQualify(_) => "audit-qualify",
             Command::AuditDiff(_) => "audit-diff",
             Command::Manifest(_) => "manifest",
+            Command::Shapes(_) => "shapes",
+            Command::FormatAudit(_) => "format-audit",
             Command::Report(_) => "report",
             Command::Sync(_) => "sync",
             Command::VerifyCapture(_) => "verify-capture",
@@ -165,6 +176,8 @@ pub fn main() -> i32 {
         Command::AuditQualify(a) => qualify_cmd::run(a),
         Command::AuditDiff(a) => audit_diff_cmd::run(a),
         Command::Manifest(c) => manifest_cmd::run(c),
+        Command::Shapes(c) => shapes_cmd::run(c),
+        Command::FormatAudit(a) => format_audit_cmd::run(a),
         Command::Report(a) => report_cmd::run(a),
         Command::Sync(a) => sync_cmd::run(a),
         Command::VerifyCapture(a) => verify_capture_cmd::run(a),

@@ -37,6 +37,11 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub root: RootArg,
     /// Output directory; must not exist (unless --resume). Created mode 0700.
+    /// Receives manifest.json, sessions.csv, corpus/ (the answers), and at
+    /// the end shapes-ordinary.tsv and shapes-full.tsv (the response shape
+    /// listings, fingerprints under `shapes` in the manifest; see `agy-audit
+    /// shapes`). When an `agy` is on PATH, its `--version` is recorded as
+    /// installedAgyVersion (not proof of which daemon answered).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     /// Most conversations fetched at once (1 to 256). Each sends
@@ -222,6 +227,41 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
     stop
 }
 
+/// `agy --version`'s first line when an `agy` executable is on PATH, else
+/// nothing; given 5 seconds, then the child is killed and nothing recorded.
+pub fn installed_agy_version() -> Option<String> {
+    let path = std::env::var_os("PATH")?;
+    let agy = std::env::split_paths(&path)
+        .map(|d| d.join("agy"))
+        .find(|p| p.is_file())?;
+    let mut child = std::process::Command::new(&agy)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let mut text = String::new();
+    use std::io::Read as _;
+    child.stdout.take()?.read_to_string(&mut text).ok()?;
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+    Some(line.chars().take(200).collect())
+}
+
 pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
     let shard = resolve_shard(a.shard, a.shard_count, |k| std::env::var(k).ok())?;
     let (schema, key) = a.decode.load()?;
@@ -245,6 +285,7 @@ pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
         bracket_retries: a.daemon.bracket_retries,
         progress: progress_mode(a.quiet),
         allow_empty: a.allow_empty,
+        installed_agy_version: installed_agy_version(),
     };
     let summary = sweep(&schema, &key, &opts, stop)?;
     let m = &summary.manifest;

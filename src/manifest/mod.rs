@@ -386,6 +386,19 @@ pub struct Manifest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<Merged>,
     pub timing: Timing,
+    /// The shape listings of the answers received (`shapes-ordinary.tsv`
+    /// and `shapes-full.tsv` beside the manifest, [`crate::shapes`]), with
+    /// their fingerprints and entry counts; absent in older manifests and
+    /// in a sweep that has not finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shapes: Option<crate::shapes::Shapes>,
+    /// `agy --version` as the sweeping machine's PATH answered it, when agy
+    /// was on PATH. Not proof of which daemon answered (see
+    /// `installedAgyVersionNote`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub installed_agy_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub installed_agy_version_note: Option<String>,
     /// Files under `conversations/` that are not conversations (not a
     /// `.db`/`.pb`, not a regular file, no UUID name), with the reason.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -448,6 +461,9 @@ impl Manifest {
             reader_profiles: Vec::new(),
             merged: None,
             timing: Timing::default(),
+            shapes: None,
+            installed_agy_version: None,
+            installed_agy_version_note: None,
             skipped: Vec::new(),
             sessions: Vec::new(),
         }

@@ -71,7 +71,14 @@ pub struct SweepOptions {
     /// A whole-store sweep that selects no conversation records an empty
     /// manifest instead of failing ([`Error::EmptySelection`]).
     pub allow_empty: bool,
+    /// What `agy --version` answered on this machine, when agy is on PATH
+    /// (recorded as `installedAgyVersion`, with a note that it is not proof
+    /// of which daemon answered); each run records its own observation.
+    pub installed_agy_version: Option<String>,
 }
+
+/// The note recorded beside `installedAgyVersion`.
+pub const INSTALLED_AGY_NOTE: &str = "agy --version on the sweeping machine's PATH; not proof of which daemon answered (the daemon reports no version)";
 
 /// The outcome of a sweep.
 #[derive(Debug, Clone)]
@@ -205,6 +212,11 @@ pub fn sweep_to(
         manifest.reader_profiles = profiles;
     }
     manifest.skipped = skipped;
+    manifest.installed_agy_version = opts.installed_agy_version.clone();
+    manifest.installed_agy_version_note = opts
+        .installed_agy_version
+        .as_ref()
+        .map(|_| INSTALLED_AGY_NOTE.to_string());
     for s in &manifest.skipped {
         sink.skipped(&s.path, &s.reason);
     }
@@ -374,6 +386,9 @@ pub fn sweep_to(
         && recorded >= expected
         && manifest.counts.not_fetched == 0;
     manifest.finished = Some(crate::util::time::now_rfc3339());
+    // Recomputed from the saved answers of every recorded session, so that a
+    // resumed sweep lists all of them and the same answers give the same bytes.
+    manifest.shapes = Some(write_shapes(&opts.out, corpus, &manifest)?);
     write_manifest(&opts.out, &manifest)?;
     write_file(&opts.out.join(CSV_FILE), &manifest.to_csv(), &private(true))?;
     if let Some(e) = write_error {
@@ -386,6 +401,27 @@ pub fn sweep_to(
         interrupted,
         daemon_down,
         pending,
+    })
+}
+
+/// Writes `shapes-ordinary.tsv` and `shapes-full.tsv` beside the manifest
+/// from the answers saved under `corpus/` for the manifest's sessions.
+fn write_shapes(out: &Path, corpus: &Path, m: &Manifest) -> Result<crate::shapes::Shapes> {
+    use crate::shapes::{from_corpus, ListingRecord, Shapes, FULL_FILE, ORDINARY_FILE};
+    let (ordinary, n_ord, full, n_full) =
+        from_corpus(corpus, m.sessions.iter().map(|s| s.file_id.as_str()))?;
+    let record = |name: &str, l: &crate::shapes::Listing, documents| -> Result<ListingRecord> {
+        write_file(&out.join(name), l.text().as_bytes(), &private(true))?;
+        Ok(ListingRecord {
+            file: name.to_string(),
+            fingerprint: l.fingerprint(),
+            entries: l.len(),
+            documents,
+        })
+    };
+    Ok(Shapes {
+        ordinary: record(ORDINARY_FILE, &ordinary, n_ord)?,
+        full: record(FULL_FILE, &full, n_full)?,
     })
 }
 

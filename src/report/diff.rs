@@ -304,6 +304,39 @@ pub struct AuditDiff {
     pub classes: Vec<Row>,
     /// Projection rules whose session counts changed.
     pub rules: Vec<RuleRow>,
+    /// The response shapes section ([`ShapesSection`]); `None` until the
+    /// caller, who can read the listings beside the manifests, sets it.
+    pub shapes: Option<ShapesSection>,
+}
+
+/// What the new sweep's answers added to and removed from the old one's
+/// response shapes, per listing; or why they were not compared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShapesSection {
+    Compared {
+        ordinary: crate::shapes::ShapeDiff,
+        full: crate::shapes::ShapeDiff,
+        /// (old, new) fingerprints of the ordinary and full listings.
+        fingerprints: [(String, String); 2],
+    },
+    /// One manifest or both record no listings (an older sweep).
+    NotRecorded(String),
+}
+
+impl ShapesSection {
+    pub fn to_json(&self) -> Value {
+        match self {
+            ShapesSection::Compared {
+                ordinary,
+                full,
+                fingerprints,
+            } => json!({
+                "ordinary": {"old": fingerprints[0].0, "new": fingerprints[0].1, "added": ordinary.added, "removed": ordinary.removed},
+                "full": {"old": fingerprints[1].0, "new": fingerprints[1].1, "added": full.added, "removed": full.removed},
+            }),
+            ShapesSection::NotRecorded(why) => json!({"notCompared": why}),
+        }
+    }
 }
 
 fn outcome_or_absent(s: Option<&State>) -> &'static str {
@@ -385,6 +418,7 @@ pub fn diff(old: &Manifest, new: &Manifest) -> AuditDiff {
                 refused,
             })
             .collect(),
+        shapes: None,
     }
 }
 
@@ -421,6 +455,9 @@ impl AuditDiff {
         });
         if !incomplete.is_empty() {
             doc["incompleteInputs"] = json!(incomplete);
+        }
+        if let Some(sh) = &self.shapes {
+            doc["shapes"] = sh.to_json();
         }
         doc
     }
@@ -534,6 +571,37 @@ pub fn render_markdown(d: &AuditDiff, inputs: &Inputs<'_>) -> String {
                 r.refused.1,
                 r.refused.1 as i64 - r.refused.0 as i64
             );
+        }
+    }
+    match &d.shapes {
+        None => {}
+        Some(ShapesSection::NotRecorded(why)) => {
+            let _ = writeln!(s, "\n## Response shapes\n\nNot compared: {}.", md(why));
+        }
+        Some(ShapesSection::Compared {
+            ordinary,
+            full,
+            fingerprints,
+        }) => {
+            let _ = writeln!(s, "\n## Response shapes\n");
+            for ((label, sd), (old_fp, new_fp)) in [("ordinary", ordinary), ("full", full)]
+                .iter()
+                .zip(fingerprints)
+            {
+                let _ = writeln!(
+                    s,
+                    "- {label} responses: `{old_fp}` → `{new_fp}`: {} entr{} added, {} removed",
+                    sd.added.len(),
+                    if sd.added.len() == 1 { "y" } else { "ies" },
+                    sd.removed.len()
+                );
+                for l in &sd.added {
+                    let _ = writeln!(s, "  - added `{}`", md(&l.replace('\t', " : ")));
+                }
+                for l in &sd.removed {
+                    let _ = writeln!(s, "  - removed `{}`", md(&l.replace('\t', " : ")));
+                }
+            }
         }
     }
     for c in PRECEDENCE {

@@ -3,6 +3,7 @@
 //! comparison of two manifests.
 
 pub mod diff;
+pub mod format_audit;
 pub mod markdown;
 pub mod qualify;
 pub mod svg;

@@ -32,6 +32,7 @@ pub mod content;
 pub mod legacy;
 pub mod msg;
 pub mod plan;
+pub mod release;
 pub mod rng;
 pub mod sqlite;
 pub mod text;
@@ -352,9 +353,14 @@ fn generate_one(
     seed: u64,
     out: &Path,
     scratch: &Path,
+    next: bool,
 ) -> Result<ConvStats, CorpusError> {
     let cj = content::build(cp, seed);
-    let asm = assemble::assemble(b, cp, cj)?;
+    let mut asm = assemble::assemble(b, cp, cj)?;
+    if next {
+        asm.ordinary =
+            release::present(&asm.ordinary).map_err(|e| CorpusError::Build(e.to_string()))?;
+    }
     let conv = out.join("conversations");
     let mut source_bytes = 0;
     let mut largest = 0;
@@ -461,8 +467,23 @@ fn step_type_name(b: &Builder, n: i64) -> String {
         .unwrap_or_else(|| n.to_string())
 }
 
+/// Which release of the store a generation writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Release {
+    /// The store as planned (the default corpus for the default options).
+    #[default]
+    Current,
+    /// The same store after a new agy release ([`release::next_release`]).
+    Next,
+}
+
 /// Generates a corpus.
 pub fn generate(opts: &GenerateOptions) -> Result<Summary, CorpusError> {
+    generate_release(opts, Release::Current)
+}
+
+/// Generates a corpus, of the planned store or of its next release.
+pub fn generate_release(opts: &GenerateOptions, which: Release) -> Result<Summary, CorpusError> {
     let started = Instant::now();
     if opts.plan.conversations == 0 {
         return Err(CorpusError::Usage(
@@ -489,7 +510,11 @@ pub fn generate(opts: &GenerateOptions) -> Result<Summary, CorpusError> {
             p.fault_rate
         )));
     }
-    let plan = plan_corpus(&opts.plan);
+    let mut plan = plan_corpus(&opts.plan);
+    let next = which == Release::Next;
+    if next {
+        release::next_release(&mut plan);
+    }
     prepare_out(&opts.out, opts.force, &plan)?;
     let b = Builder::new(Schema::modeled()?);
     let scratch = tempfile::tempdir().map_err(|e| io(Path::new("<tempdir>"), e))?;
@@ -497,7 +522,7 @@ pub fn generate(opts: &GenerateOptions) -> Result<Summary, CorpusError> {
     let stats: Vec<ConvStats> = plan
         .conversations
         .par_iter()
-        .map(|cp| generate_one(&b, cp, seed, &opts.out, scratch.path()))
+        .map(|cp| generate_one(&b, cp, seed, &opts.out, scratch.path(), next))
         .collect::<Result<_, _>>()?;
 
     let mut summary = Summary {
@@ -557,7 +582,12 @@ pub fn generate(opts: &GenerateOptions) -> Result<Summary, CorpusError> {
         other_bytes += write(&truth.join("faults.txt"), faults.as_bytes())?;
     }
     // Last: the claim that the generation finished, and from what.
-    other_bytes += write(&opts.out.join(STAMP), &stamp(&opts.plan))?;
+    let mut stamped = stamp(&opts.plan);
+    if next {
+        // Never current for the planned store (`is_current`), never the same bytes.
+        stamped = stamp_next(&opts.plan);
+    }
+    other_bytes += write(&opts.out.join(STAMP), &stamped)?;
     summary.total_bytes = summary.source_bytes + other_bytes;
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)
@@ -581,6 +611,21 @@ fn stamp(plan: &PlanOptions) -> Vec<u8> {
         "nearMissRate": plan.near_miss_rate,
         "faultRate": plan.fault_rate,
         "scale": plan.scale,
+    });
+    let mut bytes = serde_json::to_vec_pretty(&v).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes
+}
+
+fn stamp_next(plan: &PlanOptions) -> Vec<u8> {
+    let v = json!({
+        "generatorDigest": GENERATOR_DIGEST,
+        "conversations": plan.conversations,
+        "seed": plan.seed,
+        "nearMissRate": plan.near_miss_rate,
+        "faultRate": plan.fault_rate,
+        "scale": plan.scale,
+        "release": "next",
     });
     let mut bytes = serde_json::to_vec_pretty(&v).unwrap_or_default();
     bytes.push(b'\n');

@@ -1,0 +1,545 @@
+//! Response shapes per release: the reference project's shape fingerprint
+//! (agy-reader `internal/shapefp`, public-format-facts §5.2), exactly:
+//!
+//! 1. each document is parsed; a `{"trajectory": …}` envelope is unwrapped;
+//! 2. every node is walked, emitting `path → JSON type`; path segments join
+//!    with `.`, array elements are `[]`, the root is the empty path;
+//! 3. an object key that starts with `file:`, contains `/`, or is a UUID, a
+//!    pure integer or lowercase hex of 16 or more characters is `*`;
+//! 4. the opaque paths ([`OPAQUE`]) are listed but not descended; the
+//!    `agyReader` member is excluded with everything under it;
+//! 5. type sets are unioned across documents; lines `path\ttype1|type2`
+//!    are sorted bytewise and joined with `\n` without a trailing newline; the
+//!    fingerprint is `sha256:` + the hex digest of those bytes.
+//!
+//! Where §5.2 is silent this module takes the stricter reading:
+//! - "envelope" means a top-level object with a `trajectory` member that is
+//!   an object: only that member is walked (a response's `status` and
+//!   `numTotalSteps` are not part of the trajectory's shape);
+//! - a UUID is the 8-4-4-4-12 hex form in either case; a pure integer is one
+//!   or more ASCII digits (no sign);
+//! - `agyReader` is excluded wherever it appears as an object member;
+//! - the types of one line are sorted bytewise (§5.2 names no order; every
+//!   published line has one type);
+//! - a listing read from a file must be canonical: every line `path\ttypes`
+//!   with known, distinct types, paths strictly ascending bytewise (so no
+//!   path twice), at most one final newline, no carriage return. Its
+//!   fingerprint is computed over its lines as written.
+
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The paths listed without their interior (§5.2 step 4).
+pub const OPAQUE: [&str; 8] = [
+    "generatorMetadata",
+    "executorMetadatas",
+    "metadata.mendelExperimentIds",
+    "steps.[].generic",
+    "steps.[].metadata.internalMetadata",
+    "steps.[].metadata.sourceTrajectoryStepInfo",
+    "steps.[].userInput.activeUserState",
+    "steps.[].userInput.userConfig",
+];
+
+/// The member excluded with its whole subtree.
+pub const EXCLUDED: &str = "agyReader";
+
+/// The file names a sweep writes beside its manifest.
+pub const ORDINARY_FILE: &str = "shapes-ordinary.tsv";
+pub const FULL_FILE: &str = "shapes-full.tsv";
+
+/// The JSON types a line may name.
+pub const TYPES: [&str; 6] = ["array", "boolean", "null", "number", "object", "string"];
+
+/// Why a document or listing could not be read as shapes.
+#[derive(Debug, thiserror::Error)]
+pub enum ShapeError {
+    #[error("{file}: not JSON: {detail}")]
+    Json { file: PathBuf, detail: String },
+    #[error("{file}: line {line}: {rule}")]
+    Listing {
+        file: PathBuf,
+        line: usize,
+        rule: String,
+    },
+    #[error("{file}: {detail}")]
+    Io { file: PathBuf, detail: String },
+    #[error("{file}: not a shape listing nor a published listing: {detail}")]
+    NotAListing { file: PathBuf, detail: String },
+}
+
+/// A shape listing: path → the set of JSON types seen there.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listing {
+    entries: BTreeMap<String, BTreeSet<&'static str>>,
+}
+
+fn json_type(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "boolean",
+        serde_json::Value::Number(_) => "number",
+        serde_json::Value::String(_) => "string",
+        serde_json::Value::Array(_) => "array",
+        serde_json::Value::Object(_) => "object",
+    }
+}
+
+fn is_hex(s: &str, lower_only: bool) -> bool {
+    s.bytes().all(|b| {
+        b.is_ascii_digit()
+            || (b'a'..=b'f').contains(&b)
+            || (!lower_only && (b'A'..=b'F').contains(&b))
+    })
+}
+
+fn is_uuid(k: &str) -> bool {
+    let parts: Vec<&str> = k.split('-').collect();
+    parts.len() == 5
+        && parts
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(p, n)| p.len() == n && is_hex(p, false))
+}
+
+/// Whether an object key is data, not a field name (§5.2 step 3).
+pub fn is_volatile_key(k: &str) -> bool {
+    k.starts_with("file:")
+        || k.contains('/')
+        || is_uuid(k)
+        || (!k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+        || (k.len() >= 16 && is_hex(k, true))
+}
+
+fn join(path: &str, seg: &str) -> String {
+    if path.is_empty() {
+        seg.to_string()
+    } else {
+        format!("{path}.{seg}")
+    }
+}
+
+impl Listing {
+    pub fn new() -> Listing {
+        Listing::default()
+    }
+
+    /// Adds one document (a trajectory, or a response envelope holding one).
+    pub fn add_document(&mut self, doc: &serde_json::Value) {
+        let root = match doc {
+            serde_json::Value::Object(m) => match m.get("trajectory") {
+                Some(t @ serde_json::Value::Object(_)) => t,
+                _ => doc,
+            },
+            _ => doc,
+        };
+        self.walk("", root);
+    }
+
+    /// Parses and adds one document's bytes; `file` names it in errors.
+    pub fn add_bytes(&mut self, file: &Path, bytes: &[u8]) -> Result<(), ShapeError> {
+        let v: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| ShapeError::Json {
+            file: file.to_path_buf(),
+            detail: e.to_string(),
+        })?;
+        self.add_document(&v);
+        Ok(())
+    }
+
+    fn walk(&mut self, path: &str, v: &serde_json::Value) {
+        self.entries
+            .entry(path.to_string())
+            .or_default()
+            .insert(json_type(v));
+        if OPAQUE.contains(&path) {
+            return;
+        }
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, child) in m {
+                    if k == EXCLUDED {
+                        continue;
+                    }
+                    let seg = if is_volatile_key(k) { "*" } else { k.as_str() };
+                    self.walk(&join(path, seg), child);
+                }
+            }
+            serde_json::Value::Array(a) => {
+                let p = join(path, "[]");
+                for child in a {
+                    self.walk(&p, child);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Unions another listing into this one.
+    pub fn union(&mut self, other: &Listing) {
+        for (p, t) in &other.entries {
+            self.entries
+                .entry(p.clone())
+                .or_default()
+                .extend(t.iter().copied());
+        }
+    }
+
+    /// The number of entries (lines).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The types seen at `path`.
+    pub fn types(&self, path: &str) -> Option<&BTreeSet<&'static str>> {
+        self.entries.get(path)
+    }
+
+    /// Every `(path, types)`, sorted bytewise by path.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &BTreeSet<&'static str>)> {
+        self.entries.iter().map(|(p, t)| (p.as_str(), t))
+    }
+
+    /// The lines, `path\ttype1|type2`, sorted bytewise.
+    pub fn lines(&self) -> Vec<String> {
+        // Sorted as lines, not as paths: a key holding a byte below TAB
+        // would order differently.
+        let mut lines: Vec<String> = self
+            .entries
+            .iter()
+            .map(|(p, t)| format!("{p}\t{}", t.iter().copied().collect::<Vec<_>>().join("|")))
+            .collect();
+        lines.sort_unstable();
+        lines
+    }
+
+    /// The canonical text: lines joined with `\n`, no trailing newline.
+    pub fn text(&self) -> String {
+        self.lines().join("\n")
+    }
+
+    /// `sha256:` + hex of [`Listing::text`].
+    pub fn fingerprint(&self) -> String {
+        fingerprint_of(&self.lines())
+    }
+
+    /// Parses a canonical listing (see the module doc); returns it and the
+    /// fingerprint of its lines as written.
+    pub fn parse(file: &Path, text: &str) -> Result<(Listing, String), ShapeError> {
+        let bad = |line: usize, rule: String| ShapeError::Listing {
+            file: file.to_path_buf(),
+            line,
+            rule,
+        };
+        if text.contains('\r') {
+            let line = text[..text.find('\r').unwrap_or(0)].matches('\n').count() + 1;
+            return Err(bad(line, "carriage return: lines end with \\n only".into()));
+        }
+        let body = text.strip_suffix('\n').unwrap_or(text);
+        let mut listing = Listing::new();
+        let mut lines: Vec<String> = Vec::new();
+        if body.is_empty() {
+            if text.is_empty() {
+                return Ok((listing, fingerprint_of(&lines)));
+            }
+            return Err(bad(1, "empty line".into()));
+        }
+        let mut previous: Option<&str> = None;
+        let mut seen: BTreeSet<&str> = BTreeSet::new();
+        for (i, line) in body.split('\n').enumerate() {
+            let n = i + 1;
+            let Some((path, types)) = line.split_once('\t') else {
+                return Err(bad(n, "no TAB between path and types".into()));
+            };
+            if types.contains('\t') {
+                return Err(bad(n, "more than one TAB".into()));
+            }
+            if previous.is_some_and(|p| p.as_bytes() >= line.as_bytes()) {
+                return Err(bad(n, "lines are not sorted bytewise".into()));
+            }
+            if !seen.insert(path) {
+                return Err(bad(n, format!("path `{path}` twice")));
+            }
+            let mut set = BTreeSet::new();
+            for t in types.split('|') {
+                let Some(known) = TYPES.iter().find(|k| **k == t) else {
+                    return Err(bad(
+                        n,
+                        format!("type `{t}` is not one of {}", TYPES.join(", ")),
+                    ));
+                };
+                if !set.insert(*known) {
+                    return Err(bad(n, format!("type `{t}` twice")));
+                }
+            }
+            listing.entries.insert(path.to_string(), set);
+            lines.push(line.to_string());
+            previous = Some(line);
+        }
+        Ok((listing, fingerprint_of(&lines)))
+    }
+
+    /// Reads a listing file ([`Listing::parse`]).
+    pub fn read(file: &Path) -> Result<(Listing, String), ShapeError> {
+        let text = std::fs::read_to_string(file).map_err(|e| ShapeError::Io {
+            file: file.to_path_buf(),
+            detail: crate::util::io_text(&e),
+        })?;
+        Listing::parse(file, &text)
+    }
+
+    /// What `new` adds to and removes from `self`, by line.
+    pub fn diff(&self, new: &Listing) -> ShapeDiff {
+        let a: BTreeSet<String> = self.lines().into_iter().collect();
+        let b: BTreeSet<String> = new.lines().into_iter().collect();
+        ShapeDiff {
+            added: b.difference(&a).cloned().collect(),
+            removed: a.difference(&b).cloned().collect(),
+        }
+    }
+}
+
+/// `sha256:` + hex of `lines` joined with `\n`.
+pub fn fingerprint_of(lines: &[String]) -> String {
+    let mut h = Sha256::new();
+    for (i, l) in lines.iter().enumerate() {
+        if i > 0 {
+            h.update(b"\n");
+        }
+        h.update(l.as_bytes());
+    }
+    format!("sha256:{}", crate::util::hex(&h.finalize()))
+}
+
+/// Entries added and removed between two listings (whole lines: a path
+/// whose type set changed is one line removed and one added).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ShapeDiff {
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+}
+
+impl ShapeDiff {
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty()
+    }
+}
+
+/// A listing as the manifest records it: the file beside the manifest,
+/// its fingerprint and its entry count.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListingRecord {
+    pub file: String,
+    pub fingerprint: String,
+    pub entries: usize,
+    /// How many answers were walked.
+    pub documents: usize,
+}
+
+/// The two listings of a sweep (`shapes` in the manifest).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Shapes {
+    pub ordinary: ListingRecord,
+    pub full: ListingRecord,
+}
+
+/// The two listings of a sweep's saved answers, built from
+/// `corpus/<fileId>.ordinary.json` and `.full.json` for each of `ids`
+/// (in order; a session without a saved answer adds nothing).
+pub fn from_corpus<'a>(
+    corpus: &Path,
+    ids: impl IntoIterator<Item = &'a str>,
+) -> Result<(Listing, usize, Listing, usize), ShapeError> {
+    let (mut ordinary, mut full) = (Listing::new(), Listing::new());
+    let (mut n_ord, mut n_full) = (0, 0);
+    for id in ids {
+        for (suffix, listing, n) in [
+            ("ordinary", &mut ordinary, &mut n_ord),
+            ("full", &mut full, &mut n_full),
+        ] {
+            let file = corpus.join(format!("{id}.{suffix}.json"));
+            match std::fs::read(&file) {
+                Ok(bytes) => {
+                    listing.add_bytes(&file, &bytes)?;
+                    *n += 1;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(ShapeError::Io {
+                        file,
+                        detail: crate::util::io_text(&e),
+                    })
+                }
+            }
+        }
+    }
+    Ok((ordinary, n_ord, full, n_full))
+}
+
+/// Reads the two listings a manifest (read from `manifest_file`) records
+/// beside it, checking each file's fingerprint against the manifest's;
+/// `None` when the manifest records none.
+pub fn of_manifest(
+    manifest_file: &Path,
+    shapes: Option<&Shapes>,
+) -> Result<Option<(Listing, Listing)>, ShapeError> {
+    let Some(shapes) = shapes else {
+        return Ok(None);
+    };
+    let dir = manifest_file
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let read = |r: &ListingRecord| -> Result<Listing, ShapeError> {
+        if r.file.contains('/') || r.file.contains('\\') || r.file.starts_with('.') {
+            return Err(ShapeError::NotAListing {
+                file: manifest_file.to_path_buf(),
+                detail: format!(
+                    "shapes file `{}` is not a plain name beside the manifest",
+                    r.file
+                ),
+            });
+        }
+        let file = dir.join(&r.file);
+        let (l, fp) = Listing::read(&file)?;
+        if fp != r.fingerprint {
+            return Err(ShapeError::NotAListing {
+                file,
+                detail: format!(
+                    "fingerprint {fp}, but the manifest records {}",
+                    r.fingerprint
+                ),
+            });
+        }
+        Ok(l)
+    };
+    Ok(Some((read(&shapes.ordinary)?, read(&shapes.full)?)))
+}
+
+/// Reads what `shapes diff` and `format-audit --against` take: a listing
+/// file (`.tsv`), or a JSON document: a format-audit record (its listing
+/// texts), or a trajectory / response whose listing is computed.
+pub fn read_any(file: &Path) -> Result<Listing, ShapeError> {
+    let bytes = std::fs::read(file).map_err(|e| ShapeError::Io {
+        file: file.to_path_buf(),
+        detail: crate::util::io_text(&e),
+    })?;
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first == Some(&b'{') {
+        let v: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|e| ShapeError::Json {
+                file: file.to_path_buf(),
+                detail: e.to_string(),
+            })?;
+        if v.get("manifestVersion").is_some() {
+            return Err(ShapeError::NotAListing {
+                file: file.to_path_buf(),
+                detail: format!(
+                    "a manifest; name the listing beside it ({ORDINARY_FILE} or {FULL_FILE})"
+                ),
+            });
+        }
+        if v.get("formatAudit").is_some() {
+            let text = v
+                .pointer("/shapes/ordinary/listing")
+                .and_then(serde_json::Value::as_str)
+                .ok_or_else(|| ShapeError::NotAListing {
+                    file: file.to_path_buf(),
+                    detail: "a format-audit record without shapes.ordinary.listing".into(),
+                })?;
+            return Ok(Listing::parse(file, text)?.0);
+        }
+        let mut l = Listing::new();
+        l.add_document(&v);
+        return Ok(l);
+    }
+    let text = String::from_utf8(bytes).map_err(|_| ShapeError::NotAListing {
+        file: file.to_path_buf(),
+        detail: "not UTF-8".into(),
+    })?;
+    Ok(Listing::parse(file, &text)?.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn listing(v: serde_json::Value) -> Listing {
+        let mut l = Listing::new();
+        l.add_document(&v);
+        l
+    }
+
+    #[test]
+    fn walks_paths_types_and_arrays() {
+        let l = listing(json!({"a": 1, "b": [{"c": "x"}, {"c": null}]}));
+        assert_eq!(
+            l.text(),
+            "\tobject\na\tnumber\nb\tarray\nb.[]\tobject\nb.[].c\tnull|string"
+        );
+    }
+
+    #[test]
+    fn volatile_keys_collapse() {
+        for k in [
+            "file:///x",
+            "a/b",
+            "11111111-2222-3333-4444-555555555555",
+            "42",
+            "0123456789abcdef",
+        ] {
+            assert!(is_volatile_key(k), "{k}");
+        }
+        for k in ["cascadeId", "0123456789abcde", "0123456789ABCDEF", "-1", ""] {
+            assert!(!is_volatile_key(k), "{k}");
+        }
+        let a = listing(json!({"m": {"file:///a": "x", "12": "y"}}));
+        let b = listing(json!({"m": {"file:///b": "z"}}));
+        assert_eq!(a.fingerprint(), b.fingerprint());
+        assert_eq!(a.text(), "\tobject\nm\tobject\nm.*\tstring");
+    }
+
+    #[test]
+    fn opaque_and_excluded() {
+        let l = listing(json!({"trajectory": {"generatorMetadata": [{"x": 1}],
+            "steps": [{"generic": {"y": 1}}], "agyReader": {"z": 1}}, "status": "S"}));
+        assert_eq!(
+            l.text(),
+            "\tobject\ngeneratorMetadata\tarray\nsteps\tarray\nsteps.[]\tobject\nsteps.[].generic\tobject"
+        );
+    }
+
+    #[test]
+    fn parse_round_trips_and_refuses() {
+        let l = listing(json!({"a": [1, "x"], "b": true}));
+        let (p, fp) = Listing::parse(Path::new("t"), &(l.text() + "\n")).unwrap();
+        assert_eq!(p, l);
+        assert_eq!(fp, l.fingerprint());
+        for bad in [
+            "b\tstring\na\tstring",
+            "a\tstring\na\tnumber",
+            "a\tstr",
+            "a string",
+            "a\tstring|string",
+            "a\tstring\r\n",
+        ] {
+            assert!(Listing::parse(Path::new("t"), bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn diff_names_added_and_removed() {
+        let a = listing(json!({"a": 1}));
+        let b = listing(json!({"a": "x", "n": 1}));
+        let d = a.diff(&b);
+        assert_eq!(d.added, vec!["a\tstring", "n\tnumber"]);
+        assert_eq!(d.removed, vec!["a\tnumber"]);
+    }
+}
