@@ -3,6 +3,8 @@
 //! comparison of two manifests.
 
 pub mod diff;
+pub mod html;
+pub mod junit;
 pub mod markdown;
 pub mod qualify;
 pub mod svg;
