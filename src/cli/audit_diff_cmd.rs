@@ -20,7 +20,9 @@ A regression is a session verified (with or without source-only fields) in
 OLD and anything else in NEW: unknown, incomplete, not fetched, an error,
 or gone.
 
---json prints {\"sessions\": [{\"fileId\", \"change\", \"also\", \"old\", \"new\"}],
+--format html writes one self-contained HTML file in the style of
+`report --format html` (no network reference of any kind).
+--json (or --format json) prints {\"sessions\": [{\"fileId\", \"change\", \"also\", \"old\", \"new\"}],
 \"counts\": {change: n}, \"regressed\": n, \"shapes\": {...}} (and
 \"incompleteInputs\" when --allow-incomplete let one in); otherwise a Markdown
 report with an inline SVG chart of the verdict transitions.
@@ -38,6 +40,13 @@ Exit codes:
   5    at least one session regressed (verified in OLD, not in NEW): gate a
        release on it";
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DiffFormat {
+    Md,
+    Html,
+    Json,
+}
+
 /// Compare two version-5 manifests (an old and a new sweep): per session,
 /// what changed, which rules and refusal classes gained or lost sessions,
 /// and whether anything regressed.
@@ -48,13 +57,25 @@ pub struct AuditDiffArgs {
     pub old: PathBuf,
     /// The new manifest.json (or its sweep folder).
     pub new: PathBuf,
-    /// Print the comparison as JSON instead of the Markdown report.
-    #[arg(long)]
+    /// Print the comparison as JSON instead of the Markdown report (the
+    /// same as --format json).
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
+    /// Report format: md (default), html (one self-contained file: the
+    /// transitions chart, classes and rules that gained or lost sessions,
+    /// every changed session with both sides; no network reference), or
+    /// json.
+    #[arg(long, value_enum)]
+    pub format: Option<DiffFormat>,
     /// Write the report (or JSON) to FILE, atomically, instead of standard output.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// Replace an existing --out file.
+    /// Also write JUnit XML to FILE (atomically; never over an input): one
+    /// testcase per session (classname its profile, name its file id), a
+    /// <failure> with the reason for every regression.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Replace an existing --out or --junit file.
     #[arg(long)]
     pub force: bool,
     /// Compare a manifest that is not complete (an interrupted sweep,
@@ -129,26 +150,29 @@ pub fn run(a: AuditDiffArgs) -> anyhow::Result<i32> {
     }
     let mut d = diff(&old, &new);
     d.shapes = Some(shapes_section(&old_file, &old, &new_file, &new)?);
-    let bytes = if a.json {
-        let mut v = serde_json::to_vec_pretty(&d.to_json(&incomplete))?;
-        v.push(b'\n');
-        v
-    } else {
-        let (old_name, new_name) = (
-            old_file.display().to_string(),
-            new_file.display().to_string(),
-        );
-        render_markdown(
-            &d,
-            &Inputs {
-                old_name: &old_name,
-                new_name: &new_name,
-                old: &old,
-                new: &new,
-                incomplete: &incomplete,
-            },
-        )
-        .into_bytes()
+    let format = match (a.json, a.format) {
+        (true, _) => DiffFormat::Json,
+        (false, f) => f.unwrap_or(DiffFormat::Md),
+    };
+    let (old_name, new_name) = (
+        old_file.display().to_string(),
+        new_file.display().to_string(),
+    );
+    let inputs = Inputs {
+        old_name: &old_name,
+        new_name: &new_name,
+        old: &old,
+        new: &new,
+        incomplete: &incomplete,
+    };
+    let bytes = match format {
+        DiffFormat::Json => {
+            let mut v = serde_json::to_vec_pretty(&d.to_json(&incomplete))?;
+            v.push(b'\n');
+            v
+        }
+        DiffFormat::Md => render_markdown(&d, &inputs).into_bytes(),
+        DiffFormat::Html => crate::report::html::render_diff_html(&d, &inputs).into_bytes(),
     };
     match &a.out {
         None => {
@@ -166,6 +190,43 @@ pub fn run(a: AuditDiffArgs) -> anyhow::Result<i32> {
                 },
             )?;
         }
+    }
+    if let Some(junit) = &a.junit {
+        let cases: Vec<crate::report::junit::Case> = d
+            .sessions
+            .iter()
+            .map(|x| {
+                let side = x.new.as_ref().or(x.old.as_ref());
+                crate::report::junit::Case {
+                    classname: side.map(|s| s.profile.clone()).unwrap_or_default(),
+                    name: x.file_id.clone(),
+                    failure: x.regressed().then(|| match &x.new {
+                        None => (
+                            "disappeared".to_string(),
+                            "regressed: verified in OLD, gone from NEW".to_string(),
+                        ),
+                        Some(n) => (
+                            n.outcome.as_str().to_string(),
+                            format!(
+                                "regressed: verified in OLD, {} in NEW ({})",
+                                n.outcome.as_str(),
+                                n.reason.as_deref().unwrap_or("no reason given")
+                            ),
+                        ),
+                    }),
+                }
+            })
+            .collect();
+        let xml = crate::report::junit::render("agy-audit audit-diff", "audit-diff", &cases);
+        write_file(
+            junit,
+            xml.as_bytes(),
+            &WriteOptions {
+                force: a.force,
+                protected: vec![old_file.clone(), new_file.clone()],
+                ..Default::default()
+            },
+        )?;
     }
     let counts: Vec<String> = d
         .counts

@@ -1,8 +1,8 @@
 //! `agy-audit export-offline`: export one source without a daemon.
 
 use super::common::{DecodeArgs, RootArg};
-use crate::export::{export_json, render_markdown};
-use crate::source::{read_source, sqlite::companions, ReadOptions};
+use crate::export::{offline_export, render_markdown};
+use crate::source::{sqlite::companions, ReadOptions};
 use crate::util::atomic::{write_file, WriteOptions};
 use crate::verdict::exit;
 use anyhow::Context;
@@ -101,21 +101,9 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
         collect_all: a.allow_unknown,
         fingerprint: false,
     };
-    let mut src =
-        read_source(&path, &opts).with_context(|| format!("reading {}", path.display()))?;
+    let crate::export::OfflineExport { source: src, json } =
+        offline_export(&path, &opts).with_context(|| format!("reading {}", path.display()))?;
     report_wal_tail(&path);
-    // The qualified presentation, as the daemon's ordinary RPC would show it.
-    let mut projection = None;
-    if src.qualified() {
-        if let Some(w) = &src.wire {
-            match crate::project::project(&schema, w) {
-                Ok(p) => projection = Some(p),
-                Err(r) => src.refusals.push(r.to_refusal()),
-            }
-        }
-    }
-    // The export shows the tree (already decoded when every refusal is collected).
-    src.materialize();
     let code = if src.qualified() {
         exit::OK
     } else {
@@ -130,11 +118,7 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
             return Ok(code);
         }
     }
-    let ordinary = match (&projection, &src.trajectory) {
-        (Some(p), Some(t)) => Some(p.ordinary(t)),
-        _ => None,
-    };
-    let Some(json) = export_json(&src, ordinary.as_ref()) else {
+    let Some(json) = json else {
         crate::note!(
             "agy-audit: {}: the source does not decode; nothing to export",
             path.display()

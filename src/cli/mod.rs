@@ -19,6 +19,7 @@ macro_rules! outln {
 mod audit_diff_cmd;
 mod bench_cmd;
 mod common;
+mod completions_cmd;
 mod corpus_cmd;
 mod daemon_args;
 mod daemon_sim_cmd;
@@ -89,7 +90,8 @@ pub enum Command {
     /// Write a release's format-audit record (Markdown and JSON) of a sweep:
     /// counts, SQLite facts, steps, shape fingerprints, versions.
     FormatAudit(format_audit_cmd::FormatAuditArgs),
-    /// Write the qualification report (Markdown + SVG) of a manifest.
+    /// Write the qualification report of a manifest: Markdown + SVG, or one
+    /// self-contained HTML file (--format html).
     Report(report_cmd::ReportArgs),
     /// Verify one conversation and write its sidecar, or recheck it offline.
     Sync(sync_cmd::SyncArgs),
@@ -110,6 +112,8 @@ pub enum Command {
     Corpus(corpus_cmd::CorpusCommand),
     /// Serve a generated store like agy's language server (Connect-RPC JSON on 127.0.0.1), with faults.
     DaemonSim(daemon_sim_cmd::DaemonSimArgs),
+    /// Print shell completions (bash, zsh, fish) generated from this CLI's definition.
+    Completions(completions_cmd::CompletionsArgs),
 }
 
 impl Command {
@@ -133,6 +137,7 @@ impl Command {
             Command::Rules(_) => "rules",
             Command::Corpus(_) => "corpus",
             Command::DaemonSim(_) => "daemon-sim",
+            Command::Completions(_) => "completions",
         }
     }
 }
@@ -186,6 +191,7 @@ pub fn main() -> i32 {
         Command::Rules(a) => rules_cmd::run(a),
         Command::Corpus(c) => corpus_cmd::run(c),
         Command::DaemonSim(a) => daemon_sim_cmd::run(a),
+        Command::Completions(a) => completions_cmd::run(a),
     };
     match result {
         Ok(code) => code,

@@ -25,6 +25,15 @@ pub struct QualifyArgs {
     /// or mistaken root is not a passing audit.
     #[arg(long)]
     pub allow_empty: bool,
+    /// Also write the results as JUnit XML to FILE (atomically; never over
+    /// the manifest, a decode input or a source): one testcase per session
+    /// (classname its profile, name its file id), a <failure> with the
+    /// reason for every recorded result that no longer holds.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Replace an existing --junit file.
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub decode: DecodeArgs,
 }
@@ -98,6 +107,9 @@ pub fn run(a: QualifyArgs) -> anyhow::Result<i32> {
                 .unwrap_or(false);
         }
     }
+    if let Some(junit) = &a.junit {
+        write_junit(junit, &a, &manifest, &root, &results)?;
+    }
     let absent = absent_sources(&manifest, &root);
     if !absent.is_empty() {
         const SHOWN: usize = 20;
@@ -138,6 +150,61 @@ pub fn run(a: QualifyArgs) -> anyhow::Result<i32> {
     } else {
         exit::UNKNOWN
     })
+}
+
+/// `--junit FILE`: one testcase per rechecked session.
+fn write_junit(
+    out: &std::path::Path,
+    a: &QualifyArgs,
+    m: &Manifest,
+    root: &std::path::Path,
+    results: &[crate::report::qualify::Recheck],
+) -> anyhow::Result<()> {
+    use crate::report::junit::{render, Case};
+    let profiles: std::collections::HashMap<&str, &str> = m
+        .sessions
+        .iter()
+        .map(|s| (s.file_id.as_str(), s.profile.as_str()))
+        .collect();
+    let cases: Vec<Case> = results
+        .iter()
+        .map(|r| Case {
+            classname: profiles
+                .get(r.file_id.as_str())
+                .copied()
+                .unwrap_or("")
+                .to_string(),
+            name: r.file_id.clone(),
+            failure: (!r.holds).then(|| {
+                (
+                    r.change.map(|c| c.id()).unwrap_or(r.status).to_string(),
+                    format!(
+                        "recorded result no longer holds: {} ({})",
+                        r.status,
+                        r.reason.as_deref().unwrap_or("no reason given")
+                    ),
+                )
+            }),
+        })
+        .collect();
+    let mut protected = vec![a.manifest.clone()];
+    protected.extend(a.decode.inputs());
+    for s in &m.sessions {
+        let p = s.source_path(root);
+        protected.extend(crate::source::sqlite::companions(&p));
+        protected.push(p);
+    }
+    let xml = render("agy-audit audit-qualify", "audit-qualify", &cases);
+    crate::util::atomic::write_file(
+        out,
+        xml.as_bytes(),
+        &crate::util::atomic::WriteOptions {
+            force: a.force,
+            protected,
+            ..Default::default()
+        },
+    )?;
+    Ok(())
 }
 
 /// The conversations of the store (those of the manifest's shard, for a

@@ -1,25 +1,61 @@
-//! `agy-audit report`: the qualification report of a manifest.
+//! `agy-audit report`: the qualification report of a manifest, as Markdown
+//! with an SVG chart beside it, or as one self-contained HTML file.
 
+use super::common::DecodeArgs;
 use crate::manifest::Manifest;
+use crate::report::html::{render_html, step_views};
 use crate::report::{render_report, verdict_chart};
+use crate::source::ReadOptions;
 use crate::util::atomic::{check_outputs, write_file, WriteOptions};
 use anyhow::Context;
-use clap::Args;
+use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
-/// Write the qualification report (Markdown) of a manifest, with an SVG chart
-/// of verdicts per profile beside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// Markdown, the chart in FILE.svg beside --out.
+    Md,
+    /// One self-contained HTML file: summary, chart, a filterable table of
+    /// every session, and a drill-down per refused session.
+    Html,
+}
+
+const REPORT_HELP: &str = "\
+--format html writes one self-contained file (styles, filter script and SVG
+chart inline; no network reference of any kind) that opens from disk and
+reads completely with JavaScript off: the verdict, per-profile and
+per-format counts, the chart, a table of every session (filterable by
+verdict, refusal class, rule and profile, searchable by id, when scripts
+run), and for each refused session a drill-down with its rule, reason and
+location and the offending step rendered as the Markdown transcript
+(export-offline --format md) renders it, read from the source under the
+manifest's root (or --root) while it exists, else said to be gone.
+Same manifest and sources, same bytes.";
+
+/// Write the qualification report of a manifest: Markdown with an SVG chart
+/// of verdicts per profile beside it, or one self-contained HTML file.
 #[derive(Debug, Args)]
+#[command(after_help = REPORT_HELP)]
 pub struct ReportArgs {
     /// The manifest.json (manifestVersion 5).
     pub manifest: PathBuf,
-    /// Output Markdown file (default: standard output; the chart is then not written).
-    /// The chart goes beside it with the extension .svg.
+    /// Output file (default: standard output; for Markdown the chart is
+    /// then not written). The Markdown report's chart goes beside it with
+    /// the extension .svg; the HTML report holds its chart inline.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Report format.
+    #[arg(long, value_enum, default_value = "md")]
+    pub format: ReportFormat,
+    /// (html) Read the refused sessions' sources under this store root
+    /// instead of the manifest's `root`.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
     /// Replace existing output files.
     #[arg(long)]
     pub force: bool,
+    #[command(flatten)]
+    pub decode: DecodeArgs,
 }
 
 pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
@@ -27,6 +63,9 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
         std::fs::read(&a.manifest).with_context(|| format!("reading {}", a.manifest.display()))?;
     let m =
         Manifest::parse(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", a.manifest.display()))?;
+    if a.format == ReportFormat::Html {
+        return run_html(&a, &m);
+    }
     match &a.out {
         None => {
             use std::io::Write as _;
@@ -53,6 +92,50 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
                 out.display(),
                 svg.display()
             ));
+        }
+    }
+    Ok(0)
+}
+
+fn run_html(a: &ReportArgs, m: &Manifest) -> anyhow::Result<i32> {
+    let (schema, key) = a.decode.load_inspect()?;
+    let root = a.root.clone().unwrap_or_else(|| PathBuf::from(&m.root));
+    let opts = ReadOptions {
+        schema: &schema,
+        legacy_key: &key,
+        collect_all: true,
+        fingerprint: false,
+    };
+    let views = step_views(m, &root, &opts);
+    let note = format!(
+        "offending steps read from the sources under {} (offline export, unverified)",
+        root.display()
+    );
+    let html = render_html(m, &views, &note);
+    match &a.out {
+        None => {
+            use std::io::Write as _;
+            std::io::stdout().lock().write_all(html.as_bytes())?
+        }
+        Some(out) => {
+            // Never over the manifest, the decode inputs or any source read.
+            let mut protected = vec![a.manifest.clone()];
+            protected.extend(a.decode.inputs());
+            for s in &m.sessions {
+                let p = s.source_path(&root);
+                protected.extend(crate::source::sqlite::companions(&p));
+                protected.push(p);
+            }
+            write_file(
+                out,
+                html.as_bytes(),
+                &WriteOptions {
+                    force: a.force,
+                    protected,
+                    ..Default::default()
+                },
+            )?;
+            crate::note!("wrote {} ({} bytes)", out.display(), html.len());
         }
     }
     Ok(0)

@@ -938,28 +938,50 @@ fn render_body(out: &mut String, step: &Value, depth: usize, level: usize) {
 fn render_steps(out: &mut String, steps: &[&Value], depth: usize, level: usize) {
     let hashes = "#".repeat(level);
     for (i, step) in steps.iter().enumerate() {
-        let mut heading = step_heading(step.get("type").unwrap_or(&Value::Null));
-        if get(step, &["codeAction", "actionSpec", "createFile"]).is_some() {
-            heading = "Created file".into();
-        }
-        let tool = if s(step, &["type"]) == Some("CORTEX_STEP_TYPE_GENERIC") {
-            ne(step, &["metadata", "toolCall", "name"])
-                .map(|n| format!(" {n}"))
-                .unwrap_or_default()
-        } else {
-            String::new()
-        };
-        let status = step
-            .get("status")
-            .and_then(status_words)
-            .map(|w| format!(" ({w})"))
-            .unwrap_or_default();
-        let when = s(step, &["metadata", "createdAt"])
-            .map(|t| format!(" · {t}"))
-            .unwrap_or_default();
-        let _ = writeln!(out, "{hashes} {i}. {heading}{tool}{status}{when}\n");
-        render_body(out, step, depth, level);
+        render_step_at(out, i, step, &hashes, depth, level);
     }
+}
+
+/// One step under its transcript heading (`## i. Heading ...`) and body.
+fn render_step_at(
+    out: &mut String,
+    i: usize,
+    step: &Value,
+    hashes: &str,
+    depth: usize,
+    level: usize,
+) {
+    let mut heading = step_heading(step.get("type").unwrap_or(&Value::Null));
+    if get(step, &["codeAction", "actionSpec", "createFile"]).is_some() {
+        heading = "Created file".into();
+    }
+    let tool = if s(step, &["type"]) == Some("CORTEX_STEP_TYPE_GENERIC") {
+        ne(step, &["metadata", "toolCall", "name"])
+            .map(|n| format!(" {n}"))
+            .unwrap_or_default()
+    } else {
+        String::new()
+    };
+    let status = step
+        .get("status")
+        .and_then(status_words)
+        .map(|w| format!(" ({w})"))
+        .unwrap_or_default();
+    let when = s(step, &["metadata", "createdAt"])
+        .map(|t| format!(" · {t}"))
+        .unwrap_or_default();
+    let _ = writeln!(out, "{hashes} {i}. {heading}{tool}{status}{when}\n");
+    render_body(out, step, depth, level);
+}
+
+/// Renders step `index` of a trajectory JSON (daemon style) exactly as the
+/// whole transcript ([`render_markdown`]) renders it, heading included; none
+/// when the trajectory has no such step.
+pub fn render_step(trajectory: &Value, index: usize) -> Option<String> {
+    let step = trajectory.get("steps")?.as_array()?.get(index)?;
+    let mut out = String::new();
+    render_step_at(&mut out, index, step, "##", 0, 2);
+    Some(out)
 }
 
 /// Renders a trajectory JSON (daemon style) as a Markdown transcript.

@@ -7,7 +7,7 @@ mod maps;
 mod markdown;
 
 pub use maps::{daemon_json, sort_map_entries};
-pub use markdown::render_markdown;
+pub use markdown::{render_markdown, render_step};
 
 use crate::source::{source_only, DecodedSource};
 use serde_json::{json, Map, Value};
@@ -70,4 +70,40 @@ pub fn export_json(
     }
     obj.insert("agyReader".into(), Value::Object(reader));
     Some(v)
+}
+
+/// What the offline export path makes of one source: the decoded source
+/// (its refusals, profile, digest) and the export's JSON, none when the
+/// source did not decode at all.
+pub struct OfflineExport {
+    pub source: crate::source::DecodedSource,
+    pub json: Option<Value>,
+}
+
+/// Reads `path` and exports it as `export-offline` does: the qualified
+/// presentation (the daemon's ordinary RPC's) when the source qualifies and
+/// projects, else the persisted trajectory; a projection refusal joins the
+/// source's refusals. The caller decides whether an unqualified source may
+/// be shown (`export-offline --allow-unknown`, the HTML report's drill-down).
+pub fn offline_export(
+    path: &std::path::Path,
+    opts: &crate::source::ReadOptions<'_>,
+) -> crate::Result<OfflineExport> {
+    let mut src = crate::source::read_source(path, opts)?;
+    let mut projection = None;
+    if src.qualified() {
+        if let Some(w) = &src.wire {
+            match crate::project::project(opts.schema, w) {
+                Ok(p) => projection = Some(p),
+                Err(r) => src.refusals.push(r.to_refusal()),
+            }
+        }
+    }
+    src.materialize();
+    let ordinary = match (&projection, &src.trajectory) {
+        (Some(p), Some(t)) => Some(p.ordinary(t)),
+        _ => None,
+    };
+    let json = export_json(&src, ordinary.as_ref());
+    Ok(OfflineExport { source: src, json })
 }

@@ -4,6 +4,8 @@
 
 pub mod diff;
 pub mod format_audit;
+pub mod html;
+pub mod junit;
 pub mod markdown;
 pub mod qualify;
 pub mod svg;

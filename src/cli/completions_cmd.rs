@@ -1,0 +1,36 @@
+//! `agy-audit completions SHELL`: shell completions generated from the CLI
+//! definition itself (clap_complete), so they never drift from the flags.
+
+use clap::{Args, CommandFactory, ValueEnum};
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+/// Print shell completions for agy-audit to standard output.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Install, e.g.:\n  agy-audit completions bash > ~/.local/share/bash-completion/completions/agy-audit\n  agy-audit completions zsh > \"${fpath[1]}/_agy-audit\"\n  agy-audit completions fish > ~/.config/fish/completions/agy-audit.fish"
+)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+pub fn run(a: CompletionsArgs) -> anyhow::Result<i32> {
+    use clap_complete::{generate, shells};
+    let mut cmd = super::Cli::command();
+    let mut buf = Vec::new();
+    match a.shell {
+        Shell::Bash => generate(shells::Bash, &mut cmd, "agy-audit", &mut buf),
+        Shell::Zsh => generate(shells::Zsh, &mut cmd, "agy-audit", &mut buf),
+        Shell::Fish => generate(shells::Fish, &mut cmd, "agy-audit", &mut buf),
+    }
+    use std::io::Write as _;
+    std::io::stdout().lock().write_all(&buf)?;
+    Ok(crate::verdict::exit::OK)
+}
