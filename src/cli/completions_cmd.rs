@@ -1,7 +1,7 @@
 //! `agy-audit completions SHELL`: shell completions generated from the CLI
 //! definition itself (clap_complete), so they never drift from the flags.
 
-use clap::{Args, CommandFactory, ValueEnum};
+use clap::{Args, ValueEnum};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Shell {
@@ -21,9 +21,10 @@ pub struct CompletionsArgs {
     pub shell: Shell,
 }
 
-pub fn run(a: CompletionsArgs) -> anyhow::Result<i32> {
+/// Prints `a.shell`'s completions of `cmd` (the whole CLI's definition,
+/// which the caller hands in: this command knows no other).
+pub fn run(a: CompletionsArgs, mut cmd: clap::Command) -> anyhow::Result<i32> {
     use clap_complete::{generate, shells};
-    let mut cmd = super::Cli::command();
     let mut buf = Vec::new();
     match a.shell {
         Shell::Bash => generate(shells::Bash, &mut cmd, "agy-audit", &mut buf),

@@ -191,7 +191,9 @@ pub fn main() -> i32 {
         Command::Rules(a) => rules_cmd::run(a),
         Command::Corpus(c) => corpus_cmd::run(c),
         Command::DaemonSim(a) => daemon_sim_cmd::run(a),
-        Command::Completions(a) => completions_cmd::run(a),
+        Command::Completions(a) => {
+            completions_cmd::run(a, <Cli as clap::CommandFactory>::command())
+        }
     };
     match result {
         Ok(code) => code,
