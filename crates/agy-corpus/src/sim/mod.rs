@@ -1,5 +1,5 @@
 //! The simulated agy daemon (`agy-audit daemon-sim`): a real HTTP/1.1 server
-//! on 127.0.0.1 ([`http`], one thread per connection) answering agy's Connect-RPC JSON calls from a
+//! on 127.0.0.1 ([`server`], hyper on a tokio runtime it owns) answering agy's Connect-RPC JSON calls from a
 //! generated store's `.truth/daemon/` views, with faults on demand.
 //!
 //! * `POST /exa.language_server_pb.LanguageServerService/LoadTrajectory`
@@ -23,9 +23,9 @@
 #![warn(missing_docs)]
 
 pub mod fault;
-pub mod http;
 mod mutate;
 mod serve;
+pub mod server;
 pub mod style;
 
 pub use fault::{FaultKind, FaultSpec, FaultTarget};
@@ -108,7 +108,7 @@ impl SimOptions {
             csrf_token: None,
             faults: Vec::new(),
             seed: 1,
-            max_connections: http::Limits::default().max_connections,
+            max_connections: server::Limits::default().max_connections,
             write_cli_log: true,
             load_fault_file: true,
             hang_limit: Duration::from_secs(3600),
@@ -140,7 +140,7 @@ pub(crate) struct Shared {
 pub struct DaemonSim {
     port: u16,
     shared: Arc<Shared>,
-    server: Option<http::HttpServer>,
+    server: Option<server::HttpServer>,
     stop_tx: Option<Sender<()>>,
 }
 
@@ -216,13 +216,13 @@ impl DaemonSim {
             stop_rx,
         });
         let sh = Arc::clone(&shared);
-        let handler: http::Handler = Arc::new(move |req| serve::handle(req, &sh));
-        let limits = http::Limits {
+        let handler: server::Handler = Arc::new(move |req| serve::handle(req, &sh));
+        let limits = server::Limits {
             max_body: serve::MAX_REQUEST,
             max_connections: opts.max_connections.max(1),
         };
         let server =
-            http::HttpServer::start(opts.port, limits, handler).map_err(|e| SimError::Bind {
+            server::HttpServer::start(opts.port, limits, handler).map_err(|e| SimError::Bind {
                 port: opts.port,
                 detail: e.to_string(),
             })?;

@@ -1,7 +1,7 @@
 //! Request handling of the simulated daemon.
 
 use super::fault::FaultKind;
-use super::http::{Reply, Request};
+use super::server::{Reply, Request};
 use super::{Shared, SERVICE_PREFIX};
 use crate::corpus::rng;
 use serde_json::{json, Value};
