@@ -305,6 +305,7 @@ fn demo(a: &DemoArgs, ws: &Workspace, stop: &std::sync::Arc<AtomicBool>) -> anyh
         load_fault_file: true,
         hang_limit: Duration::from_secs(60),
         json_style: a.json_style,
+        ide_logs: None,
     })?;
     crate::note!("demo: simulated daemon on {}", sim.url());
     let schema = Schema::modeled()?;
