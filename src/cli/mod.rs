@@ -25,6 +25,7 @@ mod daemon_sim_cmd;
 mod demo_cmd;
 mod export_check_cmd;
 mod export_cmd;
+mod list_cmd;
 mod manifest_cmd;
 mod qualify_cmd;
 mod report_cmd;
@@ -62,6 +63,9 @@ pub enum Command {
     Schema(schema_cmd::SchemaCommand),
     /// Export one conversation from its stored source alone (JSON or Markdown).
     ExportOffline(export_cmd::ExportArgs),
+    /// List the conversations of every store root (the CLI's and the IDE's
+    /// by default), newest first, with the state their sidecars record.
+    List(list_cmd::ListArgs),
     /// Compare each verified session's offline export (JSON and Markdown)
     /// with the daemon answer a sweep saved, listing every difference.
     ExportCheck(export_check_cmd::ExportCheckArgs),
@@ -105,6 +109,7 @@ impl Command {
         match self {
             Command::Schema(_) => "schema",
             Command::ExportOffline(_) => "export-offline",
+            Command::List(_) => "list",
             Command::ExportCheck(_) => "export-check",
             Command::AuditSweep(_) => "audit-sweep",
             Command::AuditQualify(_) => "audit-qualify",
@@ -156,6 +161,7 @@ pub fn main() -> i32 {
     let result = match cli.command {
         Command::Schema(c) => schema_cmd::run(c),
         Command::ExportOffline(a) => export_cmd::run(a),
+        Command::List(a) => list_cmd::run(a),
         Command::ExportCheck(a) => export_check_cmd::run(a),
         Command::AuditSweep(a) => sweep_cmd::run(a),
         Command::AuditQualify(a) => qualify_cmd::run(a),

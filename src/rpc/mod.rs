@@ -13,6 +13,7 @@
 
 mod endpoint;
 pub mod envelope;
+pub mod ide;
 
 pub use endpoint::{discover_endpoint, parse_cli_log, DAEMON_URL_ENV};
 pub use envelope::ResponseDefect;
