@@ -166,3 +166,86 @@ fn sync_and_list_across_a_cli_and_an_ide_root() {
     cli_sim.stop();
     ide_sim.stop();
 }
+
+fn doctor(home: &Path, root: &Path, env: Option<(&str, &str)>) -> (i32, Value) {
+    let mut c = in_home(home);
+    c.args(["doctor", "--json", "--root"]).arg(root);
+    if let Some((k, v)) = env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    let v: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", output_text(&out)));
+    (out.status.code().unwrap(), v)
+}
+
+#[test]
+fn doctor_healthy_and_each_actionable_state() {
+    let home = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("two_roots_doctor");
+    let _ = std::fs::remove_dir_all(&home);
+    let plan = PlanOptions {
+        conversations: 20,
+        seed: 13,
+        near_miss_rate: 0.0,
+        fault_rate: 0.0,
+        scale: 0.05,
+    };
+    generate_home(&home, &plan, false).unwrap();
+    let ide = home.join(HOME_IDE_ROOT);
+    let mut o = SimOptions::new(&ide);
+    o.load_fault_file = false;
+    o.ide_logs = Some(home.join(".config/Antigravity/logs"));
+    let sim = DaemonSim::start(o).unwrap();
+    let before = sources(&home);
+
+    // missing sidecars: actionable
+    let (code, v) = doctor(&home, &ide, None);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["healthy"], false);
+    let r = &v["roots"][0];
+    assert_eq!(r["surface"], "ide");
+    assert_eq!(r["daemon"]["reachable"], true);
+    assert_eq!(r["csrf"], true);
+    assert_eq!(r["sidecars"]["fresh"], 0);
+
+    // every conversation synced: healthy
+    let mut all = ids(&ide, "db");
+    all.extend(ids(&ide, "pb"));
+    all.sort();
+    all.dedup();
+    for id in &all {
+        let out = in_home(&home).args(["sync", id]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
+    }
+    let (code, v) = doctor(&home, &ide, None);
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["roots"][0]["sidecars"]["fresh"], all.len());
+    assert_eq!(v["roots"][0]["sidecars"]["total"], all.len());
+
+    // an unreachable pinned URL: actionable
+    let (code, v) = doctor(
+        &home,
+        &ide,
+        Some(("ANTIGRAVITY_DAEMON_URL", "http://127.0.0.1:1")),
+    );
+    assert_eq!(code, 1, "{v:#}");
+    assert_eq!(v["roots"][0]["daemon"]["state"], "unreachable pin");
+
+    // a daemon simply not running: informational
+    sim.stop();
+    let (code, v) = doctor(&home, &ide, None);
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["roots"][0]["daemon"]["reachable"], false);
+
+    // a stale sidecar (its payload no longer the attested one): actionable
+    let side = ide
+        .join("conversations")
+        .join(format!("{}.trajectory.json", all[0]));
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&side).unwrap()).unwrap();
+    doc["trajectoryId"] = Value::String("edited".into());
+    std::fs::write(&side, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let (code, v) = doctor(&home, &ide, None);
+    assert_eq!(code, 1, "{v:#}");
+    assert_eq!(v["roots"][0]["sidecars"]["stale"], 1);
+    assert_eq!(sources(&home), before);
+}
