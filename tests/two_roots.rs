@@ -247,5 +247,25 @@ fn doctor_healthy_and_each_actionable_state() {
     let (code, v) = doctor(&home, &ide, None);
     assert_eq!(code, 1, "{v:#}");
     assert_eq!(v["roots"][0]["sidecars"]["stale"], 1);
+    // list --check shows it stale, and counts legacy steps after decryption
+    let out = in_home(&home)
+        .args(["list", "--check", "--json", "--root"])
+        .arg(&ide)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
+    let rows: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let stale: Vec<&Value> = rows.iter().filter(|r| r["fresh"] == false).collect();
+    assert_eq!(stale.len(), 1, "{rows:?}");
+    assert_eq!(stale[0]["id"], all[0].as_str());
+    assert_eq!(
+        rows.iter().filter(|r| r["fresh"] == true).count(),
+        all.len() - 1
+    );
+    assert!(rows.iter().all(|r| r["steps"].is_u64()), "{rows:?}");
     assert_eq!(sources(&home), before);
 }

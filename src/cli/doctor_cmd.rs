@@ -80,6 +80,32 @@ fn installed_agy() -> Option<String> {
         .map(str::to_string)
 }
 
+/// Rechecks one attestation against its native source: (fresh, attested
+/// under the current profile, the source's step count when it was read).
+/// Fresh: same profile, same source digest, the sidecar's payload still the
+/// attested one, and a verified source that still qualifies.
+pub(super) fn recheck(
+    ctx: &AuditContext,
+    source: &std::path::Path,
+    doc: &Value,
+    saved: &crate::attest::Completeness,
+) -> (bool, bool, Option<usize>) {
+    match prepare(ctx, source) {
+        Ok(now) => {
+            let same_profile = now.source.profile == saved.profile;
+            let ok = same_profile
+                && now.source.source_digest == saved.source_digest
+                && saved.payload_digest.as_deref() == Some(payload_digest(doc).as_str())
+                && (!matches!(
+                    saved.verdict,
+                    VerdictKind::Verified | VerdictKind::VerifiedSourceOnly
+                ) || now.refusal().is_none());
+            (ok, same_profile, Some(now.source.steps))
+        }
+        Err(_) => (false, true, None),
+    }
+}
+
 fn root_report(root: &Root, ctx: &AuditContext) -> anyhow::Result<(Value, bool)> {
     let mut actionable = false;
     let pinned = std::env::var(crate::rpc::DAEMON_URL_ENV)
@@ -119,22 +145,10 @@ fn root_report(root: &Root, ctx: &AuditContext) -> anyhow::Result<(Value, bool)>
             continue;
         };
         *counts.entry(saved.verdict.as_str()).or_default() += 1;
-        let now = prepare(ctx, &s.path);
-        let ok = match &now {
-            Ok(now) => {
-                if now.source.profile != saved.profile {
-                    older += 1;
-                }
-                now.source.profile == saved.profile
-                    && now.source.source_digest == saved.source_digest
-                    && saved.payload_digest.as_deref() == Some(payload_digest(&doc).as_str())
-                    && (!matches!(
-                        saved.verdict,
-                        VerdictKind::Verified | VerdictKind::VerifiedSourceOnly
-                    ) || now.refusal().is_none())
-            }
-            Err(_) => false,
-        };
+        let (ok, same_profile, _) = recheck(ctx, &s.path, &doc, &saved);
+        if !same_profile {
+            older += 1;
+        }
         if ok {
             fresh += 1;
         } else {

@@ -19,10 +19,18 @@ pub struct ListArgs {
     /// Also list implicit/ trajectories (not conversations).
     #[arg(long)]
     pub include_implicit: bool,
+    /// Recheck each attestation against its source (profile, source and
+    /// payload digests, never mtime; reads every source whole) and show a
+    /// stale one as `stale (<recorded state>)`; legacy step counts too
+    /// (after decryption).
+    #[arg(long)]
+    pub check: bool,
     /// One JSON object a line: id, root, surface, format, path, size,
     /// steps (null when not counted), modified (Unix seconds), sidecar.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub decode: super::common::DecodeArgs,
 }
 
 /// One listed source.
@@ -38,6 +46,10 @@ struct Row {
     modified: u64,
     /// verified, verified-source-only, unknown, incomplete or none.
     sidecar: &'static str,
+    /// With --check: whether the attestation still matches its source
+    /// (null without --check or without an attestation).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fresh: Option<bool>,
     implicit: bool,
 }
 
@@ -78,7 +90,11 @@ fn sidecar_state(source: &Path, id: &str) -> &'static str {
     crate::attest::completeness_of(&doc).map_or("none", |c| c.verdict.as_str())
 }
 
-fn rows_of(root: &Root, include_implicit: bool) -> anyhow::Result<Vec<Row>> {
+fn rows_of(
+    root: &Root,
+    include_implicit: bool,
+    check: Option<&crate::pipeline::AuditContext>,
+) -> anyhow::Result<Vec<Row>> {
     let d = crate::discover::discover(&root.path)?;
     let mut rows = Vec::new();
     for s in d.sources {
@@ -86,12 +102,31 @@ fn rows_of(root: &Root, include_implicit: bool) -> anyhow::Result<Vec<Row>> {
         let modified = mtime(&s.path).max(mtime(&wal));
         let size = std::fs::metadata(&s.path).map_or(0, |m| m.len())
             + std::fs::metadata(&wal).map_or(0, |m| m.len());
-        let steps = match s.format {
+        let mut steps = match s.format {
             Format::Sqlite => sqlite_steps(&s.path),
-            // legacy: counted only after decryption (not done by list)
+            // legacy: counted only after decryption (--check)
             Format::Protobuf => None,
         };
+        let mut fresh = None;
+        if let Some(ctx) = check {
+            let side = s.path.with_file_name(format!("{}.trajectory.json", s.id));
+            let doc: Option<serde_json::Value> = std::fs::read(&side)
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok());
+            if let Some((doc, saved)) =
+                doc.and_then(|d| crate::attest::completeness_of(&d).map(|c| (d, c)))
+            {
+                let (ok, _, n) = super::doctor_cmd::recheck(ctx, &s.path, &doc, &saved);
+                fresh = Some(ok);
+                steps = steps.or(n.map(|n| n as u64));
+            } else if s.format == Format::Protobuf {
+                steps = crate::pipeline::prepare(ctx, &s.path)
+                    .ok()
+                    .map(|p| p.source.steps as u64);
+            }
+        }
         rows.push(Row {
+            fresh,
             sidecar: sidecar_state(&s.path, &s.id),
             id: s.id,
             root: root.path.display().to_string(),
@@ -118,6 +153,7 @@ fn rows_of(root: &Root, include_implicit: bool) -> anyhow::Result<Vec<Row>> {
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default();
             rows.push(Row {
+                fresh: None,
                 sidecar: "none",
                 id,
                 root: root.path.display().to_string(),
@@ -144,6 +180,19 @@ fn format_name(f: Format) -> &'static str {
 /// Runs `agy-audit list`.
 pub fn run(a: ListArgs) -> anyhow::Result<i32> {
     let sel = select(&a.roots)?;
+    let decoded = if a.check {
+        Some(a.decode.load()?)
+    } else {
+        None
+    };
+    let ctx = decoded
+        .as_ref()
+        .map(|(schema, key)| crate::pipeline::AuditContext {
+            schema,
+            key,
+            client: None,
+            bracket_retries: 0,
+        });
     for m in &sel.missing {
         crate::note!(
             "list: default root {} does not exist (skipped)",
@@ -152,7 +201,7 @@ pub fn run(a: ListArgs) -> anyhow::Result<i32> {
     }
     let mut rows = Vec::new();
     for r in &sel.roots {
-        rows.extend(rows_of(r, a.include_implicit)?);
+        rows.extend(rows_of(r, a.include_implicit, ctx.as_ref())?);
     }
     // newest first; ties in root order, then by id (deterministic)
     rows.sort_by(|x, y| y.modified.cmp(&x.modified).then(x.id.cmp(&y.id)));
@@ -161,6 +210,10 @@ pub fn run(a: ListArgs) -> anyhow::Result<i32> {
             outln!("{}", serde_json::to_string(r)?);
         } else {
             let steps = r.steps.map_or_else(|| "-".to_string(), |n| n.to_string());
+            let state = match r.fresh {
+                Some(false) => format!("stale ({})", r.sidecar),
+                _ => r.sidecar.to_string(),
+            };
             outln!(
                 "{}  {}  {:<8}  {:>10}  {:>5}  {:<20}  {}{}",
                 r.id,
@@ -168,7 +221,7 @@ pub fn run(a: ListArgs) -> anyhow::Result<i32> {
                 r.format,
                 r.size,
                 steps,
-                r.sidecar,
+                state,
                 r.root,
                 if r.implicit { "  (implicit)" } else { "" }
             );
