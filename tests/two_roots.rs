@@ -155,6 +155,25 @@ fn sync_and_list_across_a_cli_and_an_ide_root() {
         "{text}"
     );
     assert!(text.contains("\"implicit\":true"), "{text}");
+    // audit-sweep: one root per run; without --root it names both and asks
+    let out = in_home(&home)
+        .args(["audit-sweep", "--quiet", "--out"])
+        .arg(home.join("sweep-none"))
+        .output()
+        .unwrap();
+    let text = output_text(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains(&format!("{} (cli)", cli.display())), "{text}");
+    assert!(text.contains(&format!("{} (ide)", ide.display())), "{text}");
+    // the IDE root swept with its daemon and token found in the IDE's logs
+    let out = in_home(&home)
+        .args(["audit-sweep", "--quiet", "--root"])
+        .arg(&ide)
+        .arg("--out")
+        .arg(home.join("sweep-ide"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
     // a missing explicit root is a usage error
     let out = in_home(&home)
         .args(["list", "--root"])
