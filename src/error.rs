@@ -120,6 +120,26 @@ pub enum UsageError {
     /// `--resume` of a shard manifest split by listing position.
     #[error("{}: --resume of a shard assigned by listing position (no shardBy {}); sweep the shard again into a new folder", manifest.display(), crate::pipeline::shard::SHARD_ASSIGNMENT)]
     ResumeListingShard { manifest: PathBuf },
+    /// No `--root`, no pinned root and no `HOME` to find the default roots.
+    #[error("no store root: HOME is not set (the default roots are ~/{} and ~/{}) and neither is {}; pass --root DIR", crate::well_known::CLI_SUBPATH, crate::well_known::IDE_SUBPATH, crate::well_known::ROOT_ENV)]
+    NoHomeForRoots,
+    /// Neither default root exists under the home folder.
+    #[error("no store root found: neither ~/{} nor ~/{} exists under {}; pass --root DIR", crate::well_known::CLI_SUBPATH, crate::well_known::IDE_SUBPATH, home.display())]
+    NoDefaultRoot { home: PathBuf },
+    /// An IDE root whose log folder cannot be located.
+    #[error("{}: an IDE root, but the IDE's log folder is unknown (HOME/APPDATA unset); pass --daemon-url URL and --csrf-token T", root.display())]
+    IdeLogsUnknown { root: PathBuf },
+    /// The IDE language server's log cannot be read.
+    #[error("{}: {} (the IDE root {}'s daemon announces its port there); is the Antigravity IDE running? (or pass --daemon-url URL)", log.display(), crate::util::io_text(source), root.display())]
+    IdeServerLog {
+        log: PathBuf,
+        root: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The IDE language server's log has no port line.
+    #[error("{}: no `listening on random port at N for HTTP` line; is the Antigravity IDE running? (or pass --daemon-url URL)", log.display())]
+    IdePortLine { log: PathBuf },
     /// `--out` already holds a sweep (and no `--resume`).
     #[error("{}: already holds a sweep; pass --resume to continue it, or name a new folder", out.display())]
     OutHoldsSweep { out: PathBuf },

@@ -17,6 +17,7 @@ pub mod pipeline;
 pub mod profile;
 pub mod project;
 pub mod report;
+pub mod roots;
 pub mod rpc;
 pub mod rules;
 pub mod schema;

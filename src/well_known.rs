@@ -8,3 +8,7 @@ pub const ROOT_ENV: &str = "ANTIGRAVITY_CLI_ROOT";
 pub const DAEMON_URL_ENV: &str = "ANTIGRAVITY_DAEMON_URL";
 /// A sweep's manifest, in its output folder.
 pub const MANIFEST_FILE: &str = "manifest.json";
+/// The CLI store root under the home folder.
+pub const CLI_SUBPATH: &str = ".gemini/antigravity-cli";
+/// The IDE store root under the home folder.
+pub const IDE_SUBPATH: &str = ".gemini/antigravity";

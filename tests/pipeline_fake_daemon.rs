@@ -7,7 +7,7 @@ mod common;
 use agy_audit::schema::{to_daemon_json, Schema};
 use agy_audit::source::legacy::LegacyKey;
 use agy_audit::source::{read_source, ReadOptions};
-use agy_corpus::sim::http::{Handler, HttpServer, Limits, Reply, Request};
+use agy_corpus::sim::server::{Handler, HttpServer, Limits, Reply, Request};
 use common::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

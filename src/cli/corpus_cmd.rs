@@ -1,7 +1,10 @@
 //! `agy-audit corpus generate`: the synthetic agy store generator.
 
 use super::common::{fraction, real, seed, whole};
-use agy_corpus::corpus::{generate_release, GenerateOptions, PlanOptions, Release};
+use agy_corpus::corpus::{
+    generate_home, generate_release, GenerateOptions, PlanOptions, Release, HOME_CLI_ROOT,
+    HOME_IDE_ROOT,
+};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
@@ -16,8 +19,21 @@ pub enum CorpusCommand {
 #[derive(Debug, Args)]
 pub struct GenerateArgs {
     /// Store root to write (created; must be empty unless --force).
-    #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
+    #[arg(
+        long,
+        value_name = "DIR",
+        required_unless_present = "home",
+        conflicts_with = "home"
+    )]
+    pub out: Option<PathBuf>,
+    /// Write a two-root home instead: a CLI store at
+    /// HOME/.gemini/antigravity-cli (with cli.log) and an IDE store at
+    /// HOME/.gemini/antigravity (with antigravity_state.pbtxt, no cli.log;
+    /// the seed after --seed), each with --conversations conversations (20
+    /// or more: each then holds a legacy .pb shadowed by a .db). Serve the
+    /// IDE store with `daemon-sim --ide --ide-logs HOME/.config/Antigravity/logs`.
+    #[arg(long, value_name = "HOME")]
+    pub home: Option<PathBuf>,
     /// Number of selected conversations (1 to 100000).
     #[arg(long, default_value_t = 405, allow_negative_numbers = true, value_parser = conversations_value)]
     pub conversations: usize,
@@ -74,15 +90,46 @@ pub fn conversations_value(s: &str) -> Result<usize, String> {
 pub fn run(cmd: CorpusCommand) -> anyhow::Result<i32> {
     match cmd {
         CorpusCommand::Generate(a) => {
+            let plan = PlanOptions {
+                conversations: a.conversations,
+                seed: a.seed,
+                near_miss_rate: a.near_miss_rate,
+                fault_rate: a.fault_rate,
+                scale: a.scale,
+            };
+            let out = match (&a.out, &a.home) {
+                (Some(out), _) => out.clone(),
+                (None, Some(home)) => {
+                    let s = generate_home(home, &plan, a.force)?;
+                    if a.json {
+                        outln!("{}", serde_json::to_string_pretty(&s)?);
+                        return Ok(0);
+                    }
+                    for (label, rel, s) in [
+                        ("cli", HOME_CLI_ROOT, &s.cli),
+                        ("ide", HOME_IDE_ROOT, &s.ide),
+                    ] {
+                        outln!(
+                            "{label}: wrote {} ({} sqlite, {} legacy .pb, {} with both) to {}",
+                            crate::util::count(s.conversations as u64, "conversation"),
+                            s.sqlite,
+                            s.protobuf,
+                            s.both,
+                            home.join(rel).display()
+                        );
+                    }
+                    return Ok(0);
+                }
+                (None, None) => {
+                    return Err(super::errors::Usage::Text(
+                        "corpus generate needs --out DIR or --home HOME".into(),
+                    )
+                    .into())
+                }
+            };
             let opts = GenerateOptions {
-                out: a.out.clone(),
-                plan: PlanOptions {
-                    conversations: a.conversations,
-                    seed: a.seed,
-                    near_miss_rate: a.near_miss_rate,
-                    fault_rate: a.fault_rate,
-                    scale: a.scale,
-                },
+                out: out.clone(),
+                plan,
                 force: a.force,
             };
             // Every error of the generator names its file (the --out folder
@@ -104,7 +151,7 @@ pub fn run(cmd: CorpusCommand) -> anyhow::Result<i32> {
                 s.protobuf,
                 s.both,
                 s.wal_files,
-                a.out.display()
+                out.display()
             );
             outln!(
                 "steps {}; sources {:.1} MB (largest {:.1} MB); total {:.1} MB; {:.1}s",

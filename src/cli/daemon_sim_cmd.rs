@@ -46,6 +46,20 @@ pub struct DaemonSimArgs {
     /// must not change.
     #[arg(long, value_name = "STYLE", default_value_t = JsonStyle::Canonical)]
     pub json_style: JsonStyle,
+    /// IDE mode: behave like the Antigravity IDE's language server. Every
+    /// request must carry x-codeium-csrf-token (401 without it, 403 for a
+    /// wrong one): --csrf-token, or a UUID-shaped token derived from --seed
+    /// and the port. The port lines go to LOGS/language_server.log and the
+    /// spawn line with `--csrf_token <token>` to LOGS/main.log (appended, in
+    /// the IDE's formats) instead of DIR/cli.log.
+    #[arg(long)]
+    pub ide: bool,
+    /// The IDE's log folder for --ide (default: where the IDE keeps it:
+    /// $XDG_CONFIG_HOME or ~/.config + /Antigravity/logs on Linux,
+    /// ~/Library/Application Support/Antigravity/logs on macOS,
+    /// %APPDATA%\Antigravity\logs on Windows).
+    #[arg(long, value_name = "LOGS", requires = "ide")]
+    pub ide_logs: Option<PathBuf>,
     /// Stop after this many seconds (a whole number, 0 or more; default: run
     /// until killed).
     #[arg(long, value_name = "SECS", allow_negative_numbers = true, value_parser = seed())]
@@ -156,7 +170,30 @@ pub fn run(a: DaemonSimArgs) -> anyhow::Result<i32> {
     opts.seed = a.seed;
     opts.load_fault_file = !a.no_fault_file;
     opts.json_style = a.json_style;
+    if a.ide {
+        let logs =
+            match a
+                .ide_logs
+                .clone()
+                .or_else(agy_corpus::sim::default_ide_logs_dir)
+            {
+                Some(l) => l,
+                None => return Err(super::errors::Usage::Text(
+                    "--ide: no IDE log folder (HOME/APPDATA unset); name one with --ide-logs LOGS"
+                        .into(),
+                )
+                .into()),
+            };
+        opts.ide_logs = Some(logs);
+    }
+    let ide_logs = opts.ide_logs.clone();
     let sim = DaemonSim::start(opts).context("starting the simulated daemon")?;
+    if let Some(logs) = &ide_logs {
+        outln!(
+            "daemon-sim: IDE mode, port and token announced in {}",
+            logs.display()
+        );
+    }
     outln!(
         "daemon-sim: serving {} at {} ({}, JSON style {})",
         a.store.display(),

@@ -323,6 +323,7 @@ fn demo(a: &DemoArgs, ws: &Workspace, stop: &std::sync::Arc<AtomicBool>) -> anyh
         load_fault_file: true,
         hang_limit: Duration::from_secs(60),
         json_style: a.json_style,
+        ide_logs: None,
     })?;
     crate::note!("demo: simulated daemon on {}", sim.url());
     let schema = Schema::modeled()?;
@@ -581,6 +582,7 @@ fn release_day(
         load_fault_file: true,
         hang_limit: Duration::from_secs(60),
         json_style: a.json_style,
+        ide_logs: None,
     })?;
     let schema = Schema::modeled()?;
     let key = LegacyKey::default();

@@ -24,10 +24,12 @@ mod corpus_cmd;
 mod daemon_args;
 mod daemon_sim_cmd;
 mod demo_cmd;
+mod doctor_cmd;
 mod errors;
 mod export_check_cmd;
 mod export_cmd;
 mod format_audit_cmd;
+mod list_cmd;
 mod manifest_cmd;
 mod qualify_cmd;
 mod report_cmd;
@@ -69,6 +71,13 @@ pub enum Command {
     Schema(schema_cmd::SchemaCommand),
     /// Export one conversation from its stored source alone (JSON or Markdown).
     ExportOffline(export_cmd::ExportArgs),
+    /// List the conversations of every store root (the CLI's and the IDE's
+    /// by default), newest first, with the state their sidecars record.
+    List(list_cmd::ListArgs),
+    /// Check every store root: surface, daemon, CSRF token (IDE), agy
+    /// version, and whether each sidecar still matches its native source
+    /// (exit 1 when something is actionable).
+    Doctor(doctor_cmd::DoctorArgs),
     /// Compare each verified session's offline export (JSON and Markdown)
     /// with the daemon answer a sweep saved, listing every difference.
     ExportCheck(export_check_cmd::ExportCheckArgs),
@@ -122,6 +131,8 @@ impl Command {
         match self {
             Command::Schema(_) => "schema",
             Command::ExportOffline(_) => "export-offline",
+            Command::List(_) => "list",
+            Command::Doctor(_) => "doctor",
             Command::ExportCheck(_) => "export-check",
             Command::AuditSweep(_) => "audit-sweep",
             Command::AuditQualify(_) => "audit-qualify",
@@ -176,6 +187,8 @@ pub fn main() -> i32 {
     let result = match cli.command {
         Command::Schema(c) => schema_cmd::run(c),
         Command::ExportOffline(a) => export_cmd::run(a),
+        Command::List(a) => list_cmd::run(a),
+        Command::Doctor(a) => doctor_cmd::run(a),
         Command::ExportCheck(a) => export_check_cmd::run(a),
         Command::AuditSweep(a) => sweep_cmd::run(a),
         Command::AuditQualify(a) => qualify_cmd::run(a),

@@ -262,17 +262,60 @@ pub fn installed_agy_version() -> Option<String> {
     Some(line.chars().take(200).collect())
 }
 
+/// The one root a sweep covers (its manifest names one root): `--root`, or
+/// the root `$ANTIGRAVITY_CLI_ROOT` pins, or the only default root that
+/// exists; with both the CLI's and the IDE's present, a usage error that
+/// names them and asks for one.
+fn one_root(arg: &super::common::RootArg) -> anyhow::Result<std::path::PathBuf> {
+    let pinned = std::env::var_os(crate::discover::ROOT_ENV).is_some_and(|r| !r.is_empty());
+    if arg.root.is_some() || pinned {
+        return arg.try_get();
+    }
+    let Ok(sel) = crate::roots::select(&[]) else {
+        return arg.try_get();
+    };
+    match sel.roots.as_slice() {
+        [one] => Ok(one.path.clone()),
+        many => {
+            let list: Vec<String> = many
+                .iter()
+                .map(|r| format!("{} ({})", r.path.display(), r.surface.as_str()))
+                .collect();
+            Err(super::errors::Usage::Text(format!(
+                "audit-sweep sweeps one root per run and these exist: {}; pass --root DIR",
+                list.join(", ")
+            ))
+            .into())
+        }
+    }
+}
+
 pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
     let shard = resolve_shard(a.shard, a.shard_count, |k| std::env::var(k).ok())?;
     let (schema, key) = a.decode.load()?;
-    let root = a.root.try_get()?;
-    let endpoint = a.daemon.endpoint(&root)?;
+    let root = one_root(&a.root)?;
+    let surface = crate::roots::detect_surface(&root);
+    let explicit_url = a
+        .daemon
+        .daemon_url
+        .clone()
+        .or_else(|| std::env::var(crate::rpc::DAEMON_URL_ENV).ok());
+    let found = crate::rpc::ide::endpoint_for(
+        &root,
+        surface,
+        explicit_url.as_deref(),
+        a.daemon.csrf_token.as_deref(),
+    )?;
+    let endpoint = found.url;
     let stop = interrupt_flag();
+    let mut client = a.daemon.client_options(Some(stop.clone()));
+    // the token is sent only when known: never to a CLI daemon by default
+    client.csrf_token = found.csrf_token;
     let opts = SweepOptions {
         root: root.clone(),
         out: a.out.clone(),
         endpoint,
-        client: a.daemon.client_options(Some(stop.clone())),
+        client,
         concurrency: a.concurrency,
         jobs: a.jobs.unwrap_or_else(|| {
             std::thread::available_parallelism()

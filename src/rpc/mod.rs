@@ -14,6 +14,7 @@
 mod endpoint;
 pub mod envelope;
 pub mod error;
+pub mod ide;
 
 pub use endpoint::{discover_endpoint, parse_cli_log, validate_endpoint, DAEMON_URL_ENV};
 pub use envelope::ResponseDefect;

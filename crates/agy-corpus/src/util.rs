@@ -45,6 +45,29 @@ pub mod time {
         rfc3339_seconds(now)
     }
 
+    /// The current time as the IDE's two logs stamp it: `YYYY-MM-DD
+    /// HH:MM:SS.mmm` (main.log) and glog's `IMMDD HH:MM:SS.uuuuuu`
+    /// (language_server.log), both UTC.
+    pub fn log_stamps() -> (String, String) {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        let unix = now.as_secs() as i64;
+        let micros = now.subsec_micros();
+        let (y, m, d) = civil_from_days(unix.div_euclid(86_400));
+        let secs = unix.rem_euclid(86_400);
+        let hms = format!(
+            "{:02}:{:02}:{:02}",
+            secs / 3600,
+            (secs / 60) % 60,
+            secs % 60
+        );
+        (
+            format!("{y:04}-{m:02}-{d:02} {hms}.{:03}", micros / 1000),
+            format!("I{m:02}{d:02} {hms}.{micros:06}"),
+        )
+    }
+
     /// Howard Hinnant's civil-from-days.
     fn civil_from_days(z: i64) -> (i64, u32, u32) {
         let z = z + 719_468;

@@ -158,7 +158,11 @@ struct Marker {
 /// Every file a generation of `plan` may write (the optional `-wal` files
 /// and `faults.txt` included), relative to the store root.
 fn planned_files(plan: &CorpusPlan) -> Vec<String> {
-    let mut files = vec!["cli.log".to_string()];
+    let mut files = vec![
+        "cli.log".to_string(),
+        CLI_STATE.to_string(),
+        IDE_STATE.to_string(),
+    ];
     for cp in &plan.conversations {
         match cp.format {
             Format::Sqlite => {
@@ -185,6 +189,73 @@ fn planned_files(plan: &CorpusPlan) -> Vec<String> {
         files.push(format!(".truth/{f}"));
     }
     files
+}
+
+/// The CLI's state file in its root (agy writes it; the IDE never does).
+pub const CLI_STATE: &str = "jetski_state.pbtxt";
+/// The IDE's state file in its root (the IDE's marker).
+pub const IDE_STATE: &str = "antigravity_state.pbtxt";
+
+/// Where a home's CLI store lives, relative to the home.
+pub const HOME_CLI_ROOT: &str = ".gemini/antigravity-cli";
+/// Where a home's IDE store lives, relative to the home.
+pub const HOME_IDE_ROOT: &str = ".gemini/antigravity";
+
+/// The smallest `conversations` of [`generate_home`]: from 20 a corpus
+/// holds an id with both a `.db` and a shadowed legacy `.pb`.
+pub const HOME_MIN_CONVERSATIONS: usize = 20;
+
+/// What [`generate_home`] wrote.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HomeSummary {
+    /// The CLI store ([`HOME_CLI_ROOT`]).
+    pub cli: Summary,
+    /// The IDE store ([`HOME_IDE_ROOT`]).
+    pub ide: Summary,
+}
+
+/// Writes a two-root home as agy and the Antigravity IDE lay it out: a CLI
+/// store at `home/.gemini/antigravity-cli` (with `cli.log` and
+/// `jetski_state.pbtxt`) from `plan`, and an IDE store at
+/// `home/.gemini/antigravity` (with `antigravity_state.pbtxt` and no
+/// `cli.log`: the IDE announces its daemon in its own logs, which
+/// `daemon-sim --ide` writes) from the same plan with the next seed, so the
+/// two stores share no conversation id. Each holds legacy `.pb` sources
+/// and at least one `.pb` shadowed by a `.db` of the same id.
+pub fn generate_home(
+    home: &Path,
+    plan: &PlanOptions,
+    force: bool,
+) -> Result<HomeSummary, CorpusError> {
+    if plan.conversations < HOME_MIN_CONVERSATIONS {
+        return Err(CorpusError::Usage(format!(
+            "--home needs --conversations {HOME_MIN_CONVERSATIONS} or more (each root then holds a legacy .pb shadowed by a .db), got {}",
+            plan.conversations
+        )));
+    }
+    let cli_root = home.join(HOME_CLI_ROOT);
+    let ide_root = home.join(HOME_IDE_ROOT);
+    let cli = generate(&GenerateOptions {
+        out: cli_root.clone(),
+        plan: plan.clone(),
+        force,
+    })?;
+    write(&cli_root.join(CLI_STATE), b"# agy CLI state (generated)\n")?;
+    let mut ide_plan = plan.clone();
+    ide_plan.seed = plan.seed.wrapping_add(1);
+    let ide = generate(&GenerateOptions {
+        out: ide_root.clone(),
+        plan: ide_plan,
+        force,
+    })?;
+    let log = ide_root.join("cli.log");
+    std::fs::remove_file(&log).map_err(|e| io(&log, e))?;
+    write(
+        &ide_root.join(IDE_STATE),
+        b"# Antigravity IDE state (generated)\n",
+    )?;
+    Ok(HomeSummary { cli, ide })
 }
 
 /// The folders a generation creates, children before parents.

@@ -1,5 +1,5 @@
 //! The simulated agy daemon (`agy-audit daemon-sim`): a real HTTP/1.1 server
-//! on 127.0.0.1 ([`http`], one thread per connection) answering agy's Connect-RPC JSON calls from a
+//! on 127.0.0.1 ([`server`], hyper on a tokio runtime it owns) answering agy's Connect-RPC JSON calls from a
 //! generated store's `.truth/daemon/` views, with faults on demand.
 //!
 //! * `POST /exa.language_server_pb.LanguageServerService/LoadTrajectory`
@@ -16,16 +16,22 @@
 //!   `permission_denied`; an unknown procedure 404 `unimplemented`.
 //!
 //! On start the listening line is appended to the store's `cli.log` (after
-//! an HTTPS decoy line), so discovery works as with agy. [`DaemonSim::stop`]
+//! an HTTPS decoy line), so discovery works as with agy. In IDE mode
+//! ([`SimOptions::ide_logs`]) the daemon behaves like the IDE's language
+//! server instead: it requires `x-codeium-csrf-token` (401 without it, 403
+//! for a wrong one), and appends its two port lines to
+//! `<logs>/language_server.log` and its spawn line, carrying
+//! `--csrf_token <token>`, to `<logs>/main.log`, in the IDE's line formats
+//! (glog lines; `[date time] [info]  Spawning: ...`); `cli.log` is left alone. [`DaemonSim::stop`]
 //! (or drop) wakes hung requests, shuts every accepted connection down and
 //! joins every thread the server started, so none outlives it.
 
 #![warn(missing_docs)]
 
 pub mod fault;
-pub mod http;
 mod mutate;
 mod serve;
+pub mod server;
 pub mod style;
 
 pub use fault::{FaultKind, FaultSpec, FaultTarget};
@@ -97,6 +103,10 @@ pub struct SimOptions {
     pub hang_limit: Duration,
     /// How the answers' trajectories are spelled ([`style`]).
     pub json_style: JsonStyle,
+    /// IDE mode: the IDE's log folder to announce the port and token in
+    /// (see [`default_ide_logs_dir`]). A token is always required in IDE
+    /// mode: `csrf_token`, or one derived from the seed and the port.
+    pub ide_logs: Option<PathBuf>,
 }
 
 impl SimOptions {
@@ -108,19 +118,60 @@ impl SimOptions {
             csrf_token: None,
             faults: Vec::new(),
             seed: 1,
-            max_connections: http::Limits::default().max_connections,
+            max_connections: server::Limits::default().max_connections,
             write_cli_log: true,
             load_fault_file: true,
             hang_limit: Duration::from_secs(3600),
             json_style: JsonStyle::Canonical,
+            ide_logs: None,
         }
     }
+}
+
+/// The IDE's log folder on this system, as the IDE places it: on Linux
+/// `$XDG_CONFIG_HOME/Antigravity/logs` (default `~/.config`), on macOS
+/// `~/Library/Application Support/Antigravity/logs`, on Windows
+/// `%APPDATA%\Antigravity\logs`. `None` when the variable it derives from
+/// is unset.
+pub fn default_ide_logs_dir() -> Option<PathBuf> {
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let base = if cfg!(windows) {
+        env("APPDATA")?
+    } else if cfg!(target_os = "macos") {
+        env("HOME")?.join("Library").join("Application Support")
+    } else {
+        env("XDG_CONFIG_HOME").or_else(|| env("HOME").map(|h| h.join(".config")))?
+    };
+    Some(base.join("Antigravity").join("logs"))
+}
+
+/// A UUID-shaped token derived from `seed` and `port` (new with every port,
+/// as the IDE's is new with every start).
+fn derived_token(seed: u64, port: u16) -> String {
+    let p = port.to_string();
+    let a = crate::corpus::rng::derive(seed, &["csrf", &p, "a"]);
+    let b = crate::corpus::rng::derive(seed, &["csrf", &p, "b"]);
+    let h = crate::util::hex(&[a.to_be_bytes(), b.to_be_bytes()].concat());
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
 }
 
 /// State shared by the connection threads.
 pub(crate) struct Shared {
     pub store: PathBuf,
-    pub csrf: Option<String>,
+    /// Set before the first request can arrive (IDE mode derives it from
+    /// the bound port).
+    pub csrf: Arc<Mutex<Option<String>>>,
     pub faults: Vec<FaultSpec>,
     pub seed: u64,
     pub hang_limit: Duration,
@@ -140,7 +191,7 @@ pub(crate) struct Shared {
 pub struct DaemonSim {
     port: u16,
     shared: Arc<Shared>,
-    server: Option<http::HttpServer>,
+    server: Option<server::HttpServer>,
     stop_tx: Option<Sender<()>>,
 }
 
@@ -201,9 +252,11 @@ impl DaemonSim {
             ),
         };
         let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(0);
+        // IDE mode: the token depends on the port, known only once bound
+        let csrf = Arc::new(Mutex::new(opts.csrf_token.clone()));
         let shared = Arc::new(Shared {
             store: opts.store.clone(),
-            csrf: opts.csrf_token.clone(),
+            csrf: Arc::clone(&csrf),
             faults,
             seed: opts.seed,
             hang_limit: opts.hang_limit,
@@ -216,24 +269,34 @@ impl DaemonSim {
             stop_rx,
         });
         let sh = Arc::clone(&shared);
-        let handler: http::Handler = Arc::new(move |req| serve::handle(req, &sh));
-        let limits = http::Limits {
+        let handler: server::Handler = Arc::new(move |req| serve::handle(req, &sh));
+        let limits = server::Limits {
             max_body: serve::MAX_REQUEST,
             max_connections: opts.max_connections.max(1),
         };
         let server =
-            http::HttpServer::start(opts.port, limits, handler).map_err(|e| SimError::Bind {
+            server::HttpServer::start(opts.port, limits, handler).map_err(|e| SimError::Bind {
                 port: opts.port,
                 detail: e.to_string(),
             })?;
         let port = server.addr().port();
+        if opts.ide_logs.is_some() {
+            if let Ok(mut t) = csrf.lock() {
+                if t.is_none() {
+                    *t = Some(derived_token(opts.seed, port));
+                }
+            }
+        }
         let sim = DaemonSim {
             port,
             shared,
             server: Some(server),
             stop_tx: Some(stop_tx),
         };
-        if opts.write_cli_log {
+        if let Some(logs) = &opts.ide_logs {
+            let token = sim.csrf_token().unwrap_or_default();
+            append_ide_logs(logs, port, &token)?;
+        } else if opts.write_cli_log {
             append_cli_log(&opts.store, port)?;
         }
         Ok(sim)
@@ -247,6 +310,11 @@ impl DaemonSim {
     /// The bound port.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The `x-codeium-csrf-token` the daemon requires, if any.
+    pub fn csrf_token(&self) -> Option<String> {
+        self.shared.csrf.lock().ok().and_then(|t| t.clone())
     }
 
     /// The faults in force (command line and fault file).
@@ -295,4 +363,42 @@ fn append_cli_log(store: &Path, port: u16) -> Result<(), SimError> {
         "{now} listening on random port at {decoy} for HTTPS (gRPC)\n{now} listening on random port at {port} for HTTP\n"
     );
     f.write_all(text.as_bytes()).map_err(|e| io(&p, e))
+}
+
+fn append(p: &Path, text: &str) -> Result<(), SimError> {
+    use std::io::Write;
+    if let Some(dir) = p.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(p)
+        .map_err(|e| io(p, e))?;
+    f.write_all(text.as_bytes()).map_err(|e| io(p, e))
+}
+
+/// The IDE's two logs: the language server's glog port lines (HTTPS decoy
+/// first, as the IDE writes them) and the main log's spawn line.
+fn append_ide_logs(logs: &Path, port: u16, token: &str) -> Result<(), SimError> {
+    let (date, glog) = crate::util::time::log_stamps();
+    let pid = std::process::id();
+    let decoy = if port == u16::MAX {
+        port - 1
+    } else {
+        port.wrapping_add(1).max(1)
+    };
+    append(
+        &logs.join("main.log"),
+        &format!(
+            "[{date}] [info]  Spawning: /opt/Antigravity-x64/resources/bin/language_server --standalone --override_ide_name antigravity --https_server_port 0 --csrf_token {token} --app_data_dir antigravity --enable_sidecars\n"
+        ),
+    )?;
+    append(
+        &logs.join("language_server.log"),
+        &format!(
+            "{glog} {pid} server.go:514] Language server listening on random port at {decoy} for HTTPS (gRPC)\n\
+             {glog} {pid} server.go:522] Language server listening on random port at {port} for HTTP\n"
+        ),
+    )
 }

@@ -1,7 +1,7 @@
 //! Request handling of the simulated daemon.
 
 use super::fault::FaultKind;
-use super::http::{Reply, Request};
+use super::server::{Reply, Request};
 use super::{Shared, SERVICE_PREFIX};
 use crate::corpus::rng;
 use serde_json::{json, Value};
@@ -40,7 +40,8 @@ pub(crate) fn handle(req: &Request, shared: &Shared) -> Reply {
             &format!("unknown procedure {}", req.path),
         );
     };
-    if let Some(expected) = &shared.csrf {
+    let csrf = shared.csrf.lock().ok().and_then(|t| t.clone());
+    if let Some(expected) = &csrf {
         match req.header("x-codeium-csrf-token") {
             None => return error(401, "unauthenticated", "missing x-codeium-csrf-token"),
             Some(t) if t != expected => {

@@ -1,0 +1,250 @@
+//! `agy-audit doctor`: per root, what is actionable.
+//!
+//! Exit status (the reference's rules): 0 when nothing is actionable; 1 for
+//! stale or missing sidecars, version skew, or an unreachable pinned
+//! `$ANTIGRAVITY_DAEMON_URL`. A daemon that is simply not running is
+//! informational. Sidecars are judged by rechecking every attestation
+//! against its native source (profile, source digest and payload digest,
+//! never mtime): doctor always reads native content.
+
+use super::common::DecodeArgs;
+use crate::attest::{completeness_of, payload_digest};
+use crate::pipeline::{prepare, AuditContext};
+use crate::roots::{select, Root, Surface};
+use crate::rpc::ide::{dial, endpoint_for};
+use crate::verdict::VerdictKind;
+use clap::Args;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Check every root: its surface, daemon, CSRF token (IDE), the installed
+/// agy version, and whether every conversation's sidecar is fresh.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// A store root (repeatable). Without it: every default root that
+    /// exists (the CLI's and the IDE's under HOME), or the one
+    /// $ANTIGRAVITY_CLI_ROOT pins.
+    #[arg(long = "root", value_name = "DIR")]
+    pub roots: Vec<PathBuf>,
+    /// Print {"healthy", "roots": [{"path", "surface", "daemon": {"url",
+    /// "reachable"}, "csrf", "sidecars": {"fresh", "stale", "total"},
+    /// "counts": {...}}], ...} instead of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub decode: DecodeArgs,
+}
+
+/// The agy release the profile names (its format key's origin).
+fn profile_release() -> &'static str {
+    let o = crate::profile::FORMAT_KEY_ORIGIN;
+    let v = o.strip_prefix("agy-").unwrap_or(o);
+    v.split('-').next().unwrap_or(v)
+}
+
+/// `agy --version` when agy is on PATH (bounded to 5 s), its first
+/// version-looking word.
+fn installed_agy() -> Option<String> {
+    let path = std::env::var_os("PATH")?;
+    let exe = std::env::split_paths(&path)
+        .map(|d| d.join("agy"))
+        .find(|p| p.is_file())?;
+    let mut child = std::process::Command::new(exe)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let t0 = std::time::Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if t0.elapsed() < Duration::from_secs(5) => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let out = child.wait_with_output().ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(|w| w.trim_start_matches('v'))
+        .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()) && w.contains('.'))
+        .map(str::to_string)
+}
+
+/// Rechecks one attestation against its native source: (fresh, attested
+/// under the current profile, the source's step count when it was read).
+/// Fresh: same profile, same source digest, the sidecar's payload still the
+/// attested one, and a verified source that still qualifies.
+pub(super) fn recheck(
+    ctx: &AuditContext,
+    source: &std::path::Path,
+    doc: &Value,
+    saved: &crate::attest::Completeness,
+) -> (bool, bool, Option<usize>) {
+    match prepare(ctx, source) {
+        Ok(now) => {
+            let same_profile = now.source.profile == saved.profile;
+            let ok = same_profile
+                && now.source.source_digest == saved.source_digest
+                && saved.payload_digest.as_deref() == Some(payload_digest(doc).as_str())
+                && (!matches!(
+                    saved.verdict,
+                    VerdictKind::Verified | VerdictKind::VerifiedSourceOnly
+                ) || now.refusal().is_none());
+            (ok, same_profile, Some(now.source.steps))
+        }
+        Err(_) => (false, true, None),
+    }
+}
+
+fn root_report(root: &Root, ctx: &AuditContext) -> anyhow::Result<(Value, bool)> {
+    let mut actionable = false;
+    let pinned = std::env::var(crate::rpc::DAEMON_URL_ENV)
+        .ok()
+        .filter(|u| !u.is_empty());
+    let token = std::env::var(crate::rpc::CSRF_ENV).ok();
+    let (url, reachable, state, csrf) = match endpoint_for(
+        &root.path,
+        root.surface,
+        pinned.as_deref(),
+        token.as_deref(),
+    ) {
+        Ok(ep) => {
+            let up = dial(&ep.url, Duration::from_secs(1));
+            let state = match (up, pinned.is_some()) {
+                (true, _) => "reachable",
+                (false, true) => {
+                    actionable = true;
+                    "unreachable pin"
+                }
+                (false, false) => "not running",
+            };
+            (Some(ep.url), up, state, ep.csrf_token.is_some())
+        }
+        Err(_) => (None, false, "not running", false),
+    };
+    let d = crate::discover::discover(&root.path)?;
+    let (mut fresh, mut stale, mut older) = (0u64, 0u64, 0u64);
+    let mut counts: BTreeMap<&'static str, u64> = BTreeMap::new();
+    for s in &d.sources {
+        let side = s.path.with_file_name(format!("{}.trajectory.json", s.id));
+        let doc: Option<Value> = std::fs::read(&side)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        let Some((doc, saved)) = doc.and_then(|d| completeness_of(&d).map(|c| (d, c))) else {
+            *counts.entry("none").or_default() += 1;
+            continue;
+        };
+        *counts.entry(saved.verdict.as_str()).or_default() += 1;
+        let (ok, same_profile, _) = recheck(ctx, &s.path, &doc, &saved);
+        if !same_profile {
+            older += 1;
+        }
+        if ok {
+            fresh += 1;
+        } else {
+            stale += 1;
+        }
+    }
+    let total = d.sources.len() as u64;
+    if fresh < total {
+        actionable = true;
+    }
+    let v = json!({
+        "path": root.path.display().to_string(),
+        "surface": root.surface.as_str(),
+        "daemon": {"url": url, "reachable": reachable, "state": state},
+        "csrf": if root.surface == Surface::Ide { Value::Bool(csrf) } else { Value::Null },
+        "sidecars": {"fresh": fresh, "stale": stale, "missing": total - fresh - stale, "total": total},
+        "counts": {
+            "verified": counts.get("verified").copied().unwrap_or(0),
+            "verifiedSourceOnly": counts.get("verified-source-only").copied().unwrap_or(0),
+            "unknown": counts.get("unknown").copied().unwrap_or(0),
+            "incomplete": counts.get("incomplete").copied().unwrap_or(0),
+            "olderProfile": older,
+        },
+        "watch": "unknown",
+    });
+    Ok((v, actionable))
+}
+
+/// Runs `agy-audit doctor`.
+pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
+    let (schema, key) = a.decode.load()?;
+    let ctx = AuditContext {
+        schema: &schema,
+        key: &key,
+        client: None,
+        bracket_retries: 0,
+    };
+    let sel = select(&a.roots)?;
+    let installed = installed_agy();
+    let release = profile_release();
+    let skew = installed.as_deref().is_some_and(|v| v != release);
+    let mut healthy = !skew;
+    let mut roots = Vec::new();
+    for r in &sel.roots {
+        let (v, actionable) = root_report(r, &ctx)?;
+        healthy &= !actionable;
+        roots.push(v);
+    }
+    if a.json {
+        let v = json!({
+            "healthy": healthy,
+            "agyVersion": {"installed": installed, "profile": release, "skew": skew},
+            "roots": roots,
+            "missingRoots": sel.missing.iter().map(|m| m.display().to_string()).collect::<Vec<_>>(),
+        });
+        outln!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        for m in &sel.missing {
+            outln!("{}: not present (default root)", m.display());
+        }
+        let version = match &installed {
+            Some(v) if skew => format!("{v} (skew vs agy {release}, the profile's release)"),
+            Some(v) => format!("{v} (compatible)"),
+            None => format!("not found on PATH (the profile names agy {release})"),
+        };
+        for r in &roots {
+            outln!("{}", r["path"].as_str().unwrap_or(""));
+            outln!("  surface: {}", r["surface"].as_str().unwrap_or(""));
+            let d = &r["daemon"];
+            match d["state"].as_str() {
+                Some("reachable") => {
+                    outln!("  daemon: reachable ({})", d["url"].as_str().unwrap_or(""))
+                }
+                Some(s) => outln!("  daemon: {s}"),
+                None => {}
+            }
+            if let Some(c) = r["csrf"].as_bool() {
+                outln!("  csrf: {}", if c { "found" } else { "not found" });
+            }
+            outln!("  agy version: {version}");
+            let s = &r["sidecars"];
+            outln!(
+                "  sidecars: {}/{} fresh ({} stale, {} missing)",
+                s["fresh"],
+                s["total"],
+                s["stale"],
+                s["missing"]
+            );
+            let c = &r["counts"];
+            outln!(
+                "  attested: {} verified, {} verified with source-only fields, {} unknown, {} incomplete; {} under an older profile (unknown until re-verified)",
+                c["verified"], c["verifiedSourceOnly"], c["unknown"], c["incomplete"], c["olderProfile"]
+            );
+            outln!("  watch: unknown");
+        }
+        outln!("{}", if healthy { "healthy" } else { "action needed" });
+    }
+    Ok(if healthy { 0 } else { 1 })
+}

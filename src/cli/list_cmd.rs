@@ -1,0 +1,231 @@
+//! `agy-audit list`: the conversations of every root, newest first.
+
+use crate::roots::{select, Root};
+use crate::source::Format;
+use clap::Args;
+use std::path::{Path, PathBuf};
+
+/// List the conversations of every root (newest first): surface, format,
+/// size, step count, and the state its sidecar records.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// A store root (repeatable, used in order). Without it: every default
+    /// root that exists (~/.gemini/antigravity-cli, the CLI's, and
+    /// ~/.gemini/antigravity, the IDE's; a missing one is reported on
+    /// stderr), or the one $ANTIGRAVITY_CLI_ROOT pins. A --root that names
+    /// no folder is a usage error.
+    #[arg(long = "root", value_name = "DIR")]
+    pub roots: Vec<PathBuf>,
+    /// Also list implicit/ trajectories (not conversations).
+    #[arg(long)]
+    pub include_implicit: bool,
+    /// Recheck each attestation against its source (profile, source and
+    /// payload digests, never mtime; reads every source whole) and show a
+    /// stale one as `stale (<recorded state>)`; legacy step counts too
+    /// (after decryption).
+    #[arg(long)]
+    pub check: bool,
+    /// One JSON object a line: id, root, surface, format, path, size,
+    /// steps (null when not counted), modified (Unix seconds), sidecar.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub decode: super::common::DecodeArgs,
+}
+
+/// One listed source.
+#[derive(Debug, serde::Serialize)]
+struct Row {
+    id: String,
+    root: String,
+    surface: &'static str,
+    format: &'static str,
+    path: String,
+    size: u64,
+    steps: Option<u64>,
+    modified: u64,
+    /// verified, verified-source-only, unknown, incomplete or none.
+    sidecar: &'static str,
+    /// With --check: whether the attestation still matches its source
+    /// (null without --check or without an attestation).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fresh: Option<bool>,
+    implicit: bool,
+}
+
+fn mtime(p: &Path) -> u64 {
+    std::fs::metadata(p)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The `steps` rows of a `.db`, from an in-memory snapshot (the source is
+/// read as plain files, its `-wal` replayed; nothing is written beside it).
+fn sqlite_steps(db: &Path) -> Option<u64> {
+    let snap = crate::source::sqlite::snapshot(db).ok()?;
+    snap.conn()
+        .query_row("SELECT count(*) FROM steps", [], |r| r.get::<_, i64>(0))
+        .ok()
+        .and_then(|n| u64::try_from(n).ok())
+}
+
+/// The verdict a sidecar records, or `none` (no sidecar, or one without an
+/// attestation of agy-audit's).
+fn sidecar_state(source: &Path, id: &str) -> &'static str {
+    #[derive(serde::Deserialize)]
+    struct Doc {
+        #[serde(rename = "agyReader")]
+        reader: Option<serde_json::Value>,
+    }
+    let p = source.with_file_name(format!("{id}.trajectory.json"));
+    let Ok(bytes) = std::fs::read(&p) else {
+        return "none";
+    };
+    let Ok(Doc { reader: Some(r) }) = serde_json::from_slice::<Doc>(&bytes) else {
+        return "none";
+    };
+    let doc = serde_json::json!({ crate::attest::NAMESPACE: r });
+    crate::attest::completeness_of(&doc).map_or("none", |c| c.verdict.as_str())
+}
+
+fn rows_of(
+    root: &Root,
+    include_implicit: bool,
+    check: Option<&crate::pipeline::AuditContext>,
+) -> anyhow::Result<Vec<Row>> {
+    let d = crate::discover::discover(&root.path)?;
+    let mut rows = Vec::new();
+    for s in d.sources {
+        let wal = crate::source::sqlite::companions(&s.path)[0].clone();
+        let modified = mtime(&s.path).max(mtime(&wal));
+        let size = std::fs::metadata(&s.path).map_or(0, |m| m.len())
+            + std::fs::metadata(&wal).map_or(0, |m| m.len());
+        let mut steps = match s.format {
+            Format::Sqlite => sqlite_steps(&s.path),
+            // legacy: counted only after decryption (--check)
+            Format::Protobuf => None,
+        };
+        let mut fresh = None;
+        if let Some(ctx) = check {
+            let side = s.path.with_file_name(format!("{}.trajectory.json", s.id));
+            let doc: Option<serde_json::Value> = std::fs::read(&side)
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok());
+            if let Some((doc, saved)) =
+                doc.and_then(|d| crate::attest::completeness_of(&d).map(|c| (d, c)))
+            {
+                let (ok, _, n) = super::doctor_cmd::recheck(ctx, &s.path, &doc, &saved);
+                fresh = Some(ok);
+                steps = steps.or(n.map(|n| n as u64));
+            } else if s.format == Format::Protobuf {
+                steps = crate::pipeline::prepare(ctx, &s.path)
+                    .ok()
+                    .map(|p| p.source.steps as u64);
+            }
+        }
+        rows.push(Row {
+            fresh,
+            sidecar: sidecar_state(&s.path, &s.id),
+            id: s.id,
+            root: root.path.display().to_string(),
+            surface: root.surface.as_str(),
+            format: format_name(s.format),
+            path: s.path.display().to_string(),
+            size,
+            steps,
+            modified,
+            implicit: false,
+        });
+    }
+    let implicit = root.path.join("implicit");
+    if include_implicit && implicit.is_dir() {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(&implicit)
+            .map_err(|e| crate::Error::io(&implicit, e))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("pb"))
+            .collect();
+        entries.sort();
+        for p in entries {
+            let id = p
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            rows.push(Row {
+                fresh: None,
+                sidecar: "none",
+                id,
+                root: root.path.display().to_string(),
+                surface: root.surface.as_str(),
+                format: "protobuf",
+                size: std::fs::metadata(&p).map_or(0, |m| m.len()),
+                modified: mtime(&p),
+                path: p.display().to_string(),
+                steps: None,
+                implicit: true,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+fn format_name(f: Format) -> &'static str {
+    match f {
+        Format::Sqlite => "sqlite",
+        Format::Protobuf => "protobuf",
+    }
+}
+
+/// Runs `agy-audit list`.
+pub fn run(a: ListArgs) -> anyhow::Result<i32> {
+    let sel = select(&a.roots)?;
+    let decoded = if a.check {
+        Some(a.decode.load()?)
+    } else {
+        None
+    };
+    let ctx = decoded
+        .as_ref()
+        .map(|(schema, key)| crate::pipeline::AuditContext {
+            schema,
+            key,
+            client: None,
+            bracket_retries: 0,
+        });
+    for m in &sel.missing {
+        crate::note!(
+            "list: default root {} does not exist (skipped)",
+            m.display()
+        );
+    }
+    let mut rows = Vec::new();
+    for r in &sel.roots {
+        rows.extend(rows_of(r, a.include_implicit, ctx.as_ref())?);
+    }
+    // newest first; ties in root order, then by id (deterministic)
+    rows.sort_by(|x, y| y.modified.cmp(&x.modified).then(x.id.cmp(&y.id)));
+    for r in &rows {
+        if a.json {
+            outln!("{}", serde_json::to_string(r)?);
+        } else {
+            let steps = r.steps.map_or_else(|| "-".to_string(), |n| n.to_string());
+            let state = match r.fresh {
+                Some(false) => format!("stale ({})", r.sidecar),
+                _ => r.sidecar.to_string(),
+            };
+            outln!(
+                "{}  {}  {:<8}  {:>10}  {:>5}  {:<20}  {}{}",
+                r.id,
+                r.surface,
+                r.format,
+                r.size,
+                steps,
+                state,
+                r.root,
+                if r.implicit { "  (implicit)" } else { "" }
+            );
+        }
+    }
+    Ok(0)
+}

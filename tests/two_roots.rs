@@ -1,0 +1,290 @@
+//! Both agy stores found without flags (issue 34 items 1-3): on a generated
+//! two-root home served by the simulated CLI daemon and the simulated IDE
+//! daemon (IDE mode: logs in HOME/.config/Antigravity/logs, CSRF required),
+//! `sync ID` resolves the id across the roots and discovers each root's
+//! daemon and token, an explicit `X.pb` with a sibling `X.db` verifies the
+//! `.db`, a wrong token is an authentication error that names the root and
+//! never echoes the body, and `list` shows both roots with the sidecars'
+//! states. Every source is byte-identical after every command.
+
+mod common;
+
+use agy_corpus::corpus::{generate_home, PlanOptions, HOME_CLI_ROOT, HOME_IDE_ROOT};
+use agy_corpus::sim::{DaemonSim, SimOptions};
+use common::{bin, output_text};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn sources(home: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut m = BTreeMap::new();
+    for root in [HOME_CLI_ROOT, HOME_IDE_ROOT] {
+        for d in ["conversations", "implicit"] {
+            let dir = home.join(root).join(d);
+            for e in std::fs::read_dir(&dir).unwrap() {
+                let p = e.unwrap().path();
+                let name = p.to_string_lossy().into_owned();
+                if !name.ends_with(".trajectory.json") {
+                    m.insert(p.clone(), std::fs::read(&p).unwrap());
+                }
+            }
+        }
+    }
+    m
+}
+
+fn ids(root: &Path, ext: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(root.join("conversations"))
+        .unwrap()
+        .filter_map(|e| {
+            let n = e.unwrap().file_name().into_string().unwrap();
+            n.strip_suffix(&format!(".{ext}")).map(str::to_string)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn in_home(home: &Path) -> Command {
+    let mut c = bin();
+    c.env("HOME", home).env_remove("XDG_CONFIG_HOME");
+    c
+}
+
+#[test]
+fn sync_and_list_across_a_cli_and_an_ide_root() {
+    let home = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("two_roots_home");
+    let _ = std::fs::remove_dir_all(&home);
+    let plan = PlanOptions {
+        conversations: 20,
+        seed: 9,
+        near_miss_rate: 0.0,
+        fault_rate: 0.0,
+        scale: 0.05,
+    };
+    generate_home(&home, &plan, false).unwrap();
+    let cli = home.join(HOME_CLI_ROOT);
+    let ide = home.join(HOME_IDE_ROOT);
+    let mut o = SimOptions::new(&cli);
+    o.load_fault_file = false;
+    let cli_sim = DaemonSim::start(o).unwrap();
+    let mut o = SimOptions::new(&ide);
+    o.load_fault_file = false;
+    o.ide_logs = Some(home.join(".config/Antigravity/logs"));
+    let ide_sim = DaemonSim::start(o).unwrap();
+    let before = sources(&home);
+
+    // an id of each root, resolved across the default roots
+    let ide_id = ids(&ide, "db")[0].clone();
+    let cli_id = ids(&cli, "db")[0].clone();
+    for id in [&ide_id, &cli_id] {
+        let out = in_home(&home).args(["sync", id]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
+    }
+    assert_eq!(sources(&home), before);
+
+    // SQLite wins for an explicit X.pb whose X.db exists
+    let db = ids(&ide, "db");
+    let shadowed = ids(&ide, "pb")
+        .into_iter()
+        .find(|i| db.contains(i))
+        .expect("a .pb shadowed by its .db");
+    let pb = ide.join("conversations").join(format!("{shadowed}.pb"));
+    let out = in_home(&home).arg("sync").arg(&pb).output().unwrap();
+    let text = output_text(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("SQLite wins"), "{text}");
+    assert_eq!(sources(&home), before);
+
+    // a wrong token: an authentication error naming the root, no body echoed
+    let out = in_home(&home)
+        .args(["sync", &ide_id, "--csrf-token", "wrong"])
+        .output()
+        .unwrap();
+    let text = output_text(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("authentication error"), "{text}");
+    assert!(text.contains(&ide.display().to_string()), "{text}");
+    assert!(!text.contains("invalid x-codeium-csrf-token"), "{text}");
+
+    // list: both roots, newest first, the sidecars' states
+    let out = in_home(&home).args(["list", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
+    let rows: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 40);
+    for key in ["id", "root", "surface", "format", "path", "sidecar"] {
+        assert!(rows.iter().all(|r| r.get(key).is_some()), "{key}");
+    }
+    let state = |id: &str| {
+        rows.iter()
+            .find(|r| r["id"] == id)
+            .map(|r| {
+                (
+                    r["surface"].as_str().unwrap().to_string(),
+                    r["sidecar"].as_str().unwrap().to_string(),
+                )
+            })
+            .unwrap()
+    };
+    assert_eq!(state(&ide_id).0, "ide");
+    assert_eq!(state(&cli_id).0, "cli");
+    assert!(state(&ide_id).1.starts_with("verified"));
+    assert!(state(&cli_id).1.starts_with("verified"));
+    assert!(state(&shadowed).1.starts_with("verified"));
+    let untouched = ids(&cli, "db").into_iter().find(|i| *i != cli_id).unwrap();
+    assert_eq!(state(&untouched).1, "none");
+    let modified: Vec<u64> = rows
+        .iter()
+        .map(|r| r["modified"].as_u64().unwrap())
+        .collect();
+    assert!(modified.windows(2).all(|w| w[0] >= w[1]), "newest first");
+    // one root only, and implicit/ on request
+    let out = in_home(&home)
+        .args(["list", "--json", "--include-implicit", "--root"])
+        .arg(&ide)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        text.lines().all(|l| l.contains("\"surface\":\"ide\"")),
+        "{text}"
+    );
+    assert!(text.contains("\"implicit\":true"), "{text}");
+    // audit-sweep: one root per run; without --root it names both and asks
+    let out = in_home(&home)
+        .args(["audit-sweep", "--quiet", "--out"])
+        .arg(home.join("sweep-none"))
+        .output()
+        .unwrap();
+    let text = output_text(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains(&format!("{} (cli)", cli.display())), "{text}");
+    assert!(text.contains(&format!("{} (ide)", ide.display())), "{text}");
+    // the IDE root swept with its daemon and token found in the IDE's logs
+    let out = in_home(&home)
+        .args(["audit-sweep", "--quiet", "--root"])
+        .arg(&ide)
+        .arg("--out")
+        .arg(home.join("sweep-ide"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
+    // a missing explicit root is a usage error
+    let out = in_home(&home)
+        .args(["list", "--root"])
+        .arg(home.join("nope"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", output_text(&out));
+    assert_eq!(sources(&home), before);
+    cli_sim.stop();
+    ide_sim.stop();
+}
+
+fn doctor(home: &Path, root: &Path, env: Option<(&str, &str)>) -> (i32, Value) {
+    let mut c = in_home(home);
+    c.args(["doctor", "--json", "--root"]).arg(root);
+    if let Some((k, v)) = env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    let v: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", output_text(&out)));
+    (out.status.code().unwrap(), v)
+}
+
+#[test]
+fn doctor_healthy_and_each_actionable_state() {
+    let home = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("two_roots_doctor");
+    let _ = std::fs::remove_dir_all(&home);
+    let plan = PlanOptions {
+        conversations: 20,
+        seed: 13,
+        near_miss_rate: 0.0,
+        fault_rate: 0.0,
+        scale: 0.05,
+    };
+    generate_home(&home, &plan, false).unwrap();
+    let ide = home.join(HOME_IDE_ROOT);
+    let mut o = SimOptions::new(&ide);
+    o.load_fault_file = false;
+    o.ide_logs = Some(home.join(".config/Antigravity/logs"));
+    let sim = DaemonSim::start(o).unwrap();
+    let before = sources(&home);
+
+    // missing sidecars: actionable
+    let (code, v) = doctor(&home, &ide, None);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["healthy"], false);
+    let r = &v["roots"][0];
+    assert_eq!(r["surface"], "ide");
+    assert_eq!(r["daemon"]["reachable"], true);
+    assert_eq!(r["csrf"], true);
+    assert_eq!(r["sidecars"]["fresh"], 0);
+
+    // every conversation synced: healthy
+    let mut all = ids(&ide, "db");
+    all.extend(ids(&ide, "pb"));
+    all.sort();
+    all.dedup();
+    for id in &all {
+        let out = in_home(&home).args(["sync", id]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
+    }
+    let (code, v) = doctor(&home, &ide, None);
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["roots"][0]["sidecars"]["fresh"], all.len());
+    assert_eq!(v["roots"][0]["sidecars"]["total"], all.len());
+
+    // an unreachable pinned URL: actionable
+    let (code, v) = doctor(
+        &home,
+        &ide,
+        Some(("ANTIGRAVITY_DAEMON_URL", "http://127.0.0.1:1")),
+    );
+    assert_eq!(code, 1, "{v:#}");
+    assert_eq!(v["roots"][0]["daemon"]["state"], "unreachable pin");
+
+    // a daemon simply not running: informational
+    sim.stop();
+    let (code, v) = doctor(&home, &ide, None);
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["roots"][0]["daemon"]["reachable"], false);
+
+    // a stale sidecar (its payload no longer the attested one): actionable
+    let side = ide
+        .join("conversations")
+        .join(format!("{}.trajectory.json", all[0]));
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&side).unwrap()).unwrap();
+    doc["trajectoryId"] = Value::String("edited".into());
+    std::fs::write(&side, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let (code, v) = doctor(&home, &ide, None);
+    assert_eq!(code, 1, "{v:#}");
+    assert_eq!(v["roots"][0]["sidecars"]["stale"], 1);
+    // list --check shows it stale, and counts legacy steps after decryption
+    let out = in_home(&home)
+        .args(["list", "--check", "--json", "--root"])
+        .arg(&ide)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
+    let rows: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let stale: Vec<&Value> = rows.iter().filter(|r| r["fresh"] == false).collect();
+    assert_eq!(stale.len(), 1, "{rows:?}");
+    assert_eq!(stale[0]["id"], all[0].as_str());
+    assert_eq!(
+        rows.iter().filter(|r| r["fresh"] == true).count(),
+        all.len() - 1
+    );
+    assert!(rows.iter().all(|r| r["steps"].is_u64()), "{rows:?}");
+    assert_eq!(sources(&home), before);
+}
