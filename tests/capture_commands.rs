@@ -5,30 +5,16 @@
 
 mod common;
 
-use common::{bin, generate_store, output_text as text, read_manifest as manifest, start_sim};
+use common::{bin, output_text as text, read_manifest as manifest};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-/// A generated store swept against daemon-sim: (tempdir, store, sweep dir).
+/// A generated store swept against daemon-sim, once for this file's tests:
+/// (tempdir, store, sweep dir).
 fn swept() -> &'static (tempfile::TempDir, PathBuf, PathBuf) {
     static SWEPT: std::sync::OnceLock<(tempfile::TempDir, PathBuf, PathBuf)> =
         std::sync::OnceLock::new();
-    SWEPT.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let store = dir.path().join("store");
-        generate_store(
-            &store,
-            &["--conversations", "30", "--seed", "11", "--scale", "0.1"],
-        );
-        let sim = start_sim(&store, &["--no-fault-file"]);
-        let sweep = dir.path().join("sweep");
-        let o = common::sweep_command(&store, &sweep, &sim.url)
-            .output()
-            .unwrap();
-        drop(sim);
-        assert!(sweep.join("manifest.json").is_file(), "{}", text(&o));
-        (dir, store, sweep)
-    })
+    SWEPT.get_or_init(|| common::swept_store(30, 11))
 }
 
 /// The first session with `verdict`, and its source path.

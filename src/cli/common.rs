@@ -211,6 +211,41 @@ impl DecodeArgs {
     }
 }
 
+/// `agy --version`'s first line when an `agy` executable is on PATH, else
+/// nothing; given 5 seconds, then the child is killed and nothing recorded.
+pub fn installed_agy_version() -> Option<String> {
+    let path = std::env::var_os("PATH")?;
+    let agy = std::env::split_paths(&path)
+        .map(|d| d.join("agy"))
+        .find(|p| p.is_file())?;
+    let mut child = std::process::Command::new(&agy)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let mut text = String::new();
+    use std::io::Read as _;
+    child.stdout.take()?.read_to_string(&mut text).ok()?;
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+    Some(line.chars().take(200).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

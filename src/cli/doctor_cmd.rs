@@ -47,33 +47,7 @@ fn profile_release() -> &'static str {
 /// `agy --version` when agy is on PATH (bounded to 5 s), its first
 /// version-looking word.
 fn installed_agy() -> Option<String> {
-    let path = std::env::var_os("PATH")?;
-    let exe = std::env::split_paths(&path)
-        .map(|d| d.join("agy"))
-        .find(|p| p.is_file())?;
-    let mut child = std::process::Command::new(exe)
-        .arg("--version")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .ok()?;
-    let t0 = std::time::Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if t0.elapsed() < Duration::from_secs(5) => {
-                std::thread::sleep(Duration::from_millis(20))
-            }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    }
-    let out = child.wait_with_output().ok()?;
-    String::from_utf8_lossy(&out.stdout)
+    super::common::installed_agy_version()?
         .split_whitespace()
         .map(|w| w.trim_start_matches('v'))
         .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()) && w.contains('.'))

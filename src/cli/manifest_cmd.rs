@@ -139,16 +139,10 @@ fn run_merge(a: MergeArgs) -> anyhow::Result<i32> {
     let c = &merged.counts;
     let info = merged.merged.as_ref();
     crate::note!(
-        "manifest merge: {} of {} shards, selected={} verified={} verifiedSourceOnly={} unknown={} incomplete={} notFetched={} error={} complete={} manifest={}",
+        "manifest merge: {} of {} shards, {} complete={} manifest={}",
         info.map(|m| m.shards.len()).unwrap_or(0),
         info.map(|m| m.shard_count).unwrap_or(0),
-        c.selected,
-        c.verified,
-        c.verified_source_only,
-        c.unknown,
-        c.incomplete,
-        c.not_fetched,
-        c.error,
+        c.summary(),
         merged.complete,
         a.out.display()
     );

@@ -227,41 +227,6 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
     stop
 }
 
-/// `agy --version`'s first line when an `agy` executable is on PATH, else
-/// nothing; given 5 seconds, then the child is killed and nothing recorded.
-pub fn installed_agy_version() -> Option<String> {
-    let path = std::env::var_os("PATH")?;
-    let agy = std::env::split_paths(&path)
-        .map(|d| d.join("agy"))
-        .find(|p| p.is_file())?;
-    let mut child = std::process::Command::new(&agy)
-        .arg("--version")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .ok()?;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(std::time::Duration::from_millis(20))
-            }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    }
-    let mut text = String::new();
-    use std::io::Read as _;
-    child.stdout.take()?.read_to_string(&mut text).ok()?;
-    let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
-    Some(line.chars().take(200).collect())
-}
-
 /// The one root a sweep covers (its manifest names one root): `--root`, or
 /// the root `$ANTIGRAVITY_CLI_ROOT` pins, or the only default root that
 /// exists; with both the CLI's and the IDE's present, a usage error that
@@ -328,20 +293,14 @@ pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
         bracket_retries: a.daemon.bracket_retries,
         progress: progress_mode(a.quiet),
         allow_empty: a.allow_empty,
-        installed_agy_version: installed_agy_version(),
+        installed_agy_version: super::common::installed_agy_version(),
     };
     let summary = sweep(&schema, &key, &opts, stop)?;
     let m = &summary.manifest;
     let c = &m.counts;
     crate::note!(
-        "audit-sweep: selected={} verified={} verifiedSourceOnly={} unknown={} incomplete={} notFetched={} error={} skipped={} complete={} wall={:.2}s manifest={}",
-        c.selected,
-        c.verified,
-        c.verified_source_only,
-        c.unknown,
-        c.incomplete,
-        c.not_fetched,
-        c.error,
+        "audit-sweep: {} skipped={} complete={} wall={:.2}s manifest={}",
+        c.summary(),
         m.skipped.len(),
         m.complete,
         m.timing.wall_seconds,

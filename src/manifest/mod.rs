@@ -38,6 +38,21 @@ pub struct Counts {
 }
 
 impl Counts {
+    /// `selected=N verified=N verifiedSourceOnly=N unknown=N incomplete=N
+    /// notFetched=N error=N`: the counts as a command's summary line says them.
+    pub fn summary(&self) -> String {
+        format!(
+            "selected={} verified={} verifiedSourceOnly={} unknown={} incomplete={} notFetched={} error={}",
+            self.selected,
+            self.verified,
+            self.verified_source_only,
+            self.unknown,
+            self.incomplete,
+            self.not_fetched,
+            self.error
+        )
+    }
+
     pub fn add(&mut self, s: &SessionRecord) {
         self.selected += 1;
         match s.format {

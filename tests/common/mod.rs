@@ -796,6 +796,30 @@ pub fn generate_store(store: &Path, options: &[&str]) {
     );
 }
 
+/// A store of `conversations` generated with `seed` at scale 0.1, swept
+/// against daemon-sim: (tempdir, store, sweep dir).
+pub fn swept_store(conversations: usize, seed: u64) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    generate_store(
+        &store,
+        &[
+            "--conversations",
+            &conversations.to_string(),
+            "--seed",
+            &seed.to_string(),
+            "--scale",
+            "0.1",
+        ],
+    );
+    let sim = start_sim(&store, &["--no-fault-file"]);
+    let sweep = dir.path().join("sweep");
+    let o = sweep_command(&store, &sweep, &sim.url).output().unwrap();
+    drop(sim);
+    assert!(sweep.join("manifest.json").is_file(), "{}", output_text(&o));
+    (dir, store, sweep)
+}
+
 /// The simulated daemon as a child process, killed on drop.
 pub struct Sim {
     child: Child,
