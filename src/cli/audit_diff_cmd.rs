@@ -97,12 +97,38 @@ fn read(given: &Path) -> anyhow::Result<(PathBuf, Manifest)> {
 }
 
 /// The shapes section: the listings beside both manifests compared, or why not.
+/// The first listing file `m` records that is not beside `file`.
+fn missing_listing(file: &Path, m: &Manifest) -> Option<std::path::PathBuf> {
+    let shapes = m.shapes.as_ref()?;
+    let dir = file
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    [&shapes.ordinary.file, &shapes.full.file]
+        .into_iter()
+        .map(|f| dir.join(f))
+        .find(|p| !p.exists())
+}
+
 pub(crate) fn shapes_section(
     old_file: &Path,
     old: &Manifest,
     new_file: &Path,
     new: &Manifest,
 ) -> anyhow::Result<ShapesSection> {
+    // A manifest copied away from its sweep folder keeps its record of the
+    // listings but not the files: the section says so rather than failing
+    // the whole diff (a listing that is there but does not match its
+    // recorded fingerprint is still an error).
+    for (file, m) in [(old_file, old), (new_file, new)] {
+        if let Some(missing) = missing_listing(file, m) {
+            return Ok(ShapesSection::NotRecorded(format!(
+                "{}: the shape listing it records is not beside it ({})",
+                file.display(),
+                missing.display()
+            )));
+        }
+    }
     let o = crate::shapes::of_manifest(old_file, old.shapes.as_ref())?;
     let n = crate::shapes::of_manifest(new_file, new.shapes.as_ref())?;
     Ok(match (o, n, &old.shapes, &new.shapes) {
