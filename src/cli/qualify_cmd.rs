@@ -34,6 +34,14 @@ pub struct QualifyArgs {
     /// Replace an existing --junit file.
     #[arg(long)]
     pub force: bool,
+    /// Print one JSON object instead of the lines: {"manifest", "root",
+    /// "sessions": [{"fileId", "status", "holds", "reason", "change"}],
+    /// "counts": {"sessions", "verified", "verifiedSourceOnly",
+    /// "incomplete", "unknown", "error", "holding", "changed"}, "absent":
+    /// [fileId...]} ("reason" and "change", the class of what no longer
+    /// holds, are null when there is none). The exit code is the same.
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub decode: DecodeArgs,
 }
@@ -97,7 +105,9 @@ pub fn run(a: QualifyArgs) -> anyhow::Result<i32> {
     let mut broken = 0;
     let mut incomplete = false;
     for r in &results {
-        outln!("{}", r.line());
+        if !a.json {
+            outln!("{}", r.line());
+        }
         *totals.entry(r.status).or_insert(0) += 1;
         if !r.holds {
             broken += 1;
@@ -111,7 +121,38 @@ pub fn run(a: QualifyArgs) -> anyhow::Result<i32> {
         write_junit(junit, &a, &manifest, &root, &results)?;
     }
     let absent = absent_sources(&manifest, &root);
-    if !absent.is_empty() {
+    let t = |k| totals.get(k).copied().unwrap_or(0);
+    if a.json {
+        let sessions: Vec<serde_json::Value> = results
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "fileId": r.file_id,
+                    "status": r.status,
+                    "holds": r.holds,
+                    "reason": r.reason,
+                    "change": r.change.map(|c| c.id()),
+                })
+            })
+            .collect();
+        let doc = serde_json::json!({
+            "manifest": a.manifest.display().to_string(),
+            "root": root.display().to_string(),
+            "sessions": sessions,
+            "counts": {
+                "sessions": results.len(),
+                "verified": t("VERIFIED"),
+                "verifiedSourceOnly": t("VERIFIED WITH SOURCE-ONLY FIELDS"),
+                "incomplete": t("INCOMPLETE"),
+                "unknown": t("UNKNOWN"),
+                "error": t("ERROR"),
+                "holding": results.len() - broken,
+                "changed": broken,
+            },
+            "absent": absent,
+        });
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
+    } else if !absent.is_empty() {
         const SHOWN: usize = 20;
         let more = absent.len().saturating_sub(SHOWN);
         outln!(
@@ -130,8 +171,8 @@ pub fn run(a: QualifyArgs) -> anyhow::Result<i32> {
             }
         );
     }
-    let t = |k| totals.get(k).copied().unwrap_or(0);
-    outln!(
+    if !a.json {
+        outln!(
         "audit-qualify: sessions={} verified={} verifiedSourceOnly={} incomplete={} unknown={} error={} holding={} changed={} absent={}",
         results.len(),
         t("VERIFIED"),
@@ -143,6 +184,7 @@ pub fn run(a: QualifyArgs) -> anyhow::Result<i32> {
         broken,
         absent.len()
     );
+    }
     Ok(if broken == 0 {
         exit::OK
     } else if incomplete {
