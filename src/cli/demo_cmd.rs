@@ -312,19 +312,7 @@ fn demo(a: &DemoArgs, ws: &Workspace, stop: &std::sync::Arc<AtomicBool>) -> anyh
             a.latency_ms
         ))?);
     }
-    let sim = DaemonSim::start(SimOptions {
-        store: store.clone(),
-        port: 0,
-        csrf_token: None,
-        faults,
-        seed: a.seed,
-        max_connections: 512,
-        write_cli_log: true,
-        load_fault_file: true,
-        hang_limit: Duration::from_secs(60),
-        json_style: a.json_style,
-        ide_logs: None,
-    })?;
+    let sim = demo_sim(&store, faults, a.seed, a.json_style)?;
     crate::note!("demo: simulated daemon on {}", sim.url());
     let schema = Schema::modeled()?;
     let key = LegacyKey::default();
@@ -571,19 +559,7 @@ fn release_day(
     if generated.is_none() {
         return Ok(interrupted("generating the next release"));
     }
-    let sim = DaemonSim::start(SimOptions {
-        store: store.clone(),
-        port: 0,
-        csrf_token: None,
-        faults: Vec::new(),
-        seed: a.seed,
-        max_connections: 512,
-        write_cli_log: true,
-        load_fault_file: true,
-        hang_limit: Duration::from_secs(60),
-        json_style: a.json_style,
-        ide_logs: None,
-    })?;
+    let sim = demo_sim(&store, Vec::new(), a.seed, a.json_style)?;
     let schema = Schema::modeled()?;
     let key = LegacyKey::default();
     let opts = demo_sweep_options(a, &store, &sweep_dir, sim.url(), stop);
@@ -722,4 +698,27 @@ fn human_bytes(n: u64) -> String {
         n if n >= 1_000 => format!("{} kB", n / 1_000),
         n => format!("{n} B"),
     }
+}
+
+/// The simulated daemon the demo sweeps a store against: on a free port,
+/// with `faults`, the store's own fault file and cli.log, 512 connections.
+fn demo_sim(
+    store: &std::path::Path,
+    faults: Vec<FaultSpec>,
+    seed: u64,
+    json_style: JsonStyle,
+) -> anyhow::Result<DaemonSim> {
+    Ok(DaemonSim::start(SimOptions {
+        store: store.to_path_buf(),
+        port: 0,
+        csrf_token: None,
+        faults,
+        seed,
+        max_connections: 512,
+        write_cli_log: true,
+        load_fault_file: true,
+        hang_limit: Duration::from_secs(60),
+        json_style,
+        ide_logs: None,
+    })?)
 }

@@ -19,7 +19,9 @@ const RESULT_WITH_METADATA: &[&str] =
 const RESULT_TEXT_RENDER: &[&str] = &["result", "step_render_info"];
 const TASK_METADATA_KEYS: &[&str] = &["task_description", "task_id", "tool_name"];
 const SEND_INPUT_METADATA_KEYS: &[&str] = &["input", "task_description", "task_id", "tool_name"];
-const DEFINE_SUBAGENT_FIELDS: &[&str] = &[
+/// define_subagent's arguments: `definition` alone, or the fields after it.
+const DEFINE_SUBAGENT_ARGS: &[&str] = &[
+    "definition",
     "description",
     "enable_mcp_tools",
     "enable_subagent_tools",
@@ -27,6 +29,11 @@ const DEFINE_SUBAGENT_FIELDS: &[&str] = &[
     "name",
     "system_prompt",
 ];
+/// define_subagent's fields (its arguments without `definition`).
+const DEFINE_SUBAGENT_FIELDS: &[&str] = match DEFINE_SUBAGENT_ARGS.split_first() {
+    Some((_, fields)) => fields,
+    None => &[],
+};
 
 const COMMON_REASONS: &[Reason] = &[
     Reason::PayloadFreeArguments,
@@ -391,15 +398,7 @@ const ARGS: &[Args] = &[
     Args::of(
         RuleId::PayloadFreeScheduleSubagents,
         "define_subagent",
-        ArgBound::NONE.optional(&[
-            "definition",
-            "description",
-            "enable_mcp_tools",
-            "enable_subagent_tools",
-            "enable_write_tools",
-            "name",
-            "system_prompt",
-        ]),
+        ArgBound::NONE.optional(DEFINE_SUBAGENT_ARGS),
     ),
     Args::of(
         RuleId::PayloadFreeListPermissions,
