@@ -5,8 +5,11 @@
 //! gone), and well under 5 MB for a default-corpus-sized manifest.
 
 mod common;
+#[path = "common/no_network.rs"]
+mod no_network;
 
 use common::{bin, output_text as text, read_manifest};
+use no_network::assert_no_network_reference;
 use std::path::{Path, PathBuf};
 
 /// A generated store swept against daemon-sim, once for this file's tests:
@@ -28,32 +31,6 @@ fn report_html(manifest: &Path, out: &Path, extra: &[&str]) -> String {
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     std::fs::read_to_string(out).unwrap()
-}
-
-/// Every place the file could name something outside itself.
-pub fn assert_no_network_reference(html: &str) {
-    for bad in [
-        "http://",
-        "https://",
-        "src=\"//",
-        "href=\"//",
-        "src='//",
-        "href='//",
-    ] {
-        assert!(!html.contains(bad), "the page holds {bad:?}");
-    }
-    for attr in ["src=", "href=", "url("] {
-        for (i, _) in html.match_indices(attr) {
-            let rest = &html[i + attr.len()..];
-            let value = rest.trim_start_matches(['"', '\'']);
-            assert!(
-                attr == "href=" && value.starts_with('#'),
-                "a {attr} reference that is not a fragment: {}",
-                &html[i..(i + 60).min(html.len())]
-            );
-        }
-    }
-    assert!(!html.contains("@import") && !html.contains("@font-face"));
 }
 
 /// The value of `data-count` in the row `data-verdict="v"` of the summary.
@@ -239,11 +216,15 @@ assert len(suites) == 1
 for el in [root] + suites:
     for a in ["name", "tests", "failures", "errors", "skipped", "time"]:
         assert a in el.attrib, (el.tag, a)
+    for a in ["tests", "failures", "errors", "skipped"]:
+        assert int(el.get(a)) >= 0, (el.tag, a)
+    float(el.get("time"))
 s = suites[0]
 cases = s.findall("testcase")
 failed = []
 for c in cases:
     assert c.get("classname") is not None and c.get("name"), c.attrib
+    assert c.get("time") is not None and float(c.get("time")) >= 0, c.attrib
     f = c.findall("failure")
     if f:
         assert len(f) == 1 and f[0].get("message"), c.attrib

@@ -3,7 +3,8 @@
 //! the file (no URL of any kind), so it opens from disk, offline, as a CI
 //! artifact. The page is plain HTML that reads completely with JavaScript
 //! off (every row and every drill-down is in the markup); the inline script
-//! only hides rows that do not match the filters. Everything taken from the
+//! only hides rows that do not match the filters (also set from the URL
+//! fragment, `report.html#verdict=unknown`, see [`SCRIPT`]). Everything taken from the
 //! data is escaped ([`esc`]). Same inputs, same bytes.
 //!
 //! `audit-diff --format html` ([`render_diff_html`]) uses the same frame.
@@ -114,20 +115,34 @@ code,pre{font-family:ui-monospace,'SFMono-Regular',Menlo,Consolas,monospace;font
 pre{background:#f7f7f7;border:1px solid #ddd;padding:.6em;overflow:auto;white-space:pre-wrap;word-break:break-word}
 details{margin:.4em 0;border:1px solid #ddd;padding:.3em .6em}summary{cursor:pointer}
 .v-verified{color:#2e7d32}.v-verified-source-only{color:#558b2f}.v-unknown{color:#a66d00}.v-incomplete{color:#c62828}.v-not-fetched,.v-error{color:#616161}
-#filters{margin:.5em 0;display:flex;flex-wrap:wrap;gap:.6em;align-items:center}
+#filters{margin:.5em 0;display:flex;flex-wrap:wrap;gap:.6em;align-items:center}#filters select{max-width:24em}
 [hidden]{display:none!important}
 .warn{background:#fff3e0;border:1px solid #f9a825;padding:.5em}
 dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}dt{font-weight:bold}dd{margin:0}
 ";
 
 /// The filter script: reads the form, hides rows that do not match, counts
-/// the rows shown. Holds no data; the form is hidden until it runs.
+/// the rows shown. Holds no data; the form is hidden until it runs. The
+/// filters also live in the URL fragment, so that a filtered view can be
+/// linked and opened as such: `#verdict=unknown&class=...&rule=...&profile=
+/// ...&q=...` (names of the form's fields, values URL-encoded) sets the
+/// fields on load and when the fragment changes; changing a field rewrites
+/// the fragment (`history.replaceState`, no navigation, no request). A
+/// fragment without `=` (a drill-down anchor `#d-ID`) is left alone.
 const SCRIPT: &str = "\
 (function(){
 var f=document.getElementById('filters');if(!f)return;f.hidden=false;
 var rows=Array.prototype.slice.call(document.querySelectorAll('#sessions tbody tr'));
 var shown=document.getElementById('shown');
+var names=['verdict','class','rule','profile','q'];
 function val(n){var e=f.elements[n];return e?e.value:'';}
+function fromHash(){var h=location.hash.slice(1);if(h.indexOf('=')<0)return;
+names.forEach(function(n){var e=f.elements[n];if(e)e.value='';});
+h.split('&').forEach(function(kv){var i=kv.indexOf('=');if(i<0)return;
+try{var k=decodeURIComponent(kv.slice(0,i)),v=decodeURIComponent(kv.slice(i+1).replace(/\\+/g,' '));}catch(x){return;}
+var e=f.elements[k];if(names.indexOf(k)>=0&&e)e.value=v;});}
+function toHash(){var p=[];names.forEach(function(n){var v=val(n);if(v)p.push(n+'='+encodeURIComponent(v));});
+try{history.replaceState(null,'',p.length?'#'+p.join('&'):location.pathname+location.search);}catch(x){}}
 function apply(){
 var v=val('verdict'),c=val('class'),r=val('rule'),p=val('profile'),q=val('q').trim().toLowerCase();
 var n=0;
@@ -135,8 +150,11 @@ rows.forEach(function(t){var d=t.dataset;
 var ok=(!v||d.verdict===v)&&(!c||d.class===c)&&(!r||(' '+d.rules+' ').indexOf(' '+r+' ')>=0)&&(!p||d.profile===p)&&(!q||d.id.toLowerCase().indexOf(q)>=0);
 t.hidden=!ok;if(ok)n++;});
 shown.textContent=n+' of '+rows.length+' sessions shown';}
-f.addEventListener('input',apply);f.addEventListener('change',apply);
-f.addEventListener('submit',function(e){e.preventDefault();});apply();})();
+function changed(){apply();toHash();}
+f.addEventListener('input',changed);f.addEventListener('change',changed);
+f.addEventListener('submit',function(e){e.preventDefault();});
+window.addEventListener('hashchange',function(){if(location.hash.indexOf('=')>=0){fromHash();apply();}});
+fromHash();apply();})();
 ";
 
 fn open_page(s: &mut String, title: &str) {
