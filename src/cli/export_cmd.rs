@@ -36,6 +36,16 @@ pub struct ExportArgs {
     /// every unknown field's path and raw bytes under agyReader.unknownFields.
     #[arg(long)]
     pub allow_unknown: bool,
+    /// Print one JSON object on standard output instead of the export: the
+    /// source's verdict and the notes (also said on standard error), with
+    /// the export written to --out, or embedded as "export" without --out:
+    /// {"source", "fileId", "sourceFormat", "profile", "sourceDigest",
+    /// "steps", "verdict" ("qualified" or "unknown"; offline, never
+    /// "verified"), "reason" ({"class", "location", "detail"} or null),
+    /// "exported", "exportFormat", "out", "bytes", "export", "notes",
+    /// "exitCode"} (see README, "Machine-readable summaries").
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub decode: DecodeArgs,
 }
@@ -48,20 +58,18 @@ source alone: it has not been compared with agy's daemon and carries no complete
 /// Says how many frames of the source's `-wal` SQLite ignores (past the
 /// last commit: an unfinished transaction, a torn write, stale frames), so a
 /// log cut short is never a silent gap. A log the checksums prove damaged
-/// was already refused by the reader.
-fn report_wal_tail(db: &std::path::Path) {
+/// was already refused by the reader. Returns the note it said.
+fn report_wal_tail(db: &std::path::Path) -> Option<String> {
     let [wal, _, _] = companions(db);
     if crate::source::Format::of(db) != Some(crate::source::Format::Sqlite) {
-        return;
+        return None;
     }
     let (Ok(main), Ok(log)) = (std::fs::read(db), std::fs::read(&wal)) else {
-        return;
+        return None;
     };
-    let Some(t) = crate::source::wal::tail(&main, &log) else {
-        return;
-    };
+    let t = crate::source::wal::tail(&main, &log)?;
     if t.ignored() == 0 && t.torn_bytes == 0 {
-        return;
+        return None;
     }
     let plural = |n: usize| if n == 1 { "" } else { "s" };
     let mut parts = Vec::new();
@@ -82,13 +90,15 @@ fn report_wal_tail(db: &std::path::Path) {
     if t.torn_bytes > 0 {
         parts.push(format!("a torn last frame ({} bytes)", t.torn_bytes));
     }
-    crate::note!(
+    let note = format!(
         "agy-audit export-offline: note: {}: {} frame{} ignored, as SQLite ignores them ({}); the export holds the last committed state",
         wal.display(),
         t.ignored(),
         plural(t.ignored()),
         parts.join(", ")
     );
+    crate::note!("{note}");
+    Some(note)
 }
 
 pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
@@ -103,26 +113,41 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
     };
     let crate::export::OfflineExport { source: src, json } =
         offline_export(&path, &opts).with_context(|| format!("reading {}", path.display()))?;
-    report_wal_tail(&path);
+    // every note said on standard error, kept for --json
+    let mut notes: Vec<String> = report_wal_tail(&path).into_iter().collect();
+    let mut note = |n: String| {
+        crate::note!("{n}");
+        notes.push(n);
+    };
     let code = if src.qualified() {
         exit::OK
     } else {
         exit::UNKNOWN
     };
+    let mut json = json;
     if let Some(r) = src.reason() {
-        crate::note!("agy-audit: unknown: {}: {r} [{}]", path.display(), r.class);
+        note(format!(
+            "agy-audit: unknown: {}: {r} [{}]",
+            path.display(),
+            r.class
+        ));
         if !a.allow_unknown {
-            crate::note!(
+            note(
                 "agy-audit: nothing exported (use --allow-unknown to export it marked incomplete)"
+                    .to_string(),
             );
-            return Ok(code);
+            json = None;
         }
-    }
-    let Some(json) = json else {
-        crate::note!(
+    } else if json.is_none() {
+        note(format!(
             "agy-audit: {}: the source does not decode; nothing to export",
             path.display()
-        );
+        ));
+    }
+    let Some(json) = json else {
+        if a.json {
+            print_json(&a, &src, None, notes, code)?;
+        }
         return Ok(code);
     };
     let bytes = match a.format {
@@ -154,12 +179,61 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
                 protected,
             };
             write_file(out, &bytes, &wo)?;
-            crate::note!("wrote {} ({} bytes)", out.display(), bytes.len());
+            note(format!("wrote {} ({} bytes)", out.display(), bytes.len()));
         }
+        None if a.json => {}
         None => {
             use std::io::Write;
             std::io::stdout().write_all(&bytes)?;
         }
     }
+    if a.json {
+        print_json(&a, &src, Some(&bytes), notes, code)?;
+    }
     Ok(code)
+}
+
+/// `export-offline --json`: the source's verdict, what was exported and the
+/// notes, as one object on standard output. `verdict` is `qualified` (this
+/// reader decodes and projects the source) or `unknown`: an offline export
+/// is never compared with the daemon, so never `verified`. `export` embeds
+/// the export (the JSON document, or the Markdown text) when there is no
+/// `--out`; it is null otherwise and when nothing was exported.
+fn print_json(
+    a: &ExportArgs,
+    src: &crate::source::DecodedSource,
+    exported: Option<&[u8]>,
+    notes: Vec<String>,
+    code: i32,
+) -> anyhow::Result<()> {
+    let export = match (exported, &a.out) {
+        (Some(b), None) => match a.format {
+            ExportFormat::Json => serde_json::from_slice(b)?,
+            ExportFormat::Md => serde_json::Value::String(String::from_utf8_lossy(b).into_owned()),
+        },
+        _ => serde_json::Value::Null,
+    };
+    let doc = serde_json::json!({
+        "source": src.path.display().to_string(),
+        "fileId": src.file_id,
+        "sourceFormat": src.format.as_str(),
+        "profile": src.profile,
+        "sourceDigest": src.source_digest,
+        "steps": src.steps,
+        "verdict": if src.qualified() { "qualified" } else { "unknown" },
+        "reason": src.reason().map(|r| serde_json::json!({
+            "class": r.class.to_string(),
+            "location": r.location,
+            "detail": r.detail,
+        })),
+        "exported": exported.is_some(),
+        "exportFormat": match a.format { ExportFormat::Json => "json", ExportFormat::Md => "md" },
+        "out": exported.and(a.out.as_ref()).map(|p| p.display().to_string()),
+        "bytes": exported.map(<[u8]>::len),
+        "export": export,
+        "notes": notes,
+        "exitCode": code,
+    });
+    outln!("{}", serde_json::to_string_pretty(&doc)?);
+    Ok(())
 }

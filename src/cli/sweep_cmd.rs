@@ -79,6 +79,17 @@ pub struct SweepArgs {
     /// audit). A --shard may be empty without it.
     #[arg(long)]
     pub allow_empty: bool,
+    /// At the end, print the final summary as one JSON object on standard
+    /// output (the summary lines still go to standard error): {"manifest",
+    /// "out", "root", "endpoint", "complete", "interrupted", "daemonDown",
+    /// "pending", "shard", "sessions", "skipped", "profiles", "counts":
+    /// {"selected", "verified", "verifiedSourceOnly", "sqlite", "protobuf",
+    /// "notVerified", "legacyUnverifiable", "unknown", "incomplete",
+    /// "notFetched", "error"} (the manifest's counts), "countsByProfile",
+    /// "countsByFormat", "resume", "exitCode"} (see README, "Machine-readable
+    /// summaries"). The exit code is the same.
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub daemon: DaemonArgs,
     #[command(flatten)]
@@ -296,6 +307,11 @@ pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
         installed_agy_version: super::common::installed_agy_version(),
     };
     let summary = sweep(&schema, &key, &opts, stop)?;
+    let code = summary_exit(&summary);
+    if a.json {
+        let doc = summary_json(&summary, shard, code);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
+    }
     let m = &summary.manifest;
     let c = &m.counts;
     crate::note!(
@@ -316,19 +332,39 @@ pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
     if let Some(why) = &summary.daemon_down {
         crate::note!("audit-sweep: the daemon stopped answering: {why}");
     }
-    if !m.complete {
-        let shard = shard
-            .map(|(i, n)| format!(" --shard {i}/{n}"))
-            .unwrap_or_default();
+    if let Some(cmd) = resume_command(&summary, shard) {
         crate::note!(
-            "audit-sweep: {} session{} still without a verdict; continue with: agy-audit audit-sweep --root {} --out {}{shard} --resume",
+            "audit-sweep: {} session{} still without a verdict; continue with: {cmd}",
             summary.pending,
             if summary.pending == 1 { "" } else { "s" },
-            m.root,
-            summary.out.display()
         );
     }
-    Ok(if summary.interrupted {
+    Ok(code)
+}
+
+/// The command that continues an unfinished sweep; None when the manifest
+/// is complete.
+fn resume_command(
+    summary: &crate::pipeline::SweepSummary,
+    shard: Option<(usize, usize)>,
+) -> Option<String> {
+    if summary.manifest.complete {
+        return None;
+    }
+    let shard = shard
+        .map(|(i, n)| format!(" --shard {i}/{n}"))
+        .unwrap_or_default();
+    Some(format!(
+        "agy-audit audit-sweep --root {} --out {}{shard} --resume",
+        summary.manifest.root,
+        summary.out.display()
+    ))
+}
+
+/// The exit code a finished (or interrupted) sweep ends with.
+fn summary_exit(summary: &crate::pipeline::SweepSummary) -> i32 {
+    let c = &summary.manifest.counts;
+    if summary.interrupted {
         interrupted_exit()
     } else if summary.daemon_down.is_some() || c.error > 0 || c.not_fetched > 0 {
         exit::ERROR
@@ -338,5 +374,36 @@ pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
         exit::UNKNOWN
     } else {
         exit::OK
+    }
+}
+
+/// `audit-sweep --json`: the final summary as one object (its shape is
+/// documented on `--json` and in README). Only what the run decided: the
+/// timings stay in the manifest, so that the same sweep prints the same
+/// object. `complete` is the manifest's own flag, never inferred.
+pub fn summary_json(
+    summary: &crate::pipeline::SweepSummary,
+    shard: Option<(usize, usize)>,
+    code: i32,
+) -> serde_json::Value {
+    let m = &summary.manifest;
+    serde_json::json!({
+        "manifest": summary.out.join(crate::manifest::MANIFEST_FILE).display().to_string(),
+        "out": summary.out.display().to_string(),
+        "root": m.root,
+        "endpoint": m.endpoint,
+        "complete": m.complete,
+        "interrupted": summary.interrupted,
+        "daemonDown": summary.daemon_down,
+        "pending": summary.pending,
+        "shard": shard.map(|(i, n)| format!("{i}/{n}")),
+        "sessions": m.sessions.len(),
+        "skipped": m.skipped.len(),
+        "profiles": m.profiles,
+        "counts": m.counts,
+        "countsByProfile": m.counts_by_profile,
+        "countsByFormat": m.counts_by_format,
+        "resume": resume_command(summary, shard),
+        "exitCode": code,
     })
 }
