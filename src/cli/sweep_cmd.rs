@@ -260,22 +260,9 @@ pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
     let (schema, key) = a.decode.load()?;
     let root = one_root(&a.root)?;
     let surface = crate::roots::detect_surface(&root);
-    let explicit_url = a
-        .daemon
-        .daemon_url
-        .clone()
-        .or_else(|| std::env::var(crate::rpc::DAEMON_URL_ENV).ok());
-    let found = crate::rpc::ide::endpoint_for(
-        &root,
-        surface,
-        explicit_url.as_deref(),
-        a.daemon.csrf_token.as_deref(),
-    )?;
-    let endpoint = found.url;
     let stop = interrupt_flag();
-    let mut client = a.daemon.client_options(Some(stop.clone()));
-    // the token is sent only when known: never to a CLI daemon by default
-    client.csrf_token = found.csrf_token;
+    let (found, client) = a.daemon.for_root(&root, surface, Some(stop.clone()))?;
+    let endpoint = found.url;
     let opts = SweepOptions {
         root: root.clone(),
         out: a.out.clone(),
@@ -314,7 +301,7 @@ pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
         }
     }
     if let Some(why) = &summary.daemon_down {
-        crate::note!("audit-sweep: the daemon stopped answering: {why}");
+        crate::note!("audit-sweep: the daemon could not be used: {why}");
     }
     if !m.complete {
         let shard = shard
