@@ -216,6 +216,11 @@ pub fn locate(source: &str, explicit: &[PathBuf]) -> Result<Located> {
     } else if crate::source::looks_like_uuid(source.trim()) {
         let id = source.trim();
         let sel = select(explicit)?;
+        for r in sel.roots.iter().filter(|r| r.explicit) {
+            // a root the user named must be a store: one without
+            // conversations/ is a usage error saying so
+            crate::discover::conversations_dir(&r.path)?;
+        }
         match resolve_id(id, &sel.roots) {
             Some((r, p)) => (Some(r.clone()), p, sel.missing),
             None => {

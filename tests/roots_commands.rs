@@ -216,6 +216,21 @@ fn sync_and_export_offline_resolve_ids_across_roots() {
         });
         assert_eq!(code, 0, "{text}");
         assert!(text.starts_with("VERIFIED"), "{text}");
+        // verify-capture: the captured answers are the .db's
+        let views = root.join(".truth").join("daemon");
+        let (code, text, _) = run({
+            let mut c = in_home(&home);
+            c.arg("verify-capture")
+                .arg("--db")
+                .arg(conv.join(format!("{shadowed}.pb")))
+                .arg("--full")
+                .arg(views.join(format!("{shadowed}.full.json")))
+                .arg("--ordinary")
+                .arg(views.join(format!("{shadowed}.ordinary.json")));
+            c
+        });
+        assert_eq!(code, 0, "{text}");
+        assert!(text.contains("SQLite wins"), "{text}");
     }
     assert_eq!(sources(&home), before);
     cli_sim.stop();
@@ -242,6 +257,17 @@ fn sync_and_export_offline_resolve_ids_across_roots() {
     });
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("does not exist"), "{text}");
+    // audit-sweep asks for its one root even when only one exists
+    let (code, text, _) = run({
+        let mut c = in_home(&only_cli);
+        c.args(["audit-sweep", "--quiet", "--out"])
+            .arg(home.join("sweep-unasked"));
+        c
+    });
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("this root exists:"), "{text}");
+    assert!(text.contains("(cli)") && text.contains("--root"), "{text}");
+    assert!(!home.join("sweep-unasked").exists());
     assert_eq!(sources(&home), before);
 }
 

@@ -65,12 +65,14 @@ impl DecodeArgs {
     }
 }
 
-/// `--root`: the store root.
+/// `--root`: the one store root of a sweep.
 #[derive(Debug, Clone, Args)]
 pub struct RootArg {
-    /// Store root (default: $ANTIGRAVITY_CLI_ROOT, else
-    /// ~/.gemini/antigravity-cli; with neither it nor HOME set, --root is
-    /// required). A --root that names no folder is a usage error.
+    /// Store root: one per run, the manifest names it (default: the root
+    /// $ANTIGRAVITY_CLI_ROOT pins; without either, a usage error names the
+    /// default roots that exist, ~/.gemini/antigravity-cli (the CLI's) and
+    /// ~/.gemini/antigravity (the IDE's), and asks for one). A --root that
+    /// names no folder is a usage error.
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
 }

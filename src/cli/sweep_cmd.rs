@@ -228,31 +228,29 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
 }
 
 /// The one root a sweep covers (its manifest names one root): `--root`, or
-/// the root `$ANTIGRAVITY_CLI_ROOT` pins, or the only default root that
-/// exists; with both the CLI's and the IDE's present, a usage error that
-/// names them and asks for one.
+/// the root `$ANTIGRAVITY_CLI_ROOT` pins. Without either, a usage error that
+/// names the default roots that exist and asks for one (issue 34: "without
+/// `--root`, says which roots exist and asks for one"), even when only one
+/// exists: a sweep is a record of one root, chosen by the user, never a
+/// guess; no default root existing (or HOME unset) is the roots' own usage
+/// error.
 fn one_root(arg: &super::common::RootArg) -> anyhow::Result<std::path::PathBuf> {
     let pinned = std::env::var_os(crate::discover::ROOT_ENV).is_some_and(|r| !r.is_empty());
     if arg.root.is_some() || pinned {
         return arg.try_get();
     }
-    let Ok(sel) = crate::roots::select(&[]) else {
-        return arg.try_get();
-    };
-    match sel.roots.as_slice() {
-        [one] => Ok(one.path.clone()),
-        many => {
-            let list: Vec<String> = many
-                .iter()
-                .map(|r| format!("{} ({})", r.path.display(), r.surface.as_str()))
-                .collect();
-            Err(super::errors::Usage::Text(format!(
-                "audit-sweep sweeps one root per run and these exist: {}; pass --root DIR",
-                list.join(", ")
-            ))
-            .into())
-        }
-    }
+    let sel = crate::roots::select(&[])?;
+    let list: Vec<String> = sel
+        .roots
+        .iter()
+        .map(|r| format!("{} ({})", r.path.display(), r.surface.as_str()))
+        .collect();
+    Err(super::errors::Usage::Text(format!(
+        "audit-sweep sweeps one root per run (its manifest names it) and takes it from --root; {} {}: pass --root DIR",
+        if list.len() == 1 { "this root exists:" } else { "these exist:" },
+        list.join(", ")
+    ))
+    .into())
 }
 
 pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
