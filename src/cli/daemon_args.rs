@@ -23,8 +23,9 @@ pub struct DaemonArgs {
     /// root too. A malformed URL is a usage error.
     #[arg(long, value_name = "URL", value_parser = parse_url)]
     pub daemon_url: Option<String>,
-    /// CSRF token sent as x-codeium-csrf-token (default: for an IDE root, the
-    /// newest --csrf_token of the IDE's main.log; a CLI root gets none).
+    /// CSRF token sent as x-codeium-csrf-token (default: for an IDE root
+    /// whose daemon is found in the IDE's logs, the newest --csrf_token of
+    /// the IDE's main.log; a CLI root, or a --daemon-url given, gets none).
     /// Sent only when known.
     #[arg(long, env = CSRF_ENV, value_name = "TOKEN")]
     pub csrf_token: Option<String>,
