@@ -183,7 +183,7 @@ fn local_payload(len: usize, usable: usize) -> usize {
         return len;
     }
     let min = ((usable.saturating_sub(12)) * 32 / 255).saturating_sub(23);
-    let k = min + (len - min) % (usable.saturating_sub(4)).max(1);
+    let k = min + len.saturating_sub(min) % (usable.saturating_sub(4)).max(1);
     if k <= max {
         k
     } else {
@@ -326,5 +326,25 @@ mod tests {
         assert_eq!(steps(&db), Some(expected));
         std::fs::write(d.path().join("junk.db"), b"not a database").unwrap();
         assert_eq!(steps(&d.path().join("junk.db")), None);
+
+        // damage anywhere: never a panic, the source never written
+        let image = std::fs::read(&db).unwrap();
+        let hit = d.path().join("hit.db");
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for trial in 0..400 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let mut bytes = image.clone();
+            let at = (state % bytes.len() as u64) as usize;
+            if trial % 5 == 0 {
+                bytes.truncate(at);
+            } else {
+                bytes[at] ^= (state >> 32) as u8 | 1;
+            }
+            std::fs::write(&hit, &bytes).unwrap();
+            let _ = steps(&hit);
+        }
+        assert_eq!(std::fs::read(&db).unwrap(), image);
     }
 }
