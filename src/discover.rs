@@ -150,7 +150,7 @@ pub fn discover(root: &Path) -> Result<Discovery> {
 /// `root/conversations`, checked: a missing root, a root without
 /// `conversations/` and a `conversations` that is not a folder are usage
 /// errors (exit 2), each saying which it is.
-fn conversations_dir(root: &Path) -> Result<PathBuf> {
+pub fn conversations_dir(root: &Path) -> Result<PathBuf> {
     check_root(root)?;
     let dir = root.join("conversations");
     match std::fs::symlink_metadata(&dir) {

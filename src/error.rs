@@ -74,6 +74,9 @@ pub enum UsageError {
     /// A conversation id with no source under the store.
     #[error("no conversation {id} under {} (looked for {id}.db and {id}.pb)", dir.display())]
     NoConversation { id: String, dir: PathBuf },
+    /// A conversation id that no root in use holds.
+    #[error("no conversation {id} in any root ({roots}; looked for conversations/{id}.db and .pb in each, in this order)")]
+    NoConversationInRoots { id: String, roots: String },
     /// No `--root`, no `$ANTIGRAVITY_CLI_ROOT` and no `HOME`.
     #[error("no store root: HOME is not set (the default root is ~/.gemini/antigravity-cli) and neither is {}; pass --root DIR, the folder that holds conversations/", crate::well_known::ROOT_ENV)]
     NoRoot,

@@ -157,6 +157,99 @@ pub fn resolve_id<'a>(id: &str, roots: &'a [Root]) -> Option<(&'a Root, PathBuf)
     })
 }
 
+/// Where a command's SOURCE argument is ([`locate`]).
+#[derive(Debug, Clone)]
+pub struct Located {
+    /// The root the source belongs to: for a file under a
+    /// `conversations/` folder, that folder's parent; for an id, the first
+    /// root that holds it; else the first root in use, if any.
+    pub root: Option<Root>,
+    /// The source to read ("SQLite wins" applied).
+    pub path: PathBuf,
+    /// The `.pb` named explicitly that its sibling `.db` shadows.
+    pub shadowed: Option<PathBuf>,
+    /// Default roots that do not exist (to report, not fatal).
+    pub missing: Vec<PathBuf>,
+}
+
+/// Where `source` (an existing `.db`/`.pb` path, or a conversation id) is,
+/// given the `--root` flags `explicit`: a path names its own root (the
+/// folder holding its `conversations/`); an id is resolved across the roots
+/// [`select`] chooses, in order, and no root holding it is a usage error
+/// naming every root searched. "SQLite wins" holds for an explicit `X.pb`
+/// too: when `X.db` exists, `X.db` is the source.
+pub fn locate(source: &str, explicit: &[PathBuf]) -> Result<Located> {
+    let p = Path::new(source);
+    let is_file = crate::source::Format::of(p).is_some() && std::fs::symlink_metadata(p).is_ok();
+    let (root, path, missing) = if is_file {
+        let own = p
+            .parent()
+            .filter(|d| d.file_name().is_some_and(|n| n == "conversations"))
+            .and_then(Path::parent)
+            .filter(|r| !r.as_os_str().is_empty());
+        match own {
+            Some(r) => {
+                if !explicit.is_empty() {
+                    // the --root flags are still checked: a wrong one is a
+                    // usage error, whatever the path
+                    select(explicit)?;
+                }
+                (
+                    Some(Root {
+                        surface: detect_surface(r),
+                        path: r.to_path_buf(),
+                        explicit: true,
+                    }),
+                    p.to_path_buf(),
+                    Vec::new(),
+                )
+            }
+            None if explicit.is_empty() => {
+                let sel = select(&[]).unwrap_or_default();
+                (sel.roots.into_iter().next(), p.to_path_buf(), sel.missing)
+            }
+            None => {
+                let sel = select(explicit)?;
+                (sel.roots.into_iter().next(), p.to_path_buf(), sel.missing)
+            }
+        }
+    } else if crate::source::looks_like_uuid(source.trim()) {
+        let id = source.trim();
+        let sel = select(explicit)?;
+        for r in sel.roots.iter().filter(|r| r.explicit) {
+            // a root the user named must be a store: one without
+            // conversations/ is a usage error saying so
+            crate::discover::conversations_dir(&r.path)?;
+        }
+        match resolve_id(id, &sel.roots) {
+            Some((r, p)) => (Some(r.clone()), p, sel.missing),
+            None => {
+                let roots: Vec<String> = sel
+                    .roots
+                    .iter()
+                    .map(|r| format!("{} ({})", r.path.display(), r.surface.as_str()))
+                    .collect();
+                return Err(Error::Usage(UsageError::NoConversationInRoots {
+                    id: id.to_string(),
+                    roots: roots.join(", "),
+                }));
+            }
+        }
+    } else {
+        return Err(Error::Usage(UsageError::NotASourceOrId {
+            arg: source.to_string(),
+        }));
+    };
+    let winner = sqlite_wins(&path);
+    let shadowed = (winner != path).then_some(path);
+    Ok(Located {
+        root,
+        path: winner,
+        shadowed,
+        missing,
+    })
+}
+
 /// "SQLite wins" for an explicit path: for `X.pb` whose sibling `X.db`
 /// exists, the `.db`; any other path unchanged.
 pub fn sqlite_wins(path: &Path) -> PathBuf {

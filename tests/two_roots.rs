@@ -198,6 +198,26 @@ fn doctor(home: &Path, root: &Path, env: Option<(&str, &str)>) -> (i32, Value) {
     (out.status.code().unwrap(), v)
 }
 
+/// `doctor --json` as issue 34 documents it: `{"healthy": bool, "roots":
+/// [{"path", "surface", "daemon": {"url", "reachable"}, "csrf", "sidecars":
+/// {"fresh", "stale", "total"}, "counts": {...}}]}` (more keys allowed).
+fn the_documented_shape(v: &Value) {
+    assert!(v["healthy"].is_boolean(), "{v:#}");
+    let roots = v["roots"].as_array().expect("roots");
+    assert!(!roots.is_empty());
+    for r in roots {
+        assert!(r["path"].is_string(), "{r:#}");
+        assert!(["cli", "ide"].contains(&r["surface"].as_str().unwrap()));
+        assert!(r["daemon"]["url"].is_string() || r["daemon"]["url"].is_null());
+        assert!(r["daemon"]["reachable"].is_boolean(), "{r:#}");
+        assert!(r.get("csrf").is_some(), "{r:#}");
+        for k in ["fresh", "stale", "total"] {
+            assert!(r["sidecars"][k].is_u64(), "{k}: {r:#}");
+        }
+        assert!(r["counts"].is_object(), "{r:#}");
+    }
+}
+
 #[test]
 fn doctor_healthy_and_each_actionable_state() {
     let home = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("two_roots_doctor");
@@ -221,6 +241,11 @@ fn doctor_healthy_and_each_actionable_state() {
     let (code, v) = doctor(&home, &ide, None);
     assert_eq!(code, 1, "{v}");
     assert_eq!(v["healthy"], false);
+    the_documented_shape(&v);
+    assert_eq!(
+        v["roots"][0]["sidecars"]["missing"],
+        v["roots"][0]["sidecars"]["total"]
+    );
     let r = &v["roots"][0];
     assert_eq!(r["surface"], "ide");
     assert_eq!(r["daemon"]["reachable"], true);
@@ -240,6 +265,47 @@ fn doctor_healthy_and_each_actionable_state() {
     assert_eq!(code, 0, "{v:#}");
     assert_eq!(v["roots"][0]["sidecars"]["fresh"], all.len());
     assert_eq!(v["roots"][0]["sidecars"]["total"], all.len());
+    the_documented_shape(&v);
+    let c = &v["roots"][0]["counts"];
+    assert_eq!(
+        c["verified"].as_u64().unwrap() + c["verifiedSourceOnly"].as_u64().unwrap(),
+        all.len() as u64,
+        "{v:#}"
+    );
+
+    // the installed agy (a fake `agy` on PATH printing a version): the
+    // profile's release is compatible, another one is version skew
+    let fake = home.join("fake-bin");
+    std::fs::create_dir_all(&fake).unwrap();
+    let release = v["agyVersion"]["profile"].as_str().unwrap().to_string();
+    let path = format!(
+        "{}:{}",
+        fake.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for (printed, code_wanted, skew) in [(release.as_str(), 0, false), ("0.0.1", 1, true)] {
+        let agy = fake.join("agy");
+        std::fs::write(&agy, format!("#!/bin/sh\necho \"agy version {printed}\"\n")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&agy, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let (code, v) = doctor(&home, &ide, Some(("PATH", &path)));
+        assert_eq!(code, code_wanted, "{v:#}");
+        assert_eq!(v["healthy"], !skew);
+        assert_eq!(v["agyVersion"]["skew"], skew, "{v:#}");
+        assert_eq!(v["agyVersion"]["installed"], printed);
+        let out = in_home(&home)
+            .env("PATH", &path)
+            .args(["doctor", "--root"])
+            .arg(&ide)
+            .output()
+            .unwrap();
+        let text = output_text(&out);
+        assert_eq!(out.status.code(), Some(code_wanted), "{text}");
+        assert!(
+            text.contains(&format!("agy version: {printed} (skew vs agy")) == skew,
+            "{text}"
+        );
+    }
 
     // an unreachable pinned URL: actionable
     let (code, v) = doctor(

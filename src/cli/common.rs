@@ -65,12 +65,14 @@ impl DecodeArgs {
     }
 }
 
-/// `--root`: the store root.
+/// `--root`: the one store root of a sweep.
 #[derive(Debug, Clone, Args)]
 pub struct RootArg {
-    /// Store root (default: $ANTIGRAVITY_CLI_ROOT, else
-    /// ~/.gemini/antigravity-cli; with neither it nor HOME set, --root is
-    /// required). A --root that names no folder is a usage error.
+    /// Store root: one per run, the manifest names it (default: the root
+    /// $ANTIGRAVITY_CLI_ROOT pins; without either, a usage error names the
+    /// default roots that exist, ~/.gemini/antigravity-cli (the CLI's) and
+    /// ~/.gemini/antigravity (the IDE's), and asks for one). A --root that
+    /// names no folder is a usage error.
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
 }
@@ -92,6 +94,45 @@ impl RootArg {
             },
             None => Ok(crate::discover::default_root()?),
         }
+    }
+}
+
+/// `--root`, repeatable: the store roots a command that takes one
+/// conversation may look in.
+#[derive(Debug, Clone, Args)]
+pub struct RootsArg {
+    /// A store root (repeatable). A conversation id is looked up in the
+    /// roots in order (the first root holding <id>.db or <id>.pb wins, the
+    /// .db within a root); each root keeps its own daemon, CSRF token and
+    /// sidecars. Without --root: the root $ANTIGRAVITY_CLI_ROOT pins, else
+    /// each default root that exists, ~/.gemini/antigravity-cli (the CLI's)
+    /// then ~/.gemini/antigravity (the IDE's); a missing default root is
+    /// noted on stderr, not an error. A --root that names no folder is a
+    /// usage error. A path argument names its own root (the folder holding
+    /// its conversations/).
+    #[arg(long = "root", value_name = "DIR")]
+    pub roots: Vec<PathBuf>,
+}
+
+impl RootsArg {
+    /// Where `source` is ([`crate::roots::locate`]), with the default roots
+    /// that do not exist and a shadowed `.pb` said on stderr for `command`.
+    pub fn locate(&self, source: &str, command: &str) -> anyhow::Result<crate::roots::Located> {
+        let found = crate::roots::locate(source, &self.roots)?;
+        for m in &found.missing {
+            crate::note!(
+                "{command}: default root {} does not exist (skipped)",
+                m.display()
+            );
+        }
+        if let Some(pb) = &found.shadowed {
+            crate::note!(
+                "{command}: {} is shadowed by {} (SQLite wins); using the .db",
+                pb.display(),
+                found.path.display()
+            );
+        }
+        Ok(found)
     }
 }
 

@@ -16,11 +16,17 @@ pub const MAX_RESPONSE_BYTES: u64 = 4 << 30;
 #[derive(Debug, Clone, Args)]
 pub struct DaemonArgs {
     /// Daemon base URL, http:// or https://, host and port only (default:
-    /// $ANTIGRAVITY_DAEMON_URL, else the newest `listening on random port at N
-    /// for HTTP` line of <root>/cli.log). A malformed URL is a usage error.
+    /// $ANTIGRAVITY_DAEMON_URL, else each root's own: the newest `listening
+    /// on random port at N for HTTP` line of <root>/cli.log for a CLI root,
+    /// of the IDE's language_server.log for an IDE root). Given, it is used
+    /// for every root the command touches, so with several roots name the
+    /// root too. A malformed URL is a usage error.
     #[arg(long, value_name = "URL", value_parser = parse_url)]
     pub daemon_url: Option<String>,
-    /// CSRF token sent as x-codeium-csrf-token (IDE daemons); sent only when set.
+    /// CSRF token sent as x-codeium-csrf-token (default: for an IDE root
+    /// whose daemon is found in the IDE's logs, the newest --csrf_token of
+    /// the IDE's main.log; a CLI root, or a --daemon-url given, gets none).
+    /// Sent only when known.
     #[arg(long, env = CSRF_ENV, value_name = "TOKEN")]
     pub csrf_token: Option<String>,
     /// Per-request timeout in seconds (1 to 3600).
@@ -52,7 +58,37 @@ impl DaemonArgs {
             backoff: Duration::from_millis(100),
             csrf_token: self.csrf_token.clone().filter(|t| !t.is_empty()),
             cancel,
+            daemon_of: None,
         }
+    }
+
+    /// The daemon of one root and how to talk to it: the URL from
+    /// `--daemon-url`/`$ANTIGRAVITY_DAEMON_URL`, else the root's own logs
+    /// (cli.log; the IDE's language_server.log); the token from
+    /// `--csrf-token`/`$ANTIGRAVITY_CSRF_TOKEN`, else (IDE roots) the IDE's
+    /// main.log, sent only when known (a CLI daemon never gets one it did
+    /// not ask for); errors name the root ([`crate::rpc::ide::daemon_of`]).
+    pub fn for_root(
+        &self,
+        root: &std::path::Path,
+        surface: crate::roots::Surface,
+        cancel: Option<Arc<AtomicBool>>,
+    ) -> anyhow::Result<(crate::rpc::ide::Endpoint, ClientOptions)> {
+        let explicit_url = self
+            .daemon_url
+            .clone()
+            .or_else(|| std::env::var(DAEMON_URL_ENV).ok())
+            .filter(|u| !u.is_empty());
+        let found = crate::rpc::ide::endpoint_for(
+            root,
+            surface,
+            explicit_url.as_deref(),
+            self.csrf_token.as_deref(),
+        )?;
+        let mut options = self.client_options(cancel);
+        options.csrf_token = found.csrf_token.clone();
+        options.daemon_of = Some(crate::rpc::ide::daemon_of(root, surface));
+        Ok((found, options))
     }
 
     pub fn endpoint(&self, root: &std::path::Path) -> anyhow::Result<String> {

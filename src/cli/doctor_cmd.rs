@@ -3,7 +3,10 @@
 //! Exit status (the reference's rules): 0 when nothing is actionable; 1 for
 //! stale or missing sidecars, version skew, or an unreachable pinned
 //! `$ANTIGRAVITY_DAEMON_URL`. A daemon that is simply not running is
-//! informational. Sidecars are judged by rechecking every attestation
+//! informational. Stricter than the reference's list, which does not name
+//! the case: a reachable daemon that refuses the tool (401/403, or the wrong
+//! listener: one read-only request, [`crate::rpc::DaemonClient::check_access`])
+//! is actionable too, since nothing can be verified through it. Sidecars are judged by rechecking every attestation
 //! against its native source (profile, source digest and payload digest,
 //! never mtime): doctor always reads native content.
 
@@ -80,12 +83,27 @@ pub(super) fn recheck(
     }
 }
 
+/// One request that shows whether the daemon accepts this tool at all
+/// ([`crate::rpc::DaemonClient::check_access`]): a missing or refused token
+/// and the wrong listener are errors naming the root.
+fn access_check(root: &Root, ep: &crate::rpc::ide::Endpoint) -> Result<(), crate::rpc::RpcError> {
+    let options = crate::rpc::ClientOptions {
+        timeout: Duration::from_secs(5),
+        retries: 0,
+        csrf_token: ep.csrf_token.clone(),
+        daemon_of: Some(crate::rpc::ide::daemon_of(&root.path, root.surface)),
+        ..crate::rpc::ClientOptions::default()
+    };
+    crate::rpc::DaemonClient::new(&ep.url, options)?.check_access()
+}
+
 fn root_report(root: &Root, ctx: &AuditContext) -> anyhow::Result<(Value, bool)> {
     let mut actionable = false;
     let pinned = std::env::var(crate::rpc::DAEMON_URL_ENV)
         .ok()
         .filter(|u| !u.is_empty());
     let token = std::env::var(crate::rpc::CSRF_ENV).ok();
+    let mut access: Option<String> = None;
     let (url, reachable, state, csrf) = match endpoint_for(
         &root.path,
         root.surface,
@@ -95,7 +113,21 @@ fn root_report(root: &Root, ctx: &AuditContext) -> anyhow::Result<(Value, bool)>
         Ok(ep) => {
             let up = dial(&ep.url, Duration::from_secs(1));
             let state = match (up, pinned.is_some()) {
-                (true, _) => "reachable",
+                (true, _) => match access_check(root, &ep) {
+                    Ok(()) => "reachable",
+                    Err(e) => {
+                        // a refused token or the wrong listener: the
+                        // daemon cannot be used as found (stricter than
+                        // the reference's list, which does not name it)
+                        actionable = true;
+                        access = Some(e.to_string());
+                        if matches!(e, crate::rpc::RpcError::Unauthorized { .. }) {
+                            "unauthorized"
+                        } else {
+                            "wrong listener"
+                        }
+                    }
+                },
                 (false, true) => {
                     actionable = true;
                     "unreachable pin"
@@ -136,7 +168,7 @@ fn root_report(root: &Root, ctx: &AuditContext) -> anyhow::Result<(Value, bool)>
     let v = json!({
         "path": root.path.display().to_string(),
         "surface": root.surface.as_str(),
-        "daemon": {"url": url, "reachable": reachable, "state": state},
+        "daemon": {"url": url, "reachable": reachable, "state": state, "error": access},
         "csrf": if root.surface == Surface::Ide { Value::Bool(csrf) } else { Value::Null },
         "sidecars": {"fresh": fresh, "stale": stale, "missing": total - fresh - stale, "total": total},
         "counts": {
@@ -195,6 +227,9 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
             match d["state"].as_str() {
                 Some("reachable") => {
                     outln!("  daemon: reachable ({})", d["url"].as_str().unwrap_or(""))
+                }
+                Some(s @ ("unauthorized" | "wrong listener")) => {
+                    outln!("  daemon: {s} ({})", d["error"].as_str().unwrap_or(""))
                 }
                 Some(s) => outln!("  daemon: {s}"),
                 None => {}

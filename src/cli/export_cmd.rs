@@ -1,6 +1,6 @@
 //! `agy-audit export-offline`: export one source without a daemon.
 
-use super::common::{DecodeArgs, RootArg};
+use super::common::{DecodeArgs, RootsArg};
 use crate::export::{offline_export, render_markdown};
 use crate::source::{sqlite::companions, ReadOptions};
 use crate::util::atomic::{write_file, WriteOptions};
@@ -18,10 +18,12 @@ pub enum ExportFormat {
 /// Export one conversation from its stored source alone (no daemon, no attestation).
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// A .db/.pb path, or a conversation id under --root.
+    /// A .db/.pb path (an X.pb whose X.db exists means the .db: SQLite
+    /// wins), or a conversation id, looked up in the --root roots in order,
+    /// else in the default roots (the CLI's, then the IDE's).
     pub source: String,
     #[command(flatten)]
-    pub root: RootArg,
+    pub root: RootsArg,
     /// Output format: daemon-style proto3 JSON, or a Markdown transcript.
     #[arg(long, value_enum, default_value = "json")]
     pub format: ExportFormat,
@@ -103,8 +105,7 @@ fn report_wal_tail(db: &std::path::Path) -> Option<String> {
 
 pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
     let (schema, key) = a.decode.load_inspect()?;
-    let root = a.root.try_get()?;
-    let path = crate::discover::resolve(&a.source, &root)?;
+    let path = a.root.locate(&a.source, "export-offline")?.path;
     let opts = ReadOptions {
         schema: &schema,
         legacy_key: &key,

@@ -3,10 +3,14 @@
 use crate::roots::{select, Root};
 use crate::source::Format;
 use clap::Args;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// List the conversations of every root (newest first): surface, format,
-/// size, step count, and the state its sidecar records.
+/// size, step count (SQLite: the steps table's rows, counted from its b-tree
+/// pages without reading the trajectory; legacy: with --check, after
+/// decryption), the state its sidecar records, and the title agy stored
+/// (the root's conversation_summaries.db), if any.
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// A store root (repeatable, used in order). Without it: every default
@@ -26,7 +30,8 @@ pub struct ListArgs {
     #[arg(long)]
     pub check: bool,
     /// One JSON object a line: id, root, surface, format, path, size,
-    /// steps (null when not counted), modified (Unix seconds), sidecar.
+    /// steps (null when not counted), modified (Unix seconds), sidecar,
+    /// title (null when none is stored), implicit, and with --check fresh.
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
@@ -46,6 +51,9 @@ struct Row {
     modified: u64,
     /// verified, verified-source-only, unknown, incomplete or none.
     sidecar: &'static str,
+    /// The title agy stored for it (the root's conversation_summaries.db),
+    /// null when none is stored.
+    title: Option<String>,
     /// With --check: whether the attestation still matches its source
     /// (null without --check or without an attestation).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -62,7 +70,9 @@ fn mtime(p: &Path) -> u64 {
 }
 
 /// The `steps` rows of a `.db`, from an in-memory snapshot (the source is
-/// read as plain files, its `-wal` replayed; nothing is written beside it).
+/// read whole as plain files, its `-wal` replayed; nothing is written beside
+/// it): only with `--check`, for a source whose pages
+/// [`crate::source::step_count::steps`] would not count.
 fn sqlite_steps(db: &Path) -> Option<u64> {
     let snap = crate::source::sqlite::snapshot(db).ok()?;
     snap.conn()
@@ -90,12 +100,53 @@ fn sidecar_state(source: &Path, id: &str) -> &'static str {
     crate::attest::completeness_of(&doc).map_or("none", |c| c.verdict.as_str())
 }
 
+/// The titles agy stored for a root's conversations: the `title` column of
+/// `<root>/conversation_summaries.db`'s `conversation_summaries` table (the
+/// summaries index agy keeps beside `conversations/`; it lags the folder, so
+/// a conversation may have none). Read once per root from an in-memory
+/// snapshot (nothing written beside it); a missing or unreadable index, or
+/// an empty title, gives no title.
+fn titles(root: &Path) -> BTreeMap<String, String> {
+    let db = root.join(SUMMARIES_DB);
+    let mut out = BTreeMap::new();
+    if !db.is_file() {
+        return out;
+    }
+    let Ok(snap) = crate::source::sqlite::snapshot(&db) else {
+        return out;
+    };
+    let Ok(mut stmt) = snap
+        .conn()
+        .prepare("SELECT conversation_id, title FROM conversation_summaries")
+    else {
+        return out;
+    };
+    let Ok(rows) = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, Option<String>>(0)?,
+            r.get::<_, Option<String>>(1)?,
+        ))
+    }) else {
+        return out;
+    };
+    for (id, title) in rows.flatten() {
+        if let (Some(id), Some(t)) = (id, title.filter(|t| !t.trim().is_empty())) {
+            out.insert(id, t);
+        }
+    }
+    out
+}
+
+/// agy's conversation summaries index, in a root.
+const SUMMARIES_DB: &str = "conversation_summaries.db";
+
 fn rows_of(
     root: &Root,
     include_implicit: bool,
     check: Option<&crate::pipeline::AuditContext>,
 ) -> anyhow::Result<Vec<Row>> {
     let d = crate::discover::discover(&root.path)?;
+    let titles = titles(&root.path);
     let mut rows = Vec::new();
     for s in d.sources {
         let wal = crate::source::sqlite::companions(&s.path)[0].clone();
@@ -103,7 +154,9 @@ fn rows_of(
         let size = std::fs::metadata(&s.path).map_or(0, |m| m.len())
             + std::fs::metadata(&wal).map_or(0, |m| m.len());
         let mut steps = match s.format {
-            Format::Sqlite => sqlite_steps(&s.path),
+            // from the steps table's b-tree pages, never the trajectory
+            Format::Sqlite => crate::source::step_count::steps(&s.path)
+                .or_else(|| check.and_then(|_| sqlite_steps(&s.path))),
             // legacy: counted only after decryption (--check)
             Format::Protobuf => None,
         };
@@ -128,6 +181,7 @@ fn rows_of(
         rows.push(Row {
             fresh,
             sidecar: sidecar_state(&s.path, &s.id),
+            title: titles.get(&s.id).cloned(),
             id: s.id,
             root: root.path.display().to_string(),
             surface: root.surface.as_str(),
@@ -155,6 +209,7 @@ fn rows_of(
             rows.push(Row {
                 fresh: None,
                 sidecar: "none",
+                title: titles.get(&id).cloned(),
                 id,
                 root: root.path.display().to_string(),
                 surface: root.surface.as_str(),
@@ -168,6 +223,19 @@ fn rows_of(
         }
     }
     Ok(rows)
+}
+
+/// A title on one line, at most 80 characters (the JSON keeps it whole).
+fn one_line(t: &str) -> String {
+    let flat: String = t
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let mut out: String = flat.chars().take(80).collect();
+    if flat.chars().count() > 80 {
+        out.push('…');
+    }
+    out
 }
 
 fn format_name(f: Format) -> &'static str {
@@ -215,7 +283,7 @@ pub fn run(a: ListArgs) -> anyhow::Result<i32> {
                 _ => r.sidecar.to_string(),
             };
             outln!(
-                "{}  {}  {:<8}  {:>10}  {:>5}  {:<20}  {}{}",
+                "{}  {}  {:<8}  {:>10}  {:>5}  {:<20}  {}{}{}",
                 r.id,
                 r.surface,
                 r.format,
@@ -223,7 +291,11 @@ pub fn run(a: ListArgs) -> anyhow::Result<i32> {
                 steps,
                 state,
                 r.root,
-                if r.implicit { "  (implicit)" } else { "" }
+                if r.implicit { "  (implicit)" } else { "" },
+                r.title
+                    .as_deref()
+                    .map(|t| format!("  {}", one_line(t)))
+                    .unwrap_or_default()
             );
         }
     }

@@ -239,31 +239,29 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
 }
 
 /// The one root a sweep covers (its manifest names one root): `--root`, or
-/// the root `$ANTIGRAVITY_CLI_ROOT` pins, or the only default root that
-/// exists; with both the CLI's and the IDE's present, a usage error that
-/// names them and asks for one.
+/// the root `$ANTIGRAVITY_CLI_ROOT` pins. Without either, a usage error that
+/// names the default roots that exist and asks for one (issue 34: "without
+/// `--root`, says which roots exist and asks for one"), even when only one
+/// exists: a sweep is a record of one root, chosen by the user, never a
+/// guess; no default root existing (or HOME unset) is the roots' own usage
+/// error.
 fn one_root(arg: &super::common::RootArg) -> anyhow::Result<std::path::PathBuf> {
     let pinned = std::env::var_os(crate::discover::ROOT_ENV).is_some_and(|r| !r.is_empty());
     if arg.root.is_some() || pinned {
         return arg.try_get();
     }
-    let Ok(sel) = crate::roots::select(&[]) else {
-        return arg.try_get();
-    };
-    match sel.roots.as_slice() {
-        [one] => Ok(one.path.clone()),
-        many => {
-            let list: Vec<String> = many
-                .iter()
-                .map(|r| format!("{} ({})", r.path.display(), r.surface.as_str()))
-                .collect();
-            Err(super::errors::Usage::Text(format!(
-                "audit-sweep sweeps one root per run and these exist: {}; pass --root DIR",
-                list.join(", ")
-            ))
-            .into())
-        }
-    }
+    let sel = crate::roots::select(&[])?;
+    let list: Vec<String> = sel
+        .roots
+        .iter()
+        .map(|r| format!("{} ({})", r.path.display(), r.surface.as_str()))
+        .collect();
+    Err(super::errors::Usage::Text(format!(
+        "audit-sweep sweeps one root per run (its manifest names it) and takes it from --root; {} {}: pass --root DIR",
+        if list.len() == 1 { "this root exists:" } else { "these exist:" },
+        list.join(", ")
+    ))
+    .into())
 }
 
 pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
@@ -271,22 +269,9 @@ pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
     let (schema, key) = a.decode.load()?;
     let root = one_root(&a.root)?;
     let surface = crate::roots::detect_surface(&root);
-    let explicit_url = a
-        .daemon
-        .daemon_url
-        .clone()
-        .or_else(|| std::env::var(crate::rpc::DAEMON_URL_ENV).ok());
-    let found = crate::rpc::ide::endpoint_for(
-        &root,
-        surface,
-        explicit_url.as_deref(),
-        a.daemon.csrf_token.as_deref(),
-    )?;
-    let endpoint = found.url;
     let stop = interrupt_flag();
-    let mut client = a.daemon.client_options(Some(stop.clone()));
-    // the token is sent only when known: never to a CLI daemon by default
-    client.csrf_token = found.csrf_token;
+    let (found, client) = a.daemon.for_root(&root, surface, Some(stop.clone()))?;
+    let endpoint = found.url;
     let opts = SweepOptions {
         root: root.clone(),
         out: a.out.clone(),
@@ -330,7 +315,7 @@ pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
         }
     }
     if let Some(why) = &summary.daemon_down {
-        crate::note!("audit-sweep: the daemon stopped answering: {why}");
+        crate::note!("audit-sweep: the daemon could not be used: {why}");
     }
     if let Some(cmd) = resume_command(&summary, shard) {
         crate::note!(

@@ -1,7 +1,7 @@
 //! `agy-audit sync`: verify one conversation against the daemon and write its
 //! sidecar, or recheck a saved attestation offline.
 
-use super::common::{DecodeArgs, RootArg};
+use super::common::{DecodeArgs, RootsArg};
 use super::daemon_args::DaemonArgs;
 use crate::attest::completeness_of;
 use crate::pipeline::{audit_prepared, prepare, AuditContext};
@@ -19,13 +19,14 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Args)]
 pub struct SyncArgs {
     /// A .db/.pb path (an X.pb whose X.db exists means the .db: SQLite
-    /// wins), or a conversation id: under --root, else looked up in the
-    /// default roots in order (~/.gemini/antigravity-cli, then the IDE's
-    /// ~/.gemini/antigravity). An IDE root's daemon and CSRF token are found
-    /// in the IDE's logs (language_server.log, main.log).
+    /// wins), or a conversation id, looked up in the --root roots in order,
+    /// else in the default roots (~/.gemini/antigravity-cli, then the IDE's
+    /// ~/.gemini/antigravity). The conversation's own root decides the
+    /// daemon: a CLI root's from its cli.log, an IDE root's, and its CSRF
+    /// token, from the IDE's logs (language_server.log, main.log).
     pub source: String,
     #[command(flatten)]
-    pub root: RootArg,
+    pub root: RootsArg,
     /// Sidecar path (default: <source dir>/<uuid>.trajectory.json).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -89,54 +90,10 @@ fn refuse_foreign_sidecar(out: &Path, force: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The root and source `a` names. An id without `--root` (and without
-/// `$ANTIGRAVITY_CLI_ROOT`) is resolved across the default roots in order
-/// (the CLI's, then the IDE's). "SQLite wins" also for an explicit path: a
-/// `X.pb` whose sibling `X.db` exists is the `.db`.
-fn locate(a: &SyncArgs) -> anyhow::Result<(PathBuf, PathBuf)> {
-    let pinned = std::env::var_os(crate::discover::ROOT_ENV).is_some_and(|r| !r.is_empty());
-    let explicit_file = std::path::Path::new(&a.source).exists();
-    let is_id = crate::source::looks_like_uuid(a.source.trim());
-    let (root, path) = if a.root.root.is_none() && !pinned && !explicit_file && is_id {
-        let sel = crate::roots::select(&[])?;
-        match crate::roots::resolve_id(a.source.trim(), &sel.roots) {
-            Some((r, p)) => (r.path.clone(), p),
-            None => {
-                let root = sel.roots[0].path.clone();
-                let p = crate::discover::resolve(&a.source, &root)?;
-                (root, p)
-            }
-        }
-    } else if a.root.root.is_none() && explicit_file {
-        // a file path names its own root: the folder holding conversations/
-        let p = PathBuf::from(&a.source);
-        let dir = p
-            .parent()
-            .filter(|d| d.file_name().is_some_and(|n| n == "conversations"));
-        match dir.and_then(Path::parent) {
-            Some(root) => (root.to_path_buf(), p),
-            None => (a.root.try_get()?, p),
-        }
-    } else {
-        let root = a.root.try_get()?;
-        let p = crate::discover::resolve(&a.source, &root)?;
-        (root, p)
-    };
-    let winner = crate::roots::sqlite_wins(&path);
-    if winner != path {
-        crate::note!(
-            "sync: {} is shadowed by {} (SQLite wins); verifying the .db",
-            path.display(),
-            winner.display()
-        );
-    }
-    Ok((root, winner))
-}
-
 pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
     let (schema, key) = a.decode.load()?;
-    let (root, path) = locate(&a)?;
-    let surface = crate::roots::detect_surface(&root);
+    let found = a.root.locate(&a.source, "sync")?;
+    let path = found.path;
     let out = a.out.clone().unwrap_or_else(|| sidecar_path(&path));
     if a.recheck {
         let bytes = match std::fs::read(&out) {
@@ -246,20 +203,10 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
         outln!("{status} {}", path.display());
         return Ok(code);
     }
-    let explicit_url = a
-        .daemon
-        .daemon_url
-        .clone()
-        .or_else(|| std::env::var(crate::rpc::DAEMON_URL_ENV).ok());
-    let endpoint = crate::rpc::ide::endpoint_for(
-        &root,
-        surface,
-        explicit_url.as_deref(),
-        a.daemon.csrf_token.as_deref(),
-    )?;
-    let mut options = a.daemon.client_options(None);
-    // the token is sent only when known: never to a CLI daemon by default
-    options.csrf_token = endpoint.csrf_token.clone();
+    let Some(root) = found.root else {
+        return Err(crate::Error::Usage(crate::error::UsageError::NoRoot).into());
+    };
+    let (endpoint, options) = a.daemon.for_root(&root.path, root.surface, None)?;
     let client = DaemonClient::new(&endpoint.url, options)?;
     let ctx = AuditContext {
         schema: &schema,
@@ -269,14 +216,12 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
     };
     refuse_foreign_sidecar(&out, a.force)?;
     let prepared = prepare(&ctx, &path)?;
-    // a setup problem (token, listener) is said as such, before the audit
-    // turns it into a per-conversation error
-    if let Err(e) = client.load_trajectory(&prepared.source.cascade_id()) {
-        if let Some(why) = crate::rpc::ide::explain(&root, surface, &e) {
-            anyhow::bail!(why);
-        }
-    }
     let r = audit_prepared(&ctx, prepared);
+    if let Some(e) = r.setup {
+        // a refused token or the wrong listener: the command's error, said
+        // as such (never the daemon's body)
+        return Err(crate::Error::Daemon(e).into());
+    }
     let s = &r.record;
     let verdict = s.verdict_str();
     match &r.sidecar {

@@ -21,7 +21,8 @@ use std::path::PathBuf;
 )]
 pub struct VerifyCaptureArgs {
     /// The conversation's stored source: a SQLite .db (its -wal beside it)
-    /// or a legacy .pb.
+    /// or a legacy .pb (an X.pb whose X.db exists means the .db: SQLite
+    /// wins, as agy and its daemon read it).
     #[arg(long, value_name = "FILE")]
     pub db: PathBuf,
     /// The full raw answer (verbosity FULL, disableRehydration).
@@ -42,8 +43,17 @@ pub struct VerifyCaptureArgs {
 }
 
 pub fn run(a: VerifyCaptureArgs) -> anyhow::Result<i32> {
-    let mut inputs = vec![a.db.clone(), a.full.clone(), a.ordinary.clone()];
-    inputs.extend(crate::source::sqlite::companions(&a.db));
+    // "SQLite wins" for an explicit X.pb too: agy (and its daemon) read X.db
+    let db = crate::roots::sqlite_wins(&a.db);
+    if db != a.db {
+        crate::note!(
+            "verify-capture: {} is shadowed by {} (SQLite wins); verifying the .db",
+            a.db.display(),
+            db.display()
+        );
+    }
+    let mut inputs = vec![a.db.clone(), db.clone(), a.full.clone(), a.ordinary.clone()];
+    inputs.extend(crate::source::sqlite::companions(&db));
     inputs.extend(a.decode.inputs());
     if let Some(out) = &a.out {
         check_outputs(&[out.as_path()], &inputs)?;
@@ -60,7 +70,7 @@ pub fn run(a: VerifyCaptureArgs) -> anyhow::Result<i32> {
         client: Some(&captured),
         bracket_retries: 0,
     };
-    let prepared = prepare(&ctx, &a.db)?;
+    let prepared = prepare(&ctx, &db)?;
     let r = audit_prepared(&ctx, prepared);
     let s = &r.record;
     outln!(

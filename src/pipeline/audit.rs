@@ -31,6 +31,11 @@ pub struct SessionResult {
     /// about this session is known, so the sweep does not record it and
     /// `--resume` fetches it again.
     pub abandoned: bool,
+    /// The daemon refused how it is reached (401/403, the wrong listener;
+    /// [`RpcError::setup_problem`]): nothing is known about this session,
+    /// and every other would get the same answer, so a sweep stops and says
+    /// so once, and `sync` reports it as the command's error.
+    pub setup: Option<RpcError>,
 }
 
 /// Where a conversation's two answers come from: the daemon
@@ -159,6 +164,7 @@ pub fn error_result(path: &Path, format: Format, err: &crate::Error) -> SessionR
         ordinary_body: None,
         sidecar: None,
         abandoned: false,
+        setup: None,
     }
 }
 
@@ -194,6 +200,7 @@ fn session(p: &Prepared, outcome: SessionOutcome) -> SessionResult {
         ordinary_body: None,
         sidecar: None,
         abandoned: false,
+        setup: None,
     }
 }
 
@@ -209,6 +216,7 @@ fn daemon_unavailable(p: &Prepared, e: &RpcError) -> SessionResult {
         },
     );
     r.abandoned = matches!(e, RpcError::Cancelled { .. });
+    r.setup = e.setup_problem().then(|| e.clone());
     r
 }
 

@@ -86,7 +86,8 @@ pub struct SweepSummary {
     pub manifest: Manifest,
     pub out: PathBuf,
     pub interrupted: bool,
-    /// Set when the daemon became unreachable during the run (why).
+    /// Set when the daemon became unreachable during the run, or refused
+    /// how it is reached (a token, the listener) (why).
     pub daemon_down: Option<String>,
     /// Selected sessions without a verdict yet (not fetched, not reached).
     pub pending: u64,
@@ -342,6 +343,14 @@ pub fn sweep_to(
                         continue;
                     }
                     let r = audit_prepared(ctx, p);
+                    if let Some(e) = &r.setup {
+                        // a refused token or the wrong listener: the same
+                        // for every conversation, said once; not recorded
+                        if let Ok(mut d) = down.lock() {
+                            d.get_or_insert_with(|| e.to_string());
+                        }
+                        continue;
+                    }
                     if matches!(r.record.result, SessionOutcome::NotFetched { .. }) {
                         if let Err(e) = client.probe() {
                             if let Ok(mut d) = down.lock() {

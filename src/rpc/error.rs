@@ -47,6 +47,40 @@ pub enum RpcError {
     /// Nothing accepts connections at the endpoint.
     #[error("{endpoint}: the daemon is unreachable: {detail}")]
     Unreachable { endpoint: String, detail: String },
+    /// HTTP 401 or 403: the daemon refused the request's credentials. The
+    /// body is never kept (it may echo the token); `daemon` names the root
+    /// whose daemon it is, when the client was told
+    /// ([`super::ClientOptions::daemon_of`]).
+    #[error("authentication error: {daemon} at {endpoint} refused {method} (HTTP {status}): {}", auth_hint(*token_sent))]
+    Unauthorized {
+        endpoint: String,
+        method: &'static str,
+        status: u16,
+        daemon: String,
+        /// Whether an `x-codeium-csrf-token` was sent.
+        token_sent: bool,
+    },
+    /// HTTP 415, or HTTP 400 without a Connect error envelope, to a JSON
+    /// request: agy's gRPC-Web listener refuses JSON this way (avenor's
+    /// agy 1.1.5 capture), so the endpoint is most likely the wrong port. A
+    /// 400 that carries a Connect `code` is the daemon's own answer
+    /// (invalid_argument, failed_precondition) and stays a [`Self::Status`].
+    #[error("{endpoint} {method}: HTTP {status} to a JSON request: most likely the wrong listener ({daemon} answered like agy's gRPC-Web port, which refuses JSON); use the port of the `... for HTTP` line, not the `for HTTPS (gRPC)` one")]
+    WrongListener {
+        endpoint: String,
+        method: &'static str,
+        status: u16,
+        daemon: String,
+    },
+}
+
+/// What to do about a 401/403.
+fn auth_hint(token_sent: bool) -> &'static str {
+    if token_sent {
+        "the CSRF token was refused (stale or not this daemon's: the IDE makes a new one at every start and its main.log records it); pass the current one with --csrf-token"
+    } else {
+        "no CSRF token was sent (none given and none found in the root's logs); pass the daemon's token with --csrf-token"
+    }
 }
 
 impl RpcError {
@@ -57,6 +91,16 @@ impl RpcError {
         matches!(
             self,
             RpcError::Transport { .. } | RpcError::Timeout { .. } | RpcError::Unreachable { .. }
+        )
+    }
+
+    /// The daemon refused how it is reached (a missing or wrong token, the
+    /// wrong listener), not this conversation: every other request would
+    /// get the same answer, so a run stops and says so once.
+    pub fn setup_problem(&self) -> bool {
+        matches!(
+            self,
+            RpcError::Unauthorized { .. } | RpcError::WrongListener { .. }
         )
     }
 }

@@ -11,7 +11,6 @@
 //! An explicit URL (`--daemon-url`, `$ANTIGRAVITY_DAEMON_URL`) or token
 //! (`--csrf-token`, `$ANTIGRAVITY_CSRF_TOKEN`) wins over what the logs say.
 
-use super::RpcError;
 use crate::error::{Error, Result, UsageError};
 use crate::roots::Surface;
 use std::path::{Path, PathBuf};
@@ -146,34 +145,13 @@ pub fn dial(url: &str, timeout: Duration) -> bool {
         .any(|a| std::net::TcpStream::connect_timeout(&a, timeout).is_ok())
 }
 
-/// What an HTTP status from the daemon means for the user, when it is one
-/// of the statuses that name a setup problem rather than the conversation:
-/// 401/403 an authentication error naming the root (the body is never
-/// echoed: it may carry the token); 400/415 the wrong listener (agy's
-/// gRPC-Web port refuses JSON).
-pub fn explain(root: &Path, surface: Surface, e: &RpcError) -> Option<String> {
-    let RpcError::Status {
-        endpoint, status, ..
-    } = e
-    else {
-        return None;
-    };
-    match status {
-        401 | 403 => Some(format!(
-            "authentication error: the daemon of the {} root {} at {endpoint} refused the request (HTTP {status}): {}",
-            surface.as_str(),
-            root.display(),
-            if surface == Surface::Ide {
-                "the CSRF token is missing or stale (the IDE makes a new one at every start; its main.log records it), or pass --csrf-token"
-            } else {
-                "pass the daemon's token with --csrf-token"
-            }
-        )),
-        400 | 415 => Some(format!(
-            "{endpoint} answered HTTP {status} to a JSON request: most likely the wrong listener (agy's gRPC-Web port refuses JSON); use the port of the `... for HTTP` line, not the `for HTTPS (gRPC)` one"
-        )),
-        _ => None,
-    }
+/// How messages name a root's daemon: `the daemon of the ide root /path`.
+pub fn daemon_of(root: &Path, surface: Surface) -> String {
+    format!(
+        "the daemon of the {} root {}",
+        surface.as_str(),
+        root.display()
+    )
 }
 
 #[cfg(test)]
@@ -197,24 +175,10 @@ mod tests {
     }
 
     #[test]
-    fn auth_and_listener_statuses_are_explained_without_the_body() {
-        let e = |status| RpcError::Status {
-            endpoint: "http://127.0.0.1:1".into(),
-            method: "LoadTrajectory",
-            status,
-            code: "unauthenticated".into(),
-            message: "secret-body".into(),
-        };
-        let root = Path::new("/r");
-        let m = explain(root, Surface::Ide, &e(401)).unwrap();
-        assert!(
-            m.contains("authentication error") && m.contains("/r"),
-            "{m}"
+    fn a_root_names_its_daemon() {
+        assert_eq!(
+            daemon_of(Path::new("/r"), Surface::Ide),
+            "the daemon of the ide root /r"
         );
-        assert!(!m.contains("secret-body"));
-        assert!(explain(root, Surface::Cli, &e(415))
-            .unwrap()
-            .contains("wrong listener"));
-        assert!(explain(root, Surface::Cli, &e(404)).is_none());
     }
 }

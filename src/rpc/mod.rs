@@ -45,6 +45,9 @@ pub struct ClientOptions {
     /// When set (Ctrl-C), calls in flight return [`RpcError::Cancelled`] at
     /// once instead of waiting for the daemon or the timeout.
     pub cancel: Option<Arc<AtomicBool>>,
+    /// Whose daemon this is, for messages (e.g. `the daemon of the ide root
+    /// /home/u/.gemini/antigravity`, [`ide::daemon_of`]); default `the daemon`.
+    pub daemon_of: Option<String>,
 }
 
 impl Default for ClientOptions {
@@ -56,6 +59,7 @@ impl Default for ClientOptions {
             backoff: Duration::from_millis(100),
             csrf_token: None,
             cancel: None,
+            daemon_of: None,
         }
     }
 }
@@ -368,6 +372,42 @@ impl DaemonClient {
         }
         if !(200..300).contains(&status) {
             let env: Option<ErrorEnvelope> = serde_json::from_slice(&bytes).ok();
+            let daemon = || {
+                self.opts
+                    .daemon_of
+                    .clone()
+                    .unwrap_or_else(|| "the daemon".to_string())
+            };
+            let connect_code = env.as_ref().is_some_and(|e| e.code.is_some());
+            match status {
+                // the body is dropped: it may echo the token
+                401 | 403 => {
+                    return Err(RpcError::Unauthorized {
+                        endpoint,
+                        method,
+                        status,
+                        daemon: daemon(),
+                        token_sent: self.opts.csrf_token.is_some(),
+                    })
+                }
+                415 => {
+                    return Err(RpcError::WrongListener {
+                        endpoint,
+                        method,
+                        status,
+                        daemon: daemon(),
+                    })
+                }
+                400 if !connect_code => {
+                    return Err(RpcError::WrongListener {
+                        endpoint,
+                        method,
+                        status,
+                        daemon: daemon(),
+                    })
+                }
+                _ => {}
+            }
             return Err(RpcError::Status {
                 endpoint,
                 method,
@@ -382,6 +422,22 @@ impl DaemonClient {
             });
         }
         Ok(bytes)
+    }
+
+    /// Whether the daemon accepts this client's requests at all: one
+    /// read-only GetCascadeTrajectory for the nil conversation id (no
+    /// conversation is loaded or changed). `Err` only for a setup problem
+    /// ([`RpcError::setup_problem`]: 401/403, the wrong listener); any other
+    /// answer, a refusal of the id included, means the request was accepted,
+    /// and a transport error or timeout is left to the caller's own calls
+    /// and probe.
+    pub fn check_access(&self) -> Result<(), RpcError> {
+        const NIL: &str = "00000000-0000-0000-0000-000000000000";
+        let body = serde_json::json!({ "cascadeId": NIL }).to_string();
+        match self.call("GetCascadeTrajectory", body) {
+            Err(e) if e.setup_problem() => Err(e),
+            _ => Ok(()),
+        }
     }
 
     /// `LoadTrajectory {cascadeId}`: must precede GetCascadeTrajectory.

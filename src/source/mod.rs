@@ -13,6 +13,7 @@ pub mod scan;
 pub mod scan_plan;
 pub mod source_only;
 pub mod sqlite;
+pub mod step_count;
 pub mod wal;
 pub mod wire;
 pub mod wire_trajectory;

@@ -158,34 +158,53 @@ pub fn tail(main: &[u8], wal: &[u8]) -> Option<Tail> {
     Some(t)
 }
 
-/// Replays `wal` onto `main` (the database file's bytes).
-pub fn replay(main: &[u8], wal: &[u8]) -> Replay {
+/// The committed frames of a log: where each committed page's newest
+/// copy sits in the log, and the database's size in pages after the last
+/// commit ([`committed`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Committed {
+    /// Committed frames: (frame offset in the log, page number), in log
+    /// order, up to and including the last commit frame; the page count.
+    Frames {
+        frames: Vec<(usize, u32)>,
+        pages: u32,
+    },
+    /// No committed frame: the database bytes alone are the state.
+    Nothing,
+    /// A log this reader does not replay itself; the reason.
+    Defer(&'static str),
+}
+
+/// The committed frames of `wal` for a database of `page_size`-byte pages
+/// (SQLite's own rules: header magic, version and checksum, each frame's
+/// salts and chained checksum; frames past the last commit are ignored).
+pub fn committed(page_size: Option<usize>, wal: &[u8]) -> Committed {
     if wal.is_empty() {
-        return Replay::NothingCommitted;
+        return Committed::Nothing;
     }
     if wal.len() < HEADER {
         // SQLite ignores a log shorter than its header
-        return Replay::Defer("log shorter than its header");
+        return Committed::Defer("log shorter than its header");
     }
     let magic = be32(wal, 0);
     let big = match magic {
         MAGIC_BE => true,
         MAGIC_LE => false,
-        _ => return Replay::Defer("unknown log magic"),
+        _ => return Committed::Defer("unknown log magic"),
     };
     if be32(wal, 4) != VERSION {
-        return Replay::Defer("unknown log version");
+        return Committed::Defer("unknown log version");
     }
     let page = be32(wal, 8) as usize;
     if !(page.is_power_of_two() && (512..=65_536).contains(&page)) {
-        return Replay::Defer("invalid log page size");
+        return Committed::Defer("invalid log page size");
     }
-    if db_page_size(main) != Some(page) {
-        return Replay::Defer("log page size differs from the database's");
+    if page_size != Some(page) {
+        return Committed::Defer("log page size differs from the database's");
     }
     let (h1, h2) = checksum(big, &wal[..24], 0, 0);
     if (h1, h2) != (be32(wal, 24), be32(wal, 28)) {
-        return Replay::Defer("log header checksum mismatch");
+        return Committed::Defer("log header checksum mismatch");
     }
     let salts = &wal[16..24];
     let frame_len = FRAME_HEADER + page;
@@ -214,15 +233,42 @@ pub fn replay(main: &[u8], wal: &[u8]) -> Replay {
         at += frame_len;
     }
     let Some((frames, pages)) = commit else {
-        return Replay::NothingCommitted;
+        return Committed::Nothing;
     };
+    valid.truncate(frames);
+    Committed::Frames {
+        frames: valid,
+        pages,
+    }
+}
+
+/// The size in bytes of the pages of a database file (header bytes 16-17).
+pub fn page_size(main: &[u8]) -> Option<usize> {
+    db_page_size(main)
+}
+
+/// The byte offset of a page's copy inside a log frame.
+pub const FRAME_DATA: usize = FRAME_HEADER;
+
+/// Replays `wal` onto `main` (the database file's bytes).
+pub fn replay(main: &[u8], wal: &[u8]) -> Replay {
+    let (valid, pages) = match committed(db_page_size(main), wal) {
+        Committed::Nothing => return Replay::NothingCommitted,
+        Committed::Defer(why) => return Replay::Defer(why),
+        Committed::Frames { frames, pages } => (frames, pages),
+    };
+    // `committed` gave frames only for the database's own page size
+    let Some(page) = db_page_size(main) else {
+        return Replay::Defer("log page size differs from the database's");
+    };
+    let frames = valid.len();
     let size = pages as usize * page;
     if size > main.len() + wal.len() {
         // more pages than the file and the log hold: SQLite decides
         return Replay::Defer("commit size larger than the database and log");
     }
     let mut image = main.to_vec();
-    for &(off, pgno) in &valid[..frames] {
+    for &(off, pgno) in &valid {
         if pgno > pages {
             // truncated away by the last commit
             continue;
