@@ -52,9 +52,7 @@ pub struct ExportArgs {
 }
 
 /// The notice every Markdown export carries.
-pub const OFFLINE_NOTICE: &str =
-    "**Offline export, unverified.** Produced by agy-audit from the stored \
-source alone: it has not been compared with agy's daemon and carries no completeness attestation.";
+pub use crate::export::OFFLINE_NOTICE;
 
 /// Says how many frames of the source's `-wal` SQLite ignores (past the
 /// last commit: an unfinished transaction, a torn write, stale frames), so a

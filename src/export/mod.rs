@@ -14,6 +14,11 @@ pub use markdown::{
 use crate::source::{source_only, DecodedSource};
 use serde_json::{json, Map, Value};
 
+/// The notice every Markdown export carries.
+pub const OFFLINE_NOTICE: &str =
+    "**Offline export, unverified.** Produced by agy-audit from the stored \
+source alone: it has not been compared with agy's daemon and carries no completeness attestation.";
+
 /// Offline export format version.
 pub const OFFLINE_VERSION: u32 = 1;
 

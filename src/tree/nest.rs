@@ -88,7 +88,8 @@ impl<'a> Nester<'a> {
     ) -> Option<String> {
         let inv = links::invocation(step, i)?;
         let mut out = String::new();
-        if inv.children.is_empty() {
+        // A step without a payload already says so (the flat transcript).
+        if inv.children.is_empty() && step.get("invokeSubagent").is_some() {
             let _ = writeln!(
                 out,
                 "_This step names no subagent conversation; none is nested here._\n"
