@@ -375,5 +375,18 @@ fn each_parent_link_diagnostic_is_reported_and_invoke_results_name_a_parent() {
     assert!(r
         .stdout
         .contains(&format!("Subagent conversation of `{parent}`.")));
+    // sync stamps the sidecar from the sibling parent's invoke results too
+    let cli = h.join(HOME_CLI_ROOT);
+    let mut o = SimOptions::new(&cli);
+    o.load_fault_file = false;
+    let sim = DaemonSim::start(o).unwrap();
+    let out = bin().env("HOME", &h).args(["sync", &x]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
+    sim.stop();
+    let side: Value =
+        serde_json::from_slice(&std::fs::read(conv.join(format!("{x}.trajectory.json"))).unwrap())
+            .unwrap();
+    assert_eq!(side["agyReader"]["parentCascadeId"], parent);
+    assert!(side["agyReader"]["completeness"]["payloadDigest"].is_string());
     assert_eq!(digests(&h), before);
 }

@@ -63,6 +63,25 @@ impl ParentIndex {
     /// Scans the `conversations/` folder of each root (in order; a root
     /// without one is passed over) and resolves the links.
     pub fn scan(roots: &[PathBuf]) -> ParentIndex {
+        Self::scan_filtered(roots, None)
+    }
+
+    /// [`ParentIndex::scan`] reading only the sidecars whose bytes mention
+    /// conversation `id` (in lower or upper case): the links into and out
+    /// of it, for one conversation's stamp without parsing a whole store.
+    pub fn scan_mentioning(roots: &[PathBuf], id: &str) -> ParentIndex {
+        Self::scan_filtered(roots, Some(id))
+    }
+
+    fn scan_filtered(roots: &[PathBuf], mentioning: Option<&str>) -> ParentIndex {
+        let needles: Vec<Vec<u8>> = mentioning
+            .map(|id| {
+                vec![
+                    id.to_ascii_lowercase().into_bytes(),
+                    id.to_ascii_uppercase().into_bytes(),
+                ]
+            })
+            .unwrap_or_default();
         let mut ix = ParentIndex::default();
         for root in roots {
             let dir = root.join("conversations");
@@ -82,7 +101,7 @@ impl ParentIndex {
                         n.source = true;
                     }
                 } else if let Some(stem) = sidecar_stem(&name) {
-                    ix.read_sidecar(stem, &path, root);
+                    ix.read_sidecar(stem, &path, root, &needles);
                 }
             }
         }
@@ -98,10 +117,18 @@ impl ParentIndex {
         n
     }
 
-    fn read_sidecar(&mut self, stem: &str, path: &Path, root: &Path) {
+    fn read_sidecar(&mut self, stem: &str, path: &Path, root: &Path, needles: &[Vec<u8>]) {
         let id = stem.to_ascii_lowercase();
         let doc = match std::fs::read(path) {
             Err(e) => Err(e.to_string()),
+            Ok(bytes)
+                if !needles.is_empty()
+                    && !needles
+                        .iter()
+                        .any(|n| bytes.windows(n.len()).any(|w| w == n.as_slice())) =>
+            {
+                return;
+            }
             Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
                 Ok(v) if v.is_object() => Ok(v),
                 Ok(_) => Err("not a JSON object".to_string()),
