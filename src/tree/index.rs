@@ -171,17 +171,23 @@ impl ParentIndex {
             Named::Id(p) => self.node(&id, root).stamp = Some(p),
             Named::Absent => {}
         }
-        self.observe_in(&id, &doc, root);
+        self.observe_in(&id, &doc, root, false);
     }
 
-    fn observe_in(&mut self, id: &str, trajectory: &Value, root: &Path) {
+    /// Records what `trajectory` says of conversation `id`: merged with
+    /// what is known (a sidecar), or, `from_source`, replacing it (the
+    /// source is the freshest record).
+    fn observe_in(&mut self, id: &str, trajectory: &Value, root: &Path, from_source: bool) {
         let native = links::native_parent(trajectory).id().map(str::to_string);
         let invoked: Vec<String> = links::invocations(trajectory)
             .into_iter()
             .flat_map(|i| i.children)
             .collect();
         let n = self.node(id, root);
-        if native.is_some() {
+        if from_source {
+            n.native = native;
+            n.invoked.clear();
+        } else if native.is_some() {
             n.native = native;
         }
         for c in invoked {
@@ -193,14 +199,14 @@ impl ParentIndex {
 
     /// Adds what a trajectory decoded from conversation `id`'s source (in
     /// `root`) says, its source known to exist, and resolves again. The
-    /// source is the freshest record: its native parent replaces a
-    /// sidecar's.
+    /// source is the freshest record: its native parent and children replace
+    /// a sidecar's (the reader's stamp stays, used only without them).
     pub fn observe(&mut self, id: &str, root: &Path, trajectory: &Value) {
         let Some(id) = links::canonical_id(id) else {
             return;
         };
         self.node(&id, root).source = true;
-        self.observe_in(&id, trajectory, root);
+        self.observe_in(&id, trajectory, root, true);
         self.resolve();
     }
 
@@ -449,5 +455,11 @@ mod tests {
                 (DiagnosticKind::ConflictingEvidence, q.as_str()),
             ]
         );
+        // the source is the freshest record: without a parent in it, the
+        // sidecar's is gone; a bounded walk from the cycle ends
+        let mut ix = ix;
+        ix.observe(&g, d.path(), &json!({"cascadeId": g}));
+        assert_eq!(ix.parent(&g), None);
+        assert!(ix.ancestors(&x).len() <= 1);
     }
 }
