@@ -23,6 +23,7 @@ pub mod rules;
 pub mod schema;
 pub mod shapes;
 pub mod source;
+pub mod tree;
 pub mod util;
 pub mod verdict;
 pub mod well_known;

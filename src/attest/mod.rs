@@ -69,22 +69,19 @@ pub fn sidecar(ordinary: &Value, completeness: &Completeness) -> Value {
     Value::Object(doc)
 }
 
-/// The `agyReader` member: the completeness record and the parent cascade.
+/// The `agyReader` member: the completeness record and the parent cascade
+/// (`tree::links::parent_cascade_id`: the metadata's parent when it is a
+/// bare UUID; an invalid one is never stamped).
 fn reader_record(ordinary: &Value, completeness: &Completeness) -> Value {
     let mut reader = Map::new();
     reader.insert(
         "completeness".into(),
         serde_json::to_value(completeness).unwrap_or(Value::Null),
     );
-    if let Some(parent) = ordinary
-        .get("metadata")
-        .and_then(|m| m.get("parentConversationId"))
-        .and_then(Value::as_str)
-        .filter(|p| !p.is_empty())
-    {
+    if let Some(parent) = crate::tree::links::parent_cascade_id(ordinary) {
         reader.insert(
-            "parentCascadeId".into(),
-            Value::String(parent.to_ascii_lowercase()),
+            crate::tree::links::PARENT_STAMP.into(),
+            Value::String(parent),
         );
     }
     Value::Object(reader)
@@ -156,7 +153,7 @@ mod tests {
 
     #[test]
     fn sidecar_carries_completeness_and_parent() {
-        let ord = json!({"cascadeId": "c", "metadata": {"parentConversationId": "ABC"}});
+        let ord = json!({"cascadeId": "c", "metadata": {"parentConversationId": "0B6B2F0E-1C1D-4A7E-9A5E-0D6F3F1F2A01"}});
         let c = Completeness {
             profile: "p".into(),
             source_digest: "sha256:1".into(),
@@ -180,7 +177,10 @@ mod tests {
             want.push(b'\n');
             assert_eq!(sidecar_bytes(&o, &c), want, "{o}");
         }
-        assert_eq!(doc["agyReader"]["parentCascadeId"], "abc");
+        assert_eq!(
+            doc["agyReader"]["parentCascadeId"],
+            "0b6b2f0e-1c1d-4a7e-9a5e-0d6f3f1f2a01"
+        );
         assert_eq!(completeness_of(&doc), Some(c));
         assert_eq!(doc["cascadeId"], "c");
     }

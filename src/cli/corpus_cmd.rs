@@ -30,8 +30,11 @@ pub struct GenerateArgs {
     /// HOME/.gemini/antigravity-cli (with cli.log) and an IDE store at
     /// HOME/.gemini/antigravity (with antigravity_state.pbtxt, no cli.log;
     /// the seed after --seed), each with --conversations conversations (20
-    /// or more: each then holds a legacy .pb shadowed by a .db). Serve the
-    /// IDE store with `daemon-sim --ide --ide-logs HOME/.config/Antigravity/logs`.
+    /// or more: each then holds a legacy .pb shadowed by a .db). The CLI
+    /// store also holds 6 subagent family members (a parent, its child and
+    /// grandchild; an orphan whose parent is in no root; a parent cycle),
+    /// listed in .truth/families.json. Serve the IDE store with
+    /// `daemon-sim --ide --ide-logs HOME/.config/Antigravity/logs`.
     #[arg(long, value_name = "HOME")]
     pub home: Option<PathBuf>,
     /// Number of selected conversations (1 to 100000).
@@ -116,6 +119,15 @@ pub fn run(cmd: CorpusCommand) -> anyhow::Result<i32> {
                             s.protobuf,
                             s.both,
                             home.join(rel).display()
+                        );
+                    }
+                    if let Some(f) = &s.cli.families {
+                        outln!(
+                            "cli: {} subagent family members (tree, orphan, cycle) in {}",
+                            f.members.len(),
+                            home.join(HOME_CLI_ROOT)
+                                .join(".truth/families.json")
+                                .display()
                         );
                     }
                     return Ok(0);

@@ -48,14 +48,23 @@ pub struct ExportArgs {
     /// "exitCode"} (see README, "Machine-readable summaries").
     #[arg(long)]
     pub json: bool,
+    /// Do not follow subagent links. By default the export reads the parent
+    /// links of the known roots (the source's root and the CLI and IDE roots
+    /// under HOME that exist): agyReader.parentCascadeId comes from the
+    /// conversation's own parentConversationId or from a parent's
+    /// INVOKE_SUBAGENT results, parent-link diagnostics (unreadable-sidecar,
+    /// invalid-cascade-id, invalid-parent-stamp, parent-cycle, missing-parent,
+    /// conflicting-evidence) are reported on stderr, and --format md nests each
+    /// child's transcript under the INVOKE_SUBAGENT step that invoked it when
+    /// a known root holds the child (cycles are reported, never followed).
+    #[arg(long)]
+    pub no_tree: bool,
     #[command(flatten)]
     pub decode: DecodeArgs,
 }
 
 /// The notice every Markdown export carries.
-pub const OFFLINE_NOTICE: &str =
-    "**Offline export, unverified.** Produced by agy-audit from the stored \
-source alone: it has not been compared with agy's daemon and carries no completeness attestation.";
+pub use crate::export::OFFLINE_NOTICE;
 
 /// Says how many frames of the source's `-wal` SQLite ignores (past the
 /// last commit: an unfinished transaction, a torn write, stale frames), so a
@@ -105,7 +114,10 @@ fn report_wal_tail(db: &std::path::Path) -> Option<String> {
 
 pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
     let (schema, key) = a.decode.load_inspect()?;
-    let path = a.root.locate(&a.source, "export-offline")?.path;
+    let located = a.root.locate(&a.source, "export-offline")?;
+    let path = located.path;
+    let mut known: Vec<PathBuf> = located.root.iter().map(|r| r.path.clone()).collect();
+    known.extend(a.root.roots.iter().cloned());
     let opts = ReadOptions {
         schema: &schema,
         legacy_key: &key,
@@ -151,8 +163,13 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
         }
         return Ok(code);
     };
+    let mut json = json;
+    let tree = (!a.no_tree).then(|| Tree::scan(&path, &known, &mut json));
     let bytes = match a.format {
         ExportFormat::Json => {
+            if let Some(t) = &tree {
+                report_links(&t.index, &[]);
+            }
             let mut b = serde_json::to_vec_pretty(&json)?;
             b.push(b'\n');
             b
@@ -166,7 +183,30 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
             if !src.qualified() {
                 notice.push_str("\n> **Incomplete:** this source was refused as unknown; unknown fields are not shown.");
             }
-            render_markdown(&json, &notice).into_bytes()
+            match &tree {
+                Some(t) => {
+                    let mut index = t.index.clone();
+                    let (md, nested) = crate::tree::nested_markdown(
+                        &json,
+                        &notice,
+                        &t.id,
+                        &t.roots,
+                        &opts,
+                        a.allow_unknown,
+                        &mut index,
+                    );
+                    report_links(&index, &nested.diagnostics);
+                    if !nested.shown.is_empty() {
+                        crate::note!(
+                            "agy-audit export-offline: nested {} subagent conversation{}",
+                            nested.shown.len(),
+                            if nested.shown.len() == 1 { "" } else { "s" }
+                        );
+                    }
+                    md.into_bytes()
+                }
+                None => render_markdown(&json, &notice).into_bytes(),
+            }
         }
     };
     match &a.out {
@@ -237,4 +277,77 @@ fn print_json(
     });
     outln!("{}", serde_json::to_string_pretty(&doc)?);
     Ok(())
+}
+
+/// The parent links an export follows: the known roots, the index over
+/// them (this conversation's source observed) and the conversation's id.
+struct Tree {
+    roots: Vec<PathBuf>,
+    index: crate::tree::ParentIndex,
+    id: String,
+}
+
+impl Tree {
+    /// Scans the known roots (the source's root, `root`, then the default
+    /// CLI and IDE roots that exist) and sets `agyReader.parentCascadeId`
+    /// of `json` to the parent the links choose: the conversation's own
+    /// metadata or a parent's INVOKE_SUBAGENT results; none on a cycle or
+    /// conflicting evidence (the stricter reading: a link the evidence does
+    /// not settle is never stamped).
+    fn scan(path: &std::path::Path, given: &[PathBuf], json: &mut serde_json::Value) -> Tree {
+        use crate::tree::links::{self, NAMESPACE, PARENT_STAMP};
+        let mut roots: Vec<PathBuf> = Vec::new();
+        let defaults = crate::roots::select(&[])
+            .map(|s| s.roots.into_iter().map(|r| r.path).collect::<Vec<_>>())
+            .unwrap_or_default();
+        let own = crate::tree::nest::root_of(path);
+        for r in own.into_iter().chain(given.iter().cloned()).chain(defaults) {
+            let same = |x: &PathBuf| {
+                x == &r
+                    || matches!((std::fs::canonicalize(x), std::fs::canonicalize(&r)), (Ok(a), Ok(b)) if a == b)
+            };
+            if !roots.iter().any(same) {
+                roots.push(r);
+            }
+        }
+        let mut index = crate::tree::ParentIndex::scan(&roots);
+        let id = match links::cascade_id(json) {
+            links::Named::Id(id) => id,
+            _ => path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or_default()
+                .to_ascii_lowercase(),
+        };
+        let own_root = crate::tree::nest::root_of(path)
+            .or_else(|| given.first().cloned())
+            .unwrap_or_default();
+        index.observe(&id, &own_root, json);
+        if let Some(reader) = json.get_mut(NAMESPACE).and_then(|r| r.as_object_mut()) {
+            match index.parent(&id) {
+                Some(p) => {
+                    reader.insert(
+                        PARENT_STAMP.into(),
+                        serde_json::Value::String(p.to_string()),
+                    );
+                }
+                None => {
+                    reader.remove(PARENT_STAMP);
+                }
+            }
+        }
+        Tree { roots, index, id }
+    }
+}
+
+/// Reports the parent-link diagnostics of the known roots, then those the
+/// nesting found, one line each on stderr.
+fn report_links(index: &crate::tree::ParentIndex, more: &[crate::tree::Diagnostic]) {
+    let mut seen = std::collections::BTreeSet::new();
+    for d in index.diagnostics().into_iter().chain(more) {
+        let line = d.to_string();
+        if seen.insert(line.clone()) {
+            crate::note!("agy-audit export-offline: parent-link: {line}");
+        }
+    }
 }

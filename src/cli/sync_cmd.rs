@@ -226,6 +226,11 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
     let verdict = s.verdict_str();
     match &r.sidecar {
         Some(bytes) => {
+            // A subagent its metadata does not name as one: its parent from
+            // a sibling parent's INVOKE_SUBAGENT results.
+            let stamped = crate::tree::nest::root_of(&path)
+                .and_then(|root| crate::tree::stamp_from_siblings(bytes, &root));
+            let bytes = stamped.as_deref().unwrap_or(bytes);
             let mut protected = vec![path.clone()];
             protected.extend(crate::source::sqlite::companions(&path));
             protected.extend(a.decode.inputs());

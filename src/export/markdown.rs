@@ -911,6 +911,14 @@ fn render_body(out: &mut String, step: &Value, depth: usize, level: usize) {
             }
         }
     }
+    if s(step, &["type"]) == Some("CORTEX_STEP_TYPE_INVOKE_SUBAGENT")
+        && !obj.contains_key("invokeSubagent")
+    {
+        let _ = writeln!(
+            out,
+            "_A subagent was invoked; this step does not name its conversation, which is recorded separately._\n"
+        );
+    }
     let envelope = [
         "permissions",
         "requestedInteraction",
@@ -984,8 +992,19 @@ pub fn render_step(trajectory: &Value, index: usize) -> Option<String> {
     Some(out)
 }
 
+/// What a subagent tree export nests under a conversation's steps: called
+/// after each top-level step with the step, its index and the heading level
+/// of its own heading; what it returns is appended under the step.
+pub type Nest<'a> = dyn FnMut(&Value, usize, usize) -> Option<String> + 'a;
+
 /// Renders a trajectory JSON (daemon style) as a Markdown transcript.
 pub fn render_markdown(trajectory: &Value, notice: &str) -> String {
+    render_markdown_nested(trajectory, notice, &mut |_, _, _| None)
+}
+
+/// [`render_markdown`] with `nest` asked after each top-level step (a hook
+/// that never answers renders exactly [`render_markdown`]'s bytes).
+pub fn render_markdown_nested(trajectory: &Value, notice: &str, nest: &mut Nest<'_>) -> String {
     let mut out = String::new();
     let id = trajectory
         .get("cascadeId")
@@ -996,6 +1015,9 @@ pub fn render_markdown(trajectory: &Value, notice: &str) -> String {
     if let Some(created) = s(trajectory, &["metadata", "createdAt"]) {
         let _ = writeln!(out, "Created {created}.\n");
     }
+    if let Some(parent) = ne(trajectory, &["agyReader", "parentCascadeId"]) {
+        let _ = writeln!(out, "Subagent conversation of {}.\n", code(parent));
+    }
     for w in get(trajectory, &["metadata", "workspaces"])
         .and_then(Value::as_array)
         .into_iter()
@@ -1005,8 +1027,22 @@ pub fn render_markdown(trajectory: &Value, notice: &str) -> String {
             let _ = writeln!(out, "Workspace {}\n", link(uri));
         }
     }
-    let steps: Vec<&Value> = arr(trajectory, "steps").collect();
-    render_steps(&mut out, &steps, 0, 2);
+    out.push_str(&render_transcript_steps(trajectory, 2, nest));
+    out
+}
+
+/// The steps of a trajectory alone, their headings at `level` (1 to 6),
+/// with `nest` asked after each one: the body of a nested transcript.
+pub fn render_transcript_steps(trajectory: &Value, level: usize, nest: &mut Nest<'_>) -> String {
+    let mut out = String::new();
+    let level = level.clamp(1, 6);
+    let hashes = "#".repeat(level);
+    for (i, step) in arr(trajectory, "steps").enumerate() {
+        render_step_at(&mut out, i, step, &hashes, 0, level);
+        if let Some(more) = nest(step, i, level) {
+            out.push_str(&more);
+        }
+    }
     out
 }
 #[cfg(test)]

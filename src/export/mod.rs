@@ -7,10 +7,17 @@ mod maps;
 mod markdown;
 
 pub use maps::{daemon_json, sort_map_entries};
-pub use markdown::{render_markdown, render_step};
+pub use markdown::{
+    render_markdown, render_markdown_nested, render_step, render_transcript_steps, Nest,
+};
 
 use crate::source::{source_only, DecodedSource};
 use serde_json::{json, Map, Value};
+
+/// The notice every Markdown export carries.
+pub const OFFLINE_NOTICE: &str =
+    "**Offline export, unverified.** Produced by agy-audit from the stored \
+source alone: it has not been compared with agy's daemon and carries no completeness attestation.";
 
 /// Offline export format version.
 pub const OFFLINE_VERSION: u32 = 1;
@@ -59,6 +66,8 @@ pub fn export_json(
         }
     };
     let mut v = daemon_json(t);
+    // The subagent's parent, from its own metadata (`agyReader.parentCascadeId`).
+    let parent = crate::tree::links::parent_cascade_id(&v);
     let obj = v.as_object_mut()?;
     let mut reader = Map::new();
     reader.insert("offline".into(), offline_record(src));
@@ -66,6 +75,12 @@ pub fn export_json(
         reader.insert(
             "unknownFields".into(),
             serde_json::to_value(&src.unknown_fields).unwrap_or(Value::Null),
+        );
+    }
+    if let Some(parent) = parent {
+        reader.insert(
+            crate::tree::links::PARENT_STAMP.into(),
+            Value::String(parent),
         );
     }
     obj.insert("agyReader".into(), Value::Object(reader));

@@ -29,6 +29,7 @@
 
 pub mod assemble;
 pub mod content;
+pub mod families;
 pub mod legacy;
 pub mod msg;
 pub mod plan;
@@ -135,6 +136,9 @@ pub struct Summary {
     pub reasons: BTreeMap<String, usize>,
     /// Seconds taken.
     pub seconds: f64,
+    /// The subagent families a home's CLI root gained ([`families`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub families: Option<families::Families>,
 }
 
 /// The marker a generation leaves in its store root: the claim that this
@@ -184,6 +188,7 @@ fn planned_files(plan: &CorpusPlan) -> Vec<String> {
         "expected.jsonl",
         "scenario.json",
         "faults.txt",
+        "families.json",
         "generation.json",
     ] {
         files.push(format!(".truth/{f}"));
@@ -217,7 +222,10 @@ pub struct HomeSummary {
 
 /// Writes a two-root home as agy and the Antigravity IDE lay it out: a CLI
 /// store at `home/.gemini/antigravity-cli` (with `cli.log` and
-/// `jetski_state.pbtxt`) from `plan`, and an IDE store at
+/// `jetski_state.pbtxt`) from `plan` plus the subagent families of
+/// [`families`] (a parent, child and grandchild; an orphan whose parent is
+/// in no root; a parent cycle; listed in `.truth/families.json`), and an
+/// IDE store at
 /// `home/.gemini/antigravity` (with `antigravity_state.pbtxt` and no
 /// `cli.log`: the IDE announces its daemon in its own logs, which
 /// `daemon-sim --ide` writes) from the same plan with the next seed, so the
@@ -236,11 +244,15 @@ pub fn generate_home(
     }
     let cli_root = home.join(HOME_CLI_ROOT);
     let ide_root = home.join(HOME_IDE_ROOT);
-    let cli = generate(&GenerateOptions {
-        out: cli_root.clone(),
-        plan: plan.clone(),
-        force,
-    })?;
+    let cli = generate_planned(
+        &GenerateOptions {
+            out: cli_root.clone(),
+            plan: plan.clone(),
+            force,
+        },
+        Release::Current,
+        true,
+    )?;
     write(&cli_root.join(CLI_STATE), b"# agy CLI state (generated)\n")?;
     let mut ide_plan = plan.clone();
     ide_plan.seed = plan.seed.wrapping_add(1);
@@ -555,6 +567,16 @@ pub fn generate(opts: &GenerateOptions) -> Result<Summary, CorpusError> {
 
 /// Generates a corpus, of the planned store or of its next release.
 pub fn generate_release(opts: &GenerateOptions, which: Release) -> Result<Summary, CorpusError> {
+    generate_planned(opts, which, false)
+}
+
+/// Generates a corpus; with `with_families`, the planned store plus the
+/// subagent families of [`families::add_families`] (a home's CLI root).
+fn generate_planned(
+    opts: &GenerateOptions,
+    which: Release,
+    with_families: bool,
+) -> Result<Summary, CorpusError> {
     let started = Instant::now();
     if opts.plan.conversations == 0 {
         return Err(CorpusError::Usage(
@@ -586,6 +608,16 @@ pub fn generate_release(opts: &GenerateOptions, which: Release) -> Result<Summar
     if next {
         release::next_release(&mut plan);
     }
+    let families = if with_families {
+        Some(families::add_families(&mut plan).ok_or_else(|| {
+            CorpusError::Usage(format!(
+                "the plan holds too few clean conversations for the {} subagent family members",
+                families::ROLES.len()
+            ))
+        })?)
+    } else {
+        None
+    };
     prepare_out(&opts.out, opts.force, &plan)?;
     let b = Builder::new(Schema::modeled()?);
     let scratch = tempfile::tempdir().map_err(|e| io(Path::new("<tempdir>"), e))?;
@@ -652,11 +684,22 @@ pub fn generate_release(opts: &GenerateOptions, which: Release) -> Result<Summar
     if !faults.is_empty() {
         other_bytes += write(&truth.join("faults.txt"), faults.as_bytes())?;
     }
+    if let Some(f) = &families {
+        let mut bytes =
+            serde_json::to_vec_pretty(f).map_err(|e| CorpusError::Build(e.to_string()))?;
+        bytes.push(b'\n');
+        other_bytes += write(&truth.join("families.json"), &bytes)?;
+    }
+    summary.families = families;
     // Last: the claim that the generation finished, and from what.
     let mut stamped = stamp(&opts.plan);
     if next {
         // Never current for the planned store (`is_current`), never the same bytes.
         stamped = stamp_next(&opts.plan);
+    }
+    if summary.families.is_some() {
+        // A home's CLI root is not the planned store either.
+        stamped = stamp_with(&opts.plan, "families");
     }
     other_bytes += write(&opts.out.join(STAMP), &stamped)?;
     summary.total_bytes = summary.source_bytes + other_bytes;
@@ -689,6 +732,13 @@ fn stamp(plan: &PlanOptions) -> Vec<u8> {
 }
 
 fn stamp_next(plan: &PlanOptions) -> Vec<u8> {
+    stamp_with(plan, "next")
+}
+
+/// The stamp of a store derived from the planned one (`what`: `next`, the
+/// next release; `families`, a home's CLI root).
+fn stamp_with(plan: &PlanOptions, what: &str) -> Vec<u8> {
+    let key = if what == "next" { "release" } else { "derived" };
     let v = json!({
         "generatorDigest": GENERATOR_DIGEST,
         "conversations": plan.conversations,
@@ -696,7 +746,7 @@ fn stamp_next(plan: &PlanOptions) -> Vec<u8> {
         "nearMissRate": plan.near_miss_rate,
         "faultRate": plan.fault_rate,
         "scale": plan.scale,
-        "release": "next",
+        key: what,
     });
     let mut bytes = serde_json::to_vec_pretty(&v).unwrap_or_default();
     bytes.push(b'\n');
