@@ -25,6 +25,7 @@ pub mod shapes;
 pub mod source;
 pub mod util;
 pub mod verdict;
+pub mod watch;
 pub mod well_known;
 
 pub use error::{Error, Result};
