@@ -4,7 +4,9 @@
 use super::common::{whole, DecodeArgs};
 use super::daemon_args::DaemonArgs;
 use crate::watch::metadata::DEFAULT_BOUND;
-use crate::watch::{duration_text, parse_duration, watch, Ended, NoWatchSink, WatchOptions};
+use crate::watch::{
+    duration_text, parse_duration, watch, Ended, NoWatchSink, WatchOptions, WatchSink,
+};
 use clap::Args;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -64,13 +66,32 @@ pub struct WatchArgs {
     /// every poll).
     #[arg(long, value_name = "D", default_value = "10m", value_parser = metadata_bound)]
     pub metadata_bound: Duration,
-    /// Stop after this many polls (the memory bench).
+    /// Stop after this many polls, printing the resident memory (VmRSS and
+    /// VmHWM) after poll 1, poll 10 and the last (`bench --watch-polls`).
     #[arg(long, hide = true, value_parser = whole::<u64>(1, u64::MAX))]
     pub max_polls: Option<u64>,
     #[command(flatten)]
     pub daemon: DaemonArgs,
     #[command(flatten)]
     pub decode: DecodeArgs,
+}
+
+/// Prints the process's resident memory after poll 1, poll 10 and `last`:
+/// `watch: poll N: rss BYTES hwm BYTES` (what `bench --watch-polls` reads).
+struct MemorySink {
+    last: u64,
+}
+
+impl WatchSink for MemorySink {
+    fn polled(&self, poll: u64, _pass: &crate::watch::Pass) {
+        if poll == 1 || poll == 10 || poll == self.last {
+            crate::note!(
+                "watch: poll {poll}: rss {} hwm {}",
+                crate::bench::current_rss_bytes().unwrap_or(0),
+                crate::bench::peak_rss_bytes().unwrap_or(0)
+            );
+        }
+    }
 }
 
 /// `--metadata-bound`: a duration of at most [`DEFAULT_BOUND`].
@@ -129,7 +150,10 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
             )
         }
     );
-    let summary = watch(&schema, &key, &opts, stop, &NoWatchSink);
+    let summary = match a.max_polls {
+        Some(last) => watch(&schema, &key, &opts, stop, &MemorySink { last }),
+        None => watch(&schema, &key, &opts, stop, &NoWatchSink),
+    };
     let polls = summary.polls;
     Ok(match summary.ended {
         Ended::Once => {
