@@ -134,6 +134,9 @@ impl WatchSink for NoWatchSink {}
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Judged {
     Fresh,
+    /// Stale, and the root's daemon could not be used: judged again as
+    /// soon as the daemon is back (the loop probes it once a pass).
+    AwaitingDaemon,
     Refused,
     Foreign,
     NotFetched,
@@ -148,6 +151,8 @@ struct Daemon {
     failing: Option<String>,
     /// Probed in this pass already.
     probed: bool,
+    /// Failed in this pass: not tried again before the next.
+    down: bool,
 }
 
 impl Daemon {
@@ -162,11 +167,21 @@ impl Daemon {
         }
         self.client = None;
         self.probed = false;
+        self.down = true;
+    }
+
+    /// A new pass: the daemon may be probed (once) again.
+    fn new_pass(&mut self) {
+        self.probed = false;
+        self.down = false;
     }
 
     /// The root's client, found again after a failure and probed once per
     /// pass; `None` (logged once per streak) when it cannot be used.
     fn client(&mut self, root: &Root, opts: &WatchOptions) -> Option<&DaemonClient> {
+        if self.down {
+            return None;
+        }
         if self.client.is_none() {
             let found = crate::rpc::ide::endpoint_for(
                 &root.path,
@@ -264,7 +279,7 @@ pub fn watch(
         let began = Instant::now();
         polls += 1;
         let pass = w.pass();
-        if polls == 1 || pass.busy() || pass.foreign > 0 && opts.once {
+        if polls == 1 || pass.synced + pass.refused > 0 || pass.pending != last.pending {
             crate::note!(
                 "watch: pass {polls}: {} conversations: {} fresh, {} synced ({} written), {} refused, {} left alone (not sidecars), {} pending{}",
                 pass.sources,
@@ -335,7 +350,15 @@ impl Watcher<'_> {
                 break;
             }
             let root = &self.opts.roots[ri];
-            self.daemons[ri].probed = false;
+            self.daemons[ri].new_pass();
+            if self.daemons[ri].failing.is_some()
+                && self.daemons[ri].client(root, self.opts).is_some()
+            {
+                // Back: what waited for it is judged again now.
+                self.reuse.retain(|p, e| {
+                    e.judgement != Judged::AwaitingDaemon || !p.starts_with(&root.path)
+                });
+            }
             let found = match crate::discover::discover(&root.path) {
                 Ok(d) => d,
                 Err(e) => {
@@ -390,8 +413,10 @@ impl Watcher<'_> {
                 .and_then(|e| e.get(&observed, at, opts.metadata_bound))
             {
                 pass.reused += 1;
-                if *j == Judged::Fresh {
-                    pass.fresh += 1;
+                match j {
+                    Judged::Fresh => pass.fresh += 1,
+                    Judged::AwaitingDaemon => pass.pending += 1,
+                    _ => {}
                 }
                 return Flow::Next;
             }
@@ -438,7 +463,8 @@ impl Watcher<'_> {
                 Some(c) => client = Some(c.clone()),
                 None => {
                     pass.pending += 1;
-                    return Flow::StopRoot;
+                    self.remember(&s.path, observed, at, Judged::AwaitingDaemon);
+                    return Flow::Next;
                 }
             }
             prepared.source.materialize();
@@ -477,7 +503,8 @@ impl Watcher<'_> {
                 };
                 if let Some(why) = setup {
                     self.daemons[ri].fail(root, why);
-                    return Flow::StopRoot;
+                    self.remember(&s.path, observed, at, Judged::AwaitingDaemon);
+                    return Flow::Next;
                 }
                 crate::note!("watch: not fetched {}{reason}", rec.file_id);
                 self.remember(&s.path, observed, at, Judged::NotFetched);
