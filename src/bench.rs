@@ -176,6 +176,132 @@ pub fn peak_rss_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// Resident set size of this process now (VmRSS), in bytes, where the OS reports it.
+pub fn current_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Memory of `watch` over an unchanged home (issue 35 item 6): resident and
+/// peak memory after poll 10 and after the last poll.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WatchMemory {
+    /// `reuse` (the default 10-minute metadata bound: polls judge unchanged
+    /// metadata) or `native` (bound 0: every poll reads every source).
+    pub mode: &'static str,
+    pub conversations: u64,
+    pub polls: u64,
+    pub rss_at_10: u64,
+    pub rss_at_last: u64,
+    pub hwm_at_10: u64,
+    pub hwm_at_last: u64,
+    pub seconds: f64,
+}
+
+/// Runs `exe watch` over a generated two-root home (`conversations` per
+/// root) served by two in-process simulated daemons (CLI and IDE): one
+/// `--once` pass writes every sidecar, then `polls` polls with no interval,
+/// once reusing metadata and once checking native content at every poll,
+/// each reading its own memory after poll 10 and the last.
+pub fn watch_memory(exe: &Path, conversations: usize, polls: u64) -> Result<Vec<WatchMemory>> {
+    use agy_corpus::corpus::{generate_home, PlanOptions, HOME_CLI_ROOT, HOME_IDE_ROOT};
+    use agy_corpus::sim::{DaemonSim, SimOptions};
+    let scratch = tempfile::tempdir().map_err(|e| crate::Error::io(Path::new("<tempdir>"), e))?;
+    let home = scratch.path().join("home");
+    let plan = PlanOptions {
+        conversations,
+        seed: 35,
+        near_miss_rate: 0.05,
+        fault_rate: 0.0,
+        scale: 0.05,
+    };
+    generate_home(&home, &plan, false)
+        .map_err(|e| crate::Error::corrupt(&home, "generate", e.to_string()))?;
+    let serve = |root: PathBuf, ide: bool| {
+        let mut o = SimOptions::new(&root);
+        o.load_fault_file = false;
+        if ide {
+            o.ide_logs = Some(home.join(".config").join("Antigravity").join("logs"));
+        }
+        DaemonSim::start(o).map_err(|source| crate::error::UsageError::BenchServe { root, source })
+    };
+    let cli = serve(home.join(HOME_CLI_ROOT), false)?;
+    let ide = serve(home.join(HOME_IDE_ROOT), true)?;
+    let run = |args: &[&str]| -> Result<String> {
+        let out = std::process::Command::new(exe)
+            .arg("watch")
+            .args(args)
+            .env("HOME", &home)
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_STATE_HOME")
+            .env_remove(crate::discover::ROOT_ENV)
+            .env_remove(crate::rpc::DAEMON_URL_ENV)
+            .env_remove(crate::rpc::CSRF_ENV)
+            .output()
+            .map_err(|e| crate::Error::io(exe, e))?;
+        Ok(String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    run(&["--once"])?;
+    let mut figures = Vec::new();
+    for (mode, bound) in [("reuse", "10m"), ("native", "0s")] {
+        let polls_text = polls.to_string();
+        let start = Instant::now();
+        let log = run(&[
+            "--interval",
+            "0s",
+            "--metadata-bound",
+            bound,
+            "--max-polls",
+            &polls_text,
+        ])?;
+        let seconds = start.elapsed().as_secs_f64();
+        let at = |n: u64| -> Option<(u64, u64)> {
+            let line = log
+                .lines()
+                .find(|l| l.starts_with(&format!("watch: poll {n}: ")))?;
+            let mut w = line.split_whitespace();
+            let rss = w.clone().skip_while(|x| *x != "rss").nth(1)?.parse().ok()?;
+            let hwm = w
+                .by_ref()
+                .skip_while(|x| *x != "hwm")
+                .nth(1)?
+                .parse()
+                .ok()?;
+            Some((rss, hwm))
+        };
+        let (Some((rss_at_10, hwm_at_10)), Some((rss_at_last, hwm_at_last))) = (at(10), at(polls))
+        else {
+            return Err(crate::Error::corrupt(
+                exe,
+                "watch --max-polls",
+                format!("no memory lines in its log:\n{log}"),
+            ));
+        };
+        let conversations = log
+            .lines()
+            .find_map(|l| l.strip_prefix("watch: pass 1: "))
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        figures.push(WatchMemory {
+            mode,
+            conversations,
+            polls,
+            rss_at_10,
+            rss_at_last,
+            hwm_at_10,
+            hwm_at_last,
+            seconds,
+        });
+    }
+    cli.stop();
+    ide.stop();
+    Ok(figures)
+}
+
 /// Writes length-prefixed (u32 little-endian) encodings for the peer decoder.
 pub fn write_payloads(path: &Path, encodings: &[Vec<u8>]) -> Result<()> {
     let mut out = Vec::new();

@@ -26,6 +26,7 @@ pub mod source;
 pub mod tree;
 pub mod util;
 pub mod verdict;
+pub mod watch;
 pub mod well_known;
 
 pub use error::{Error, Result};

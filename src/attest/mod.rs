@@ -9,6 +9,7 @@
 //!   reason, sourceOnly, verifiedAt}, parentCascadeId}`, written atomically,
 //!   mode 0600 (agentsview reads the trajectory and ignores `agyReader`).
 
+pub mod cache;
 mod canonical;
 
 pub use canonical::{canonical_json, canonical_json_without};

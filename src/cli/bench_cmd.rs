@@ -52,6 +52,12 @@ pub struct BenchArgs {
     /// machine's slow moments do not move them (1 to 1000).
     #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = whole::<u32>(1, 1000))]
     pub passes: u32,
+    /// Only measure watch's memory over this many polls (10 to 100000) of an
+    /// unchanged generated two-root home served by simulated daemons: VmRSS
+    /// and VmHWM after poll 10 and the last, reusing metadata (the default
+    /// bound) and checking native content at every poll (bound 0s).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole::<u64>(10, 100_000))]
+    pub watch_polls: Option<u64>,
     /// Internal: verify the corpus this many times and print peak RSS (child process mode).
     #[arg(long, hide = true, value_parser = whole::<usize>(1, 100))]
     pub rss_probe: Option<usize>,
@@ -75,6 +81,31 @@ fn default_corpus() -> anyhow::Result<PathBuf> {
 }
 
 pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
+    if let Some(polls) = a.watch_polls {
+        let exe = std::env::current_exe()?;
+        let figures = crate::bench::watch_memory(&exe, 50, polls)?;
+        if a.json {
+            outln!("{}", serde_json::to_string_pretty(&figures)?);
+        } else {
+            let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+            for f in &figures {
+                outln!(
+                    "watch ({}, {} conversations, {} polls in {:.1}s): rss {:.1} MiB at poll 10, {:.1} MiB at poll {}; peak {:.1} MiB at poll 10, {:.1} MiB at poll {}",
+                    f.mode,
+                    f.conversations,
+                    f.polls,
+                    f.seconds,
+                    mib(f.rss_at_10),
+                    mib(f.rss_at_last),
+                    f.polls,
+                    mib(f.hwm_at_10),
+                    mib(f.hwm_at_last),
+                    f.polls
+                );
+            }
+        }
+        return Ok(0);
+    }
     let (schema, key) = a.decode.load_inspect()?;
     let root = match &a.corpus {
         Some(c) => c.clone(),

@@ -97,6 +97,17 @@ fn access_check(root: &Root, ep: &crate::rpc::ide::Endpoint) -> Result<(), crate
     crate::rpc::DaemonClient::new(&ep.url, options)?.check_access()
 }
 
+/// `running (pid N, heartbeat T)` when a watcher's state file says so
+/// ([`crate::watch::state`]), else `unknown`.
+fn watch_status(root: &std::path::Path) -> String {
+    match crate::watch::state::status(root) {
+        crate::watch::state::Status::Running { pid, heartbeat } => {
+            format!("running (pid {pid}, heartbeat {heartbeat})")
+        }
+        crate::watch::state::Status::Unknown => "unknown".into(),
+    }
+}
+
 fn root_report(root: &Root, ctx: &AuditContext) -> anyhow::Result<(Value, bool)> {
     let mut actionable = false;
     let pinned = std::env::var(crate::rpc::DAEMON_URL_ENV)
@@ -178,7 +189,7 @@ fn root_report(root: &Root, ctx: &AuditContext) -> anyhow::Result<(Value, bool)>
             "incomplete": counts.get("incomplete").copied().unwrap_or(0),
             "olderProfile": older,
         },
-        "watch": "unknown",
+        "watch": watch_status(&root.path),
     });
     Ok((v, actionable))
 }
@@ -251,7 +262,7 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
                 "  attested: {} verified, {} verified with source-only fields, {} unknown, {} incomplete; {} under an older profile (unknown until re-verified)",
                 c["verified"], c["verifiedSourceOnly"], c["unknown"], c["incomplete"], c["olderProfile"]
             );
-            outln!("  watch: unknown");
+            outln!("  watch: {}", r["watch"].as_str().unwrap_or("unknown"));
         }
         outln!("{}", if healthy { "healthy" } else { "action needed" });
     }

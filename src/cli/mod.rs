@@ -39,6 +39,7 @@ mod shapes_cmd;
 mod sweep_cmd;
 mod sync_cmd;
 mod verify_capture_cmd;
+mod watch_cmd;
 
 pub use errors::chain_text;
 use errors::{broken_pipe, usage};
@@ -104,6 +105,9 @@ pub enum Command {
     Report(report_cmd::ReportArgs),
     /// Verify one conversation and write its sidecar, or recheck it offline.
     Sync(sync_cmd::SyncArgs),
+    /// Keep every root's sidecars verified: poll, re-verify each stale
+    /// sidecar, write it atomically beside its source.
+    Watch(watch_cmd::WatchArgs),
     /// Verify one conversation from captured files (source, full and
     /// ordinary answers) without a daemon, and print the verdict.
     VerifyCapture(verify_capture_cmd::VerifyCaptureArgs),
@@ -142,6 +146,7 @@ impl Command {
             Command::FormatAudit(_) => "format-audit",
             Command::Report(_) => "report",
             Command::Sync(_) => "sync",
+            Command::Watch(_) => "watch",
             Command::VerifyCapture(_) => "verify-capture",
             Command::Bench(_) => "bench",
             Command::Demo(_) => "demo",
@@ -198,6 +203,7 @@ pub fn main() -> i32 {
         Command::FormatAudit(a) => format_audit_cmd::run(a),
         Command::Report(a) => report_cmd::run(a),
         Command::Sync(a) => sync_cmd::run(a),
+        Command::Watch(a) => watch_cmd::run(a),
         Command::VerifyCapture(a) => verify_capture_cmd::run(a),
         Command::Bench(a) => bench_cmd::run(a),
         Command::Demo(a) => demo_cmd::run(a),

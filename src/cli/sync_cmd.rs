@@ -3,11 +3,11 @@
 
 use super::common::{DecodeArgs, RootsArg};
 use super::daemon_args::DaemonArgs;
+use crate::attest::cache::{classify, keep_reader_fields, sidecar_path, write_sidecar, Existing};
 use crate::attest::completeness_of;
 use crate::pipeline::{audit_prepared, prepare, AuditContext};
 use crate::rpc::DaemonClient;
 use crate::source::source_only::SourceOnlyEntry;
-use crate::util::atomic::{write_file, WriteOptions};
 use crate::verdict::{exit, VerdictKind};
 use anyhow::Context;
 use clap::Args;
@@ -35,22 +35,17 @@ pub struct SyncArgs {
     /// unknown (missing evidence).
     #[arg(long)]
     pub recheck: bool,
-    /// Replace an existing sidecar that agy-audit did not write (one without
-    /// an agyReader attestation). A sidecar it wrote is always refreshed.
+    /// Replace an existing file at the sidecar path that is not this
+    /// conversation's trajectory sidecar (the daemon's trajectory with at
+    /// most `agyReader` added). A trajectory sidecar, attested or written by
+    /// another reader, is always refreshed, its other `agyReader` members
+    /// kept; `watch` never replaces anything else.
     #[arg(long)]
     pub force: bool,
     #[command(flatten)]
     pub daemon: DaemonArgs,
     #[command(flatten)]
     pub decode: DecodeArgs,
-}
-
-fn sidecar_path(source: &Path) -> PathBuf {
-    let stem = source
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    source.with_file_name(format!("{stem}.trajectory.json"))
 }
 
 /// The source-only record the current source yields, as an attestation saves it.
@@ -67,25 +62,18 @@ fn current_kind(now: &crate::pipeline::Prepared) -> VerdictKind {
     }
 }
 
-/// An existing file at the sidecar path that agy-audit did not write (no
-/// `agyReader.completeness`) is replaced only with `--force`.
-fn refuse_foreign_sidecar(out: &Path, force: bool) -> anyhow::Result<()> {
-    let Ok(meta) = std::fs::symlink_metadata(out) else {
-        return Ok(());
-    };
-    if !meta.is_file() || force {
-        // write_file refuses symlinks and non-files itself.
-        return Ok(());
-    }
-    let ours = std::fs::read(out)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .is_some_and(|doc| completeness_of(&doc).is_some());
-    if !ours {
-        anyhow::bail!(super::errors::Usage::Text(format!(
-            "{}: refusing to replace a file agy-audit did not write (no agyReader attestation); pass --force to replace it",
-            out.display()
-        )));
+/// What sits at the sidecar path, by the one rule `sync` and `watch` share
+/// ([`crate::attest::cache`]): a trajectory sidecar (attested or another
+/// reader's) is refreshed, its other `agyReader` members kept; anything
+/// else is refused unless `--force` (sync only: `watch` never replaces it).
+fn check_existing(out: &Path, existing: &Existing, force: bool) -> anyhow::Result<()> {
+    if let Existing::Foreign(why) = existing {
+        if !force {
+            anyhow::bail!(super::errors::Usage::Text(format!(
+                "{}: refusing to replace a file that is not this conversation's trajectory sidecar ({why}); pass --force to replace it",
+                out.display()
+            )));
+        }
     }
     Ok(())
 }
@@ -214,8 +202,12 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
         client: Some(&client),
         bracket_retries: a.daemon.bracket_retries,
     };
-    refuse_foreign_sidecar(&out, a.force)?;
     let prepared = prepare(&ctx, &path)?;
+    check_existing(
+        &out,
+        &classify(&out, &schema, &prepared.source.cascade_id()),
+        a.force,
+    )?;
     let r = audit_prepared(&ctx, prepared);
     if let Some(e) = r.setup {
         // a refused token or the wrong listener: the command's error, said
@@ -234,15 +226,11 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
             let mut protected = vec![path.clone()];
             protected.extend(crate::source::sqlite::companions(&path));
             protected.extend(a.decode.inputs());
-            write_file(
-                &out,
-                bytes,
-                &WriteOptions {
-                    force: true,
-                    mode: Some(0o600),
-                    protected,
-                },
-            )?;
+            // what is there now, not what was there before the fetch
+            let now = classify(&out, &schema, &s.cascade_id);
+            check_existing(&out, &now, a.force)?;
+            let bytes = keep_reader_fields(bytes, now.doc());
+            write_sidecar(&out, &bytes, protected)?;
             outln!(
                 "synced {} {verdict}{} wrote {}",
                 s.file_id,

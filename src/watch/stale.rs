@@ -1,0 +1,100 @@
+//! When a sidecar is stale (issue 35 item 1): missing, unreadable, written
+//! without an attestation (another reader's cache), minted under another
+//! profile, or its attestation no longer rechecks against the native source
+//! (source digest, payload digest, source-only record, verdict kind, the
+//! source still qualifying). Never by mtime: the judgement reads the native
+//! source ([`crate::pipeline::prepare`]) and the sidecar's bytes.
+
+use crate::attest::cache::Existing;
+use crate::attest::payload_digest;
+use crate::pipeline::Prepared;
+use crate::source::source_only::record;
+use crate::verdict::VerdictKind;
+
+/// Why a sidecar must be re-verified.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Stale {
+    #[error("no sidecar")]
+    Missing,
+    #[error("a sidecar without an attestation (another reader's)")]
+    NotAttested,
+    #[error("the attestation does not read back")]
+    Unreadable,
+    #[error("attested under another profile ({attested})")]
+    OtherProfile { attested: String },
+    #[error("the source changed since the attestation")]
+    SourceChanged,
+    #[error("the sidecar's payload changed since the attestation")]
+    PayloadChanged,
+    #[error("the source no longer qualifies")]
+    NoLongerQualifies,
+    #[error("the source-only record changed since the attestation")]
+    SourceOnlyChanged,
+    #[error("the verdict kind changed (attested {attested})")]
+    KindChanged { attested: &'static str },
+    #[error("the attestation is not a verified one ({attested})")]
+    NotVerified { attested: &'static str },
+}
+
+/// A sidecar that still holds: its verdict and reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fresh {
+    pub verdict: VerdictKind,
+    pub reason: Option<String>,
+}
+
+/// Judges what sits at the sidecar path (a trajectory sidecar or nothing:
+/// a foreign file is the caller's to report) against the source as it was
+/// just read. `Err` says why it is stale.
+pub fn judge(now: &Prepared, existing: &Existing) -> Result<Fresh, Stale> {
+    let (doc, saved) = match existing {
+        Existing::Absent | Existing::Foreign(_) => return Err(Stale::Missing),
+        Existing::Unattested {
+            unreadable_attestation: true,
+            ..
+        } => return Err(Stale::Unreadable),
+        Existing::Unattested { .. } => return Err(Stale::NotAttested),
+        Existing::Attested { doc, completeness } => (doc, completeness),
+    };
+    let source = &now.source;
+    if source.profile != saved.profile {
+        return Err(Stale::OtherProfile {
+            attested: saved.profile.clone(),
+        });
+    }
+    if source.source_digest != saved.source_digest {
+        return Err(Stale::SourceChanged);
+    }
+    if saved.payload_digest.as_deref() != Some(payload_digest(doc).as_str()) {
+        return Err(Stale::PayloadChanged);
+    }
+    if !matches!(
+        saved.verdict,
+        VerdictKind::Verified | VerdictKind::VerifiedSourceOnly
+    ) {
+        return Err(Stale::NotVerified {
+            attested: saved.verdict.as_str(),
+        });
+    }
+    if now.refusal().is_some() {
+        return Err(Stale::NoLongerQualifies);
+    }
+    let source_only = record(&source.source_only);
+    if saved.source_only != source_only {
+        return Err(Stale::SourceOnlyChanged);
+    }
+    let kind = if source_only.is_empty() {
+        VerdictKind::Verified
+    } else {
+        VerdictKind::VerifiedSourceOnly
+    };
+    if saved.verdict != kind {
+        return Err(Stale::KindChanged {
+            attested: saved.verdict.as_str(),
+        });
+    }
+    Ok(Fresh {
+        verdict: saved.verdict,
+        reason: saved.reason.clone(),
+    })
+}
