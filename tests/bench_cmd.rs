@@ -89,10 +89,16 @@ fn bench_measures_the_corpus_and_sweeps_it_against_the_simulated_daemon() {
     assert!(c["responses"].as_u64().unwrap() > 0);
     assert!(c["mbPerSec"].as_f64().unwrap() > 0.0);
     let targets = v["targets"].as_array().unwrap();
-    assert!(targets.iter().any(|t| t["name"]
-        .as_str()
-        .unwrap()
-        .starts_with("wall / max(latency ideal, CPU floor) at concurrency 4")));
+    let target = |name: &str| {
+        targets
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("no target {name}"))
+    };
+    // Judged from this run's rows, or said not measured.
+    assert!(target("memory per conversation in flight")["met"].is_boolean());
+    assert!(target("client peak RSS at concurrency 64")["met"].is_null());
+    assert!(target("JSON comparison, one core")["met"].is_boolean());
     assert_eq!(
         std::fs::read(store.join("cli.log")).ok(),
         log_before,
