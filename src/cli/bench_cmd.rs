@@ -218,9 +218,11 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
             }
         );
         outln!(
-            "sha-256 over the same bytes: {:.1} MB/s; verify / sha-256 = {:.3}",
+            "sha-256 over the same bytes: {:.1} MB/s; verify / sha-256 = {:.3} (by CPU time: {:.3}; verify CPU {:.2} s)",
             fig.sha256_mb_per_sec,
-            fig.ratio_to_sha256
+            fig.ratio_to_sha256,
+            fig.ratio_to_sha256_cpu,
+            fig.cpu_seconds
         );
         match (peer.get("mbPerSec").and_then(|v| v.as_f64()), peer_ratio) {
             (Some(p), Some(r)) => outln!(
@@ -244,7 +246,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         }
         if let Some(c) = &comparison {
             outln!(
-                "JSON comparison (1 core, {} full responses, {:.1} MB): {:.1} MB/s; serde_json parsing the same text: {:.1} MB/s",
+                "JSON comparison (1 core, CPU time, {} full responses, {:.1} MB): {:.1} MB/s; serde_json parsing the same text: {:.1} MB/s",
                 c.responses,
                 c.bytes as f64 / 1e6,
                 c.mb_per_sec,
