@@ -175,7 +175,7 @@ fn private(force: bool) -> WriteOptions {
 fn write_manifest(out: &Path, m: &Manifest) -> Result<()> {
     let corpus = out.join("corpus");
     if corpus.is_dir() {
-        sync_dir(&corpus)?;
+        sync_dir(&corpus);
     }
     write_file(&out.join(MANIFEST_FILE), &m.to_json(), &private(true))?;
     Ok(())

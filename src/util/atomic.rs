@@ -146,11 +146,14 @@ pub fn write_file_unsynced_dir(
     write_file_synced(path, bytes, opts, false)
 }
 
-/// Makes the renames done in `dir` so far durable (fsync of the folder).
-pub fn sync_dir(dir: &Path) -> Result<(), WriteError> {
-    fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io(dir))
+/// Makes the renames done in `dir` so far durable (fsync of the folder),
+/// where the platform can: exactly as [`write_file`] syncs its folder, a
+/// folder that cannot be opened or synced as a file (Windows, some
+/// filesystems) is not an error.
+pub fn sync_dir(dir: &Path) {
+    if let Ok(d) = fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
 }
 
 fn write_file_synced(
