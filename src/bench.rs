@@ -37,6 +37,41 @@ pub struct OfflineFigures {
     /// Verify MB/s of the fastest and the slowest pass.
     pub fastest_mb_per_sec: f64,
     pub slowest_mb_per_sec: f64,
+    /// The verify's CPU time (this thread's), median of the passes: what a
+    /// shared, loaded machine does not inflate the way it inflates wall time.
+    pub cpu_seconds: f64,
+    /// SHA-256 CPU time ÷ verify CPU time, median of the passes.
+    pub ratio_to_sha256_cpu: f64,
+}
+
+/// CPU time of the calling thread, in seconds; `None` where the OS cannot say.
+pub fn thread_cpu_seconds() -> Option<f64> {
+    #[cfg(unix)]
+    {
+        let mut t = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: plain FFI call with a valid out-pointer.
+        let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+        (r == 0).then(|| t.tv_sec as f64 + t.tv_nsec as f64 / 1e9)
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}
+
+/// Wall and thread CPU seconds of `f` (CPU = wall where the OS cannot say).
+fn timed<T>(f: impl FnOnce() -> T) -> (T, f64, f64) {
+    let (c0, t0) = (thread_cpu_seconds(), Instant::now());
+    let out = f();
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu = match (c0, thread_cpu_seconds()) {
+        (Some(a), Some(b)) => b - a,
+        _ => wall,
+    };
+    (out, wall, cpu)
 }
 
 fn mbps(bytes: u64, secs: f64) -> f64 {
@@ -99,23 +134,32 @@ pub fn offline_verify_passes(
     let repeat = repeat.max(1);
     let mut steps = 0u64;
     let mut bytes = 0u64;
-    // (verify seconds, SHA-256 seconds) per pass.
+    // (verify seconds, SHA-256 seconds) per pass, wall and CPU.
     let mut timings: Vec<(f64, f64)> = Vec::with_capacity(passes.max(1));
+    let mut cpu: Vec<(f64, f64)> = Vec::with_capacity(passes.max(1));
     for _ in 0..passes.max(1) {
         steps = 0;
         bytes = 0;
-        let start = Instant::now();
-        for _ in 0..repeat {
-            for p in &qualified_paths {
-                let prepared = prepare(&ctx, p)?;
-                steps += prepared.source.steps as u64;
-                bytes += prepared.source.encoding.len() as u64;
-                std::hint::black_box(&prepared);
+        let (verified, verify, verify_cpu) = timed(|| -> Result<()> {
+            for _ in 0..repeat {
+                for p in &qualified_paths {
+                    let prepared = prepare(&ctx, p)?;
+                    steps += prepared.source.steps as u64;
+                    bytes += prepared.source.encoding.len() as u64;
+                    std::hint::black_box(&prepared);
+                }
             }
-        }
-        let verify = start.elapsed().as_secs_f64();
-        timings.push((verify, sha256_seconds(&encodings, repeat)));
+            Ok(())
+        });
+        verified?;
+        let (sha, _, sha_cpu) = timed(|| sha256_seconds(&encodings, repeat));
+        timings.push((verify, sha));
+        cpu.push((verify_cpu, sha_cpu));
     }
+    let mut cpu_verify: Vec<f64> = cpu.iter().map(|c| c.0).collect();
+    cpu_verify.sort_by(f64::total_cmp);
+    let mut cpu_ratios: Vec<f64> = cpu.iter().map(|(v, h)| h / v.max(1e-9)).collect();
+    cpu_ratios.sort_by(f64::total_cmp);
     let mut by_verify: Vec<f64> = timings.iter().map(|t| t.0).collect();
     by_verify.sort_by(f64::total_cmp);
     let mut ratios: Vec<f64> = timings.iter().map(|(v, h)| h / v.max(1e-9)).collect();
@@ -140,6 +184,8 @@ pub fn offline_verify_passes(
             passes: timings.len(),
             fastest_mb_per_sec: mbps(bytes, by_verify[0]),
             slowest_mb_per_sec: mbps(bytes, by_verify[by_verify.len() - 1]),
+            cpu_seconds: median(&cpu_verify),
+            ratio_to_sha256_cpu: median(&cpu_ratios),
         },
         encodings,
     ))
@@ -358,42 +404,151 @@ pub fn ensure_corpus(root: &Path, before: impl FnOnce(CorpusCache)) -> Result<Co
     Ok(outcome)
 }
 
-/// End-to-end sweep figures against the simulated daemon.
+/// The JSON comparison's speed: the one-pass check of every qualified
+/// source's full view (`.truth/daemon/<id>.full.json`, the bare trajectory
+/// the simulated daemon serves) against its persisted trajectory, on one
+/// core, next to serde_json merely parsing the same text (skipping every
+/// value: the parse speed class the comparison should reach).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SweepFigures {
-    pub conversations: u64,
-    pub latency_ms: u64,
-    pub concurrency: usize,
-    pub jobs: usize,
-    pub wall_seconds: f64,
-    /// 2 × conversations × latency / concurrency: both RPCs of every
-    /// conversation, fully overlapped, with nothing else costing time.
-    pub ideal_seconds: f64,
-    /// wall ÷ ideal (the target is ≤ 1.25).
-    pub ratio_to_ideal: f64,
-    pub verified: u64,
-    pub unknown: u64,
-    pub incomplete: u64,
-    pub error: u64,
+pub struct ComparisonFigures {
+    /// Views compared (each found equal; an unequal one is left out).
+    pub responses: usize,
+    /// Response JSON bytes compared per pass.
+    pub bytes: u64,
+    /// CPU seconds (this thread's) for one pass: per view, the fastest of
+    /// the passes, summed.
+    pub seconds: f64,
+    pub mb_per_sec: f64,
+    /// serde_json parsing the same text into `IgnoredAny`, same method.
+    pub parse_mb_per_sec: f64,
+    pub passes: usize,
 }
 
-/// Sweeps the generated store at `root` against an in-process simulated
-/// daemon that delays every answer by `latency_ms`, writing the audit into a
-/// temporary directory; the store itself is only read (no `cli.log` line,
-/// no fault file).
-pub fn sweep_vs_sim(
+/// Measures [`ComparisonFigures`] over the qualified sources of `paths`.
+pub fn comparison_throughput(
     schema: &Schema,
     key: &LegacyKey,
     root: &Path,
+    paths: &[PathBuf],
+    passes: usize,
+) -> Result<ComparisonFigures> {
+    let ctx = AuditContext {
+        schema,
+        key,
+        client: None,
+        bracket_retries: 0,
+    };
+    let views = root.join(".truth").join("daemon");
+    let passes = passes.max(1);
+    let (mut responses, mut bytes, mut compare, mut parse) = (0usize, 0u64, 0f64, 0f64);
+    for p in paths {
+        let mut prepared = prepare(&ctx, p)?;
+        if prepared.refusal().is_some() {
+            continue;
+        }
+        let view = views.join(format!("{}.full.json", prepared.source.file_id));
+        let Ok(text) = std::fs::read_to_string(&view) else {
+            continue;
+        };
+        let Some(persisted) = prepared.source.materialize() else {
+            continue;
+        };
+        if crate::compare::compare_full(schema, persisted, &text).is_err() {
+            continue;
+        }
+        let (mut best_compare, mut best_parse) = (f64::MAX, f64::MAX);
+        for _ in 0..passes {
+            let (eq, _, c) = timed(|| crate::compare::stream::equals(persisted, &text));
+            std::hint::black_box(eq);
+            best_compare = best_compare.min(c);
+            let (ok, _, c) = timed(|| serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok());
+            std::hint::black_box(ok);
+            best_parse = best_parse.min(c);
+        }
+        responses += 1;
+        bytes += text.len() as u64;
+        compare += best_compare;
+        parse += best_parse;
+    }
+    Ok(ComparisonFigures {
+        responses,
+        bytes,
+        seconds: compare,
+        mb_per_sec: mbps(bytes, compare),
+        parse_mb_per_sec: mbps(bytes, parse),
+        passes,
+    })
+}
+
+/// CPU time and peak memory of a finished child process.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChildUsage {
+    pub user_seconds: f64,
+    pub sys_seconds: f64,
+    /// Peak resident set size, bytes.
+    pub peak_rss: u64,
+    pub success: bool,
+}
+
+/// Waits for `child` and returns its resource usage (`wait4`: the child's
+/// own user and system CPU and peak RSS, nothing of this process's).
+#[cfg(unix)]
+pub fn wait_usage(child: std::process::Child) -> std::io::Result<ChildUsage> {
+    let pid = child.id() as libc::pid_t;
+    // The child is reaped here, by pid; `Child` is not waited on again.
+    std::mem::forget(child);
+    let mut status: libc::c_int = 0;
+    // SAFETY: plain FFI call with valid out-pointers; rusage is plain data.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: as above.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+        if r == pid {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Ok(ChildUsage {
+        user_seconds: secs(ru.ru_utime),
+        sys_seconds: secs(ru.ru_stime),
+        // Linux reports ru_maxrss in KiB (macOS in bytes).
+        peak_rss: if cfg!(target_os = "macos") {
+            ru.ru_maxrss as u64
+        } else {
+            ru.ru_maxrss as u64 * 1024
+        },
+        success: libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+    })
+}
+
+/// Where the OS cannot say: success only.
+#[cfg(not(unix))]
+pub fn wait_usage(mut child: std::process::Child) -> std::io::Result<ChildUsage> {
+    let status = child.wait()?;
+    Ok(ChildUsage {
+        success: status.success(),
+        ..ChildUsage::default()
+    })
+}
+
+/// Serves the generated store at `root` like `daemon-sim`, every answer
+/// delayed by `latency_ms`, without touching the store (no `cli.log` line,
+/// no fault file); `ready` is told the URL, and the server stops once
+/// `until` returns (the bench's child reads its stdin to the end).
+pub fn serve_sim(
+    root: &Path,
     latency_ms: u64,
-    concurrency: usize,
-    jobs: usize,
-) -> Result<SweepFigures> {
-    use crate::pipeline::sweep::{sweep, ProgressMode, SweepOptions};
+    ready: impl FnOnce(&str),
+    until: impl FnOnce(),
+) -> Result<()> {
     use agy_corpus::sim::fault::{FaultKind, FaultSpec, FaultTarget};
     use agy_corpus::sim::{DaemonSim, SimOptions};
-    let concurrency = concurrency.max(1);
     let mut sim_opts = SimOptions::new(root);
     sim_opts.write_cli_log = false;
     sim_opts.load_fault_file = false;
@@ -406,48 +561,291 @@ pub fn sweep_vs_sim(
             root: root.to_path_buf(),
             source,
         })?;
-    // The sweep wants an output directory that does not exist yet: one
-    // inside a fresh temporary directory, removed with it.
-    let scratch = tempfile::tempdir().map_err(|e| crate::Error::io(Path::new("<tempdir>"), e))?;
-    let out = scratch.path().join("sweep");
-    let opts = SweepOptions {
-        root: root.to_path_buf(),
-        out,
-        endpoint: sim.url(),
-        client: crate::rpc::ClientOptions::default(),
-        concurrency,
-        jobs: jobs.max(1),
-        resume: false,
-        shard: None,
-        bracket_retries: 2,
-        progress: ProgressMode::Quiet,
-        allow_empty: false,
-        installed_agy_version: None,
-    };
-    let result = sweep(
-        schema,
-        key,
-        &opts,
-        std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
-    );
+    ready(&sim.url());
+    until();
     sim.stop();
-    drop(scratch);
-    let summary = result?;
-    let c = &summary.manifest.counts;
-    let n = c.selected;
-    let wall = summary.manifest.timing.wall_seconds;
-    let ideal = 2.0 * n as f64 * latency_ms as f64 / 1000.0 / concurrency as f64;
-    Ok(SweepFigures {
-        conversations: n,
-        latency_ms,
+    Ok(())
+}
+
+/// One row of the scaling table: an `audit-sweep` process (the client)
+/// against a simulated daemon in another process, both measured apart.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScalingRow {
+    pub concurrency: usize,
+    pub latency_ms: u64,
+    pub conversations: u64,
+    /// Conversations whose two answers were fetched (saved under corpus/).
+    pub fetched: u64,
+    /// The client process's wall time, start to exit.
+    pub wall_seconds: f64,
+    /// 2 × fetched × latency / concurrency: every round trip overlapped,
+    /// nothing else costing time.
+    pub ideal_seconds: f64,
+    pub client_user_seconds: f64,
+    pub client_sys_seconds: f64,
+    /// (client user + sys) / cores: the wall time the client's CPU alone needs.
+    pub cpu_floor_seconds: f64,
+    pub cores: usize,
+    pub client_peak_rss: u64,
+    /// (peak RSS − peak RSS at concurrency 1) / (concurrency − 1); none at 1.
+    pub memory_per_conversation: Option<f64>,
+    /// wall ÷ max(ideal, CPU floor) (the target is ≤ 1.25).
+    pub ratio: f64,
+    /// The simulated daemon's own CPU (user + sys), not the client's.
+    pub sim_cpu_seconds: f64,
+    pub verified: u64,
+    pub unknown: u64,
+    pub incomplete: u64,
+    pub not_fetched: u64,
+    pub error: u64,
+}
+
+/// How to start the two processes of a scaling row.
+pub struct ScalingSetup<'a> {
+    /// This program (the bench re-runs itself: `bench --serve-sim` for the
+    /// daemon, `audit-sweep` for the client).
+    pub exe: &'a Path,
+    pub root: &'a Path,
+    pub latency_ms: u64,
+    pub cores: usize,
+    /// Extra arguments for both (`--schema`, `--schema-sha256`).
+    pub schema_args: Vec<std::ffi::OsString>,
+}
+
+fn bench_io(what: &str, e: std::io::Error) -> crate::Error {
+    crate::Error::io(Path::new(what), e)
+}
+
+/// Sweeps the store once per concurrency (each run its own client process,
+/// so each peak RSS is its own) against a fresh simulated daemon process.
+pub fn sweep_scaling(setup: &ScalingSetup<'_>, concurrencies: &[usize]) -> Result<Vec<ScalingRow>> {
+    let mut rows: Vec<ScalingRow> = Vec::with_capacity(concurrencies.len());
+    for &c in concurrencies {
+        rows.push(scaling_row(setup, c.max(1))?);
+    }
+    let base = rows
+        .iter()
+        .find(|r| r.concurrency == 1)
+        .map(|r| r.client_peak_rss);
+    for r in &mut rows {
+        r.memory_per_conversation = match base {
+            Some(b) if r.concurrency > 1 => {
+                Some(r.client_peak_rss.saturating_sub(b) as f64 / (r.concurrency - 1) as f64)
+            }
+            _ => None,
+        };
+    }
+    Ok(rows)
+}
+
+fn scaling_row(setup: &ScalingSetup<'_>, concurrency: usize) -> Result<ScalingRow> {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let mut sim = Command::new(setup.exe);
+    sim.args(["bench", "--serve-sim", "--corpus"])
+        .arg(setup.root)
+        .args(["--latency-ms", &setup.latency_ms.to_string()])
+        .args(&setup.schema_args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut sim = sim.spawn().map_err(|e| bench_io("bench --serve-sim", e))?;
+    let url = {
+        let out = sim.stdout.take();
+        let mut line = String::new();
+        if let Some(out) = out {
+            let _ = std::io::BufReader::new(out).read_line(&mut line);
+        }
+        line.trim().to_string()
+    };
+    let stdin = sim.stdin.take();
+    let scratch = tempfile::tempdir().map_err(|e| bench_io("<tempdir>", e))?;
+    let out = scratch.path().join("sweep");
+    let client = if url.starts_with("http://") {
+        let mut cmd = Command::new(setup.exe);
+        cmd.args(["audit-sweep", "--quiet", "--root"])
+            .arg(setup.root)
+            .arg("--out")
+            .arg(&out)
+            .args(["--daemon-url", &url])
+            .args(["--concurrency", &concurrency.to_string()])
+            .args(["--jobs", &setup.cores.to_string()])
+            .args(&setup.schema_args)
+            .env_remove("ANTIGRAVITY_CSRF_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let start = Instant::now();
+        let r = cmd
+            .spawn()
+            .and_then(wait_usage)
+            .map(|u| (u, start.elapsed().as_secs_f64()));
+        Some(r)
+    } else {
+        None
+    };
+    drop(stdin);
+    let sim_usage = wait_usage(sim).map_err(|e| bench_io("bench --serve-sim", e))?;
+    let (usage, wall) = match client {
+        Some(r) => r.map_err(|e| bench_io("audit-sweep", e))?,
+        None => {
+            return Err(crate::Error::io(
+                Path::new("bench --serve-sim"),
+                std::io::Error::other("the simulated daemon did not start"),
+            ))
+        }
+    };
+    let manifest_path = out.join(crate::manifest::MANIFEST_FILE);
+    let bytes = std::fs::read(&manifest_path).map_err(|e| crate::Error::io(&manifest_path, e))?;
+    let m = crate::manifest::Manifest::parse(&bytes)
+        .map_err(|e| crate::Error::corrupt(&manifest_path, "manifest", e))?;
+    let corpus = out.join("corpus");
+    let fetched = std::fs::read_dir(&corpus)
+        .map_err(|e| crate::Error::io(&corpus, e))?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".full.json"))
+        .count() as u64;
+    let c = &m.counts;
+    let ideal = 2.0 * fetched as f64 * setup.latency_ms as f64 / 1000.0 / concurrency as f64;
+    let cpu = usage.user_seconds + usage.sys_seconds;
+    let floor = cpu / setup.cores.max(1) as f64;
+    Ok(ScalingRow {
         concurrency,
-        jobs: jobs.max(1),
+        latency_ms: setup.latency_ms,
+        conversations: c.selected,
+        fetched,
         wall_seconds: wall,
         ideal_seconds: ideal,
-        ratio_to_ideal: wall / ideal.max(1e-9),
+        client_user_seconds: usage.user_seconds,
+        client_sys_seconds: usage.sys_seconds,
+        cpu_floor_seconds: floor,
+        cores: setup.cores,
+        client_peak_rss: usage.peak_rss,
+        memory_per_conversation: None,
+        ratio: wall / ideal.max(floor).max(1e-9),
+        sim_cpu_seconds: sim_usage.user_seconds + sim_usage.sys_seconds,
         verified: c.verified + c.verified_source_only,
         unknown: c.unknown,
         incomplete: c.incomplete,
+        not_fetched: c.not_fetched,
         error: c.error,
     })
+}
+
+/// The size of the largest expected message: the largest full view of the
+/// store (`.truth/daemon/*.full.json`), in bytes.
+pub fn largest_expected_message(root: &Path) -> u64 {
+    std::fs::read_dir(root.join(".truth").join("daemon"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".full.json"))
+                .filter_map(|e| e.metadata().ok().map(|m| m.len()))
+                .max()
+                .unwrap_or(0)
+        })
+        .unwrap_or(0)
+}
+
+/// One target of issue 36, judged from the figures.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Target {
+    pub name: String,
+    /// What was measured, in words.
+    pub measured: String,
+    pub limit: String,
+    /// `None` when the figure was not measured in this run.
+    pub met: Option<bool>,
+}
+
+/// Judges the issue's targets from the figures at hand.
+pub fn targets(
+    offline: &OfflineFigures,
+    comparison: Option<&ComparisonFigures>,
+    rows: &[ScalingRow],
+    largest_message: u64,
+) -> Vec<Target> {
+    let mut t = Vec::new();
+    t.push(Target {
+        name: "offline verify / SHA-256".into(),
+        measured: format!(
+            "{:.3} by CPU time ({:.3} by wall time)",
+            offline.ratio_to_sha256_cpu, offline.ratio_to_sha256
+        ),
+        limit: "≥ 0.25".into(),
+        met: Some(offline.ratio_to_sha256_cpu >= 0.25),
+    });
+    t.push(match comparison {
+        Some(c) => Target {
+            name: "JSON comparison, one core".into(),
+            measured: format!(
+                "{:.0} MB/s (serde_json parse of the same text: {:.0} MB/s)",
+                c.mb_per_sec, c.parse_mb_per_sec
+            ),
+            limit: "≥ 400 MB/s".into(),
+            met: Some(c.mb_per_sec >= 400.0),
+        },
+        None => Target {
+            name: "JSON comparison, one core".into(),
+            measured: "not measured".into(),
+            limit: "≥ 400 MB/s".into(),
+            met: None,
+        },
+    });
+    // Offline verify of the qualified sources: one pass's CPU time.
+    let verify_cpu = offline.cpu_seconds;
+    let worst_cpu = rows
+        .iter()
+        .map(|r| r.client_user_seconds + r.client_sys_seconds)
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+    t.push(Target {
+        name: "sweep client CPU / offline verify CPU".into(),
+        measured: match worst_cpu {
+            Some(c) => format!(
+                "{:.2} (worst client {c:.2} s / verify {verify_cpu:.2} s)",
+                c / verify_cpu.max(1e-9)
+            ),
+            None => "not measured".into(),
+        },
+        limit: "≤ 3".into(),
+        met: worst_cpu.map(|c| c <= 3.0 * verify_cpu),
+    });
+    let at64 = rows.iter().find(|r| r.concurrency == 64);
+    t.push(Target {
+        name: "client peak RSS at concurrency 64".into(),
+        measured: at64.map_or("not measured".into(), |r| {
+            format!("{:.0} MB", r.client_peak_rss as f64 / 1e6)
+        }),
+        limit: "≤ 300 MB".into(),
+        met: at64.map(|r| r.client_peak_rss <= 300_000_000),
+    });
+    let per_conv = rows
+        .iter()
+        .filter_map(|r| r.memory_per_conversation)
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+    t.push(Target {
+        name: "memory per conversation in flight".into(),
+        measured: per_conv.map_or("not measured".into(), |m| {
+            format!(
+                "{:.1} MB (largest expected message {:.1} MB)",
+                m / 1e6,
+                largest_message as f64 / 1e6
+            )
+        }),
+        limit: "≤ 2 × the largest expected message".into(),
+        met: per_conv.map(|m| m <= 2.0 * largest_message as f64),
+    });
+    for r in rows.iter().filter(|r| r.concurrency >= 16) {
+        t.push(Target {
+            name: format!(
+                "wall / max(latency ideal, CPU floor) at concurrency {}, {} ms",
+                r.concurrency, r.latency_ms
+            ),
+            measured: format!("{:.2}", r.ratio),
+            limit: "≤ 1.25".into(),
+            met: Some(r.ratio <= 1.25),
+        });
+    }
+    t
 }

@@ -39,7 +39,7 @@ fn bench_measures_the_corpus_and_sweeps_it_against_the_simulated_daemon() {
     let store = dir.path().join("store");
     generate(&store, 30);
     let log_before = std::fs::read(store.join("cli.log")).ok();
-    let v = bench_json(&store, &["--latency-ms", "5", "--concurrency", "4"]);
+    let v = bench_json(&store, &["--latency-ms", "5", "--concurrency", "1,4"]);
     let off = &v["offline"];
     let truth = std::fs::read_to_string(store.join(".truth/expected.jsonl")).unwrap();
     // No daemon faults in this corpus: exactly the truly verified sources
@@ -59,14 +59,46 @@ fn bench_measures_the_corpus_and_sweeps_it_against_the_simulated_daemon() {
     assert!(off["mbPerSec"].as_f64().unwrap() > 0.0);
     assert!(off["sha256MbPerSec"].as_f64().unwrap() > 0.0);
     let s = &v["sweep"];
-    assert_eq!(s["conversations"], 30);
-    assert_eq!(s["error"], 0);
-    assert_eq!(s["incomplete"], 0);
     assert_eq!(s["latencyMs"], 5);
-    assert_eq!(s["concurrency"], 4);
-    // 2 × 30 × 5 ms / 4
-    assert!((s["idealSeconds"].as_f64().unwrap() - 0.075).abs() < 1e-9);
-    assert!(s["wallSeconds"].as_f64().unwrap() >= 0.075);
+    let rows = s["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "one row per --concurrency value");
+    for (r, c) in rows.iter().zip([1u64, 4]) {
+        assert_eq!(r["concurrency"], c);
+        assert_eq!(r["conversations"], 30);
+        assert_eq!(r["error"], 0);
+        assert_eq!(r["incomplete"], 0);
+        assert_eq!(r["notFetched"], 0);
+        let fetched = r["fetched"].as_u64().unwrap();
+        assert!(fetched > 0 && fetched <= 30);
+        // 2 × fetched × 5 ms / c
+        let ideal = 2.0 * fetched as f64 * 0.005 / c as f64;
+        assert!((r["idealSeconds"].as_f64().unwrap() - ideal).abs() < 1e-9);
+        assert!(r["wallSeconds"].as_f64().unwrap() >= ideal);
+        let cpu =
+            r["clientUserSeconds"].as_f64().unwrap() + r["clientSysSeconds"].as_f64().unwrap();
+        assert!(cpu > 0.0, "the client's own CPU is measured");
+        assert!(r["clientPeakRss"].as_u64().unwrap() > 0);
+        let floor = r["cpuFloorSeconds"].as_f64().unwrap();
+        let ratio = r["ratio"].as_f64().unwrap();
+        let wall = r["wallSeconds"].as_f64().unwrap();
+        assert!((ratio - wall / ideal.max(floor)).abs() < 1e-9);
+    }
+    assert!(rows[0]["memoryPerConversation"].is_null());
+    assert!(rows[1]["memoryPerConversation"].as_f64().is_some());
+    let c = &v["comparison"];
+    assert!(c["responses"].as_u64().unwrap() > 0);
+    assert!(c["mbPerSec"].as_f64().unwrap() > 0.0);
+    let targets = v["targets"].as_array().unwrap();
+    let target = |name: &str| {
+        targets
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("no target {name}"))
+    };
+    // Judged from this run's rows, or said not measured.
+    assert!(target("memory per conversation in flight")["met"].is_boolean());
+    assert!(target("client peak RSS at concurrency 64")["met"].is_null());
+    assert!(target("JSON comparison, one core")["met"].is_boolean());
     assert_eq!(
         std::fs::read(store.join("cli.log")).ok(),
         log_before,

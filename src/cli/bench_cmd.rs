@@ -3,8 +3,9 @@
 use super::common::{whole, DecodeArgs, MAX_LATENCY_MS};
 use super::sweep_cmd::MAX_CONCURRENCY;
 use crate::bench::{
-    ensure_corpus, offline_verify, offline_verify_passes, peak_rss_bytes, sources, sweep_vs_sim,
-    write_payloads, CorpusCache,
+    comparison_throughput, ensure_corpus, largest_expected_message, offline_verify,
+    offline_verify_passes, peak_rss_bytes, serve_sim, sources, sweep_scaling, targets,
+    write_payloads, CorpusCache, ScalingSetup,
 };
 use crate::util::count;
 use anyhow::{bail, Context};
@@ -16,9 +17,14 @@ use std::process::Command;
 /// Measure offline verify throughput (snapshot + strict decode + projection +
 /// digest) in conversations/s, steps/s and MB/s on one core, next to SHA-256
 /// over the same bytes in the same run, the Python protobuf (upb) peer when
-/// available, peak RSS at 1× and 10× the corpus, and an end-to-end sweep
-/// against the simulated daemon at a fixed latency (wall time next to the
-/// ideal 2 × N × latency / concurrency).
+/// available, peak RSS at 1× and 10× the corpus, the JSON comparison's speed
+/// on one core, and the sweep's scaling: per `--concurrency`, an
+/// `audit-sweep` process (the client) against a simulated daemon in its own
+/// process at a fixed latency, each measured apart (wall, the latency ideal
+/// 2 × fetched × latency / concurrency, the client's user and sys CPU, its
+/// CPU floor = client CPU / cores, peak client RSS, memory per conversation
+/// in flight, wall / max(ideal, CPU floor)); then the targets of
+/// BENCHMARKS.md, each met or missed.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// A store root to measure (default: the default synthetic corpus,
@@ -41,12 +47,20 @@ pub struct BenchArgs {
     pub no_sweep: bool,
     /// Latency the simulated daemon adds to every answer in the sweep, in ms
     /// (0 to 1000).
-    #[arg(long, value_name = "MS", default_value_t = 20, allow_negative_numbers = true, value_parser = whole::<u64>(0, MAX_LATENCY_MS))]
+    #[arg(long, value_name = "MS", default_value_t = 100, allow_negative_numbers = true, value_parser = whole::<u64>(0, MAX_LATENCY_MS))]
     pub latency_ms: u64,
-    /// Conversations fetched at once in the sweep (1 to 256; each with its
-    /// full and ordinary requests in flight together).
-    #[arg(long, default_value_t = 16, allow_negative_numbers = true, value_parser = whole::<usize>(1, MAX_CONCURRENCY as u64))]
-    pub concurrency: usize,
+    /// Conversations fetched at once in the sweep, a comma-separated list
+    /// (each 1 to 256; each conversation with its full and ordinary requests
+    /// in flight together): one sweep, one row of the table, per value.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_values_t = [1, 16, 64, 256], allow_negative_numbers = true, value_parser = whole::<usize>(1, MAX_CONCURRENCY as u64))]
+    pub concurrency: Vec<usize>,
+    /// Skip the JSON comparison's throughput measurement.
+    #[arg(long)]
+    pub no_comparison: bool,
+    /// Internal: serve the corpus as the simulated daemon, print its URL,
+    /// stop when stdin closes (the scaling table's daemon process).
+    #[arg(long, hide = true)]
+    pub serve_sim: bool,
     /// Timed offline-verify passes (each followed by SHA-256 over the same
     /// bytes); the figures printed are the median pass's, so a noisy
     /// machine's slow moments do not move them (1 to 1000).
@@ -115,6 +129,23 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     if paths.is_empty() {
         bail!("{}: no conversations to measure", root.display());
     }
+    if a.serve_sim {
+        serve_sim(
+            &root,
+            a.latency_ms,
+            |url| {
+                use std::io::Write;
+                // The parent waits for this line; a closed pipe only means
+                // nobody is waiting.
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{url}").and_then(|()| out.flush());
+            },
+            || {
+                let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+            },
+        )?;
+        return Ok(0);
+    }
     if let Some(repeat) = a.rss_probe {
         let _ = offline_verify(&schema, &key, &paths, repeat)?;
         outln!("{}", peak_rss_bytes().unwrap_or(0));
@@ -146,30 +177,56 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         let ten = probe(10)?;
         rss = json!({"peakRss1x": one, "peakRss10x": ten, "ratio": ten as f64 / one.max(1) as f64});
     }
+    let comparison = if a.no_comparison {
+        None
+    } else {
+        Some(comparison_throughput(
+            &schema,
+            &key,
+            &root,
+            &paths,
+            // The fastest of up to 3 passes per response.
+            (a.passes as usize).min(3),
+        )?)
+    };
     let mut sweep = serde_json::Value::Null;
+    let mut rows = Vec::new();
+    let largest = largest_expected_message(&root);
     if !a.no_sweep {
         sweep = if root.join(".truth").join("daemon").is_dir() {
-            let jobs = std::thread::available_parallelism()
+            let cores = std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(2);
-            serde_json::to_value(sweep_vs_sim(
-                &schema,
-                &key,
-                &root,
-                a.latency_ms,
-                a.concurrency,
-                jobs,
-            )?)?
+            let exe = std::env::current_exe()?;
+            let mut schema_args: Vec<std::ffi::OsString> = Vec::new();
+            if let Some(s) = &a.decode.schema {
+                schema_args.push("--schema".into());
+                schema_args.push(s.into());
+            }
+            if let Some(h) = &a.decode.schema_sha256 {
+                schema_args.push("--schema-sha256".into());
+                schema_args.push(h.into());
+            }
+            let setup = ScalingSetup {
+                exe: &exe,
+                root: &root,
+                latency_ms: a.latency_ms,
+                cores,
+                schema_args,
+            };
+            rows = sweep_scaling(&setup, &a.concurrency)?;
+            json!({"latencyMs": a.latency_ms, "cores": cores, "largestExpectedMessage": largest, "rows": rows})
         } else {
             json!({"skipped": format!("{}: not a generated store (no .truth/daemon views to serve)", root.display())})
         };
     }
+    let judged = targets(&fig, comparison.as_ref(), &rows, largest);
     let peer_ratio = peer
         .get("mbPerSec")
         .and_then(|v| v.as_f64())
         .map(|p| fig.mb_per_sec / p);
     if a.json {
-        let out = json!({"corpus": root, "offline": fig, "peer": peer, "verifyOverPeer": peer_ratio, "rss": rss, "sweep": sweep});
+        let out = json!({"corpus": root, "offline": fig, "peer": peer, "verifyOverPeer": peer_ratio, "rss": rss, "comparison": comparison, "sweep": sweep, "targets": judged});
         outln!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         outln!(
@@ -192,9 +249,11 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
             }
         );
         outln!(
-            "sha-256 over the same bytes: {:.1} MB/s; verify / sha-256 = {:.3}",
+            "sha-256 over the same bytes: {:.1} MB/s; verify / sha-256 = {:.3} (by CPU time: {:.3}; verify CPU {:.2} s)",
             fig.sha256_mb_per_sec,
-            fig.ratio_to_sha256
+            fig.ratio_to_sha256,
+            fig.ratio_to_sha256_cpu,
+            fig.cpu_seconds
         );
         match (peer.get("mbPerSec").and_then(|v| v.as_f64()), peer_ratio) {
             (Some(p), Some(r)) => outln!(
@@ -216,18 +275,61 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
                 ten as f64 / one.max(1) as f64
             );
         }
-        if let Some(w) = sweep.get("wallSeconds").and_then(|v| v.as_f64()) {
+        if let Some(c) = &comparison {
             outln!(
-                "sweep vs daemon-sim ({}, {} ms latency, concurrency {}, {}): wall {w:.2} s, ideal {:.2} s, wall / ideal = {:.2} ({} verified, {} unknown, {} incomplete, {} error)",
-                count(sweep["conversations"].as_u64().unwrap_or(0), "conversation"),
-                sweep["latencyMs"], sweep["concurrency"],
-                count(sweep["jobs"].as_u64().unwrap_or(0), "job"),
-                sweep["idealSeconds"].as_f64().unwrap_or(0.0),
-                sweep["ratioToIdeal"].as_f64().unwrap_or(0.0),
-                sweep["verified"], sweep["unknown"], sweep["incomplete"], sweep["error"]
+                "JSON comparison (1 core, CPU time, {} full responses, {:.1} MB): {:.1} MB/s; serde_json parsing the same text: {:.1} MB/s",
+                c.responses,
+                c.bytes as f64 / 1e6,
+                c.mb_per_sec,
+                c.parse_mb_per_sec
             );
+        }
+        if !rows.is_empty() {
+            outln!(
+                "sweep scaling: audit-sweep (client) vs the simulated daemon in its own process, {} ms latency, {} cores, {}:",
+                a.latency_ms,
+                rows[0].cores,
+                count(rows[0].conversations, "conversation"),
+            );
+            outln!("| concurrency | wall | latency ideal | client user | client sys | CPU floor | peak client RSS | memory / conversation in flight | wall / max(ideal, floor) | daemon CPU | verdicts |");
+            outln!("|---|---|---|---|---|---|---|---|---|---|---|");
+            for r in &rows {
+                outln!(
+                    "| {} | {:.2} s | {:.2} s | {:.2} s | {:.2} s | {:.2} s | {:.0} MB | {} | {:.2} | {:.2} s | {} verified, {} unknown, {} incomplete, {} not fetched, {} error |",
+                    r.concurrency,
+                    r.wall_seconds,
+                    r.ideal_seconds,
+                    r.client_user_seconds,
+                    r.client_sys_seconds,
+                    r.cpu_floor_seconds,
+                    r.client_peak_rss as f64 / 1e6,
+                    r.memory_per_conversation
+                        .map_or("—".to_string(), |m| format!("{:.1} MB", m / 1e6)),
+                    r.ratio,
+                    r.sim_cpu_seconds,
+                    r.verified,
+                    r.unknown,
+                    r.incomplete,
+                    r.not_fetched,
+                    r.error
+                );
+            }
         } else if let Some(s) = sweep.get("skipped").and_then(|v| v.as_str()) {
             outln!("sweep: skipped: {s}");
+        }
+        outln!("targets (BENCHMARKS.md):");
+        for t in &judged {
+            outln!(
+                "  {}: {} (target {}): {}",
+                t.name,
+                t.measured,
+                t.limit,
+                match t.met {
+                    Some(true) => "met",
+                    Some(false) => "missed",
+                    None => "not measured",
+                }
+            );
         }
     }
     Ok(0)

@@ -53,17 +53,25 @@ impl<'de> DeserializeSeed<'de> for MessageSeed<'_> {
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         let msg = self.0;
         let desc = msg.descriptor();
-        if let Some(expected) = time_text(msg) {
-            // Timestamps and durations (one in nearly every step's metadata)
-            // are JSON strings: compare the text without building a tree.
-            let actual = std::borrow::Cow::<'de, str>::deserialize(d)?;
-            return if actual == expected {
-                Ok(())
-            } else {
-                Err(differ())
-            };
+        let well_known = desc.full_name().starts_with("google.protobuf.");
+        // Only a message type that the pool extends can carry an extension
+        // (one set on a message is checked against its type's extensions):
+        // for every other one, the message's fields are not walked to look.
+        let extended = desc.extensions().len() > 0 && msg.extensions().next().is_some();
+        if well_known && !extended {
+            if let Some(expected) = time_text(msg) {
+                // Timestamps and durations (one in nearly every step's
+                // metadata) are JSON strings: compare the text without
+                // building a tree.
+                let actual = std::borrow::Cow::<'de, str>::deserialize(d)?;
+                return if actual == expected {
+                    Ok(())
+                } else {
+                    Err(differ())
+                };
+            }
         }
-        if desc.full_name().starts_with("google.protobuf.") || msg.extensions().next().is_some() {
+        if well_known || extended {
             // The tree would keep only the last of a repeated member: the
             // raw text is checked for one first.
             let raw = <&RawValue>::deserialize(d)?;
@@ -132,20 +140,22 @@ impl<'de> Visitor<'de> for MessageVisitor<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let msg = self.0;
-        let desc = msg.descriptor();
-        let mut seen: Vec<u32> = Vec::new();
-        while let Some(field) = map.next_key_seed(FieldKey(&desc))? {
-            if !msg.has_field(&field) || seen.contains(&field.number()) {
+        // The fields the message has set (exactly those `has_field` says
+        // are), each found once here: a key must be the JSON name of one of
+        // them (no descriptor look-up by name, no field-set look-up per key),
+        // and each may appear once.
+        let set: Vec<(FieldDescriptor, &Value)> = msg.fields().collect();
+        let mut seen = vec![false; set.len()];
+        let mut found = 0;
+        while let Some(i) = map.next_key_seed(SetFieldKey(&set))? {
+            if std::mem::replace(&mut seen[i], true) {
                 return Err(differ());
             }
-            seen.push(field.number());
-            let value = msg.get_field(&field);
-            map.next_value_seed(FieldValue {
-                value: &value,
-                field: &field,
-            })?;
+            found += 1;
+            let (field, value) = &set[i];
+            map.next_value_seed(FieldValue { value, field })?;
         }
-        if seen.len() == msg.fields().count() {
+        if found == set.len() {
             Ok(())
         } else {
             Err(differ())
@@ -153,26 +163,30 @@ impl<'de> Visitor<'de> for MessageVisitor<'_> {
     }
 }
 
-/// A key of a message object: the JSON name of one of its fields.
-struct FieldKey<'a>(&'a prost_reflect::MessageDescriptor);
+/// A key of a message object: the JSON name of one of the fields it has
+/// set; the index of that field.
+struct SetFieldKey<'a, 'v>(&'a [(FieldDescriptor, &'v Value)]);
 
-impl<'de> DeserializeSeed<'de> for FieldKey<'_> {
-    type Value = FieldDescriptor;
+impl<'de> DeserializeSeed<'de> for SetFieldKey<'_, '_> {
+    type Value = usize;
 
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<FieldDescriptor, D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<usize, D::Error> {
         d.deserialize_str(self)
     }
 }
 
-impl<'de> Visitor<'de> for FieldKey<'_> {
-    type Value = FieldDescriptor;
+impl<'de> Visitor<'de> for SetFieldKey<'_, '_> {
+    type Value = usize;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a field name")
     }
 
-    fn visit_str<E: de::Error>(self, key: &str) -> Result<FieldDescriptor, E> {
-        self.0.get_field_by_json_name(key).ok_or_else(differ)
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<usize, E> {
+        self.0
+            .iter()
+            .position(|(f, _)| f.json_name() == key)
+            .ok_or_else(differ)
     }
 }
 

@@ -27,6 +27,10 @@ pub struct SessionResult {
     pub ordinary_body: Option<Vec<u8>>,
     /// The sidecar document's bytes ([`sidecar_bytes`]), when verified.
     pub sidecar: Option<Vec<u8>>,
+    /// The ordinary answer's response shape listing, when the audit parsed
+    /// that answer whole (a verified session): the sweep lists the saved
+    /// answers, and need not parse this one again.
+    pub ordinary_shapes: Option<crate::shapes::Listing>,
     /// The fetch was abandoned (Ctrl-C) or the daemon went away: nothing
     /// about this session is known, so the sweep does not record it and
     /// `--resume` fetches it again.
@@ -127,10 +131,10 @@ pub fn prepare(ctx: &AuditContext<'_>, path: &Path) -> crate::Result<Prepared> {
             }
         }
     }
-    // The full comparison needs the whole tree; offline, nothing does.
-    if ctx.client.is_some() && source.qualified() {
-        source.materialize();
-    }
+    // The full comparison needs the whole tree, which `audit_prepared`
+    // decodes once both answers are in (it is the largest thing a
+    // conversation holds, so it is not kept through queues and round trips);
+    // offline, nothing needs it.
     Ok(Prepared { source, projection })
 }
 
@@ -163,6 +167,7 @@ pub fn error_result(path: &Path, format: Format, err: &crate::Error) -> SessionR
         full_body: None,
         ordinary_body: None,
         sidecar: None,
+        ordinary_shapes: None,
         abandoned: false,
         setup: None,
     }
@@ -199,6 +204,7 @@ fn session(p: &Prepared, outcome: SessionOutcome) -> SessionResult {
         full_body: None,
         ordinary_body: None,
         sidecar: None,
+        ordinary_shapes: None,
         abandoned: false,
         setup: None,
     }
@@ -247,11 +253,7 @@ pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Session
             return session(&prepared, SessionOutcome::refused(r));
         }
         let cascade = prepared.source.cascade_id();
-        let (Some(client), Some(projection), Some(persisted)) = (
-            ctx.client,
-            prepared.projection.as_mut(),
-            prepared.source.trajectory.as_mut(),
-        ) else {
+        let (Some(client), true) = (ctx.client, prepared.projection.is_some()) else {
             return session(
                 &prepared,
                 SessionOutcome::refused(Refusal::new(
@@ -284,6 +286,32 @@ pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Session
                 Err(e) => return error_result(&prepared.source.path, prepared.source.format, &e),
             }
         }
+        // The whole tree, decoded only now (see `prepare`). A passing strict
+        // scan always decodes; should it not, the source is refused as it
+        // was before the fetch, and the answers are not kept.
+        if prepared.source.materialize().is_none() {
+            let refusal = prepared.refusal().unwrap_or_else(|| {
+                Refusal::new(
+                    ReasonClass::MalformedProtobuf,
+                    "",
+                    "the trajectory does not decode",
+                )
+            });
+            return session(&prepared, SessionOutcome::refused(refusal));
+        }
+        let (Some(projection), Some(persisted)) = (
+            prepared.projection.as_mut(),
+            prepared.source.trajectory.as_mut(),
+        ) else {
+            return session(
+                &prepared,
+                SessionOutcome::refused(Refusal::new(
+                    ReasonClass::MissingEvidence,
+                    "",
+                    "no daemon to fetch from",
+                )),
+            );
+        };
         let judged = if changed {
             Err(Refusal::new(
                 ReasonClass::SourceChanged,
@@ -309,6 +337,7 @@ pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Session
                 r.record.rpc_only_fields = j.rpc_only.paths;
                 r.record.rpc_only_fields_unlisted = j.rpc_only.more;
                 r.sidecar = Some(j.sidecar);
+                r.ordinary_shapes = Some(j.ordinary_shapes);
                 r
             }
             Err(refusal) => session(&prepared, SessionOutcome::refused(refusal)),
@@ -328,6 +357,8 @@ struct Judged {
     payload_digest: String,
     rpc_only: crate::compare::value::RpcOnly,
     sidecar: Vec<u8>,
+    /// The shape listing of the ordinary trajectory, from the same parse.
+    ordinary_shapes: crate::shapes::Listing,
 }
 
 /// Compares both answers with the source and its projection and, when they
@@ -375,7 +406,10 @@ fn judge(
         rpc_only_fields_unlisted: rpc_only.more,
         verified_at: crate::util::time::now_rfc3339(),
     };
+    let mut ordinary_shapes = crate::shapes::Listing::new();
+    ordinary_shapes.add_trajectory(&ordinary_value);
     Ok(Judged {
+        ordinary_shapes,
         sidecar: sidecar_bytes(&ordinary_value, &completeness),
         outcome,
         payload_digest: digest,

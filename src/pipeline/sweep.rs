@@ -7,8 +7,9 @@ use crate::manifest::{Manifest, CSV_FILE, MANIFEST_FILE};
 use crate::outcome::SessionOutcome;
 use crate::rpc::{ClientOptions, DaemonClient};
 use crate::schema::Schema;
+use crate::shapes::Listing;
 use crate::source::legacy::LegacyKey;
-use crate::util::atomic::{write_file, WriteOptions};
+use crate::util::atomic::{sync_dir, write_file, write_file_unsynced_dir, WriteOptions};
 use crossbeam_channel::bounded;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -19,6 +20,46 @@ use std::time::{Duration, Instant};
 pub use super::progress::ProgressMode;
 pub use super::sink::{NoSink, SweepSink};
 
+/// The response shape listings of one session's two saved answers, taken
+/// from the bodies while they are in memory (on the fetch worker that
+/// received them) instead of read back from `corpus/` at the end.
+struct SessionShapes {
+    ordinary: Listing,
+    full: Listing,
+}
+
+impl SessionShapes {
+    /// Both answers' listings; `None` unless the session has both bodies and
+    /// both parse (then the end of the sweep reads its saved files, exactly
+    /// as for a session of an earlier run).
+    fn of(r: &mut SessionResult) -> Option<SessionShapes> {
+        let listing = |b: &Option<Vec<u8>>| {
+            let mut l = Listing::new();
+            l.add_bytes(Path::new(""), b.as_deref()?).ok()?;
+            Some(l)
+        };
+        // A verified session's ordinary answer was listed when it was
+        // parsed for its digest (the same text, the same value).
+        let ordinary = match (r.ordinary_shapes.take(), &r.ordinary_body) {
+            (Some(l), Some(_)) => l,
+            (_, body) => listing(body)?,
+        };
+        Some(SessionShapes {
+            ordinary,
+            full: listing(&r.full_body)?,
+        })
+    }
+}
+
+/// The union of the listings of the sessions recorded in this run, and
+/// which sessions it covers.
+#[derive(Default)]
+struct ShapesSoFar {
+    ordinary: Listing,
+    full: Listing,
+    covered: HashSet<String>,
+}
+
 /// The one writer's record: the manifest, rewritten atomically at most every
 /// 250 ms while sessions arrive, and the first write error.
 struct ManifestWriter<'a> {
@@ -27,12 +68,19 @@ struct ManifestWriter<'a> {
     manifest: Manifest,
     last_write: Instant,
     error: Option<Error>,
+    shapes: ShapesSoFar,
 }
 
 impl ManifestWriter<'_> {
     /// Records a finished session (its files already written, or not: then
     /// the first such error is kept and the session is not recorded).
-    fn record(&mut self, r: &SessionResult, files: Result<()>, sink: &dyn SweepSink) {
+    fn record(
+        &mut self,
+        r: &SessionResult,
+        files: Result<()>,
+        shapes: Option<SessionShapes>,
+        sink: &dyn SweepSink,
+    ) {
         if let Err(e) = files {
             self.error.get_or_insert(e);
             return;
@@ -42,6 +90,14 @@ impl ManifestWriter<'_> {
         }
         let mut record = r.record.clone();
         record.endpoint = Some(self.endpoint.to_string());
+        if let Some(s) = shapes {
+            self.shapes.ordinary.union(&s.ordinary);
+            self.shapes.full.union(&s.full);
+            self.shapes.covered.insert(record.file_id.clone());
+        } else {
+            // Read back from corpus/ at the end, as before.
+            self.shapes.covered.remove(&record.file_id);
+        }
         self.manifest.add(record);
         sink.recorded(r, &self.manifest.counts);
         if self.last_write.elapsed() > Duration::from_millis(250) {
@@ -111,7 +167,17 @@ fn private(force: bool) -> WriteOptions {
     }
 }
 
+/// Writes the manifest, the sweep's commit point: first the renames of the
+/// session files written so far are made durable (one sync of `corpus/`;
+/// each file's bytes were synced before its rename), so every session the
+/// manifest on disk records has its files on disk. A crash loses at most
+/// sessions the manifest does not record yet, which `--resume` fetches again
+/// (over whatever a lost rename left behind).
 fn write_manifest(out: &Path, m: &Manifest) -> Result<()> {
+    let corpus = out.join("corpus");
+    if corpus.is_dir() {
+        sync_dir(&corpus);
+    }
     write_file(&out.join(MANIFEST_FILE), &m.to_json(), &private(true))?;
     Ok(())
 }
@@ -273,11 +339,16 @@ pub fn sweep_to(
 
     sink.started(total);
     let (tx_src, rx_src) = bounded::<SourceRef>(jobs * 2);
-    let (tx_prep, rx_prep) = bounded(concurrency * 2);
+    // Prepared sources wait here for a fetch worker. Decoding runs ahead of
+    // the fetches by at most this many (each holds its source's encoding and
+    // projection): a longer queue only holds memory, since a worker that
+    // finds it empty waits on the decoders, not on the daemon.
+    let (tx_prep, rx_prep) = bounded((jobs * 2).min(concurrency * 2));
     // Results travel to the writer with their files already written (by the
-    // stage that made them, so that the fsyncs of many sessions overlap) and
-    // their bodies dropped: the writer only records.
-    let (tx_res, rx_res) = bounded::<(SessionResult, Result<()>)>(concurrency * 2);
+    // stage that made them, so that the fsyncs of many sessions overlap),
+    // their shape listings taken and their bodies dropped: the writer only
+    // records.
+    let (tx_res, rx_res) = bounded::<Written>(concurrency * 2);
     let corpus = &corpus;
     let mut writer = ManifestWriter {
         out: &opts.out,
@@ -285,6 +356,7 @@ pub fn sweep_to(
         manifest,
         last_write: Instant::now(),
         error: None,
+        shapes: ShapesSoFar::default(),
     };
     let mut interrupted = false;
 
@@ -372,8 +444,8 @@ pub fn sweep_to(
         drop(tx_res);
         drop(rx_prep);
         // Stage 4: the one writer.
-        for (r, files) in rx_res.iter() {
-            writer.record(&r, files, sink);
+        for (r, files, shapes) in rx_res.iter() {
+            writer.record(&r, files, shapes, sink);
         }
     });
     if stop.load(Ordering::SeqCst) {
@@ -384,6 +456,7 @@ pub fn sweep_to(
     let ManifestWriter {
         mut manifest,
         error: write_error,
+        shapes,
         ..
     } = writer;
     manifest.timing.wall_seconds = started_at.elapsed().as_secs_f64();
@@ -397,7 +470,7 @@ pub fn sweep_to(
     manifest.finished = Some(crate::util::time::now_rfc3339());
     // Recomputed from the saved answers of every recorded session, so that a
     // resumed sweep lists all of them and the same answers give the same bytes.
-    manifest.shapes = Some(write_shapes(&opts.out, corpus, &manifest)?);
+    manifest.shapes = Some(write_shapes(&opts.out, corpus, &manifest, shapes)?);
     write_manifest(&opts.out, &manifest)?;
     write_file(&opts.out.join(CSV_FILE), &manifest.to_csv(), &private(true))?;
     if let Some(e) = write_error {
@@ -414,11 +487,25 @@ pub fn sweep_to(
 }
 
 /// Writes `shapes-ordinary.tsv` and `shapes-full.tsv` beside the manifest
-/// from the answers saved under `corpus/` for the manifest's sessions.
-fn write_shapes(out: &Path, corpus: &Path, m: &Manifest) -> Result<crate::shapes::Shapes> {
+/// from the answers saved under `corpus/` for the manifest's sessions: those
+/// this run recorded with both answers were listed as they arrived
+/// (`so_far`); the others (an earlier run's, or without both answers) are
+/// read back from their files. The union does not depend on the order, so
+/// the same answers give the same bytes.
+fn write_shapes(
+    out: &Path,
+    corpus: &Path,
+    m: &Manifest,
+    so_far: ShapesSoFar,
+) -> Result<crate::shapes::Shapes> {
     use crate::shapes::{from_corpus, ListingRecord, Shapes, FULL_FILE, ORDINARY_FILE};
-    let (ordinary, n_ord, full, n_full) =
-        from_corpus(corpus, m.sessions.iter().map(|s| s.file_id.as_str()))?;
+    let ids = || m.sessions.iter().map(|s| s.file_id.as_str());
+    let (mut ordinary, n_ord, mut full, n_full) =
+        from_corpus(corpus, ids().filter(|id| !so_far.covered.contains(*id)))?;
+    ordinary.union(&so_far.ordinary);
+    full.union(&so_far.full);
+    let covered = ids().filter(|id| so_far.covered.contains(*id)).count();
+    let (n_ord, n_full) = (n_ord + covered, n_full + covered);
     let record = |name: &str, l: &crate::shapes::Listing, documents| -> Result<ListingRecord> {
         write_file(&out.join(name), l.text().as_bytes(), &private(true))?;
         Ok(ListingRecord {
@@ -504,33 +591,46 @@ fn remove_own_temp_files(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Writes a session's files, then drops its bodies and sidecar.
-fn written(corpus: &Path, mut r: SessionResult) -> (SessionResult, Result<()>) {
+/// A session on its way to the writer: its result, whether its files were
+/// written, and its answers' shape listings.
+type Written = (SessionResult, Result<()>, Option<SessionShapes>);
+
+/// Writes a session's files, takes its answers' shape listings, then drops
+/// its bodies and sidecar.
+fn written(corpus: &Path, mut r: SessionResult) -> Written {
     let files = write_session(corpus, &r);
+    let shapes = if files.is_ok() {
+        SessionShapes::of(&mut r)
+    } else {
+        None
+    };
     r.full_body = None;
     r.ordinary_body = None;
     r.sidecar = None;
-    (r, files)
+    r.ordinary_shapes = None;
+    (r, files, shapes)
 }
 
+/// The session's files, each synced before its rename; the folder is synced
+/// once for many sessions, by [`write_manifest`] before it records them.
 fn write_session(corpus: &Path, r: &SessionResult) -> Result<()> {
     let opts = private(true);
     if let Some(b) = &r.full_body {
-        write_file(
+        write_file_unsynced_dir(
             &corpus.join(format!("{}.full.json", r.record.file_id)),
             b,
             &opts,
         )?;
     }
     if let Some(b) = &r.ordinary_body {
-        write_file(
+        write_file_unsynced_dir(
             &corpus.join(format!("{}.ordinary.json", r.record.file_id)),
             b,
             &opts,
         )?;
     }
     if let Some(bytes) = &r.sidecar {
-        write_file(
+        write_file_unsynced_dir(
             &corpus.join(format!("{}.trajectory.json", r.record.file_id)),
             bytes,
             &opts,

@@ -183,21 +183,32 @@ pub fn is_enveloped(text: &str) -> bool {
 }
 
 /// One pass over the bytes: the deepest `[`/`{` nesting outside strings.
+/// A string's body is skipped to its next quote or backslash at a time
+/// (`memchr2`): most of an answer's bytes are text.
 fn check_depth(b: &[u8]) -> Result<(), ResponseDefect> {
-    let (mut depth, mut in_str, mut escaped) = (0usize, false, false);
-    for (i, &c) in b.iter().enumerate() {
-        if in_str {
-            if escaped {
-                escaped = false;
-            } else if c == b'\\' {
-                escaped = true;
-            } else if c == b'"' {
-                in_str = false;
-            }
-            continue;
-        }
+    let mut depth = 0usize;
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
         match c {
-            b'"' => in_str = true,
+            b'"' => {
+                i += 1;
+                // To the closing quote; an escape takes the next byte with it.
+                loop {
+                    let Some(j) = b
+                        .get(i..)
+                        .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
+                    else {
+                        // An unterminated string: the parser reports it.
+                        return Ok(());
+                    };
+                    i += j;
+                    if b[i] == b'\\' {
+                        i += 2;
+                    } else {
+                        break;
+                    }
+                }
+            }
             b'[' | b'{' => {
                 depth += 1;
                 if depth > MAX_JSON_DEPTH {
@@ -207,6 +218,7 @@ fn check_depth(b: &[u8]) -> Result<(), ResponseDefect> {
             b']' | b'}' => depth = depth.saturating_sub(1),
             _ => {}
         }
+        i += 1;
     }
     Ok(())
 }

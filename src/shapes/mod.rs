@@ -112,12 +112,15 @@ pub fn is_volatile_key(k: &str) -> bool {
         || (k.len() >= 16 && is_hex(k, true))
 }
 
-fn join(path: &str, seg: &str) -> String {
-    if path.is_empty() {
-        seg.to_string()
-    } else {
-        format!("{path}.{seg}")
+/// Appends `seg` to `path` as a child (`path.seg`, or `seg` at the root);
+/// returns the length to truncate back to.
+fn push_segment(path: &mut String, seg: &str) -> usize {
+    let len = path.len();
+    if !path.is_empty() {
+        path.push('.');
     }
+    path.push_str(seg);
+    len
 }
 
 impl Listing {
@@ -134,7 +137,13 @@ impl Listing {
             },
             _ => doc,
         };
-        self.walk("", root);
+        self.walk(&mut String::new(), root);
+    }
+
+    /// Adds one trajectory, already parsed (the `trajectory` member of a
+    /// response; [`Self::add_document`] of that response lists the same).
+    pub fn add_trajectory(&mut self, trajectory: &serde_json::Value) {
+        self.walk(&mut String::new(), trajectory);
     }
 
     /// Parses and adds one document's bytes; `file` names it in errors.
@@ -147,12 +156,20 @@ impl Listing {
         Ok(())
     }
 
-    fn walk(&mut self, path: &str, v: &serde_json::Value) {
-        self.entries
-            .entry(path.to_string())
-            .or_default()
-            .insert(json_type(v));
-        if OPAQUE.contains(&path) {
+    /// Records `v` at `path` and walks its children, `path` growing and
+    /// shrinking in place (one buffer for the whole document; an entry
+    /// already present is found without building its key).
+    fn walk(&mut self, path: &mut String, v: &serde_json::Value) {
+        let ty = json_type(v);
+        match self.entries.get_mut(path.as_str()) {
+            Some(types) => {
+                types.insert(ty);
+            }
+            None => {
+                self.entries.insert(path.clone(), BTreeSet::from([ty]));
+            }
+        }
+        if OPAQUE.contains(&path.as_str()) {
             return;
         }
         match v {
@@ -162,14 +179,17 @@ impl Listing {
                         continue;
                     }
                     let seg = if is_volatile_key(k) { "*" } else { k.as_str() };
-                    self.walk(&join(path, seg), child);
+                    let len = push_segment(path, seg);
+                    self.walk(path, child);
+                    path.truncate(len);
                 }
             }
             serde_json::Value::Array(a) => {
-                let p = join(path, "[]");
+                let len = push_segment(path, "[]");
                 for child in a {
-                    self.walk(&p, child);
+                    self.walk(path, child);
                 }
+                path.truncate(len);
             }
             _ => {}
         }

@@ -125,8 +125,43 @@ pub fn is_own_temp_name(name: &str) -> bool {
         .is_some_and(|mid| !mid.is_empty() && mid.bytes().all(|b| b.is_ascii_alphanumeric()))
 }
 
-/// Writes `bytes` to `path` atomically under `opts`.
+/// Writes `bytes` to `path` atomically under `opts`: the file's bytes are
+/// synced before the rename, and the folder after it, so that once this
+/// returns the file survives a crash under its name.
 pub fn write_file(path: &Path, bytes: &[u8], opts: &WriteOptions) -> Result<(), WriteError> {
+    write_file_synced(path, bytes, opts, true)
+}
+
+/// [`write_file`] without the folder's sync: the file's bytes are synced
+/// before the rename (so the name never points at missing data), but the
+/// rename itself is durable only once [`sync_dir`] of its folder returns.
+/// For many files of one folder committed together by a later record (the
+/// sweep's session files, committed by its manifest): one folder sync for
+/// all of them instead of one each.
+pub fn write_file_unsynced_dir(
+    path: &Path,
+    bytes: &[u8],
+    opts: &WriteOptions,
+) -> Result<(), WriteError> {
+    write_file_synced(path, bytes, opts, false)
+}
+
+/// Makes the renames done in `dir` so far durable (fsync of the folder),
+/// where the platform can: exactly as [`write_file`] syncs its folder, a
+/// folder that cannot be opened or synced as a file (Windows, some
+/// filesystems) is not an error.
+pub fn sync_dir(dir: &Path) {
+    if let Ok(d) = fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+fn write_file_synced(
+    path: &Path,
+    bytes: &[u8],
+    opts: &WriteOptions,
+    sync_parent: bool,
+) -> Result<(), WriteError> {
     let parent = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -197,8 +232,10 @@ pub fn write_file(path: &Path, bytes: &[u8], opts: &WriteOptions) -> Result<(), 
             }
         })?;
     }
-    if let Ok(d) = fs::File::open(dir) {
-        let _ = d.sync_all();
+    if sync_parent {
+        if let Ok(d) = fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
     }
     Ok(())
 }
