@@ -355,3 +355,62 @@ fn doctor_healthy_and_each_actionable_state() {
     assert!(rows.iter().all(|r| r["steps"].is_u64()), "{rows:?}");
     assert_eq!(sources(&home), before);
 }
+
+/// A conversation this reader's rules refuse offline has no sidecar after
+/// `sync` (it is unknown, nothing is attested): doctor counts it as unknown
+/// and `refused`, not as a missing sidecar, so a fully synced store with
+/// near-misses is healthy; a qualifying conversation without a sidecar is
+/// still missing.
+#[test]
+fn doctor_counts_refused_conversations_as_unknown_not_missing() {
+    let home = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("two_roots_doctor_refused");
+    let _ = std::fs::remove_dir_all(&home);
+    let plan = PlanOptions {
+        conversations: 20,
+        seed: 21,
+        near_miss_rate: 0.4,
+        fault_rate: 0.0,
+        scale: 0.05,
+    };
+    generate_home(&home, &plan, false).unwrap();
+    let ide = home.join(HOME_IDE_ROOT);
+    let mut o = SimOptions::new(&ide);
+    o.load_fault_file = false;
+    o.ide_logs = Some(home.join(".config/Antigravity/logs"));
+    let sim = DaemonSim::start(o).unwrap();
+    let before = sources(&home);
+    let mut all = ids(&ide, "db");
+    all.extend(ids(&ide, "pb"));
+    all.sort();
+    all.dedup();
+    let mut unknown = 0u64;
+    let mut verified = Vec::new();
+    for id in &all {
+        let out = in_home(&home).args(["sync", id]).output().unwrap();
+        match out.status.code() {
+            Some(0) => verified.push(id.clone()),
+            Some(3) => unknown += 1,
+            c => panic!("sync {id}: {c:?}: {}", output_text(&out)),
+        }
+    }
+    assert!(unknown > 0, "the plan has near-misses");
+    let (code, v) = doctor(&home, &ide, None);
+    let r = &v["roots"][0];
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(r["sidecars"]["refused"], unknown, "{v:#}");
+    assert_eq!(r["sidecars"]["missing"], 0, "{v:#}");
+    assert_eq!(r["counts"]["unknown"], unknown, "{v:#}");
+    assert_eq!(r["sidecars"]["fresh"], verified.len(), "{v:#}");
+
+    // a qualifying conversation's sidecar removed: missing, actionable
+    let side = ide
+        .join("conversations")
+        .join(format!("{}.trajectory.json", verified[0]));
+    std::fs::remove_file(&side).unwrap();
+    let (code, v) = doctor(&home, &ide, None);
+    assert_eq!(code, 1, "{v:#}");
+    assert_eq!(v["roots"][0]["sidecars"]["missing"], 1, "{v:#}");
+    assert_eq!(v["roots"][0]["sidecars"]["refused"], unknown, "{v:#}");
+    assert_eq!(sources(&home), before);
+    sim.stop();
+}

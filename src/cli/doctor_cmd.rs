@@ -3,7 +3,10 @@
 //! Exit status (the reference's rules): 0 when nothing is actionable; 1 for
 //! stale or missing sidecars, version skew, or an unreachable pinned
 //! `$ANTIGRAVITY_DAEMON_URL`. A daemon that is simply not running is
-//! informational. Stricter than the reference's list, which does not name
+//! informational. A conversation without an attestation whose source this
+//! reader's rules refuse offline counts as unknown and `refused`, not as a
+//! missing sidecar: no sync can verify it, so there is nothing to act on (a
+//! source that does not decode, or that qualifies, is missing). Stricter than the reference's list, which does not name
 //! the case: a reachable daemon that refuses the tool (401/403, or the wrong
 //! listener: one read-only request, [`crate::rpc::DaemonClient::check_access`])
 //! is actionable too, since nothing can be verified through it. Sidecars are judged by rechecking every attestation
@@ -150,7 +153,7 @@ fn root_report(root: &Root, ctx: &AuditContext) -> anyhow::Result<(Value, bool)>
         Err(_) => (None, false, "not running", false),
     };
     let d = crate::discover::discover(&root.path)?;
-    let (mut fresh, mut stale, mut older) = (0u64, 0u64, 0u64);
+    let (mut fresh, mut stale, mut older, mut refused) = (0u64, 0u64, 0u64, 0u64);
     let mut counts: BTreeMap<&'static str, u64> = BTreeMap::new();
     for s in &d.sources {
         let side = s.path.with_file_name(format!("{}.trajectory.json", s.id));
@@ -158,7 +161,16 @@ fn root_report(root: &Root, ctx: &AuditContext) -> anyhow::Result<(Value, bool)>
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok());
         let Some((doc, saved)) = doc.and_then(|d| completeness_of(&d).map(|c| (d, c))) else {
-            *counts.entry("none").or_default() += 1;
+            // No attestation: a source this reader's rules refuse offline
+            // is unknown whatever the daemon says (no sync can verify it,
+            // so nothing to act on); any other is a missing sidecar.
+            match prepare(ctx, &s.path) {
+                Ok(now) if now.refusal().is_some() => {
+                    refused += 1;
+                    *counts.entry("unknown").or_default() += 1;
+                }
+                _ => *counts.entry("none").or_default() += 1,
+            }
             continue;
         };
         *counts.entry(saved.verdict.as_str()).or_default() += 1;
@@ -173,7 +185,8 @@ fn root_report(root: &Root, ctx: &AuditContext) -> anyhow::Result<(Value, bool)>
         }
     }
     let total = d.sources.len() as u64;
-    if fresh < total {
+    let missing = total - fresh - stale - refused;
+    if stale > 0 || missing > 0 {
         actionable = true;
     }
     let v = json!({
@@ -181,7 +194,7 @@ fn root_report(root: &Root, ctx: &AuditContext) -> anyhow::Result<(Value, bool)>
         "surface": root.surface.as_str(),
         "daemon": {"url": url, "reachable": reachable, "state": state, "error": access},
         "csrf": if root.surface == Surface::Ide { Value::Bool(csrf) } else { Value::Null },
-        "sidecars": {"fresh": fresh, "stale": stale, "missing": total - fresh - stale, "total": total},
+        "sidecars": {"fresh": fresh, "stale": stale, "missing": missing, "refused": refused, "total": total},
         "counts": {
             "verified": counts.get("verified").copied().unwrap_or(0),
             "verifiedSourceOnly": counts.get("verified-source-only").copied().unwrap_or(0),
@@ -251,15 +264,16 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
             outln!("  agy version: {version}");
             let s = &r["sidecars"];
             outln!(
-                "  sidecars: {}/{} fresh ({} stale, {} missing)",
+                "  sidecars: {}/{} fresh ({} stale, {} missing, {} refused offline by this reader's rules: unknown, nothing to sync)",
                 s["fresh"],
                 s["total"],
                 s["stale"],
-                s["missing"]
+                s["missing"],
+                s["refused"]
             );
             let c = &r["counts"];
             outln!(
-                "  attested: {} verified, {} verified with source-only fields, {} unknown, {} incomplete; {} under an older profile (unknown until re-verified)",
+                "  counts: {} verified, {} verified with source-only fields, {} unknown, {} incomplete; {} under an older profile (unknown until re-verified)",
                 c["verified"], c["verifiedSourceOnly"], c["unknown"], c["incomplete"], c["olderProfile"]
             );
             outln!("  watch: {}", r["watch"].as_str().unwrap_or("unknown"));
