@@ -22,7 +22,7 @@ if [ -z "$store" ]; then
   store="$work/store"
   "$bin" corpus generate --out "$store" >/dev/null
 fi
-out=fuzz/seeds
+out="${FUZZ_SEEDS:-fuzz/seeds}"  # where the seeds go
 rm -rf "$out"
 mkdir -p "$out" fuzz/dicts
 
@@ -126,26 +126,22 @@ def gen_sites(gen):
                     yield "planner50", b"", payload
 
 seen = set()
+with_trajectory = []
 def source_only(gen, trajectory, label):
     try:
         sites = list(gen_sites(gen))
     except IndexError:
         return
     for kind, prompt, payload in sites:
+        if kind == "prompt23" and trajectory and len(with_trajectory) < 1:
+            with_trajectory.append(label)  # one carries its whole trajectory
+        else:
+            trajectory = b""
         seed = join2(prompt, join2(payload, trajectory))
         h = hashlib.sha256(seed).hexdigest()[:16]
         if (kind, h) not in seen and len([s for s in seen if s[0] == kind]) < 12:
             seen.add((kind, h))
             put("source_only", f"{kind}-{label}-{h}", seed)
-
-for p in by_size("*.db"):
-    c = sqlite3.connect("file:" + p + "?mode=ro&immutable=1", uri=True)
-    try:
-        for (data,) in c.execute("select data from gen_metadata order by idx"):
-            if data:
-                source_only(bytes(data), b"", os.path.basename(p)[:8])
-    finally:
-        c.close()
 
 # Legacy sources: the envelopes, and their plaintexts (the canonical
 # encoding: what the strict scanner reads).
@@ -176,6 +172,17 @@ if AESGCM:
                     source_only(gen, plain, name[:8])
         except IndexError:
             pass
+
+# The SQLite sources' generator metadata rows (after the legacy sources,
+# whose sites come with their whole trajectory for the derivation check).
+for p in by_size("*.db"):
+    c = sqlite3.connect("file:" + p + "?mode=ro&immutable=1", uri=True)
+    try:
+        for (data,) in c.execute("select data from gen_metadata order by idx"):
+            if data:
+                source_only(bytes(data), b"", os.path.basename(p)[:8])
+    finally:
+        c.close()
 
 # Descriptor sets: the modeled set, gzipped, an editions set; the extractor
 # reads them embedded in binary-like noise.
