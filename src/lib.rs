@@ -11,6 +11,8 @@ pub mod compare;
 pub mod discover;
 pub mod error;
 pub mod export;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod manifest;
 pub mod outcome;
 pub mod pipeline;

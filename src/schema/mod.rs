@@ -158,7 +158,7 @@ impl Schema {
         Self::from_bytes(&bytes, SchemaOrigin::File(path.to_path_buf()))
     }
 
-    fn from_bytes(bytes: &[u8], origin: SchemaOrigin) -> Result<Schema, SchemaError> {
+    pub(crate) fn from_bytes(bytes: &[u8], origin: SchemaOrigin) -> Result<Schema, SchemaError> {
         let label = origin.label();
         let pool = decode_pool(bytes).map_err(|e| e.at(&label))?;
         let struct_pool = decode_pool(STRUCT_SET).map_err(|e| e.at("<embedded struct.proto>"))?;
@@ -202,6 +202,12 @@ pub fn read_set_file(path: &Path) -> Result<Vec<u8>, SchemaError> {
     file.take(MAX_SET_BYTES + 1)
         .read_to_end(&mut raw)
         .map_err(io)?;
+    set_of_file_bytes(path, raw)
+}
+
+/// [`read_set_file`] once the file's bytes are read: the size cap, and the
+/// gunzip when gzip-compressed (also the fuzz targets' way in: `crate::fuzzing`).
+pub(crate) fn set_of_file_bytes(path: &Path, raw: Vec<u8>) -> Result<Vec<u8>, SchemaError> {
     if raw.len() as u64 > MAX_SET_BYTES {
         return Err(SchemaError::TooLarge {
             limit: MAX_SET_BYTES,

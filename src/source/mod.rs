@@ -194,13 +194,24 @@ pub fn read_source(path: &Path, opts: &ReadOptions<'_>) -> Result<DecodedSource>
 }
 
 fn read_sqlite(path: &Path, opts: &ReadOptions<'_>) -> Result<DecodedSource> {
-    let names = &opts.schema.names;
     let (snap, file_fingerprint) = if opts.fingerprint {
         let (snap, fp) = sqlite::snapshot_fingerprinted(path)?;
         (snap, Some(fp))
     } else {
         (sqlite::snapshot(path)?, None)
     };
+    sqlite_from_snapshot(path, snap, file_fingerprint, opts)
+}
+
+/// The rest of [`read_sqlite`] once the snapshot is taken (also the fuzz
+/// targets' way in, from bytes: `crate::fuzzing`).
+pub(crate) fn sqlite_from_snapshot(
+    path: &Path,
+    snap: sqlite::Snapshot,
+    file_fingerprint: Option<[u8; 32]>,
+    opts: &ReadOptions<'_>,
+) -> Result<DecodedSource> {
+    let names = &opts.schema.names;
     let (rows, mut refusals) = sqlite::read_rows(path, &snap)?;
     let had_wal = snap.had_wal;
     drop(snap);
@@ -251,7 +262,16 @@ fn read_sqlite(path: &Path, opts: &ReadOptions<'_>) -> Result<DecodedSource> {
 }
 
 fn read_legacy(path: &Path, opts: &ReadOptions<'_>) -> Result<DecodedSource> {
-    let file = legacy::read_file(path)?;
+    legacy_from_bytes(path, legacy::read_file(path)?, opts)
+}
+
+/// [`read_legacy`] over a file's bytes already read (also the fuzz targets'
+/// way in: `crate::fuzzing`).
+pub(crate) fn legacy_from_bytes(
+    path: &Path,
+    file: Vec<u8>,
+    opts: &ReadOptions<'_>,
+) -> Result<DecodedSource> {
     let profile = crate::profile::legacy_profile(opts.schema, opts.legacy_key);
     let digest = source_digest(&profile, &file);
     let mut out = DecodedSource {
@@ -288,7 +308,7 @@ fn read_legacy(path: &Path, opts: &ReadOptions<'_>) -> Result<DecodedSource> {
 /// The whole tree is not decoded here ([`DecodedSource::materialize`] does
 /// that for whoever needs it), except when every refusal is collected: then
 /// whatever decodes is kept, to be exported marked incomplete.
-fn decode_into(out: &mut DecodedSource, opts: &ReadOptions<'_>) {
+pub(crate) fn decode_into(out: &mut DecodedSource, opts: &ReadOptions<'_>) {
     let schema = opts.schema;
     let traj_desc = &schema.names.trajectory;
     let mut scanner = Scanner::new(&schema.pool, Some(&schema.struct_pool), opts.collect_all);

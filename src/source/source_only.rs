@@ -146,7 +146,7 @@ pub(super) fn class_for(message: &str, number: u32) -> Option<ReasonClass> {
 pub const PLANNER50_SHAPES: &[&[u8]] =
     &[&[], &[0x10, 0x00], &[0x20, 0x00], &[0x10, 0x00, 0x20, 0x00]];
 
-pub(super) fn check_planner50_payload(payload: &[u8]) -> Result<(), String> {
+pub(crate) fn check_planner50_payload(payload: &[u8]) -> Result<(), String> {
     if PLANNER50_SHAPES.contains(&payload) {
         Ok(())
     } else {
@@ -243,7 +243,7 @@ fn sub<'a>(msg: &'a DynamicMessage, field: &str) -> Option<std::borrow::Cow<'a, 
 /// `strict_struct` is the strict wire scan of a `google.protobuf.Struct`
 /// payload (the first refusal it finds, if any): the scanner passes its own,
 /// so this module imports no scanner (no import circle with `scan`).
-pub(super) fn check_prompt23(
+pub(crate) fn check_prompt23(
     strict_struct: &dyn Fn(&[u8], &MessageDescriptor) -> Option<String>,
     struct_pool: &DescriptorPool,
     prompt_desc: &MessageDescriptor,

@@ -271,6 +271,17 @@ pub fn snapshot_with(db: &Path, strategy: Strategy) -> Result<Snapshot> {
     build(db, strategy, main, wal, journal)
 }
 
+/// [`snapshot_with`] over bytes already in memory, as if read from `db` and
+/// its `-wal` (no `-journal`): the fuzz targets' way in (`crate::fuzzing`).
+pub(crate) fn snapshot_from_bytes(
+    db: &Path,
+    strategy: Strategy,
+    main: Vec<u8>,
+    wal: Option<Vec<u8>>,
+) -> Result<Snapshot> {
+    build(db, strategy, main, wal, None)
+}
+
 /// The database and its companions, read until two stamps agree.
 fn read_stable(db: &Path) -> Result<FileBytes> {
     let [wal, _shm, journal] = companions(db);
