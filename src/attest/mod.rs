@@ -11,6 +11,7 @@
 
 pub mod cache;
 mod canonical;
+pub mod recheck;
 
 pub use canonical::{canonical_json, canonical_json_without};
 

@@ -14,11 +14,11 @@
 //! never mtime): doctor always reads native content.
 
 use super::common::DecodeArgs;
-use crate::attest::{completeness_of, payload_digest};
+use crate::attest::completeness_of;
+use crate::attest::recheck::{self, Drift};
 use crate::pipeline::{prepare, AuditContext};
 use crate::roots::{select, Root, Surface};
 use crate::rpc::ide::{dial, endpoint_for};
-use crate::verdict::VerdictKind;
 use clap::Args;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -63,7 +63,8 @@ fn installed_agy() -> Option<String> {
 /// Rechecks one attestation against its native source: (fresh, attested
 /// under the current profile, the source's step count when it was read).
 /// Fresh: same profile, same source digest, the sidecar's payload still the
-/// attested one, and a verified source that still qualifies.
+/// attested one, and a verified source that still qualifies, by the shared
+/// recheck ([`crate::attest::recheck`]) read with this command's rule.
 pub(super) fn recheck(
     ctx: &AuditContext,
     source: &std::path::Path,
@@ -72,14 +73,16 @@ pub(super) fn recheck(
 ) -> (bool, bool, Option<usize>) {
     match prepare(ctx, source) {
         Ok(now) => {
+            let ok = match recheck::recheck(&now, doc, saved) {
+                Ok(()) => true,
+                // this command's rule: the source-only record and the
+                // verdict kind are not judged, and an attestation that is
+                // not a verified one needs no qualifying source
+                Err(Drift::SourceOnlyChanged | Drift::KindChanged(_)) => true,
+                Err(Drift::NoLongerQualifies(_)) => !recheck::is_verified(saved.verdict),
+                Err(Drift::OtherProfile | Drift::SourceChanged | Drift::PayloadChanged) => false,
+            };
             let same_profile = now.source.profile == saved.profile;
-            let ok = same_profile
-                && now.source.source_digest == saved.source_digest
-                && saved.payload_digest.as_deref() == Some(payload_digest(doc).as_str())
-                && (!matches!(
-                    saved.verdict,
-                    VerdictKind::Verified | VerdictKind::VerifiedSourceOnly
-                ) || now.refusal().is_none());
             (ok, same_profile, Some(now.source.steps))
         }
         Err(_) => (false, true, None),

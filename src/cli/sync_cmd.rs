@@ -5,9 +5,9 @@ use super::common::{DecodeArgs, RootsArg};
 use super::daemon_args::DaemonArgs;
 use crate::attest::cache::{classify, keep_reader_fields, sidecar_path, write_sidecar, Existing};
 use crate::attest::completeness_of;
+use crate::attest::recheck::{recheck, Drift};
 use crate::pipeline::{audit_prepared, prepare, AuditContext};
 use crate::rpc::DaemonClient;
-use crate::source::source_only::SourceOnlyEntry;
 use crate::verdict::{exit, VerdictKind};
 use anyhow::Context;
 use clap::Args;
@@ -46,20 +46,6 @@ pub struct SyncArgs {
     pub daemon: DaemonArgs,
     #[command(flatten)]
     pub decode: DecodeArgs,
-}
-
-/// The source-only record the current source yields, as an attestation saves it.
-fn current_source_only(now: &crate::pipeline::Prepared) -> Vec<SourceOnlyEntry> {
-    crate::source::source_only::record(&now.source.source_only)
-}
-
-/// The verified kind the current source yields (source-only fields or not).
-fn current_kind(now: &crate::pipeline::Prepared) -> VerdictKind {
-    if current_source_only(now).is_empty() {
-        VerdictKind::Verified
-    } else {
-        VerdictKind::VerifiedSourceOnly
-    }
 }
 
 /// What sits at the sidecar path, by the one rule `sync` and `watch` share
@@ -125,68 +111,53 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
                 path.display()
             );
         }
-        let payload = crate::attest::payload_digest(&doc);
-        let (status, code) = if now.source.profile != saved.profile {
-            (
+        let (status, code) = match recheck(&now, &doc, &saved) {
+            Err(Drift::OtherProfile) => (
                 format!(
                     "UNKNOWN (profile changed: attested {}, now {})",
                     saved.profile, now.source.profile
                 ),
                 exit::UNKNOWN,
-            )
-        } else if now.source.source_digest != saved.source_digest {
-            (
+            ),
+            Err(Drift::SourceChanged) => (
                 "INCOMPLETE (source changed since the attestation)".to_string(),
                 exit::INCOMPLETE,
-            )
-        } else if saved.payload_digest.as_deref() != Some(payload.as_str()) {
-            (
+            ),
+            Err(Drift::PayloadChanged) => (
                 "INCOMPLETE (payload changed since the attestation)".to_string(),
                 exit::INCOMPLETE,
-            )
-        } else if let Some(r) = now.refusal() {
-            (format!("UNKNOWN (no longer qualifies: {r})"), exit::UNKNOWN)
-        } else if matches!(
-            saved.verdict,
-            VerdictKind::Verified | VerdictKind::VerifiedSourceOnly
-        ) && saved.source_only != current_source_only(&now)
-        {
-            (
+            ),
+            Err(Drift::NoLongerQualifies(r)) => {
+                (format!("UNKNOWN (no longer qualifies: {r})"), exit::UNKNOWN)
+            }
+            Err(Drift::SourceOnlyChanged) => (
                 "INCOMPLETE (source-only record changed since the attestation)".to_string(),
                 exit::INCOMPLETE,
-            )
-        } else if matches!(
-            saved.verdict,
-            VerdictKind::Verified | VerdictKind::VerifiedSourceOnly
-        ) && saved.verdict != current_kind(&now)
-        {
-            (
+            ),
+            Err(Drift::KindChanged(kind)) => (
                 format!(
                     "INCOMPLETE (verdict kind changed: attested {}, the source now yields {})",
                     saved.verdict.as_str(),
-                    current_kind(&now).as_str()
+                    kind.as_str()
                 ),
                 exit::INCOMPLETE,
-            )
-        } else if saved.verdict == VerdictKind::VerifiedSourceOnly {
-            (
+            ),
+            Ok(()) if saved.verdict == VerdictKind::VerifiedSourceOnly => (
                 format!(
                     "VERIFIED WITH SOURCE-ONLY FIELDS ({})",
                     saved.reason.unwrap_or_default()
                 ),
                 exit::OK,
-            )
-        } else if saved.verdict == VerdictKind::Verified {
-            ("VERIFIED".to_string(), exit::OK)
-        } else {
-            (
+            ),
+            Ok(()) if saved.verdict == VerdictKind::Verified => ("VERIFIED".to_string(), exit::OK),
+            Ok(()) => (
                 format!(
                     "{} (attested {})",
                     saved.verdict.as_str().to_uppercase(),
                     saved.reason.unwrap_or_default()
                 ),
                 exit::UNKNOWN,
-            )
+            ),
         };
         outln!("{status} {}", path.display());
         return Ok(code);

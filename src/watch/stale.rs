@@ -3,12 +3,12 @@
 //! profile, or its attestation no longer rechecks against the native source
 //! (source digest, payload digest, source-only record, verdict kind, the
 //! source still qualifying). Never by mtime: the judgement reads the native
-//! source ([`crate::pipeline::prepare`]) and the sidecar's bytes.
+//! source ([`crate::pipeline::prepare`]) and the sidecar's bytes, by the
+//! one recheck every command shares ([`crate::attest::recheck`]).
 
 use crate::attest::cache::Existing;
-use crate::attest::payload_digest;
+use crate::attest::recheck::{is_verified, recheck, Drift};
 use crate::pipeline::Prepared;
-use crate::source::source_only::record;
 use crate::verdict::VerdictKind;
 
 /// Why a sidecar must be re-verified.
@@ -56,45 +56,27 @@ pub fn judge(now: &Prepared, existing: &Existing) -> Result<Fresh, Stale> {
         Existing::Unattested { .. } => return Err(Stale::NotAttested),
         Existing::Attested { doc, completeness } => (doc, completeness),
     };
-    let source = &now.source;
-    if source.profile != saved.profile {
-        return Err(Stale::OtherProfile {
+    let why = match recheck(now, doc, saved) {
+        Err(Drift::OtherProfile) => Stale::OtherProfile {
             attested: saved.profile.clone(),
-        });
-    }
-    if source.source_digest != saved.source_digest {
-        return Err(Stale::SourceChanged);
-    }
-    if saved.payload_digest.as_deref() != Some(payload_digest(doc).as_str()) {
-        return Err(Stale::PayloadChanged);
-    }
-    if !matches!(
-        saved.verdict,
-        VerdictKind::Verified | VerdictKind::VerifiedSourceOnly
-    ) {
-        return Err(Stale::NotVerified {
+        },
+        Err(Drift::SourceChanged) => Stale::SourceChanged,
+        Err(Drift::PayloadChanged) => Stale::PayloadChanged,
+        // any attestation but a verified one is re-verified, refused or not
+        _ if !is_verified(saved.verdict) => Stale::NotVerified {
             attested: saved.verdict.as_str(),
-        });
-    }
-    if now.refusal().is_some() {
-        return Err(Stale::NoLongerQualifies);
-    }
-    let source_only = record(&source.source_only);
-    if saved.source_only != source_only {
-        return Err(Stale::SourceOnlyChanged);
-    }
-    let kind = if source_only.is_empty() {
-        VerdictKind::Verified
-    } else {
-        VerdictKind::VerifiedSourceOnly
+        },
+        Err(Drift::NoLongerQualifies(_)) => Stale::NoLongerQualifies,
+        Err(Drift::SourceOnlyChanged) => Stale::SourceOnlyChanged,
+        Err(Drift::KindChanged(_)) => Stale::KindChanged {
+            attested: saved.verdict.as_str(),
+        },
+        Ok(()) => {
+            return Ok(Fresh {
+                verdict: saved.verdict,
+                reason: saved.reason.clone(),
+            })
+        }
     };
-    if saved.verdict != kind {
-        return Err(Stale::KindChanged {
-            attested: saved.verdict.as_str(),
-        });
-    }
-    Ok(Fresh {
-        verdict: saved.verdict,
-        reason: saved.reason.clone(),
-    })
+    Err(why)
 }

@@ -1,0 +1,78 @@
+//! The one offline recheck of a saved attestation against its native source
+//! as just read ([`crate::pipeline::prepare`]), shared by `sync --recheck`,
+//! `doctor`, `list --check` and `watch` ([`crate::watch::stale`]). The checks
+//! run in one order — profile, source digest, payload digest, the source
+//! still qualifying, then (verified attestations only) the source-only
+//! record and the verdict kind — and the first that fails is the answer.
+//! Each command maps the answer to its own wording and exit code.
+
+use super::{payload_digest, Completeness};
+use crate::pipeline::Prepared;
+use crate::source::source_only::record;
+use crate::verdict::{Refusal, VerdictKind};
+use serde_json::Value;
+
+/// The first check a saved attestation fails against the source now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Drift {
+    /// Attested under another profile than the one in force.
+    OtherProfile,
+    /// The source's digest differs from the attested one.
+    SourceChanged,
+    /// The sidecar's payload is no longer the attested one.
+    PayloadChanged,
+    /// This reader's rules now refuse the source.
+    NoLongerQualifies(Refusal),
+    /// A verified attestation whose source-only record differs from the
+    /// source's now.
+    SourceOnlyChanged,
+    /// A verified attestation whose kind differs from what the source now
+    /// yields (the kind it yields).
+    KindChanged(VerdictKind),
+}
+
+/// Whether a verdict kind is a verified one (with or without source-only
+/// fields).
+pub fn is_verified(kind: VerdictKind) -> bool {
+    matches!(
+        kind,
+        VerdictKind::Verified | VerdictKind::VerifiedSourceOnly
+    )
+}
+
+/// The verified kind the source now yields (source-only fields or not).
+pub fn current_kind(now: &Prepared) -> VerdictKind {
+    if record(&now.source.source_only).is_empty() {
+        VerdictKind::Verified
+    } else {
+        VerdictKind::VerifiedSourceOnly
+    }
+}
+
+/// Rechecks the attestation `saved` of sidecar `doc` against the source
+/// `now`: `Ok` when every check holds, else the first that fails.
+pub fn recheck(now: &Prepared, doc: &Value, saved: &Completeness) -> Result<(), Drift> {
+    let source = &now.source;
+    if source.profile != saved.profile {
+        return Err(Drift::OtherProfile);
+    }
+    if source.source_digest != saved.source_digest {
+        return Err(Drift::SourceChanged);
+    }
+    if saved.payload_digest.as_deref() != Some(payload_digest(doc).as_str()) {
+        return Err(Drift::PayloadChanged);
+    }
+    if let Some(r) = now.refusal() {
+        return Err(Drift::NoLongerQualifies(r));
+    }
+    if is_verified(saved.verdict) {
+        if saved.source_only != record(&source.source_only) {
+            return Err(Drift::SourceOnlyChanged);
+        }
+        let kind = current_kind(now);
+        if saved.verdict != kind {
+            return Err(Drift::KindChanged(kind));
+        }
+    }
+    Ok(())
+}
