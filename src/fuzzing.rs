@@ -89,22 +89,14 @@ pub fn legacy_source(schema: &Schema, file: &[u8]) -> Result<DecodedSource> {
 /// the step index and the field-23 derivation checks.
 pub fn decode_trajectory(schema: &Schema, encoding: &[u8], collect_all: bool) -> DecodedSource {
     let key = LegacyKey::default();
-    let mut out = DecodedSource {
-        path: PathBuf::from(FUZZ_PB),
-        format: Format::Protobuf,
-        file_id: "fuzz".into(),
-        profile: String::new(),
-        source_digest: String::new(),
-        encoding: Bytes::copy_from_slice(encoding),
-        wire: None,
-        trajectory: None,
-        source_only: Vec::new(),
-        refusals: Vec::new(),
-        unknown_fields: Vec::new(),
-        steps: 0,
-        had_wal: false,
-        file_fingerprint: None,
-    };
+    let mut out = DecodedSource::undecoded(
+        PathBuf::from(FUZZ_PB),
+        Format::Protobuf,
+        "fuzz".into(),
+        String::new(),
+        String::new(),
+        Bytes::copy_from_slice(encoding),
+    );
     source::decode_into(&mut out, &options(schema, &key, collect_all));
     out
 }

@@ -245,6 +245,19 @@ fn fetch_pair(
     })
 }
 
+/// A prepared source with no daemon answer to compare against: refused,
+/// missing evidence.
+fn no_daemon(prepared: &Prepared) -> SessionResult {
+    session(
+        prepared,
+        SessionOutcome::refused(Refusal::new(
+            ReasonClass::MissingEvidence,
+            "",
+            "no daemon to fetch from",
+        )),
+    )
+}
+
 /// The bracketed fetch, comparison and attestation of a prepared source.
 pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> SessionResult {
     let mut attempt = 0;
@@ -254,14 +267,7 @@ pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Session
         }
         let cascade = prepared.source.cascade_id();
         let (Some(client), true) = (ctx.client, prepared.projection.is_some()) else {
-            return session(
-                &prepared,
-                SessionOutcome::refused(Refusal::new(
-                    ReasonClass::MissingEvidence,
-                    "",
-                    "no daemon to fetch from",
-                )),
-            );
+            return no_daemon(&prepared);
         };
         let fetched = client.fetch(&cascade);
         // The bracket: snapshot the source again after both answers.
@@ -303,14 +309,7 @@ pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Session
             prepared.projection.as_mut(),
             prepared.source.trajectory.as_mut(),
         ) else {
-            return session(
-                &prepared,
-                SessionOutcome::refused(Refusal::new(
-                    ReasonClass::MissingEvidence,
-                    "",
-                    "no daemon to fetch from",
-                )),
-            );
+            return no_daemon(&prepared);
         };
         let judged = if changed {
             Err(Refusal::new(

@@ -105,6 +105,34 @@ pub struct DecodedSource {
 }
 
 impl DecodedSource {
+    /// A source as read, before [`decode_into`]: nothing decoded, no
+    /// refusal, no step counted yet.
+    pub(crate) fn undecoded(
+        path: PathBuf,
+        format: Format,
+        file_id: String,
+        profile: String,
+        source_digest: String,
+        encoding: Bytes,
+    ) -> Self {
+        DecodedSource {
+            path,
+            format,
+            file_id,
+            profile,
+            source_digest,
+            encoding,
+            wire: None,
+            trajectory: None,
+            source_only: Vec::new(),
+            refusals: Vec::new(),
+            unknown_fields: Vec::new(),
+            steps: 0,
+            had_wal: false,
+            file_fingerprint: None,
+        }
+    }
+
     /// Whether the reader represents this source completely.
     pub fn qualified(&self) -> bool {
         self.refusals.is_empty()
@@ -240,20 +268,18 @@ pub(crate) fn sqlite_from_snapshot(
     };
     let digest = source_digest(&profile, &encoding);
     let mut out = DecodedSource {
-        path: path.to_path_buf(),
-        format: Format::Sqlite,
-        file_id: id,
-        profile,
-        source_digest: digest,
-        encoding: Bytes::from(encoding),
-        wire: None,
-        trajectory: None,
-        source_only: Vec::new(),
         refusals,
-        unknown_fields: Vec::new(),
         steps: rows.steps.len(),
         had_wal,
         file_fingerprint,
+        ..DecodedSource::undecoded(
+            path.to_path_buf(),
+            Format::Sqlite,
+            id,
+            profile,
+            digest,
+            Bytes::from(encoding),
+        )
     };
     if !structural || opts.collect_all {
         decode_into(&mut out, opts);
@@ -274,22 +300,14 @@ pub(crate) fn legacy_from_bytes(
 ) -> Result<DecodedSource> {
     let profile = crate::profile::legacy_profile(opts.schema, opts.legacy_key);
     let digest = source_digest(&profile, &file);
-    let mut out = DecodedSource {
-        path: path.to_path_buf(),
-        format: Format::Protobuf,
-        file_id: file_id(path),
+    let mut out = DecodedSource::undecoded(
+        path.to_path_buf(),
+        Format::Protobuf,
+        file_id(path),
         profile,
-        source_digest: digest,
-        encoding: Bytes::new(),
-        wire: None,
-        trajectory: None,
-        source_only: Vec::new(),
-        refusals: Vec::new(),
-        unknown_fields: Vec::new(),
-        steps: 0,
-        had_wal: false,
-        file_fingerprint: None,
-    };
+        digest,
+        Bytes::new(),
+    );
     // First, so it is the reason reported: another key never verifies.
     out.refusals
         .extend(legacy::unsupported_key_refusal(opts.legacy_key));
