@@ -11,65 +11,16 @@
 
 mod common;
 
-use agy_corpus::corpus::{generate_home, PlanOptions, HOME_CLI_ROOT, HOME_IDE_ROOT};
+use agy_corpus::corpus::{HOME_CLI_ROOT, HOME_IDE_ROOT};
 use agy_corpus::sim::{DaemonSim, SimOptions};
-use common::{bin, output_text};
+use common::{
+    bin, generated_home, home_cli_sim, home_ide_sim, home_source_digests, output_text, root_ids,
+};
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
-
-/// Every file under both roots' conversations/ and implicit/ except the
-/// sidecars agy-audit writes, and the summaries index: path → bytes.
-fn sources(home: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut m = BTreeMap::new();
-    for root in [HOME_CLI_ROOT, HOME_IDE_ROOT] {
-        let summaries = home.join(root).join("conversation_summaries.db");
-        if let Ok(b) = std::fs::read(&summaries) {
-            m.insert(summaries, b);
-        }
-        for d in ["conversations", "implicit"] {
-            let Ok(rd) = std::fs::read_dir(home.join(root).join(d)) else {
-                continue;
-            };
-            for e in rd {
-                let p = e.unwrap().path();
-                if !p.to_string_lossy().ends_with(".trajectory.json") {
-                    m.insert(p.clone(), std::fs::read(&p).unwrap());
-                }
-            }
-        }
-    }
-    m
-}
-
-fn ids(root: &Path, ext: &str) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(root.join("conversations"))
-        .unwrap()
-        .filter_map(|e| {
-            let n = e.unwrap().file_name().into_string().unwrap();
-            n.strip_suffix(&format!(".{ext}")).map(str::to_string)
-        })
-        .collect();
-    v.sort();
-    v
-}
-
-fn home(name: &str, seed: u64) -> PathBuf {
-    let home = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&home);
-    let plan = PlanOptions {
-        conversations: 20,
-        seed,
-        near_miss_rate: 0.0,
-        fault_rate: 0.0,
-        scale: 0.05,
-    };
-    generate_home(&home, &plan, false).unwrap();
-    home
-}
 
 fn in_home(home: &Path) -> Command {
     let mut c = bin();
@@ -84,19 +35,14 @@ fn run(mut c: Command) -> (i32, String, Vec<u8>) {
 
 #[test]
 fn sync_and_export_offline_resolve_ids_across_roots() {
-    let home = home("roots_commands_ids", 21);
+    let (home, _) = generated_home("roots_commands_ids", 21, 0.0);
     let cli = home.join(HOME_CLI_ROOT);
     let ide = home.join(HOME_IDE_ROOT);
-    let mut o = SimOptions::new(&cli);
-    o.load_fault_file = false;
-    let cli_sim = DaemonSim::start(o).unwrap();
-    let mut o = SimOptions::new(&ide);
-    o.load_fault_file = false;
-    o.ide_logs = Some(home.join(".config/Antigravity/logs"));
-    let ide_sim = DaemonSim::start(o).unwrap();
-    let before = sources(&home);
-    let cli_id = ids(&cli, "db")[1].clone();
-    let ide_id = ids(&ide, "db")[1].clone();
+    let cli_sim = home_cli_sim(&home);
+    let ide_sim = home_ide_sim(&home);
+    let before = home_source_digests(&home);
+    let cli_id = root_ids(&cli, "db")[1].clone();
+    let ide_id = root_ids(&ide, "db")[1].clone();
 
     // --root repeated: the id is found in the second root, and synced with
     // that root's own daemon (the CLI's, no token) and sidecar
@@ -172,8 +118,8 @@ fn sync_and_export_offline_resolve_ids_across_roots() {
     // "SQLite wins" for an explicit X.pb whose X.db exists: export-offline
     // and sync read the .db, and say so
     for root in [&cli, &ide] {
-        let db = ids(root, "db");
-        let shadowed = ids(root, "pb")
+        let db = root_ids(root, "db");
+        let shadowed = root_ids(root, "pb")
             .into_iter()
             .find(|i| db.contains(i))
             .expect("a .pb shadowed by its .db");
@@ -232,7 +178,7 @@ fn sync_and_export_offline_resolve_ids_across_roots() {
         assert_eq!(code, 0, "{text}");
         assert!(text.contains("SQLite wins"), "{text}");
     }
-    assert_eq!(sources(&home), before);
+    assert_eq!(home_source_digests(&home), before);
     cli_sim.stop();
     ide_sim.stop();
 
@@ -268,7 +214,7 @@ fn sync_and_export_offline_resolve_ids_across_roots() {
     assert!(text.contains("this root exists:"), "{text}");
     assert!(text.contains("(cli)") && text.contains("--root"), "{text}");
     assert!(!home.join("sweep-unasked").exists());
-    assert_eq!(sources(&home), before);
+    assert_eq!(home_source_digests(&home), before);
 }
 
 /// A daemon stand-in that answers every request with one status and body
@@ -341,11 +287,11 @@ impl Recorder {
 
 #[test]
 fn refusals_are_named_in_every_daemon_command_and_the_token_only_when_known() {
-    let home = home("roots_commands_refusals", 22);
+    let (home, _) = generated_home("roots_commands_refusals", 22, 0.0);
     let cli = home.join(HOME_CLI_ROOT);
     let ide = home.join(HOME_IDE_ROOT);
-    let before = sources(&home);
-    let cli_id = ids(&cli, "db")[0].clone();
+    let before = home_source_digests(&home);
+    let cli_id = root_ids(&cli, "db")[0].clone();
     let rec = Recorder::start();
     let secret = "SECRET-BODY-4711";
     let sync = |root: &Path, id: &str, extra: &[&str]| {
@@ -472,7 +418,7 @@ fn refusals_are_named_in_every_daemon_command_and_the_token_only_when_known() {
     let main_log = logs.join("main.log");
     let with_token = std::fs::read(&main_log).unwrap();
     std::fs::write(&main_log, b"[2026-07-02 22:12:10.821] [info]  started\n").unwrap();
-    let ide_id = ids(&ide, "db")[0].clone();
+    let ide_id = root_ids(&ide, "db")[0].clone();
     let (code, text, _) = run({
         let mut c = in_home(&home);
         c.args(["sync", &ide_id]);
@@ -494,15 +440,15 @@ fn refusals_are_named_in_every_daemon_command_and_the_token_only_when_known() {
     });
     assert_eq!(code, 0, "{text}");
     sim.stop();
-    assert_eq!(sources(&home), before);
+    assert_eq!(home_source_digests(&home), before);
 }
 
 #[test]
 fn list_shows_stored_titles_and_step_counts_without_the_trajectory() {
-    let home = home("roots_commands_list", 23);
+    let (home, _) = generated_home("roots_commands_list", 23, 0.0);
     let cli = home.join(HOME_CLI_ROOT);
     let ide = home.join(HOME_IDE_ROOT);
-    let some = ids(&ide, "db")[2].clone();
+    let some = root_ids(&ide, "db")[2].clone();
     // agy's summaries index beside conversations/ (the generator writes
     // none; this one is made here, with the columns the index has)
     let idx = rusqlite::Connection::open(ide.join("conversation_summaries.db")).unwrap();
@@ -516,7 +462,7 @@ fn list_shows_stored_titles_and_step_counts_without_the_trajectory() {
     )
     .unwrap();
     drop(idx);
-    let before = sources(&home);
+    let before = home_source_digests(&home);
     let (code, text, stdout) = run({
         let mut c = in_home(&home);
         c.args(["list", "--json"]);
@@ -564,5 +510,5 @@ fn list_shows_stored_titles_and_step_counts_without_the_trajectory() {
         .filter(|l| !l.starts_with(&some))
         .all(|l| !l.contains("Fix the")));
     let _ = cli;
-    assert_eq!(sources(&home), before);
+    assert_eq!(home_source_digests(&home), before);
 }

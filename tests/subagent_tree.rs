@@ -14,43 +14,16 @@
 mod common;
 
 use agy_corpus::corpus::families::{Families, FamilyRole};
-use agy_corpus::corpus::{generate_home, PlanOptions, HOME_CLI_ROOT, HOME_IDE_ROOT};
-use agy_corpus::sim::{DaemonSim, SimOptions};
-use common::{bin, output_text, wait_with_deadline};
+use agy_corpus::corpus::HOME_CLI_ROOT;
+use common::{
+    bin, generated_home, home_cli_sim, home_source_digests, output_text, wait_with_deadline,
+};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-/// SHA-256 of every source file of both roots (sidecars are outputs).
-fn digests(home: &Path) -> BTreeMap<PathBuf, String> {
-    let mut m = BTreeMap::new();
-    for root in [HOME_CLI_ROOT, HOME_IDE_ROOT] {
-        for d in ["conversations", "implicit"] {
-            for e in std::fs::read_dir(home.join(root).join(d)).unwrap() {
-                let p = e.unwrap().path();
-                if !p.to_string_lossy().ends_with(".trajectory.json") {
-                    let h = Sha256::digest(std::fs::read(&p).unwrap());
-                    m.insert(p, agy_audit::util::hex(&h));
-                }
-            }
-        }
-    }
-    m
-}
-
 fn home(name: &str, seed: u64) -> (PathBuf, Families) {
-    let h = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&h);
-    let plan = PlanOptions {
-        conversations: 20,
-        seed,
-        near_miss_rate: 0.0,
-        fault_rate: 0.0,
-        scale: 0.05,
-    };
-    let s = generate_home(&h, &plan, false).unwrap();
+    let (h, s) = generated_home(name, seed, 0.0);
     let f = s.cli.families.expect("the CLI root has families");
     let on_disk: Value = serde_json::from_slice(
         &std::fs::read(h.join(HOME_CLI_ROOT).join(".truth/families.json")).unwrap(),
@@ -110,7 +83,7 @@ fn exported_parent(home: &Path, id: &str, extra: &[&str]) -> (Option<String>, Ru
 #[test]
 fn a_parents_export_nests_its_child_and_grandchild_and_no_tree_does_not() {
     let (h, f) = home("subagent_tree_nested", 9);
-    let before = digests(&h);
+    let before = home_source_digests(&h);
     let (top, child, grand) = (
         id(&f, FamilyRole::TreeRoot),
         id(&f, FamilyRole::TreeChild),
@@ -191,9 +164,7 @@ fn a_parents_export_nests_its_child_and_grandchild_and_no_tree_does_not() {
 
     // ...and in the sidecar sync writes
     let cli = h.join(HOME_CLI_ROOT);
-    let mut o = SimOptions::new(&cli);
-    o.load_fault_file = false;
-    let sim = DaemonSim::start(o).unwrap();
+    let sim = home_cli_sim(&h);
     for (c, want) in [(&child, Some(&top)), (&grand, Some(&child)), (&top, None)] {
         let out = bin().env("HOME", &h).args(["sync", c]).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
@@ -216,13 +187,13 @@ fn a_parents_export_nests_its_child_and_grandchild_and_no_tree_does_not() {
     let again = agy(&h, &["export-offline", &top, "--format", "md"]);
     ok(&again);
     assert_eq!(&again.stdout, md, "the sidecars change nothing nested");
-    assert_eq!(digests(&h), before);
+    assert_eq!(home_source_digests(&h), before);
 }
 
 #[test]
 fn a_cycle_is_reported_and_not_followed_and_a_missing_parent_is_reported() {
     let (h, f) = home("subagent_tree_cycle", 9);
-    let before = digests(&h);
+    let before = home_source_digests(&h);
     let (a, b) = (id(&f, FamilyRole::CycleA), id(&f, FamilyRole::CycleB));
     let r = agy(&h, &["export-offline", &a, "--format", "md"]);
     ok(&r);
@@ -272,13 +243,13 @@ fn a_cycle_is_reported_and_not_followed_and_a_missing_parent_is_reported() {
         .stdout
         .contains(&format!("Subagent conversation of `{}`.", f.missing_parent)));
     assert!(r.stderr.contains(&line), "{}", r.stderr);
-    assert_eq!(digests(&h), before);
+    assert_eq!(home_source_digests(&h), before);
 }
 
 #[test]
 fn each_parent_link_diagnostic_is_reported_and_invoke_results_name_a_parent() {
     let (h, f) = home("subagent_tree_diagnostics", 9);
-    let before = digests(&h);
+    let before = home_source_digests(&h);
     let conv = h.join(HOME_CLI_ROOT).join("conversations");
     // a plain conversation (not in any family, no parent of its own)
     let members: Vec<String> = f.members.iter().map(|m| m.id.clone()).collect();
@@ -376,10 +347,7 @@ fn each_parent_link_diagnostic_is_reported_and_invoke_results_name_a_parent() {
         .stdout
         .contains(&format!("Subagent conversation of `{parent}`.")));
     // sync stamps the sidecar from the sibling parent's invoke results too
-    let cli = h.join(HOME_CLI_ROOT);
-    let mut o = SimOptions::new(&cli);
-    o.load_fault_file = false;
-    let sim = DaemonSim::start(o).unwrap();
+    let sim = home_cli_sim(&h);
     let out = bin().env("HOME", &h).args(["sync", &x]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
     sim.stop();
@@ -388,5 +356,5 @@ fn each_parent_link_diagnostic_is_reported_and_invoke_results_name_a_parent() {
             .unwrap();
     assert_eq!(side["agyReader"]["parentCascadeId"], parent);
     assert!(side["agyReader"]["completeness"]["payloadDigest"].is_string());
-    assert_eq!(digests(&h), before);
+    assert_eq!(home_source_digests(&h), before);
 }

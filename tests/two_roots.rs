@@ -9,42 +9,13 @@
 
 mod common;
 
-use agy_corpus::corpus::{generate_home, PlanOptions, HOME_CLI_ROOT, HOME_IDE_ROOT};
-use agy_corpus::sim::{DaemonSim, SimOptions};
-use common::{bin, output_text};
+use agy_corpus::corpus::{HOME_CLI_ROOT, HOME_IDE_ROOT};
+use common::{
+    bin, generated_home, home_cli_sim, home_ide_sim, home_source_digests, output_text, root_ids,
+};
 use serde_json::Value;
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-
-fn sources(home: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut m = BTreeMap::new();
-    for root in [HOME_CLI_ROOT, HOME_IDE_ROOT] {
-        for d in ["conversations", "implicit"] {
-            let dir = home.join(root).join(d);
-            for e in std::fs::read_dir(&dir).unwrap() {
-                let p = e.unwrap().path();
-                let name = p.to_string_lossy().into_owned();
-                if !name.ends_with(".trajectory.json") {
-                    m.insert(p.clone(), std::fs::read(&p).unwrap());
-                }
-            }
-        }
-    }
-    m
-}
-
-fn ids(root: &Path, ext: &str) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(root.join("conversations"))
-        .unwrap()
-        .filter_map(|e| {
-            let n = e.unwrap().file_name().into_string().unwrap();
-            n.strip_suffix(&format!(".{ext}")).map(str::to_string)
-        })
-        .collect();
-    v.sort();
-    v
-}
 
 fn in_home(home: &Path) -> Command {
     let mut c = bin();
@@ -54,39 +25,25 @@ fn in_home(home: &Path) -> Command {
 
 #[test]
 fn sync_and_list_across_a_cli_and_an_ide_root() {
-    let home = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("two_roots_home");
-    let _ = std::fs::remove_dir_all(&home);
-    let plan = PlanOptions {
-        conversations: 20,
-        seed: 9,
-        near_miss_rate: 0.0,
-        fault_rate: 0.0,
-        scale: 0.05,
-    };
-    generate_home(&home, &plan, false).unwrap();
+    let (home, _) = generated_home("two_roots_home", 9, 0.0);
     let cli = home.join(HOME_CLI_ROOT);
     let ide = home.join(HOME_IDE_ROOT);
-    let mut o = SimOptions::new(&cli);
-    o.load_fault_file = false;
-    let cli_sim = DaemonSim::start(o).unwrap();
-    let mut o = SimOptions::new(&ide);
-    o.load_fault_file = false;
-    o.ide_logs = Some(home.join(".config/Antigravity/logs"));
-    let ide_sim = DaemonSim::start(o).unwrap();
-    let before = sources(&home);
+    let cli_sim = home_cli_sim(&home);
+    let ide_sim = home_ide_sim(&home);
+    let before = home_source_digests(&home);
 
     // an id of each root, resolved across the default roots
-    let ide_id = ids(&ide, "db")[0].clone();
-    let cli_id = ids(&cli, "db")[0].clone();
+    let ide_id = root_ids(&ide, "db")[0].clone();
+    let cli_id = root_ids(&cli, "db")[0].clone();
     for id in [&ide_id, &cli_id] {
         let out = in_home(&home).args(["sync", id]).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
     }
-    assert_eq!(sources(&home), before);
+    assert_eq!(home_source_digests(&home), before);
 
     // SQLite wins for an explicit X.pb whose X.db exists
-    let db = ids(&ide, "db");
-    let shadowed = ids(&ide, "pb")
+    let db = root_ids(&ide, "db");
+    let shadowed = root_ids(&ide, "pb")
         .into_iter()
         .find(|i| db.contains(i))
         .expect("a .pb shadowed by its .db");
@@ -95,7 +52,7 @@ fn sync_and_list_across_a_cli_and_an_ide_root() {
     let text = output_text(&out);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("SQLite wins"), "{text}");
-    assert_eq!(sources(&home), before);
+    assert_eq!(home_source_digests(&home), before);
 
     // a wrong token: an authentication error naming the root, no body echoed
     let out = in_home(&home)
@@ -137,7 +94,10 @@ fn sync_and_list_across_a_cli_and_an_ide_root() {
     assert!(state(&ide_id).1.starts_with("verified"));
     assert!(state(&cli_id).1.starts_with("verified"));
     assert!(state(&shadowed).1.starts_with("verified"));
-    let untouched = ids(&cli, "db").into_iter().find(|i| *i != cli_id).unwrap();
+    let untouched = root_ids(&cli, "db")
+        .into_iter()
+        .find(|i| *i != cli_id)
+        .unwrap();
     assert_eq!(state(&untouched).1, "none");
     let modified: Vec<u64> = rows
         .iter()
@@ -182,7 +142,7 @@ fn sync_and_list_across_a_cli_and_an_ide_root() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", output_text(&out));
-    assert_eq!(sources(&home), before);
+    assert_eq!(home_source_digests(&home), before);
     cli_sim.stop();
     ide_sim.stop();
 }
@@ -221,22 +181,10 @@ fn the_documented_shape(v: &Value) {
 
 #[test]
 fn doctor_healthy_and_each_actionable_state() {
-    let home = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("two_roots_doctor");
-    let _ = std::fs::remove_dir_all(&home);
-    let plan = PlanOptions {
-        conversations: 20,
-        seed: 13,
-        near_miss_rate: 0.0,
-        fault_rate: 0.0,
-        scale: 0.05,
-    };
-    generate_home(&home, &plan, false).unwrap();
+    let (home, _) = generated_home("two_roots_doctor", 13, 0.0);
     let ide = home.join(HOME_IDE_ROOT);
-    let mut o = SimOptions::new(&ide);
-    o.load_fault_file = false;
-    o.ide_logs = Some(home.join(".config/Antigravity/logs"));
-    let sim = DaemonSim::start(o).unwrap();
-    let before = sources(&home);
+    let sim = home_ide_sim(&home);
+    let before = home_source_digests(&home);
 
     // missing sidecars: actionable
     let (code, v) = doctor(&home, &ide, None);
@@ -254,8 +202,8 @@ fn doctor_healthy_and_each_actionable_state() {
     assert_eq!(r["sidecars"]["fresh"], 0);
 
     // every conversation synced: healthy
-    let mut all = ids(&ide, "db");
-    all.extend(ids(&ide, "pb"));
+    let mut all = root_ids(&ide, "db");
+    all.extend(root_ids(&ide, "pb"));
     all.sort();
     all.dedup();
     for id in &all {
@@ -353,7 +301,7 @@ fn doctor_healthy_and_each_actionable_state() {
         all.len() - 1
     );
     assert!(rows.iter().all(|r| r["steps"].is_u64()), "{rows:?}");
-    assert_eq!(sources(&home), before);
+    assert_eq!(home_source_digests(&home), before);
 }
 
 /// A conversation this reader's rules refuse offline has no sidecar after
@@ -363,24 +311,12 @@ fn doctor_healthy_and_each_actionable_state() {
 /// still missing.
 #[test]
 fn doctor_counts_refused_conversations_as_unknown_not_missing() {
-    let home = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("two_roots_doctor_refused");
-    let _ = std::fs::remove_dir_all(&home);
-    let plan = PlanOptions {
-        conversations: 20,
-        seed: 21,
-        near_miss_rate: 0.4,
-        fault_rate: 0.0,
-        scale: 0.05,
-    };
-    generate_home(&home, &plan, false).unwrap();
+    let (home, _) = generated_home("two_roots_doctor_refused", 21, 0.4);
     let ide = home.join(HOME_IDE_ROOT);
-    let mut o = SimOptions::new(&ide);
-    o.load_fault_file = false;
-    o.ide_logs = Some(home.join(".config/Antigravity/logs"));
-    let sim = DaemonSim::start(o).unwrap();
-    let before = sources(&home);
-    let mut all = ids(&ide, "db");
-    all.extend(ids(&ide, "pb"));
+    let sim = home_ide_sim(&home);
+    let before = home_source_digests(&home);
+    let mut all = root_ids(&ide, "db");
+    all.extend(root_ids(&ide, "pb"));
     all.sort();
     all.dedup();
     let mut unknown = 0u64;
@@ -411,6 +347,6 @@ fn doctor_counts_refused_conversations_as_unknown_not_missing() {
     assert_eq!(code, 1, "{v:#}");
     assert_eq!(v["roots"][0]["sidecars"]["missing"], 1, "{v:#}");
     assert_eq!(v["roots"][0]["sidecars"]["refused"], unknown, "{v:#}");
-    assert_eq!(sources(&home), before);
+    assert_eq!(home_source_digests(&home), before);
     sim.stop();
 }

@@ -18,63 +18,16 @@
 mod common;
 
 use agy_audit::source::legacy::{decrypt, encrypt, LegacyKey};
-use agy_corpus::corpus::{generate_home, PlanOptions, HOME_CLI_ROOT, HOME_IDE_ROOT};
-use agy_corpus::sim::{DaemonSim, SimOptions};
-use common::{bin, output_text};
+use agy_corpus::corpus::{HOME_CLI_ROOT, HOME_IDE_ROOT};
+use common::{
+    bin, generated_home, home_cli_sim, home_ide_sim, home_source_digests, output_text, root_ids,
+};
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-
-/// The digest of every file of both roots that is not a sidecar.
-fn sources(home: &Path) -> BTreeMap<PathBuf, String> {
-    let mut m = BTreeMap::new();
-    for root in [HOME_CLI_ROOT, HOME_IDE_ROOT] {
-        for d in ["conversations", "implicit"] {
-            let Ok(dir) = std::fs::read_dir(home.join(root).join(d)) else {
-                continue;
-            };
-            for e in dir {
-                let p = e.unwrap().path();
-                if !p.to_string_lossy().ends_with(".trajectory.json") {
-                    let digest = agy_audit::util::sha256_tagged(&std::fs::read(&p).unwrap());
-                    m.insert(p, digest);
-                }
-            }
-        }
-    }
-    m
-}
-
-fn home(name: &str) -> PathBuf {
-    let h = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&h);
-    let plan = PlanOptions {
-        conversations: 20,
-        seed: 21,
-        near_miss_rate: 0.0,
-        fault_rate: 0.0,
-        scale: 0.05,
-    };
-    generate_home(&h, &plan, false).unwrap();
-    h
-}
-
-fn cli_sim(home: &Path) -> DaemonSim {
-    let mut o = SimOptions::new(home.join(HOME_CLI_ROOT));
-    o.load_fault_file = false;
-    DaemonSim::start(o).unwrap()
-}
-
-fn ide_sim(home: &Path) -> DaemonSim {
-    let mut o = SimOptions::new(home.join(HOME_IDE_ROOT));
-    o.load_fault_file = false;
-    o.ide_logs = Some(home.join(".config/Antigravity/logs"));
-    DaemonSim::start(o).unwrap()
-}
 
 fn in_home(home: &Path) -> Command {
     let mut c = bin();
@@ -87,23 +40,10 @@ fn in_home(home: &Path) -> Command {
     c
 }
 
-/// The ids of a root's files with extension `ext`.
-fn ids(root: &Path, ext: &str) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(root.join("conversations"))
-        .unwrap()
-        .filter_map(|e| {
-            let n = e.unwrap().file_name().into_string().unwrap();
-            n.strip_suffix(&format!(".{ext}")).map(str::to_string)
-        })
-        .collect();
-    v.sort();
-    v
-}
-
 /// A legacy `.pb` no `.db` shadows.
 fn lone_pb(root: &Path) -> PathBuf {
-    let db = ids(root, "db");
-    let id = ids(root, "pb")
+    let db = root_ids(root, "db");
+    let id = root_ids(root, "pb")
         .into_iter()
         .find(|i| !db.contains(i))
         .expect("a legacy .pb without a .db");
@@ -144,16 +84,16 @@ fn once(home: &Path) -> (i32, String) {
 
 #[test]
 fn once_syncs_refreshes_other_readers_and_other_profiles_and_leaves_foreign_files_alone() {
-    let home = home("watch_once_home");
+    let (home, _) = generated_home("watch_once_home", 21, 0.0);
     let cli = home.join(HOME_CLI_ROOT);
     let ide = home.join(HOME_IDE_ROOT);
-    let (cli_daemon, ide_daemon) = (cli_sim(&home), ide_sim(&home));
-    let before = sources(&home);
+    let (cli_daemon, ide_daemon) = (home_cli_sim(&home), home_ide_sim(&home));
+    let before = home_source_digests(&home);
 
     // a file of the user's at one conversation's sidecar path
     let foreign_src = cli
         .join("conversations")
-        .join(format!("{}.db", ids(&cli, "db")[0]));
+        .join(format!("{}.db", root_ids(&cli, "db")[0]));
     let foreign = sidecar(&foreign_src);
     std::fs::write(&foreign, b"my notes, not a sidecar\n").unwrap();
 
@@ -176,10 +116,10 @@ fn once_syncs_refreshes_other_readers_and_other_profiles_and_leaves_foreign_file
         ),
         "synced and wrote lines carry the source-only reason\n{text}"
     );
-    assert_eq!(sources(&home), before);
+    assert_eq!(home_source_digests(&home), before);
     let mut all = Vec::new();
     for root in [&cli, &ide] {
-        for id in ids(root, "db").into_iter().chain(ids(root, "pb")) {
+        for id in root_ids(root, "db").into_iter().chain(root_ids(root, "pb")) {
             let src = ["db", "pb"]
                 .iter()
                 .map(|e| root.join("conversations").join(format!("{id}.{e}")))
@@ -233,14 +173,14 @@ fn once_syncs_refreshes_other_readers_and_other_profiles_and_leaves_foreign_file
     // rewritten with its mtime restored
     let other = sidecar(
         &ide.join("conversations")
-            .join(format!("{}.db", ids(&ide, "db")[0])),
+            .join(format!("{}.db", root_ids(&ide, "db")[0])),
     );
     let mut doc = read_json(&other);
     doc["agyReader"] = serde_json::json!({"otherReader": {"seen": true}});
     std::fs::write(&other, serde_json::to_vec(&doc).unwrap()).unwrap();
     let old_profile = sidecar(
         &ide.join("conversations")
-            .join(format!("{}.db", ids(&ide, "db")[1])),
+            .join(format!("{}.db", root_ids(&ide, "db")[1])),
     );
     let mut doc = read_json(&old_profile);
     doc["agyReader"]["completeness"]["profile"] = "sqlite-v1-format0-agy-1.3.0-19be6af38f7b".into();
@@ -251,7 +191,7 @@ fn once_syncs_refreshes_other_readers_and_other_profiles_and_leaves_foreign_file
         .unwrap()["agyReader"]["completeness"]["sourceDigest"]
         .clone();
     reseal_keeping_mtime(&pb, 77);
-    let before = sources(&home);
+    let before = home_source_digests(&home);
 
     let (code, text) = once(&home);
     assert_eq!(code, 1, "{text}");
@@ -286,7 +226,7 @@ fn once_syncs_refreshes_other_readers_and_other_profiles_and_leaves_foreign_file
         std::fs::read(&foreign).unwrap(),
         b"my notes, not a sidecar\n"
     );
-    assert_eq!(sources(&home), before);
+    assert_eq!(home_source_digests(&home), before);
     cli_daemon.stop();
     ide_daemon.stop();
 }
@@ -337,9 +277,9 @@ impl Log {
 
 #[test]
 fn a_running_watch_catches_ctime_recovers_a_killed_daemon_and_drains_on_sigterm() {
-    let home = home("watch_loop_home");
+    let (home, _) = generated_home("watch_loop_home", 21, 0.0);
     let cli = home.join(HOME_CLI_ROOT);
-    let (cli_daemon, ide_daemon) = (cli_sim(&home), ide_sim(&home));
+    let (cli_daemon, ide_daemon) = (home_cli_sim(&home), home_ide_sim(&home));
     let mut child = in_home(&home)
         .args(["watch", "--interval", "100ms", "--idle-timeout", "5m"])
         .stderr(Stdio::piped())
@@ -384,7 +324,7 @@ fn a_running_watch_catches_ctime_recovers_a_killed_daemon_and_drains_on_sigterm(
     // bound: caught at once because ctime moved
     let pb = lone_pb(&cli);
     let id = pb.file_stem().unwrap().to_string_lossy().into_owned();
-    let before = sources(&home);
+    let before = home_source_digests(&home);
     // past the first pass's second, so that even a filesystem keeping whole
     // seconds moves ctime
     std::thread::sleep(Duration::from_millis(1100));
@@ -400,7 +340,7 @@ fn a_running_watch_catches_ctime_recovers_a_killed_daemon_and_drains_on_sigterm(
     cli_daemon.stop();
     let victim = sidecar(
         &cli.join("conversations")
-            .join(format!("{}.db", ids(&cli, "db")[0])),
+            .join(format!("{}.db", root_ids(&cli, "db")[0])),
     );
     std::fs::remove_file(&victim).unwrap();
     log.wait_for("watch: daemon of the cli root");
@@ -413,7 +353,7 @@ fn a_running_watch_catches_ctime_recovers_a_killed_daemon_and_drains_on_sigterm(
     );
     assert!(!victim.exists());
     // back on another port: found again in cli.log
-    let cli_daemon = cli_sim(&home);
+    let cli_daemon = home_cli_sim(&home);
     log.wait_for("recovered");
     log.wait_for(&format!("watch: wrote {}", victim.display()));
     assert!(victim.exists());
@@ -440,7 +380,7 @@ fn a_running_watch_catches_ctime_recovers_a_killed_daemon_and_drains_on_sigterm(
         "{}",
         log.seen.join("\n")
     );
-    let mut after = sources(&home);
+    let mut after = home_source_digests(&home);
     let mut expected = before;
     expected.remove(&pb);
     after.remove(&pb);

@@ -975,3 +975,82 @@ pub fn generated_daemon_views(
     let _ = std::fs::remove_dir_all(&dir);
     (schema, out)
 }
+
+/// A fresh generated two-root home (`corpus generate --home`) under the
+/// test's temporary directory: 20 conversations at scale 0.05, no faults,
+/// `near_miss_rate` of them near misses.
+pub fn generated_home(
+    name: &str,
+    seed: u64,
+    near_miss_rate: f64,
+) -> (PathBuf, agy_corpus::corpus::HomeSummary) {
+    let home = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&home);
+    let plan = agy_corpus::corpus::PlanOptions {
+        conversations: 20,
+        seed,
+        near_miss_rate,
+        fault_rate: 0.0,
+        scale: 0.05,
+    };
+    let summary = agy_corpus::corpus::generate_home(&home, &plan, false).unwrap();
+    (home, summary)
+}
+
+/// The simulated CLI daemon of a generated home's CLI root (no fault file).
+pub fn home_cli_sim(home: &Path) -> agy_corpus::sim::DaemonSim {
+    let mut o = agy_corpus::sim::SimOptions::new(home.join(agy_corpus::corpus::HOME_CLI_ROOT));
+    o.load_fault_file = false;
+    agy_corpus::sim::DaemonSim::start(o).unwrap()
+}
+
+/// The simulated IDE daemon of a generated home's IDE root (no fault file;
+/// its port and CSRF token in HOME/.config/Antigravity/logs).
+pub fn home_ide_sim(home: &Path) -> agy_corpus::sim::DaemonSim {
+    let mut o = agy_corpus::sim::SimOptions::new(home.join(agy_corpus::corpus::HOME_IDE_ROOT));
+    o.load_fault_file = false;
+    o.ide_logs = Some(home.join(".config/Antigravity/logs"));
+    agy_corpus::sim::DaemonSim::start(o).unwrap()
+}
+
+/// The SHA-256 of every source file of a generated home's two roots: each
+/// root's summaries index and every file under conversations/ and
+/// implicit/ except the sidecars agy-audit writes (outputs).
+pub fn home_source_digests(home: &Path) -> std::collections::BTreeMap<PathBuf, String> {
+    let mut m = std::collections::BTreeMap::new();
+    for root in [
+        agy_corpus::corpus::HOME_CLI_ROOT,
+        agy_corpus::corpus::HOME_IDE_ROOT,
+    ] {
+        let summaries = home.join(root).join("conversation_summaries.db");
+        if let Ok(b) = std::fs::read(&summaries) {
+            m.insert(summaries, agy_audit::util::sha256_tagged(&b));
+        }
+        for d in ["conversations", "implicit"] {
+            let Ok(dir) = std::fs::read_dir(home.join(root).join(d)) else {
+                continue;
+            };
+            for e in dir {
+                let p = e.unwrap().path();
+                if !p.to_string_lossy().ends_with(".trajectory.json") {
+                    let digest = agy_audit::util::sha256_tagged(&std::fs::read(&p).unwrap());
+                    m.insert(p, digest);
+                }
+            }
+        }
+    }
+    m
+}
+
+/// The sorted ids of a root's conversations/ files with extension `ext`.
+pub fn root_ids(root: &Path, ext: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(root.join("conversations"))
+        .unwrap()
+        .filter_map(|e| {
+            let n = e.unwrap().file_name().into_string().unwrap();
+            n.strip_suffix(&format!(".{ext}")).map(str::to_string)
+        })
+        .collect();
+    v.sort();
+    v
+}
