@@ -45,34 +45,23 @@ fn sync_and_export_offline_resolve_ids_across_roots() {
     let ide_id = root_ids(&ide, "db")[1].clone();
 
     // --root repeated: the id is found in the second root, and synced with
-    // that root's own daemon (the CLI's, no token) and sidecar
-    let mut c = in_home(&home);
-    c.arg("sync")
-        .arg(&cli_id)
-        .arg("--root")
-        .arg(&ide)
-        .arg("--root")
-        .arg(&cli);
-    let (code, text, _) = run(c);
-    assert_eq!(code, 0, "{text}");
-    assert!(cli
-        .join("conversations")
-        .join(format!("{cli_id}.trajectory.json"))
-        .is_file());
-    // and the IDE's id with its daemon and the token from the IDE's logs
-    let mut c = in_home(&home);
-    c.arg("sync")
-        .arg(&ide_id)
-        .arg("--root")
-        .arg(&cli)
-        .arg("--root")
-        .arg(&ide);
-    let (code, text, _) = run(c);
-    assert_eq!(code, 0, "{text}");
-    assert!(ide
-        .join("conversations")
-        .join(format!("{ide_id}.trajectory.json"))
-        .is_file());
+    // that root's own daemon (the CLI's, no token) and sidecar; and the
+    // IDE's id with its daemon and the token from the IDE's logs
+    for (id, first, own) in [(&cli_id, &ide, &cli), (&ide_id, &cli, &ide)] {
+        let mut c = in_home(&home);
+        c.arg("sync")
+            .arg(id)
+            .arg("--root")
+            .arg(first)
+            .arg("--root")
+            .arg(own);
+        let (code, text, _) = run(c);
+        assert_eq!(code, 0, "{text}");
+        assert!(own
+            .join("conversations")
+            .join(format!("{id}.trajectory.json"))
+            .is_file());
+    }
     // an id that none of the given roots holds: a usage error naming them
     let mut c = in_home(&home);
     c.arg("sync").arg(&ide_id).arg("--root").arg(&cli);
