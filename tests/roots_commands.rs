@@ -327,14 +327,18 @@ fn refusals_are_named_in_every_daemon_command_and_the_token_only_when_known() {
             "application/json",
             &format!("{{\"code\":\"unauthenticated\",\"message\":\"{secret}\"}}"),
         );
+        // exit 1, an authentication error naming the root, never the body
+        let refused = |code: i32, text: &str| {
+            assert_eq!(code, 1, "{text}");
+            assert!(text.contains("authentication error"), "{text}");
+            assert!(
+                text.contains(&format!("cli root {}", cli.display())),
+                "{text}"
+            );
+            assert!(!text.contains(secret), "{text}");
+        };
         let (code, text, _) = sync(&cli, &cli_id, &[]);
-        assert_eq!(code, 1, "{text}");
-        assert!(text.contains("authentication error"), "{text}");
-        assert!(
-            text.contains(&format!("cli root {}", cli.display())),
-            "{text}"
-        );
-        assert!(!text.contains(secret), "{text}");
+        refused(code, &text);
         assert!(!rec.tokens().is_empty());
         assert!(
             rec.tokens().iter().all(Option::is_none),
@@ -342,13 +346,7 @@ fn refusals_are_named_in_every_daemon_command_and_the_token_only_when_known() {
             rec.tokens()
         );
         let (code, text, _) = sweep(&cli, &format!("sweep-{status}"));
-        assert_eq!(code, 1, "{text}");
-        assert!(text.contains("authentication error"), "{text}");
-        assert!(
-            text.contains(&format!("cli root {}", cli.display())),
-            "{text}"
-        );
-        assert!(!text.contains(secret), "{text}");
+        refused(code, &text);
         let m: Value = serde_json::from_slice(
             &std::fs::read(home.join(format!("sweep-{status}/manifest.json"))).unwrap(),
         )
