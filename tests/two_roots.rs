@@ -347,6 +347,27 @@ fn doctor_counts_refused_conversations_as_unknown_not_missing() {
     assert_eq!(code, 1, "{v:#}");
     assert_eq!(v["roots"][0]["sidecars"]["missing"], 1, "{v:#}");
     assert_eq!(v["roots"][0]["sidecars"]["refused"], unknown, "{v:#}");
+
+    // a verified-source-only attestation whose source-only record no
+    // longer matches the source (the payload digest excludes agyReader, so
+    // only the record tells): stale, as `watch` and `sync --recheck` judge it
+    let with_record = verified[1..]
+        .iter()
+        .map(|id| {
+            ide.join("conversations")
+                .join(format!("{id}.trajectory.json"))
+        })
+        .find(|p| {
+            let d: Value = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
+            d["agyReader"]["completeness"]["verdict"] == "verified-source-only"
+        })
+        .expect("the plan has a source-only conversation");
+    let mut d: Value = serde_json::from_slice(&std::fs::read(&with_record).unwrap()).unwrap();
+    d["agyReader"]["completeness"]["sourceOnly"][0]["occurrences"] = Value::from(999);
+    std::fs::write(&with_record, serde_json::to_vec(&d).unwrap()).unwrap();
+    let (code, v) = doctor(&home, &ide, None);
+    assert_eq!(code, 1, "{v:#}");
+    assert_eq!(v["roots"][0]["sidecars"]["stale"], 1, "{v:#}");
     assert_eq!(home_source_digests(&home), before);
     sim.stop();
 }

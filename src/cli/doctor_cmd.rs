@@ -75,12 +75,20 @@ pub(super) fn recheck(
         Ok(now) => {
             let ok = match recheck::recheck(&now, doc, saved) {
                 Ok(()) => true,
-                // this command's rule: the source-only record and the
-                // verdict kind are not judged, and an attestation that is
-                // not a verified one needs no qualifying source
-                Err(Drift::SourceOnlyChanged | Drift::KindChanged(_)) => true,
+                // An attestation that is not a verified one needs no
+                // qualifying source (a refused source stays refused).
                 Err(Drift::NoLongerQualifies(_)) => !recheck::is_verified(saved.verdict),
-                Err(Drift::OtherProfile | Drift::SourceChanged | Drift::PayloadChanged) => false,
+                // A changed source-only record is incomplete, like a
+                // changed payload (the specification's recheck), and a
+                // changed verdict kind is no longer what was attested:
+                // both stale, as `watch` and `sync --recheck` judge them.
+                Err(
+                    Drift::SourceOnlyChanged
+                    | Drift::KindChanged(_)
+                    | Drift::OtherProfile
+                    | Drift::SourceChanged
+                    | Drift::PayloadChanged,
+                ) => false,
             };
             let same_profile = now.source.profile == saved.profile;
             (ok, same_profile, Some(now.source.steps))
