@@ -41,6 +41,29 @@ fn single(payload: &[u8], number: u32) -> Result<Option<(&[u8], WireType)>, ()> 
     Ok(found)
 }
 
+/// One field's answer from [`single`].
+type Single<'a> = Result<Option<(&'a [u8], WireType)>, ()>;
+
+/// [`single`] for several field numbers in one pass over the encoding:
+/// entry `i` is exactly `single(payload, numbers[i])` (each number's answer
+/// depends only on its own occurrences before the first ill-formed field).
+/// A number that cannot occur (0) answers `Ok(None)`.
+fn singles<'a, const N: usize>(payload: &'a [u8], numbers: [u32; N]) -> [Single<'a>; N] {
+    let mut out: [Single<'a>; N] = [Ok(None); N];
+    for f in FieldIter::new(payload) {
+        let Ok(f) = f else { break };
+        for (slot, &n) in out.iter_mut().zip(&numbers) {
+            if f.number == n {
+                *slot = match slot {
+                    Ok(None) => Ok(Some((f.value, f.wire_type))),
+                    _ => Err(()),
+                };
+            }
+        }
+    }
+    out
+}
+
 fn varint_value(v: Option<(&[u8], WireType)>) -> i64 {
     match v {
         Some((b, WireType::Varint)) => {
@@ -127,24 +150,40 @@ struct Expected<'a> {
 /// The fast path: every compared field occurs at most once.
 fn expected_single<'a>(names: &Names, payload: &'a [u8]) -> Expected<'a> {
     let s = names.step_fields;
-    let one = |n: u32| single(payload, n).ok().flatten();
-    let blob = |n: u32| match one(n) {
+    // One pass over the payload for every compared field (field number 0
+    // never occurs, so an absent subtrajectory number finds nothing).
+    let [generic, step_type, status, metadata, error, permissions, task_details, subtrajectory] =
+        singles(
+            payload,
+            [
+                s.generic,
+                s.r#type,
+                s.status,
+                s.metadata,
+                s.error,
+                s.permissions,
+                s.task_details,
+                s.subtrajectory.unwrap_or(0),
+            ],
+        )
+        .map(|r| r.ok().flatten());
+    let blob = |v: Option<(&'a [u8], WireType)>| match v {
         Some((b, _)) => Observed::Bytes(b),
         None => Observed::Absent,
     };
-    let render = one(s.generic)
+    let render = generic
         .and_then(|(g, _)| single(g, names.generic_result).ok().flatten())
         .and_then(|(r, _)| single(r, names.result_render_info).ok().flatten());
     Expected {
-        step_type: varint_value(one(s.r#type)),
-        status: varint_value(one(s.status)),
+        step_type: varint_value(step_type),
+        status: varint_value(status),
         blobs: [
-            blob(s.metadata),
-            blob(s.error),
-            blob(s.permissions),
-            blob(s.task_details),
+            blob(metadata),
+            blob(error),
+            blob(permissions),
+            blob(task_details),
         ],
-        subtrajectory: s.subtrajectory.is_some_and(|n| one(n).is_some()),
+        subtrajectory: s.subtrajectory.is_some() && subtrajectory.is_some(),
         render: match render {
             Some((b, _)) => Observed::Bytes(b),
             None => Observed::Absent,
@@ -358,4 +397,33 @@ pub fn check_step_row(names: &Names, row: &StepRow) -> Vec<Refusal> {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::wire::{put_len_field, put_varint_field};
+
+    /// `singles` answers exactly what `single` answers, number by number:
+    /// absent, one value, repeated, and cut off by an ill-formed field.
+    #[test]
+    fn singles_agrees_with_single() {
+        let mut p = Vec::new();
+        put_varint_field(&mut p, 1, 7);
+        put_len_field(&mut p, 2, b"a");
+        put_len_field(&mut p, 3, b"b");
+        put_len_field(&mut p, 2, b"c");
+        put_varint_field(&mut p, 5, 300);
+        let mut cut = p.clone();
+        cut.push(0x0e); // invalid wire type: iteration stops here
+        put_varint_field(&mut cut, 4, 1);
+        put_varint_field(&mut cut, 1, 8);
+        for payload in [&p[..], &cut[..], &[][..]] {
+            let numbers = [1, 2, 3, 4, 5, 6, 0];
+            let got = singles(payload, numbers);
+            for (n, g) in numbers.iter().zip(got) {
+                assert_eq!(g, single(payload, *n), "field {n}");
+            }
+        }
+    }
 }

@@ -83,6 +83,19 @@ impl std::fmt::Display for WireError {
 /// Reads a varint at `*pos`, advancing it.
 #[inline]
 pub fn read_varint(buf: &[u8], pos: &mut usize) -> Result<u64, WireError> {
+    // Most keys and lengths are one byte: take it without the loop. The
+    // result, and `pos`, are exactly what the loop below gives.
+    if let Some(&b) = buf.get(*pos) {
+        if b < 0x80 {
+            *pos += 1;
+            return Ok(u64::from(b));
+        }
+    }
+    read_varint_long(buf, pos)
+}
+
+/// [`read_varint`]'s general case: up to ten bytes, the tenth at most 1.
+fn read_varint_long(buf: &[u8], pos: &mut usize) -> Result<u64, WireError> {
     let mut value: u64 = 0;
     for i in 0..10 {
         let b = *buf.get(*pos).ok_or(WireError::Truncated)?;
