@@ -23,7 +23,7 @@
 //! tool turn added when it invokes. The members stay clean: their truth is
 //! the truth of the steps they carry, as for any other conversation.
 
-use super::plan::{ConvPlan, CorpusPlan, Format, Recipe, StepKind};
+use super::plan::{ConvPlan, CorpusPlan, Recipe, StepKind};
 use super::rng::Rng;
 use std::collections::BTreeSet;
 
@@ -97,14 +97,7 @@ impl Families {
 /// children too; a modern invocation names its own made-up children).
 /// A clone is written without a `-wal` tail (every step checkpointed).
 fn candidate(cp: &ConvPlan) -> bool {
-    cp.near_miss.is_none()
-        && cp.fault.is_none()
-        && cp.format == Format::Sqlite
-        && !cp.also_pb
-        && cp.parent.is_none()
-        && cp.children.is_empty()
-        && !cp.fork_ref
-        && cp.root == cp.id
+    cp.clean_standalone_sqlite()
         && cp.planner50.is_empty()
         && !cp.steps.iter().any(|s| {
             matches!(

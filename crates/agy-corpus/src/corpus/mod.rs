@@ -718,17 +718,7 @@ pub const GENERATOR_DIGEST: &str = env!("AGY_CORPUS_BUILD_DIGEST");
 pub const STAMP: &str = ".truth/generation.json";
 
 fn stamp(plan: &PlanOptions) -> Vec<u8> {
-    let v = json!({
-        "generatorDigest": GENERATOR_DIGEST,
-        "conversations": plan.conversations,
-        "seed": plan.seed,
-        "nearMissRate": plan.near_miss_rate,
-        "faultRate": plan.fault_rate,
-        "scale": plan.scale,
-    });
-    let mut bytes = serde_json::to_vec_pretty(&v).unwrap_or_default();
-    bytes.push(b'\n');
-    bytes
+    stamp_of(plan, None)
 }
 
 fn stamp_next(plan: &PlanOptions) -> Vec<u8> {
@@ -739,15 +729,22 @@ fn stamp_next(plan: &PlanOptions) -> Vec<u8> {
 /// next release; `families`, a home's CLI root).
 fn stamp_with(plan: &PlanOptions, what: &str) -> Vec<u8> {
     let key = if what == "next" { "release" } else { "derived" };
-    let v = json!({
+    stamp_of(plan, Some((key, what)))
+}
+
+/// The generator digest and the options, with the derived store's mark.
+fn stamp_of(plan: &PlanOptions, mark: Option<(&str, &str)>) -> Vec<u8> {
+    let mut v = json!({
         "generatorDigest": GENERATOR_DIGEST,
         "conversations": plan.conversations,
         "seed": plan.seed,
         "nearMissRate": plan.near_miss_rate,
         "faultRate": plan.fault_rate,
         "scale": plan.scale,
-        key: what,
     });
+    if let (Some((key, what)), Some(o)) = (mark, v.as_object_mut()) {
+        o.insert(key.to_string(), json!(what));
+    }
     let mut bytes = serde_json::to_vec_pretty(&v).unwrap_or_default();
     bytes.push(b'\n');
     bytes

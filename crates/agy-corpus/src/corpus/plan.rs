@@ -1115,6 +1115,21 @@ fn ser_fault<S: serde::Serializer>(f: &Option<FaultKind>, s: S) -> Result<S::Ok,
 }
 
 impl ConvPlan {
+    /// A clean, standalone SQLite conversation: no near-miss, no fault, not
+    /// shadowed by a legacy `.pb`, outside any subagent tree, no fork, its
+    /// own root. The conversations the next release and a home's subagent
+    /// families may derive from (each adds its own conditions).
+    pub fn clean_standalone_sqlite(&self) -> bool {
+        self.near_miss.is_none()
+            && self.fault.is_none()
+            && self.format == Format::Sqlite
+            && !self.also_pb
+            && self.parent.is_none()
+            && self.children.is_empty()
+            && !self.fork_ref
+            && self.root == self.id
+    }
+
     /// `trajectory_meta.source` and the trajectory's field 7: 1 (IDE) for a
     /// conversation holding an Antigravity IDE 2.25 file tool step (the
     /// ide225 reads and artifact writes, or a near-miss of one), 17 (CLI)

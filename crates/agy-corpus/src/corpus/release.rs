@@ -19,7 +19,7 @@
 //! candidates; a small corpus with fewer candidates gets fewer changes
 //! (in the order above).
 
-use super::plan::{ConvPlan, CorpusPlan, Format, NearMiss, StepKind, UnknownFieldAt};
+use super::plan::{ConvPlan, CorpusPlan, NearMiss, StepKind, UnknownFieldAt};
 use super::rng::Rng;
 
 /// Conversations that gain a refused step shape.
@@ -32,15 +32,7 @@ pub const NEW_MEMBER: &str = "displayDensity";
 pub const NEW_MEMBER_VALUE: &str = "DISPLAY_DENSITY_COMFORTABLE";
 
 fn candidate(cp: &ConvPlan) -> bool {
-    cp.near_miss.is_none()
-        && cp.fault.is_none()
-        && cp.format == Format::Sqlite
-        && !cp.also_pb
-        && cp.parent.is_none()
-        && cp.children.is_empty()
-        && !cp.fork_ref
-        && cp.root == cp.id
-        && !cp.steps.contains(&StepKind::ConversationHistory)
+    cp.clean_standalone_sqlite() && !cp.steps.contains(&StepKind::ConversationHistory)
 }
 
 /// Turns the previous release's plan into the next release's.
