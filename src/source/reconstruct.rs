@@ -56,18 +56,29 @@ pub fn trajectory_encoding(names: &Names, rows: &SqliteRows) -> Result<Vec<u8>, 
         None => {}
     }
     pieces.sort_by_key(|(n, _)| *n);
-    let size: usize = rows
-        .steps
+    // The exact size, so the buffer is allocated once and holds no slack:
+    // it becomes the source's shared encoding and stays in memory while the
+    // conversation is in flight (an estimate short by a few bytes used to
+    // double a 21 MB buffer).
+    let field = |len: usize| len_field_size(len);
+    let size: usize = pieces
         .iter()
-        .map(|s| s.step_payload.len() + 6)
-        .sum::<usize>()
-        + rows.gen_metadata.iter().map(|g| g.len() + 6).sum::<usize>()
-        + rows
-            .executor_metadata
-            .iter()
-            .map(|g| g.len() + 6)
-            .sum::<usize>()
-        + 256;
+        .map(|(n, piece)| {
+            let tag = varint_size(u64::from(*n) << 3);
+            match piece {
+                Piece::Str(s) if !s.is_empty() => tag + field(s.len()),
+                Piece::Int(v) if *v != 0 => tag + varint_size(*v as u64),
+                Piece::Msgs(list) => list.iter().map(|m| tag + field(m.len())).sum(),
+                Piece::Steps => rows
+                    .steps
+                    .iter()
+                    .map(|s| tag + field(s.step_payload.len()))
+                    .sum(),
+                Piece::Msg(m) => tag + field(m.len()),
+                Piece::Str(_) | Piece::Int(_) => 0,
+            }
+        })
+        .sum();
     let mut out = Vec::with_capacity(size);
     for (n, piece) in pieces {
         match piece {
@@ -87,5 +98,37 @@ pub fn trajectory_encoding(names: &Names, rows: &SqliteRows) -> Result<Vec<u8>, 
             Piece::Str(_) | Piece::Int(_) => {}
         }
     }
+    debug_assert_eq!(out.len(), size);
     Ok(out)
+}
+
+/// The bytes of a varint holding `v`.
+fn varint_size(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// The bytes of a length-delimited payload of `len` bytes after its tag.
+fn len_field_size(len: usize) -> usize {
+    varint_size(len as u64) + len
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::wire::put_varint;
+
+    #[test]
+    fn varint_size_is_what_put_varint_writes() {
+        let mut edges = vec![0u64, 1, u64::MAX, i64::MIN as u64, (-1i64) as u64];
+        for bits in 1..64 {
+            let p = 1u64 << bits;
+            edges.extend([p - 1, p, p + 1]);
+        }
+        for v in edges {
+            let mut out = Vec::new();
+            put_varint(&mut out, v);
+            assert_eq!(varint_size(v), out.len(), "{v}");
+        }
+        assert_eq!(len_field_size(300), 2 + 300);
+    }
 }
