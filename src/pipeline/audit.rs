@@ -258,16 +258,59 @@ fn no_daemon(prepared: &Prepared) -> SessionResult {
     )
 }
 
-/// The bracketed fetch, comparison and attestation of a prepared source.
-pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> SessionResult {
+/// The bracketed fetch, comparison and attestation of a prepared source:
+/// [`fetch_prepared`] then [`judge_fetched`], on the caller's thread.
+pub fn audit_prepared(ctx: &AuditContext<'_>, prepared: Prepared) -> SessionResult {
+    judge_fetched(ctx, fetch_prepared(ctx, prepared))
+}
+
+/// A prepared source after its bracketed fetch: what the CPU half of the
+/// audit ([`judge_fetched`]) takes from the I/O half ([`fetch_prepared`]).
+pub enum Fetched {
+    /// The session ended before any answer was compared (refused before
+    /// the fetch, no daemon, not fetched, or the source unreadable on a
+    /// retry).
+    Ended(SessionResult),
+    /// Both answers, and whether the source changed while they were
+    /// fetched (the bracket's second snapshot, taken after both answers).
+    Answered(Box<Answered>),
+}
+
+/// Both answers of a prepared source and its bracket.
+pub struct Answered {
+    prepared: Prepared,
+    full: TrajectoryResponse,
+    ordinary: TrajectoryResponse,
+    /// The source's second snapshot differed from the first.
+    changed: bool,
+    /// How many times the source was read again after a change.
+    attempt: u32,
+}
+
+impl Fetched {
+    /// The session's result, when it ended in the fetch.
+    pub fn ended(&self) -> Option<&SessionResult> {
+        match self {
+            Fetched::Ended(r) => Some(r),
+            Fetched::Answered(_) => None,
+        }
+    }
+}
+
+/// The I/O half of the audit: the bracketed fetch (snapshot, both answers,
+/// snapshot again; on a change, the source read again and fetched again, up
+/// to `bracket_retries` times). It compares nothing, so a sweep can keep
+/// many of these in flight on waiting threads and judge the answers on a
+/// few CPU threads.
+pub fn fetch_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Fetched {
     let mut attempt = 0;
     loop {
         if let Some(r) = prepared.refusal() {
-            return session(&prepared, SessionOutcome::refused(r));
+            return Fetched::Ended(session(&prepared, SessionOutcome::refused(r)));
         }
         let cascade = prepared.source.cascade_id();
         let (Some(client), true) = (ctx.client, prepared.projection.is_some()) else {
-            return no_daemon(&prepared);
+            return Fetched::Ended(no_daemon(&prepared));
         };
         let fetched = client.fetch(&cascade);
         // The bracket: snapshot the source again after both answers.
@@ -279,7 +322,7 @@ pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Session
         );
         let (full, ordinary) = match fetched {
             Ok(x) => x,
-            Err(e) => return daemon_unavailable(&prepared, &e),
+            Err(e) => return Fetched::Ended(daemon_unavailable(&prepared, &e)),
         };
         let changed = !matches!(after, Ok(true));
         if changed && attempt < ctx.bracket_retries {
@@ -289,64 +332,93 @@ pub fn audit_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Session
                     prepared = p;
                     continue;
                 }
-                Err(e) => return error_result(&prepared.source.path, prepared.source.format, &e),
+                Err(e) => {
+                    return Fetched::Ended(error_result(
+                        &prepared.source.path,
+                        prepared.source.format,
+                        &e,
+                    ))
+                }
             }
         }
-        // The whole tree, decoded only now (see `prepare`). A passing strict
-        // scan always decodes; should it not, the source is refused as it
-        // was before the fetch, and the answers are not kept.
-        if prepared.source.materialize().is_none() {
-            let refusal = prepared.refusal().unwrap_or_else(|| {
-                Refusal::new(
-                    ReasonClass::MalformedProtobuf,
-                    "",
-                    "the trajectory does not decode",
-                )
-            });
-            return session(&prepared, SessionOutcome::refused(refusal));
-        }
-        let (Some(projection), Some(persisted)) = (
-            prepared.projection.as_mut(),
-            prepared.source.trajectory.as_mut(),
-        ) else {
-            return no_daemon(&prepared);
-        };
-        let judged = if changed {
-            Err(Refusal::new(
-                ReasonClass::SourceChanged,
-                "",
-                "source changed during fetch",
-            ))
-        } else {
-            let source_only = record(&prepared.source.source_only);
-            judge(
-                ctx,
-                (&prepared.source.profile, &prepared.source.source_digest),
-                source_only,
-                projection,
-                persisted,
-                (&full, &ordinary),
-                attempt,
-            )
-        };
-        let mut result = match judged {
-            Ok(j) => {
-                let mut r = session(&prepared, j.outcome);
-                r.record.payload_digest = Some(j.payload_digest);
-                r.record.rpc_only_fields = j.rpc_only.paths;
-                r.record.rpc_only_fields_unlisted = j.rpc_only.more;
-                r.sidecar = Some(j.sidecar);
-                r.ordinary_shapes = Some(j.ordinary_shapes);
-                r
-            }
-            Err(refusal) => session(&prepared, SessionOutcome::refused(refusal)),
-        };
-        // The bodies are kept as received (valid answers only: an invalid
-        // one never got here), whatever the verdict.
-        result.full_body = Some(full.into_body());
-        result.ordinary_body = Some(ordinary.into_body());
-        return result;
+        return Fetched::Answered(Box::new(Answered {
+            prepared,
+            full,
+            ordinary,
+            changed,
+            attempt,
+        }));
     }
+}
+
+/// The CPU half of the audit: the whole tree decoded, both answers compared
+/// with the source and its projection, and, when they agree, the
+/// attestation.
+pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult {
+    let Answered {
+        mut prepared,
+        full,
+        ordinary,
+        changed,
+        attempt,
+    } = match fetched {
+        Fetched::Ended(r) => return r,
+        Fetched::Answered(a) => *a,
+    };
+    // The whole tree, decoded only now (see `prepare`). A passing strict
+    // scan always decodes; should it not, the source is refused as it
+    // was before the fetch, and the answers are not kept.
+    if prepared.source.materialize().is_none() {
+        let refusal = prepared.refusal().unwrap_or_else(|| {
+            Refusal::new(
+                ReasonClass::MalformedProtobuf,
+                "",
+                "the trajectory does not decode",
+            )
+        });
+        return session(&prepared, SessionOutcome::refused(refusal));
+    }
+    let (Some(projection), Some(persisted)) = (
+        prepared.projection.as_mut(),
+        prepared.source.trajectory.as_mut(),
+    ) else {
+        return no_daemon(&prepared);
+    };
+    let judged = if changed {
+        Err(Refusal::new(
+            ReasonClass::SourceChanged,
+            "",
+            "source changed during fetch",
+        ))
+    } else {
+        let source_only = record(&prepared.source.source_only);
+        judge(
+            ctx,
+            (&prepared.source.profile, &prepared.source.source_digest),
+            source_only,
+            projection,
+            persisted,
+            (&full, &ordinary),
+            attempt,
+        )
+    };
+    let mut result = match judged {
+        Ok(j) => {
+            let mut r = session(&prepared, j.outcome);
+            r.record.payload_digest = Some(j.payload_digest);
+            r.record.rpc_only_fields = j.rpc_only.paths;
+            r.record.rpc_only_fields_unlisted = j.rpc_only.more;
+            r.sidecar = Some(j.sidecar);
+            r.ordinary_shapes = Some(j.ordinary_shapes);
+            r
+        }
+        Err(refusal) => session(&prepared, SessionOutcome::refused(refusal)),
+    };
+    // The bodies are kept as received (valid answers only: an invalid
+    // one never got here), whatever the verdict.
+    result.full_body = Some(full.into_body());
+    result.ordinary_body = Some(ordinary.into_body());
+    result
 }
 
 /// A verified session's evidence.

@@ -1,6 +1,6 @@
 //! The staged audit pipeline: discover → snapshot + decode + project (rayon)
-//! → bracketed fetch (at most `concurrency` in flight) → compare + attest →
-//! one writer, joined by bounded crossbeam channels so memory is bounded by
+//! → bracketed fetch (at most `concurrency` in flight, on threads that only
+//! wait) → compare + attest (`jobs` threads) → one writer, joined by bounded crossbeam channels so memory is bounded by
 //! in-flight work, not corpus size.
 
 pub mod audit;
@@ -10,6 +10,7 @@ pub mod sink;
 pub mod sweep;
 
 pub use audit::{
-    audit_prepared, prepare, Answers, AuditContext, Captured, Prepared, SessionResult,
+    audit_prepared, fetch_prepared, judge_fetched, prepare, Answered, Answers, AuditContext,
+    Captured, Fetched, Prepared, SessionResult,
 };
 pub use sweep::{sweep, sweep_to, NoSink, ProgressMode, SweepOptions, SweepSink, SweepSummary};

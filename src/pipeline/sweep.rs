@@ -1,6 +1,9 @@
 //! `audit-sweep`: requalify a whole store in parallel.
 
-use super::audit::{audit_prepared, error_result, prepare, AuditContext, SessionResult};
+use super::audit::{
+    audit_prepared, error_result, fetch_prepared, judge_fetched, prepare, AuditContext, Fetched,
+    SessionResult,
+};
 use crate::discover::{discover, SourceRef};
 use crate::error::{Error, Result, UsageError};
 use crate::manifest::{Manifest, CSV_FILE, MANIFEST_FILE};
@@ -349,6 +352,10 @@ pub fn sweep_to(
     // their shape listings taken and their bodies dropped: the writer only
     // records.
     let (tx_res, rx_res) = bounded::<Written>(concurrency * 2);
+    // Fetched answers wait here for a judge thread. A fetch thread that
+    // finds it full waits holding its answers: the daemon is then ahead of
+    // the CPU, and fetching more would only hold more memory.
+    let (tx_judge, rx_judge) = bounded::<Fetched>(jobs * 2);
     let corpus = &corpus;
     let mut writer = ManifestWriter {
         out: &opts.out,
@@ -402,10 +409,16 @@ pub fn sweep_to(
                 });
             });
         }
-        // Stage 3: bracketed fetch + compare + attest, `concurrency` in flight.
+        // Stage 3: the bracketed fetch, `concurrency` in flight. These
+        // threads wait on the daemon and compare nothing: every answer is
+        // judged by stage 4's few threads, so the memory a comparison
+        // allocates and frees is churned by `jobs` threads' allocator heaps,
+        // not by `concurrency` of them (at 64, a heap per fetch thread held
+        // several times the live data).
         for _ in 0..concurrency {
             let rx_prep = rx_prep.clone();
             let tx_res = tx_res.clone();
+            let tx_judge = tx_judge.clone();
             let ctx = &ctx;
             let (client, down) = (&client, &down);
             scope.spawn(move || {
@@ -414,7 +427,13 @@ pub fn sweep_to(
                         // Not fetched, not recorded: --resume takes it.
                         continue;
                     }
-                    let r = audit_prepared(ctx, p);
+                    let f = fetch_prepared(ctx, p);
+                    let Fetched::Ended(r) = f else {
+                        if tx_judge.send(f).is_err() {
+                            break;
+                        }
+                        continue;
+                    };
                     if let Some(e) = &r.setup {
                         // a refused token or the wrong listener: the same
                         // for every conversation, said once; not recorded
@@ -441,9 +460,28 @@ pub fn sweep_to(
                 }
             });
         }
+        drop(tx_judge);
+        // Stage 4: compare + attest + the session's files, on `jobs`
+        // threads. Answers already fetched are judged even after Ctrl-C
+        // (they are evidence in hand; the queue is short).
+        for _ in 0..jobs {
+            let rx_judge = rx_judge.clone();
+            let tx_res = tx_res.clone();
+            let ctx = &ctx;
+            scope.spawn(move || {
+                for f in rx_judge.iter() {
+                    let r = written(corpus, judge_fetched(ctx, f));
+                    sink.fetched();
+                    if tx_res.send(r).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
         drop(tx_res);
         drop(rx_prep);
-        // Stage 4: the one writer.
+        drop(rx_judge);
+        // Stage 5: the one writer.
         for (r, files, shapes) in rx_res.iter() {
             writer.record(&r, files, shapes, sink);
         }
