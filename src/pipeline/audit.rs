@@ -270,7 +270,7 @@ pub enum Fetched {
     /// The session ended before any answer was compared (refused before
     /// the fetch, no daemon, not fetched, or the source unreadable on a
     /// retry).
-    Ended(SessionResult),
+    Ended(Box<SessionResult>),
     /// Both answers, and whether the source changed while they were
     /// fetched (the bracket's second snapshot, taken after both answers).
     Answered(Box<Answered>),
@@ -291,7 +291,7 @@ impl Fetched {
     /// The session's result, when it ended in the fetch.
     pub fn ended(&self) -> Option<&SessionResult> {
         match self {
-            Fetched::Ended(r) => Some(r),
+            Fetched::Ended(r) => Some(&**r),
             Fetched::Answered(_) => None,
         }
     }
@@ -306,11 +306,11 @@ pub fn fetch_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Fetched
     let mut attempt = 0;
     loop {
         if let Some(r) = prepared.refusal() {
-            return Fetched::Ended(session(&prepared, SessionOutcome::refused(r)));
+            return Fetched::Ended(Box::new(session(&prepared, SessionOutcome::refused(r))));
         }
         let cascade = prepared.source.cascade_id();
         let (Some(client), true) = (ctx.client, prepared.projection.is_some()) else {
-            return Fetched::Ended(no_daemon(&prepared));
+            return Fetched::Ended(Box::new(no_daemon(&prepared)));
         };
         let fetched = client.fetch(&cascade);
         // The bracket: snapshot the source again after both answers.
@@ -322,7 +322,7 @@ pub fn fetch_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Fetched
         );
         let (full, ordinary) = match fetched {
             Ok(x) => x,
-            Err(e) => return Fetched::Ended(daemon_unavailable(&prepared, &e)),
+            Err(e) => return Fetched::Ended(Box::new(daemon_unavailable(&prepared, &e))),
         };
         let changed = !matches!(after, Ok(true));
         if changed && attempt < ctx.bracket_retries {
@@ -333,11 +333,11 @@ pub fn fetch_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Fetched
                     continue;
                 }
                 Err(e) => {
-                    return Fetched::Ended(error_result(
+                    return Fetched::Ended(Box::new(error_result(
                         &prepared.source.path,
                         prepared.source.format,
                         &e,
-                    ))
+                    )))
                 }
             }
         }
@@ -362,7 +362,7 @@ pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult 
         changed,
         attempt,
     } = match fetched {
-        Fetched::Ended(r) => return r,
+        Fetched::Ended(r) => return *r,
         Fetched::Answered(a) => *a,
     };
     // The whole tree, decoded only now (see `prepare`). A passing strict

@@ -452,7 +452,7 @@ pub fn sweep_to(
                             continue;
                         }
                     }
-                    let r = written(corpus, r);
+                    let r = written(corpus, *r);
                     sink.fetched();
                     if tx_res.send(r).is_err() {
                         break;
