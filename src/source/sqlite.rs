@@ -209,6 +209,12 @@ pub fn companions(db: &Path) -> [PathBuf; 3] {
 
 /// Reads a regular, non-symlinked file.
 fn read_plain(path: &Path) -> Result<Vec<u8>> {
+    check_plain(path)?;
+    fs::read(path).map_err(|e| Error::io(path, e))
+}
+
+/// A conversation source's file must be a regular file, not a link.
+fn check_plain(path: &Path) -> Result<()> {
     let meta = fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
     if meta.file_type().is_symlink() {
         return Err(Error::corrupt(
@@ -220,7 +226,7 @@ fn read_plain(path: &Path) -> Result<Vec<u8>> {
     if !meta.is_file() {
         return Err(Error::corrupt(path, "file", "not a regular file"));
     }
-    fs::read(path).map_err(|e| Error::io(path, e))
+    Ok(())
 }
 
 /// Reads `db` (and its `-wal`/`-journal`) and opens a private image of its state.
@@ -235,28 +241,78 @@ pub fn snapshot_fingerprinted(db: &Path) -> Result<(Snapshot, [u8; 32])> {
     Ok((build(db, Strategy::Auto, main, wal, journal)?, fp))
 }
 
-/// The [`fingerprint`] of `db` and its companions as they are now.
+/// The [`fingerprint`] of `db` and its companions as they are now (the
+/// bracket's second look at a source): the files are streamed through the
+/// hash in fixed chunks, never held whole, and read again (up to 5 times)
+/// while any of them changes under the read, as [`snapshot`] reads them.
 pub fn file_fingerprint(db: &Path) -> Result<[u8; 32]> {
-    let (main, wal, journal) = read_stable(db)?;
-    Ok(fingerprint(&main, wal.as_deref(), journal.as_deref()))
+    use sha2::{Digest, Sha256};
+    let [wal, _shm, journal] = companions(db);
+    let mut chunk = vec![0u8; 256 * 1024];
+    for _attempt in 0..5 {
+        let before = (stamp(db), stamp(&wal), stamp(&journal));
+        let mut h = Sha256::new();
+        let main_len = hash_plain(db, &mut h, &mut chunk)?;
+        h.update(main_len.to_le_bytes());
+        for (part, present) in [(&wal, before.1.is_some()), (&journal, before.2.is_some())] {
+            if present {
+                let len = hash_plain(part, &mut h, &mut chunk)?;
+                h.update(len.to_le_bytes());
+                h.update([1u8]);
+            } else {
+                h.update([0u8]);
+            }
+        }
+        let after = (stamp(db), stamp(&wal), stamp(&journal));
+        if before == after {
+            return Ok(h.finalize().into());
+        }
+    }
+    Err(Error::Sqlite {
+        path: db.to_path_buf(),
+        detail: "the database kept changing while it was copied (5 attempts)".into(),
+    })
+}
+
+/// Streams the plain file at `path` (checked as [`read_plain`] checks it)
+/// through `h`; returns its length.
+fn hash_plain(path: &Path, h: &mut sha2::Sha256, chunk: &mut [u8]) -> Result<u64> {
+    use sha2::Digest;
+    use std::io::Read;
+    check_plain(path)?;
+    let mut f = fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut len = 0u64;
+    loop {
+        let n = match f.read(chunk) {
+            Ok(0) => return Ok(len),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::io(path, e)),
+        };
+        h.update(&chunk[..n]);
+        len += n as u64;
+    }
 }
 
 /// SHA-256 over the exact bytes of the database, its `-wal` and its
-/// `-journal` (each length-prefixed, an absent file told from an empty one).
-/// Equal fingerprints mean byte-identical files, hence the same snapshot; a
+/// `-journal`: each file's bytes followed by its length, a companion's then
+/// by 1, an absent companion by 0 alone (read from the end, the encoding
+/// has one reading, so an absent file is told from an empty one). Equal
+/// fingerprints mean byte-identical files, hence the same snapshot; a
 /// different one says nothing (a checkpoint rewrites bytes, not content).
+/// Lengths follow their bytes so that [`file_fingerprint`] can stream.
 pub fn fingerprint(main: &[u8], wal: Option<&[u8]>, journal: Option<&[u8]>) -> [u8; 32] {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
-    h.update((main.len() as u64).to_le_bytes());
     h.update(main);
+    h.update((main.len() as u64).to_le_bytes());
     for part in [wal, journal] {
         match part {
             None => h.update([0u8]),
             Some(b) => {
-                h.update([1u8]);
-                h.update((b.len() as u64).to_le_bytes());
                 h.update(b);
+                h.update((b.len() as u64).to_le_bytes());
+                h.update([1u8]);
             }
         }
     }
@@ -855,4 +911,51 @@ fn read_metadata_blob(
 /// instead (NULL, text, a blob, a real).
 fn shown_int(v: Option<i64>) -> String {
     v.map_or_else(|| "NULL or not an integer".to_string(), |n| n.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The streamed fingerprint of files is the fingerprint of their bytes,
+    /// and tells an absent companion from an empty one.
+    #[test]
+    fn streamed_fingerprint_is_the_bytes_fingerprint() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("c.db");
+        let big: Vec<u8> = (0..700_000u32).map(|i| (i % 251) as u8).collect();
+        fs::write(&db, &big).unwrap();
+        let [wal, _, journal] = companions(&db);
+        let cases: [(Option<&[u8]>, Option<&[u8]>); 5] = [
+            (None, None),
+            (Some(b""), None),
+            (Some(&big[..300_001]), None),
+            (None, Some(b"j")),
+            (Some(b"w"), Some(b"")),
+        ];
+        let mut seen = Vec::new();
+        for (w, j) in cases {
+            for (p, b) in [(&wal, w), (&journal, j)] {
+                match b {
+                    Some(b) => fs::write(p, b).unwrap(),
+                    None => {
+                        let _ = fs::remove_file(p);
+                    }
+                }
+            }
+            let streamed = file_fingerprint(&db).unwrap();
+            assert_eq!(streamed, fingerprint(&big, w, j), "{w:?} {j:?}");
+            assert!(!seen.contains(&streamed), "two cases, one fingerprint");
+            seen.push(streamed);
+        }
+    }
+
+    #[test]
+    fn streamed_fingerprint_refuses_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("c.db");
+        fs::write(dir.path().join("real"), b"x").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("real"), &db).unwrap();
+        assert!(file_fingerprint(&db).is_err());
+    }
 }
