@@ -926,7 +926,8 @@ mod tests {
         let big: Vec<u8> = (0..700_000u32).map(|i| (i % 251) as u8).collect();
         fs::write(&db, &big).unwrap();
         let [wal, _, journal] = companions(&db);
-        let cases: [(Option<&[u8]>, Option<&[u8]>); 5] = [
+        type Case<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+        let cases: [Case<'_>; 5] = [
             (None, None),
             (Some(b""), None),
             (Some(&big[..300_001]), None),
