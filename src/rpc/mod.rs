@@ -647,3 +647,287 @@ impl DaemonClient {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::{Condvar, Mutex};
+    use std::time::Instant;
+
+    /// A whole, consistent GetCascadeTrajectory answer with no steps.
+    const ANSWER: &str = r#"{"trajectory":{},"numTotalSteps":0}"#;
+
+    fn http(status: &str, body: &str) -> Vec<u8> {
+        format!(
+            "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
+    }
+
+    /// One request's body from `r`, `None` at the end of the connection.
+    fn request(r: &mut BufReader<TcpStream>) -> Option<String> {
+        let mut length = 0usize;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if r.read_line(&mut line).ok()? == 0 {
+                return None;
+            }
+            let l = line.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = l.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = value.trim().parse().ok()?;
+                }
+            }
+        }
+        let mut body = vec![0u8; length];
+        r.read_exact(&mut body).ok()?;
+        String::from_utf8(body).ok()
+    }
+
+    /// A loopback HTTP server (a thread per connection, keep-alive): each
+    /// request's body goes to `respond`, whose bytes are written back
+    /// (`None`: never answered, the connection held until the client
+    /// closes it). Its URL.
+    fn serve(respond: impl Fn(&str) -> Option<Vec<u8>> + Send + Sync + 'static) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let respond = Arc::new(respond);
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let respond = respond.clone();
+                std::thread::spawn(move || {
+                    let mut out = conn.try_clone().unwrap();
+                    let mut r = BufReader::new(conn);
+                    while let Some(body) = request(&mut r) {
+                        match respond(&body) {
+                            Some(bytes) => {
+                                if out.write_all(&bytes).is_err() {
+                                    return;
+                                }
+                            }
+                            None => {
+                                // held: wait for the client to go away
+                                let _ = r.read_to_end(&mut Vec::new());
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        url
+    }
+
+    fn options() -> ClientOptions {
+        ClientOptions {
+            timeout: Duration::from_secs(60),
+            retries: 0,
+            ..ClientOptions::default()
+        }
+    }
+
+    #[test]
+    fn a_pair_is_in_flight_together() {
+        // Each request is held until both have arrived: fetched one after
+        // the other, the first would never be answered (and the server
+        // gives up on it with a 500 after 20 s).
+        let arrived = Arc::new((Mutex::new(Vec::<String>::new()), Condvar::new()));
+        let seen = arrived.clone();
+        let url = serve(move |body| {
+            let (lock, cv) = &*seen;
+            let mut bodies = lock.lock().unwrap();
+            bodies.push(body.to_string());
+            cv.notify_all();
+            let (bodies, wait) = cv
+                .wait_timeout_while(bodies, Duration::from_secs(20), |b| b.len() < 2)
+                .unwrap();
+            drop(bodies);
+            Some(if wait.timed_out() {
+                http(
+                    "500 Internal Server Error",
+                    r#"{"code":"internal","message":"alone"}"#,
+                )
+            } else {
+                http("200 OK", ANSWER)
+            })
+        });
+        let client = DaemonClient::new(&url, options()).unwrap();
+        let (full, ordinary) = client
+            .get_trajectory_pair("c1")
+            .expect("both answers, in flight together");
+        assert_eq!((full.trajectory(), ordinary.trajectory()), ("{}", "{}"));
+        let bodies = arrived.0.lock().unwrap().clone();
+        assert_eq!(bodies.len(), 2, "{bodies:?}");
+        let fulls = bodies
+            .iter()
+            .filter(|b| b.contains("CLIENT_TRAJECTORY_VERBOSITY_FULL"))
+            .count();
+        assert_eq!(fulls, 1, "one full and one ordinary request: {bodies:?}");
+    }
+
+    #[test]
+    fn a_pair_reports_the_full_requests_error_first() {
+        let url = serve(|body| {
+            Some(if body.contains("FULL") {
+                http("404 Not Found", r#"{"code":"not_found","message":"full"}"#)
+            } else {
+                http(
+                    "500 Internal Server Error",
+                    r#"{"code":"internal","message":"ordinary"}"#,
+                )
+            })
+        });
+        let client = DaemonClient::new(&url, options()).unwrap();
+        match client.get_trajectory_pair("c1") {
+            Err(RpcError::Status {
+                status, message, ..
+            }) => assert_eq!((status, message.as_str()), (404, "full")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn ctrl_c_abandons_a_pair_in_flight_at_once() {
+        let url = serve(|_| None);
+        let flag = Arc::new(AtomicBool::new(false));
+        let client = DaemonClient::new(
+            &url,
+            ClientOptions {
+                cancel: Some(flag.clone()),
+                ..options()
+            },
+        )
+        .unwrap();
+        let setter = {
+            let flag = flag.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(200));
+                flag.store(true, Ordering::SeqCst);
+            })
+        };
+        let started = Instant::now();
+        let r = client.get_trajectory_pair("c1");
+        setter.join().unwrap();
+        assert!(matches!(r, Err(RpcError::Cancelled { .. })), "{r:?}");
+        // long before the 60 s deadline
+        assert!(started.elapsed() < Duration::from_secs(30));
+        // and a later call is refused without a request
+        assert!(matches!(
+            client.load_trajectory("c2"),
+            Err(RpcError::Cancelled { .. })
+        ));
+    }
+
+    #[test]
+    fn the_deadline_bounds_a_request_that_is_never_answered() {
+        let url = serve(|_| None);
+        let client = DaemonClient::new(
+            &url,
+            ClientOptions {
+                timeout: Duration::from_secs(1),
+                retries: 2,
+                ..options()
+            },
+        )
+        .unwrap();
+        // a timeout is never retried
+        match client.get_trajectory("c1", true) {
+            Err(RpcError::Timeout { seconds, .. }) => assert_eq!(seconds, 1),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_chunked_body_past_the_cap_is_refused_while_it_streams() {
+        let url = serve(|_| {
+            let mut r = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n".to_vec();
+            for _ in 0..8 {
+                r.extend_from_slice(format!("100\r\n{}\r\n", " ".repeat(256)).as_bytes());
+            }
+            r.extend_from_slice(b"0\r\n\r\n");
+            Some(r)
+        });
+        for (cap, too_large) in [(1000, true), (2048, false)] {
+            let client = DaemonClient::new(
+                &url,
+                ClientOptions {
+                    max_body: cap,
+                    ..options()
+                },
+            )
+            .unwrap();
+            match client.load_trajectory("c1") {
+                Err(RpcError::TooLarge { limit, .. }) => {
+                    assert!(too_large);
+                    assert_eq!(limit, cap);
+                }
+                Ok(()) => assert!(!too_large),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_declared_length_past_the_cap_is_refused_before_the_body() {
+        let url = serve(|_| Some(b"HTTP/1.1 200 OK\r\ncontent-length: 5000\r\n\r\n{".to_vec()));
+        let client = DaemonClient::new(
+            &url,
+            ClientOptions {
+                max_body: 4999,
+                ..options()
+            },
+        )
+        .unwrap();
+        assert!(matches!(
+            client.load_trajectory("c1"),
+            Err(RpcError::TooLarge { limit: 4999, .. })
+        ));
+    }
+
+    #[test]
+    fn a_refusal_of_the_token_keeps_nothing_of_its_body() {
+        let url = serve(|_| Some(http("401 Unauthorized", "echo: secret-token")));
+        let client = DaemonClient::new(
+            &url,
+            ClientOptions {
+                csrf_token: Some("secret-token".into()),
+                ..options()
+            },
+        )
+        .unwrap();
+        let e = client.check_access().unwrap_err();
+        assert!(matches!(
+            e,
+            RpcError::Unauthorized {
+                status: 401,
+                token_sent: true,
+                ..
+            }
+        ));
+        assert!(!e.to_string().contains("echo"), "{e}");
+    }
+
+    #[test]
+    fn the_client_works_and_drops_inside_another_runtime() {
+        // The simulated daemon runs its own runtime; a client used or
+        // dropped on one of that runtime's threads must neither panic nor
+        // hang.
+        let url = serve(|_| Some(http("200 OK", ANSWER)));
+        let other = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let client = DaemonClient::new(&url, options()).unwrap();
+        other.block_on(async move {
+            let (full, _) = client.get_trajectory_pair("c1").unwrap();
+            assert_eq!(full.num_total_steps(), 0);
+            drop(client);
+        });
+    }
+}
