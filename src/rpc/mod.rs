@@ -696,11 +696,21 @@ mod tests {
     /// (`None`: never answered, the connection held until the client
     /// closes it). Its URL.
     fn serve(respond: impl Fn(&str) -> Option<Vec<u8>> + Send + Sync + 'static) -> String {
+        serve_counting(respond).0
+    }
+
+    /// [`serve`], and the count of connections it has accepted.
+    fn serve_counting(
+        respond: impl Fn(&str) -> Option<Vec<u8>> + Send + Sync + 'static,
+    ) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let respond = Arc::new(respond);
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = accepted.clone();
         std::thread::spawn(move || {
             for conn in listener.incoming().flatten() {
+                counter.fetch_add(1, Ordering::SeqCst);
                 let respond = respond.clone();
                 std::thread::spawn(move || {
                     let mut out = conn.try_clone().unwrap();
@@ -722,7 +732,7 @@ mod tests {
                 });
             }
         });
-        url
+        (url, accepted)
     }
 
     fn options() -> ClientOptions {
@@ -770,6 +780,25 @@ mod tests {
             .filter(|b| b.contains("CLIENT_TRAJECTORY_VERBOSITY_FULL"))
             .count();
         assert_eq!(fulls, 1, "one full and one ordinary request: {bodies:?}");
+    }
+
+    #[test]
+    fn connections_are_pooled_across_calls() {
+        let (url, accepted) = serve_counting(|_| Some(http("200 OK", ANSWER)));
+        let client = DaemonClient::new(&url, options()).unwrap();
+        for i in 0..5 {
+            client.load_trajectory(&format!("c{i}")).unwrap();
+            client.get_trajectory_pair(&format!("c{i}")).unwrap();
+            // a clone shares the pool
+            client
+                .clone()
+                .get_trajectory(&format!("c{i}"), false)
+                .unwrap();
+        }
+        // one connection per request in flight at once (the pair's two),
+        // not one per call
+        let n = accepted.load(Ordering::SeqCst);
+        assert!((1..=2).contains(&n), "{n} connections for 20 calls");
     }
 
     #[test]
