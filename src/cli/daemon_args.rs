@@ -59,6 +59,7 @@ impl DaemonArgs {
             csrf_token: self.csrf_token.clone().filter(|t| !t.is_empty()),
             cancel,
             daemon_of: None,
+            ..ClientOptions::default()
         }
     }
 

@@ -228,21 +228,15 @@ fn daemon_unavailable(p: &Prepared, e: &RpcError) -> SessionResult {
 
 /// The full and the ordinary GetCascadeTrajectory of a loaded conversation,
 /// in flight together: a conversation costs two round trips (LoadTrajectory,
-/// then this pair), not three. When both fail, the full RPC's error is the
-/// one reported, as when they were fetched in turn.
+/// then this pair), not three, and no thread
+/// ([`DaemonClient::get_trajectory_pair`]: one wait for both). When both
+/// fail, the full RPC's error is the one reported, as when they were
+/// fetched in turn.
 fn fetch_pair(
     client: &DaemonClient,
     cascade: &str,
 ) -> Result<(TrajectoryResponse, TrajectoryResponse), RpcError> {
-    std::thread::scope(|s| {
-        let full = s.spawn(|| client.get_trajectory(cascade, true));
-        let ordinary = client.get_trajectory(cascade, false);
-        // A panic in the other thread is a bug, not a daemon answer: re-raise it.
-        let full = full
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        Ok((full?, ordinary?))
-    })
+    client.get_trajectory_pair(cascade)
 }
 
 /// A prepared source with no daemon answer to compare against: refused,

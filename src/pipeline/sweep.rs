@@ -229,7 +229,14 @@ pub fn sweep_to(
             hint: "; pass --allow-empty to record an empty sweep",
         });
     }
-    let client = DaemonClient::new(&opts.endpoint, opts.client.clone())?;
+    // One pool for the whole sweep, sized to the conversations in flight.
+    let client = DaemonClient::new(
+        &opts.endpoint,
+        ClientOptions {
+            concurrency: opts.concurrency.max(1),
+            ..opts.client.clone()
+        },
+    )?;
     let root_text = root.display().to_string();
     let mut manifest = if opts.resume {
         resumed_manifest(opts, &root_text)?

@@ -1,0 +1,76 @@
+//! A sweep's threads do not grow with the requests it has in flight
+//! (issue 36: one connection pool, no thread per request).
+//!
+//! The sweep runs its fixed stages (the feeder, `--jobs` decoders, one fetch
+//! worker per conversation in flight, the writer) and the daemon client's
+//! runtime (at most two workers); before the client was asynchronous, every
+//! request also had a thread of its own, two more per conversation in
+//! flight. The sweep process's threads are counted (`/proc/<pid>/task`)
+//! every few milliseconds while it fetches against a simulated daemon that
+//! holds every answer 40 ms, so that a conversation's requests are in flight
+//! long enough to be seen.
+
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use common::*;
+use std::time::{Duration, Instant};
+
+fn threads(pid: u32) -> Option<usize> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()
+        .map(|d| d.count())
+}
+
+#[test]
+fn a_sweep_starts_no_thread_per_request() {
+    const CONCURRENCY: usize = 16;
+    const JOBS: usize = 2;
+    let dir = tempfile::tempdir().unwrap();
+    let store = small_store(dir.path(), 48, 36, 0.0, 0.1);
+    let daemon = start_sim(&store, &["--fault", "rate=1:latency:40"]);
+    let out = dir.path().join("sweep");
+    let mut child = sweep_command(&store, &out, &daemon.url)
+        .args(["--concurrency", &CONCURRENCY.to_string()])
+        .args(["--jobs", &JOBS.to_string()])
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let started = Instant::now();
+    let mut most = 0;
+    let status = loop {
+        if let Some(n) = threads(pid) {
+            most = most.max(n);
+        }
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if started.elapsed() > Duration::from_secs(600) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the sweep still runs after 600 s");
+        }
+        std::thread::sleep(Duration::from_millis(3));
+    };
+    drop(daemon);
+    assert!(
+        status.code().is_some_and(|c| c == 0 || c == 3),
+        "{status:?}"
+    );
+    let m = read_manifest(&out);
+    assert_eq!(m["counts"]["notFetched"], 0, "{}", m["counts"]);
+    assert_eq!(m["counts"]["error"], 0, "{}", m["counts"]);
+    // The fixed stages: main, feeder, the decoders' spawner and pool, the
+    // fetch workers, the client's runtime (2), and a few of the process's
+    // own (signal handling). A thread per request would add up to
+    // 2 × CONCURRENCY more.
+    eprintln!("most threads at once: {most}");
+    let bound = CONCURRENCY + JOBS + 10;
+    assert!(
+        most <= bound,
+        "the sweep ran {most} threads at once (at most {bound} expected: {CONCURRENCY} fetch workers, {JOBS} decoders and a fixed few)"
+    );
+    // and it was seen fetching at all
+    assert!(most >= CONCURRENCY, "only {most} threads seen");
+}
