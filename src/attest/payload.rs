@@ -15,7 +15,7 @@
 
 use super::{payload_digest, reader_record_with, sidecar_bytes, Completeness, NAMESPACE};
 use crate::shapes::{Listing, ListingWalk};
-use crate::util::json_walk::{self, write_string, Scalar, Visit, WalkError};
+use crate::util::json_walk::{self, Scalar, Visit, WalkError};
 use sha2::{Digest, Sha256};
 
 /// The ordinary trajectory, read for its attestation: from the text in one
@@ -318,8 +318,8 @@ impl OnePass<'_> {
 }
 
 impl Visit for OnePass<'_> {
-    fn key(&mut self, key: &str, raw: bool) -> Result<(), WalkError> {
-        self.listing.key(key, raw)?;
+    fn key(&mut self, key: &str, json: &[u8]) -> Result<(), WalkError> {
+        self.listing.key(key, json)?;
         if self.muted > 0 {
             return Ok(());
         }
@@ -362,11 +362,11 @@ impl Visit for OnePass<'_> {
             self.canon.push(b',');
         }
         let start = self.canon.len();
-        let mark = self.side.len();
-        write_string(&mut self.side, key, raw);
-        self.side.push(b':');
-        self.canon
-            .extend_from_slice(self.side.get(mark..).unwrap_or_default());
+        for out in [&mut self.side, &mut self.canon] {
+            out.push(b'"');
+            out.extend_from_slice(json);
+            out.extend_from_slice(b"\":");
+        }
         let k = self.keys.len();
         self.keys.push_str(key);
         self.members.push(Member {
@@ -413,10 +413,8 @@ impl Visit for OnePass<'_> {
         if !self.value_start(false)? {
             return Ok(());
         }
-        let mark = self.side.len();
         value.write(&mut self.side);
-        self.canon
-            .extend_from_slice(self.side.get(mark..).unwrap_or_default());
+        value.write(&mut self.canon);
         if let Scalar::Str(s, _) = value {
             match self.frames.len() {
                 1 if self.top_key == TopKey::CascadeId => self.cascade = Some(s.to_string()),

@@ -428,7 +428,7 @@ impl<'l> ListingWalk<'l> {
 }
 
 impl Visit for ListingWalk<'_> {
-    fn key(&mut self, key: &str, _raw: bool) -> Result<(), WalkError> {
+    fn key(&mut self, key: &str, _json: &[u8]) -> Result<(), WalkError> {
         if self.muted > 0 {
             return Ok(());
         }
@@ -483,14 +483,14 @@ struct Envelope<'a, 'b> {
 }
 
 impl Visit for Envelope<'_, '_> {
-    fn key(&mut self, key: &str, raw: bool) -> Result<(), WalkError> {
+    fn key(&mut self, key: &str, json: &[u8]) -> Result<(), WalkError> {
         if self.inside {
-            return self.trajectory.key(key, raw);
+            return self.trajectory.key(key, json);
         }
         if self.depth == 1 {
             self.at_trajectory = key == "trajectory";
         }
-        self.root.key(key, raw)
+        self.root.key(key, json)
     }
     fn begin_object(&mut self) -> Result<(), WalkError> {
         self.depth += 1;

@@ -32,9 +32,9 @@ pub enum Scalar<'a> {
     /// The number as `serde_json`'s arbitrary precision keeps it: as
     /// written, except an exponent, spelled `e` with an explicit sign.
     Number(&'a str),
-    /// The unescaped string; `raw` when its `serde_json` escaping is the
-    /// string itself (nothing in it needs an escape).
-    Str(&'a str, bool),
+    /// The unescaped string, and its content as `serde_json` writes it
+    /// (escaped, without the quotes).
+    Str(&'a str, &'a [u8]),
 }
 
 impl Scalar<'_> {
@@ -55,7 +55,11 @@ impl Scalar<'_> {
             Scalar::Bool(true) => out.extend_from_slice(b"true"),
             Scalar::Bool(false) => out.extend_from_slice(b"false"),
             Scalar::Number(n) => out.extend_from_slice(n.as_bytes()),
-            Scalar::Str(s, raw) => write_string(out, s, raw),
+            Scalar::Str(_, json) => {
+                out.push(b'"');
+                out.extend_from_slice(json);
+                out.push(b'"');
+            }
         }
     }
 }
@@ -63,7 +67,9 @@ impl Scalar<'_> {
 /// What the reader reports, in document order. A member is a
 /// [`Visit::key`] followed by its value; an array's elements are values.
 pub trait Visit {
-    fn key(&mut self, key: &str, raw: bool) -> Result<(), WalkError>;
+    /// `json`: the key's content as `serde_json` writes it (escaped,
+    /// without the quotes).
+    fn key(&mut self, key: &str, json: &[u8]) -> Result<(), WalkError>;
     fn begin_object(&mut self) -> Result<(), WalkError>;
     fn end_object(&mut self) -> Result<(), WalkError>;
     fn begin_array(&mut self) -> Result<(), WalkError>;
@@ -79,6 +85,7 @@ pub fn walk<V: Visit>(text: &str, v: &mut V) -> Result<(), WalkError> {
         b: text.as_bytes(),
         i: 0,
         scratch: String::new(),
+        escaped: Vec::new(),
         number: String::new(),
     };
     r.ws();
@@ -93,12 +100,15 @@ pub fn walk<V: Visit>(text: &str, v: &mut V) -> Result<(), WalkError> {
 /// Appends `s` as a JSON string escaped as `serde_json` escapes it: `"`,
 /// `\`, and the control characters (`\b \f \n \r \t`, the others `\u00xx`
 /// in lowercase hex); everything else, `/` and non-ASCII included, as is.
-/// `raw` says that nothing in `s` needs an escape.
-pub fn write_string(out: &mut Vec<u8>, s: &str, raw: bool) {
+pub fn write_string(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
-    if raw {
-        out.extend_from_slice(s.as_bytes());
-    } else {
+    write_string_content(out, s);
+    out.push(b'"');
+}
+
+/// [`write_string`] without the quotes.
+fn write_string_content(out: &mut Vec<u8>, s: &str) {
+    {
         let bytes = s.as_bytes();
         let mut start = 0;
         for (i, &b) in bytes.iter().enumerate() {
@@ -126,22 +136,30 @@ pub fn write_string(out: &mut Vec<u8>, s: &str, raw: bool) {
         }
         out.extend_from_slice(&bytes[start..]);
     }
-    out.push(b'"');
 }
 
-/// Whether nothing in `s` needs an escape.
-fn needs_no_escape(s: &[u8]) -> bool {
-    // Without an early exit, so that it vectorizes.
-    !s.iter()
-        .fold(false, |a, &b| a | (b < 0x20) | (b == b'"') | (b == b'\\'))
+/// Appends one character as `serde_json` writes it inside a string.
+fn escape_char(out: &mut Vec<u8>, ch: char) {
+    match ch {
+        '"' | '\\' | '\u{0}'..='\u{1f}' => {
+            let mut buf = [0u8; 4];
+            write_string_content(out, ch.encode_utf8(&mut buf));
+        }
+        _ => {
+            let mut buf = [0u8; 4];
+            out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+        }
+    }
 }
 
 struct Reader<'a> {
     text: &'a str,
     b: &'a [u8],
     i: usize,
-    /// An escaped string's content.
+    /// An escaped string's content, unescaped.
     scratch: String,
+    /// The same as `serde_json` escapes it.
+    escaped: Vec<u8>,
     /// A number respelled (an exponent).
     number: String,
 }
@@ -246,12 +264,9 @@ impl<'a> Reader<'a> {
                 match content {
                     Content::Raw(s, e) => {
                         let s = self.slice(s, e)?;
-                        v.scalar(Scalar::Str(s, true))
+                        v.scalar(Scalar::Str(s, s.as_bytes()))
                     }
-                    Content::Unescaped => {
-                        let raw = needs_no_escape(self.scratch.as_bytes());
-                        v.scalar(Scalar::Str(&self.scratch, raw))
-                    }
+                    Content::Unescaped => v.scalar(Scalar::Str(&self.scratch, &self.escaped)),
                 }
             }
             Some(b'-' | b'0'..=b'9') => {
@@ -276,12 +291,9 @@ impl<'a> Reader<'a> {
         match content {
             Content::Raw(s, e) => {
                 let s = self.slice(s, e)?;
-                v.key(s, true)
+                v.key(s, s.as_bytes())
             }
-            Content::Unescaped => {
-                let raw = needs_no_escape(self.scratch.as_bytes());
-                v.key(&self.scratch, raw)
-            }
+            Content::Unescaped => v.key(&self.scratch, &self.escaped),
         }
     }
 
@@ -319,17 +331,22 @@ impl<'a> Reader<'a> {
             }
         }
         self.scratch.clear();
+        self.escaped.clear();
         let mut from = start;
         let mut at = stop;
         loop {
             match self.b.get(at) {
                 Some(b'"') => {
-                    self.scratch.push_str(self.slice(from, at)?);
+                    let seg = self.slice(from, at)?;
+                    self.scratch.push_str(seg);
+                    self.escaped.extend_from_slice(seg.as_bytes());
                     self.i = at + 1;
                     return Ok(Content::Unescaped);
                 }
                 Some(b'\\') => {
-                    self.scratch.push_str(self.slice(from, at)?);
+                    let seg = self.slice(from, at)?;
+                    self.scratch.push_str(seg);
+                    self.escaped.extend_from_slice(seg.as_bytes());
                     self.i = at + 1;
                     self.escape()?;
                     from = self.i;
@@ -395,6 +412,7 @@ impl<'a> Reader<'a> {
             _ => return Err(self.err("invalid escape")),
         };
         self.scratch.push(ch);
+        escape_char(&mut self.escaped, ch);
         Ok(())
     }
 
@@ -558,9 +576,9 @@ impl KeySet {
 }
 
 impl<V: Visit> Visit for NoRepeatedKeys<V> {
-    fn key(&mut self, key: &str, raw: bool) -> Result<(), WalkError> {
+    fn key(&mut self, key: &str, json: &[u8]) -> Result<(), WalkError> {
         self.keys.key(key);
-        self.inner.key(key, raw)
+        self.inner.key(key, json)
     }
     fn begin_object(&mut self) -> Result<(), WalkError> {
         self.keys.begin(true);
@@ -613,9 +631,9 @@ impl Compact {
 
 #[cfg(test)]
 impl Visit for Compact {
-    fn key(&mut self, key: &str, raw: bool) -> Result<(), WalkError> {
+    fn key(&mut self, key: &str, json: &[u8]) -> Result<(), WalkError> {
         self.value_start(true);
-        write_string(&mut self.out, key, raw);
+        Scalar::Str(key, json).write(&mut self.out);
         self.out.push(b':');
         Ok(())
     }
@@ -749,12 +767,21 @@ mod tests {
     fn escapes_as_serde_json() {
         let all: String = (0u32..0x300).filter_map(char::from_u32).collect();
         let mut out = Vec::new();
-        write_string(&mut out, &all, false);
+        write_string(&mut out, &all);
         assert_eq!(out, serde_json::to_vec(&all).unwrap());
-        let mut out = Vec::new();
-        let plain = "abc/é";
-        assert!(needs_no_escape(plain.as_bytes()));
-        write_string(&mut out, plain, true);
-        assert_eq!(out, serde_json::to_vec(plain).unwrap());
+        for ch in all.chars() {
+            let mut out = Vec::new();
+            escape_char(&mut out, ch);
+            let want = serde_json::to_vec(&ch.to_string()).unwrap();
+            assert_eq!(out, want[1..want.len() - 1], "{ch:?}");
+        }
+        // Every \u escape of the BMP (surrogates aside), read back as
+        // serde_json writes it.
+        for n in (0u32..0x10000).filter(|n| !(0xD800..0xE000).contains(n)) {
+            for t in [format!("\"\\u{n:04x}\""), format!("\"x\\u{n:04X}\\n\"")] {
+                let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+                assert_eq!(compact(&t).unwrap(), v.to_string(), "{t}");
+            }
+        }
     }
 }
