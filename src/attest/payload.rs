@@ -105,6 +105,7 @@ pub fn read(text: &str) -> Result<Read, WalkError> {
         done: false,
     };
     json_walk::walk(text, &mut pass)?;
+    pass.listing.finish();
     let (Some(splice), true) = (pass.splice, pass.done) else {
         return Err(refused("the top level is not an object"));
     };

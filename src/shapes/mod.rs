@@ -186,7 +186,10 @@ impl Listing {
         });
         let walked = json_walk::walk(text, &mut v);
         let found = v.inner.found;
-        drop(v);
+        if walked.is_ok() {
+            v.inner.root.finish();
+            v.inner.trajectory.finish();
+        }
         if walked.is_err() {
             self.entries.clear();
             return walked;
@@ -370,81 +373,163 @@ impl Listing {
 
 /// [`Listing::walk`] as a [`Visit`]or of the text: the same paths and
 /// types, opaque paths not descended, the excluded member skipped, without a
-/// tree. The caller sees to repeated keys ([`NoRepeatedKeys`]).
+/// tree. The paths are nodes of a trie built as the walk meets them (a
+/// member's node found among its parent's by key, never a whole path looked
+/// up), written into the listing by [`ListingWalk::finish`]. The caller sees
+/// to repeated keys ([`NoRepeatedKeys`]).
 pub struct ListingWalk<'l> {
     listing: &'l mut Listing,
-    path: String,
-    /// Per open container walked: the path's length at its start.
-    stack: Vec<usize>,
+    /// The trie; node 0 is the root (the empty path).
+    nodes: Vec<PathNode>,
+    /// Per open container walked: its node and whether it is an array.
+    stack: Vec<(u32, bool)>,
+    /// The node of the member whose key was just read.
+    member: u32,
     /// Open containers inside an opaque or excluded value (not walked).
     muted: usize,
     /// The next value is the excluded member's.
     skip_next: bool,
 }
 
+/// One path of the trie.
+struct PathNode {
+    path: String,
+    /// The types seen here, one bit per [`TYPES`] entry.
+    types: u8,
+    opaque: bool,
+    /// Children by member key (volatile keys are not kept: they share `star`).
+    members: Vec<(Box<str>, u32)>,
+    star: Option<u32>,
+    elements: Option<u32>,
+}
+
 impl<'l> ListingWalk<'l> {
     pub fn new(listing: &'l mut Listing) -> Self {
         ListingWalk {
             listing,
-            path: String::new(),
+            nodes: vec![PathNode::new(String::new())],
             stack: Vec::new(),
+            member: 0,
             muted: 0,
             skip_next: false,
         }
     }
 
-    /// A value of type `ty` starts; `container` when it is an object or
-    /// an array (then its interior follows, walked or not).
-    fn value(&mut self, ty: &'static str, container: bool) {
+    /// Writes the paths and types met into the listing.
+    pub fn finish(self) {
+        for n in &self.nodes {
+            for (i, ty) in TYPES.iter().enumerate() {
+                if n.types & (1 << i) != 0 {
+                    self.listing.record(&n.path, ty);
+                }
+            }
+        }
+    }
+
+    /// The child of `parent` at segment `seg`, made when new.
+    fn child(&mut self, parent: u32, seg: &str) -> u32 {
+        let id = self.nodes.len() as u32;
+        let mut path = self.nodes[parent as usize].path.clone();
+        push_segment(&mut path, seg);
+        self.nodes.push(PathNode::new(path));
+        id
+    }
+
+    /// The node of member `key` of the object at `parent`.
+    fn member_node(&mut self, parent: u32, key: &str) -> u32 {
+        let p = &self.nodes[parent as usize];
+        if let Some(&(_, id)) = p.members.iter().find(|(k, _)| &**k == key) {
+            return id;
+        }
+        if is_volatile_key(key) {
+            if let Some(id) = p.star {
+                return id;
+            }
+            let id = self.child(parent, "*");
+            self.nodes[parent as usize].star = Some(id);
+            return id;
+        }
+        let id = self.child(parent, key);
+        self.nodes[parent as usize].members.push((key.into(), id));
+        id
+    }
+
+    /// A value of type `ty` (its index in [`TYPES`]) starts; `container`
+    /// when it is an object or an array (then its interior follows, walked
+    /// or not).
+    fn value(&mut self, ty: usize, container: Option<bool>) {
         if self.muted > 0 {
-            self.muted += usize::from(container);
+            self.muted += usize::from(container.is_some());
             return;
         }
         if self.skip_next {
             self.skip_next = false;
-            self.muted = usize::from(container);
+            self.muted = usize::from(container.is_some());
             return;
         }
-        self.listing.record(&self.path, ty);
-        if container {
-            if OPAQUE.contains(&self.path.as_str()) {
+        let node = match self.stack.last() {
+            None => 0,
+            Some(&(_, false)) => self.member,
+            Some(&(parent, true)) => match self.nodes[parent as usize].elements {
+                Some(id) => id,
+                None => {
+                    let id = self.child(parent, "[]");
+                    self.nodes[parent as usize].elements = Some(id);
+                    id
+                }
+            },
+        };
+        let n = &mut self.nodes[node as usize];
+        n.types |= 1 << ty;
+        if let Some(array) = container {
+            if n.opaque {
                 self.muted = 1;
                 return;
             }
-            self.stack.push(self.path.len());
-            if ty == "array" {
-                push_segment(&mut self.path, "[]");
-            }
+            self.stack.push((node, array));
         }
     }
 
     fn end(&mut self) {
         if self.muted > 0 {
             self.muted -= 1;
-        } else if let Some(len) = self.stack.pop() {
-            self.path.truncate(len);
+        } else {
+            self.stack.pop();
         }
     }
 }
+
+impl PathNode {
+    fn new(path: String) -> PathNode {
+        PathNode {
+            opaque: OPAQUE.contains(&path.as_str()),
+            path,
+            types: 0,
+            members: Vec::new(),
+            star: None,
+            elements: None,
+        }
+    }
+}
+
+/// Indices in [`TYPES`].
+const ARRAY: usize = 0;
+const OBJECT: usize = 4;
 
 impl Visit for ListingWalk<'_> {
     fn key(&mut self, key: &str, _json: &[u8]) -> Result<(), WalkError> {
         if self.muted > 0 {
             return Ok(());
         }
-        if let Some(&base) = self.stack.last() {
-            self.path.truncate(base);
-        }
         if key == EXCLUDED {
             self.skip_next = true;
-        } else {
-            let seg = if is_volatile_key(key) { "*" } else { key };
-            push_segment(&mut self.path, seg);
+        } else if let Some(&(parent, false)) = self.stack.last() {
+            self.member = self.member_node(parent, key);
         }
         Ok(())
     }
     fn begin_object(&mut self) -> Result<(), WalkError> {
-        self.value("object", true);
+        self.value(OBJECT, Some(false));
         Ok(())
     }
     fn end_object(&mut self) -> Result<(), WalkError> {
@@ -452,7 +537,7 @@ impl Visit for ListingWalk<'_> {
         Ok(())
     }
     fn begin_array(&mut self) -> Result<(), WalkError> {
-        self.value("array", true);
+        self.value(ARRAY, Some(true));
         Ok(())
     }
     fn end_array(&mut self) -> Result<(), WalkError> {
@@ -460,7 +545,13 @@ impl Visit for ListingWalk<'_> {
         Ok(())
     }
     fn scalar(&mut self, value: Scalar<'_>) -> Result<(), WalkError> {
-        self.value(value.type_name(), false);
+        let ty = match value {
+            Scalar::Null => 2,
+            Scalar::Bool(_) => 1,
+            Scalar::Number(_) => 3,
+            Scalar::Str(..) => 5,
+        };
+        self.value(ty, None);
         Ok(())
     }
 }
@@ -502,7 +593,7 @@ impl Visit for Envelope<'_, '_> {
             self.found = true;
             // `root` is discarded when this member is found: it notes the
             // member's type and no more.
-            self.root.value("object", false);
+            self.root.value(OBJECT, None);
             return self.trajectory.begin_object();
         }
         self.root.begin_object()
