@@ -367,14 +367,34 @@ impl<'a> Reader<'a> {
     /// The first `"`, `\` or control character at or after `from` (or the
     /// end of the text).
     fn special(&self, from: usize) -> usize {
+        // Eight bytes at a time (Mycroft's test for a zero byte, as
+        // serde_json's own scan does): the lowest flagged byte is exact.
+        const ONES: u64 = u64::MAX / 255;
         let rest = self.b.get(from..).unwrap_or_default();
-        let stop = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
-        let seg = &rest[..stop];
-        if seg.iter().fold(false, |a, &b| a | (b < 0x20)) {
-            from + seg.iter().position(|&b| b < 0x20).unwrap_or(stop)
-        } else {
-            from + stop
+        let mut chunks = rest.chunks_exact(8);
+        let mut at = from;
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            let chars = u64::from_le_bytes(word);
+            let ctrl = chars.wrapping_sub(ONES * 0x20) & !chars;
+            let q = chars ^ (ONES * u64::from(b'"'));
+            let quote = q.wrapping_sub(ONES) & !q;
+            let b = chars ^ (ONES * u64::from(b'\\'));
+            let backslash = b.wrapping_sub(ONES) & !b;
+            let found = (ctrl | quote | backslash) & (ONES << 7);
+            if found != 0 {
+                return at + found.trailing_zeros() as usize / 8;
+            }
+            at += 8;
         }
+        for &b in chunks.remainder() {
+            if b == b'"' || b == b'\\' || b < 0x20 {
+                return at;
+            }
+            at += 1;
+        }
+        at
     }
 
     /// One escape, the backslash consumed.
@@ -761,6 +781,38 @@ mod tests {
             assert!(compact(t).is_err(), "{t}");
         }
         assert!(compact(r#"{"b":{"a":1},"a":{"a":1},"c":[{"a":1},{"a":2}]}"#).is_ok());
+    }
+
+    #[test]
+    fn finds_the_first_special_byte_at_every_offset() {
+        for len in 0..40 {
+            for at in 0..=len {
+                for special in [b'"', b'\\', 0u8, 0x1f] {
+                    let mut b = vec![b'a'; len];
+                    b.extend_from_slice(&[0x80, 0xff, 0x20, 0x7f].repeat(3));
+                    if at < len {
+                        b[at] = special;
+                        if at + 1 < len {
+                            b[at + 1] = b'"';
+                        }
+                    }
+                    let text = String::from_utf8_lossy(&b).into_owned();
+                    let r = Reader {
+                        text: &text,
+                        b: text.as_bytes(),
+                        i: 0,
+                        scratch: String::new(),
+                        escaped: Vec::new(),
+                        number: String::new(),
+                    };
+                    let want =
+                        r.b.iter()
+                            .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+                            .unwrap_or(r.b.len());
+                    assert_eq!(r.special(0), want, "{len} {at} {special}");
+                }
+            }
+        }
     }
 
     #[test]
