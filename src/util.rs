@@ -1,6 +1,8 @@
-//! Small shared helpers: hex, time formatting, atomic writes.
+//! Small shared helpers: hex, time formatting, atomic writes, a strict
+//! one-pass JSON reader (`json_walk`).
 
 pub mod atomic;
+pub mod json_walk;
 pub mod term;
 pub mod time;
 

@@ -11,6 +11,7 @@
 
 pub mod cache;
 mod canonical;
+pub mod payload;
 pub mod recheck;
 
 pub use canonical::{canonical_json, canonical_json_without};
@@ -75,12 +76,20 @@ pub fn sidecar(ordinary: &Value, completeness: &Completeness) -> Value {
 /// (`tree::links::parent_cascade_id`: the metadata's parent when it is a
 /// bare UUID; an invalid one is never stamped).
 fn reader_record(ordinary: &Value, completeness: &Completeness) -> Value {
+    reader_record_with(
+        crate::tree::links::parent_cascade_id(ordinary),
+        completeness,
+    )
+}
+
+/// [`reader_record`] with the parent already read.
+fn reader_record_with(parent: Option<String>, completeness: &Completeness) -> Value {
     let mut reader = Map::new();
     reader.insert(
         "completeness".into(),
         serde_json::to_value(completeness).unwrap_or(Value::Null),
     );
-    if let Some(parent) = crate::tree::links::parent_cascade_id(ordinary) {
+    if let Some(parent) = parent {
         reader.insert(
             crate::tree::links::PARENT_STAMP.into(),
             Value::String(parent),

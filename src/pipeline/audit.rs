@@ -1,7 +1,8 @@
 //! One conversation, end to end: decode, project, bracketed fetch, compare,
 //! attest. The sweep runs this per source across its stages; `sync` runs it once.
 
-use crate::attest::{payload_digest, sidecar_bytes, Completeness};
+use crate::attest::payload::Payload;
+use crate::attest::Completeness;
 use crate::compare::{compare_full, compare_ordinary_projection, parse_value};
 use crate::manifest::SessionRecord;
 use crate::outcome::SessionOutcome;
@@ -25,11 +26,11 @@ pub struct SessionResult {
     /// The raw bodies received (full, ordinary), kept for the corpus.
     pub full_body: Option<Vec<u8>>,
     pub ordinary_body: Option<Vec<u8>>,
-    /// The sidecar document's bytes ([`sidecar_bytes`]), when verified.
+    /// The sidecar document's bytes ([`crate::attest::sidecar_bytes`]), when verified.
     pub sidecar: Option<Vec<u8>>,
-    /// The ordinary answer's response shape listing, when the audit parsed
-    /// that answer whole (a verified session): the sweep lists the saved
-    /// answers, and need not parse this one again.
+    /// The ordinary answer's response shape listing, when the audit read
+    /// that answer whole for its digest (a verified session): the sweep
+    /// lists the saved answers, and need not read this one again.
     pub ordinary_shapes: Option<crate::shapes::Listing>,
     /// The fetch was abandoned (Ctrl-C) or the daemon went away: nothing
     /// about this session is known, so the sweep does not record it and
@@ -422,7 +423,7 @@ struct Judged {
     payload_digest: String,
     rpc_only: crate::compare::value::RpcOnly,
     sidecar: Vec<u8>,
-    /// The shape listing of the ordinary trajectory, from the same parse.
+    /// The shape listing of the ordinary trajectory, from the same pass.
     ordinary_shapes: crate::shapes::Listing,
 }
 
@@ -455,9 +456,17 @@ fn judge(
     let rpc_only =
         compare_ordinary_projection(ctx.schema, projection, persisted, ordinary.trajectory())
             .map_err(mismatch)?;
-    let ordinary_value = parse_value(ordinary.trajectory())
-        .map_err(|e| Refusal::new(ReasonClass::OrdinaryMismatch, "", e))?;
-    let digest = payload_digest(&ordinary_value);
+    // One pass over the text gives the digest, the sidecar and the listing
+    // without a tree; the tree is parsed only when that pass stops (it is
+    // the reference, and names the error when the text is not JSON).
+    let text = ordinary.trajectory();
+    let payload = match crate::attest::payload::read(text) {
+        Ok(read) => Payload::Text(read),
+        Err(_) => Payload::Tree(
+            parse_value(text).map_err(|e| Refusal::new(ReasonClass::OrdinaryMismatch, "", e))?,
+        ),
+    };
+    let digest = payload.digest();
     let outcome = SessionOutcome::verified(source_only);
     let completeness = Completeness {
         profile: profile.to_string(),
@@ -471,11 +480,10 @@ fn judge(
         rpc_only_fields_unlisted: rpc_only.more,
         verified_at: crate::util::time::now_rfc3339(),
     };
-    let mut ordinary_shapes = crate::shapes::Listing::new();
-    ordinary_shapes.add_trajectory(&ordinary_value);
+    let (sidecar, ordinary_shapes) = payload.into_evidence(&completeness);
     Ok(Judged {
         ordinary_shapes,
-        sidecar: sidecar_bytes(&ordinary_value, &completeness),
+        sidecar,
         outcome,
         payload_digest: digest,
         rpc_only,

@@ -36,13 +36,15 @@ impl SessionShapes {
     /// both parse (then the end of the sweep reads its saved files, exactly
     /// as for a session of an earlier run).
     fn of(r: &mut SessionResult) -> Option<SessionShapes> {
+        // One pass over the text, no tree ([`Listing::add_bytes`] parses a
+        // tree only when [`Listing::add_text`] stops).
         let listing = |b: &Option<Vec<u8>>| {
             let mut l = Listing::new();
             l.add_bytes(Path::new(""), b.as_deref()?).ok()?;
             Some(l)
         };
-        // A verified session's ordinary answer was listed when it was
-        // parsed for its digest (the same text, the same value).
+        // A verified session's ordinary answer was listed when it was read
+        // for its digest (the same text, the same pass).
         let ordinary = match (r.ordinary_shapes.take(), &r.ordinary_body) {
             (Some(l), Some(_)) => l,
             (_, body) => listing(body)?,

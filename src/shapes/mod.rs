@@ -26,6 +26,7 @@
 //!   path twice), at most one final newline, no carriage return. Its
 //!   fingerprint is computed over its lines as written.
 
+use crate::util::json_walk::{self, NoRepeatedKeys, Scalar, Visit, WalkError};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -147,7 +148,14 @@ impl Listing {
     }
 
     /// Parses and adds one document's bytes; `file` names it in errors.
+    /// Read in one pass over the text ([`Self::add_text`]); the tree is
+    /// built only when that pass stops (then it decides, and names the error).
     pub fn add_bytes(&mut self, file: &Path, bytes: &[u8]) -> Result<(), ShapeError> {
+        if let Ok(text) = std::str::from_utf8(bytes) {
+            if self.add_text(text).is_ok() {
+                return Ok(());
+            }
+        }
         let v: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| ShapeError::Json {
             file: file.to_path_buf(),
             detail: e.to_string(),
@@ -156,19 +164,59 @@ impl Listing {
         Ok(())
     }
 
-    /// Records `v` at `path` and walks its children, `path` growing and
-    /// shrinking in place (one buffer for the whole document; an entry
-    /// already present is found without building its key).
-    fn walk(&mut self, path: &mut String, v: &serde_json::Value) {
-        let ty = json_type(v);
-        match self.entries.get_mut(path.as_str()) {
+    /// [`Self::add_document`] of `text`'s JSON, read in one pass without a
+    /// tree. An error (the text is not JSON, repeats a key in an object,
+    /// or is anything the one pass does not read exactly as `serde_json`
+    /// does) leaves `self` unchanged: the tree decides then.
+    pub fn add_text(&mut self, text: &str) -> Result<(), WalkError> {
+        if !self.is_empty() {
+            let mut fresh = Listing::new();
+            fresh.add_text(text)?;
+            self.union(&fresh);
+            return Ok(());
+        }
+        let mut root = Listing::new();
+        let mut v = NoRepeatedKeys::new(Envelope {
+            root: ListingWalk::new(&mut root),
+            trajectory: ListingWalk::new(self),
+            depth: 0,
+            at_trajectory: false,
+            inside: false,
+            found: false,
+        });
+        let walked = json_walk::walk(text, &mut v);
+        let found = v.inner.found;
+        if walked.is_ok() {
+            v.inner.root.finish();
+            v.inner.trajectory.finish();
+        }
+        if walked.is_err() {
+            self.entries.clear();
+            return walked;
+        }
+        if !found {
+            *self = root;
+        }
+        Ok(())
+    }
+
+    /// Records the type `ty` at `path`.
+    fn record(&mut self, path: &str, ty: &'static str) {
+        match self.entries.get_mut(path) {
             Some(types) => {
                 types.insert(ty);
             }
             None => {
-                self.entries.insert(path.clone(), BTreeSet::from([ty]));
+                self.entries.insert(path.to_string(), BTreeSet::from([ty]));
             }
         }
+    }
+
+    /// Records `v` at `path` and walks its children, `path` growing and
+    /// shrinking in place (one buffer for the whole document; an entry
+    /// already present is found without building its key).
+    fn walk(&mut self, path: &mut String, v: &serde_json::Value) {
+        self.record(path, json_type(v));
         if OPAQUE.contains(&path.as_str()) {
             return;
         }
@@ -320,6 +368,265 @@ impl Listing {
             added: b.difference(&a).cloned().collect(),
             removed: a.difference(&b).cloned().collect(),
         }
+    }
+}
+
+/// [`Listing::walk`] as a [`Visit`]or of the text: the same paths and
+/// types, opaque paths not descended, the excluded member skipped, without a
+/// tree. The paths are nodes of a trie built as the walk meets them (a
+/// member's node found among its parent's by key, never a whole path looked
+/// up), written into the listing by [`ListingWalk::finish`]. The caller sees
+/// to repeated keys ([`NoRepeatedKeys`]).
+pub struct ListingWalk<'l> {
+    listing: &'l mut Listing,
+    /// The trie; node 0 is the root (the empty path).
+    nodes: Vec<PathNode>,
+    /// Per open container walked: its node and whether it is an array.
+    stack: Vec<(u32, bool)>,
+    /// The node of the member whose key was just read.
+    member: u32,
+    /// Open containers inside an opaque or excluded value (not walked).
+    muted: usize,
+    /// The next value is the excluded member's.
+    skip_next: bool,
+}
+
+/// One path of the trie.
+struct PathNode {
+    path: String,
+    /// The types seen here, one bit per [`TYPES`] entry.
+    types: u8,
+    opaque: bool,
+    /// Children by member key (volatile keys are not kept: they share `star`).
+    members: Vec<(Box<str>, u32)>,
+    star: Option<u32>,
+    elements: Option<u32>,
+}
+
+impl<'l> ListingWalk<'l> {
+    pub fn new(listing: &'l mut Listing) -> Self {
+        ListingWalk {
+            listing,
+            nodes: vec![PathNode::new(String::new())],
+            stack: Vec::new(),
+            member: 0,
+            muted: 0,
+            skip_next: false,
+        }
+    }
+
+    /// Writes the paths and types met into the listing.
+    pub fn finish(self) {
+        for n in &self.nodes {
+            for (i, ty) in TYPES.iter().enumerate() {
+                if n.types & (1 << i) != 0 {
+                    self.listing.record(&n.path, ty);
+                }
+            }
+        }
+    }
+
+    /// The child of `parent` at segment `seg`, made when new.
+    fn child(&mut self, parent: u32, seg: &str) -> u32 {
+        let id = self.nodes.len() as u32;
+        let mut path = self.nodes[parent as usize].path.clone();
+        push_segment(&mut path, seg);
+        self.nodes.push(PathNode::new(path));
+        id
+    }
+
+    /// The node of member `key` of the object at `parent`.
+    fn member_node(&mut self, parent: u32, key: &str) -> u32 {
+        let p = &self.nodes[parent as usize];
+        if let Some(&(_, id)) = p.members.iter().find(|(k, _)| &**k == key) {
+            return id;
+        }
+        if is_volatile_key(key) {
+            if let Some(id) = p.star {
+                return id;
+            }
+            let id = self.child(parent, "*");
+            self.nodes[parent as usize].star = Some(id);
+            return id;
+        }
+        let id = self.child(parent, key);
+        self.nodes[parent as usize].members.push((key.into(), id));
+        id
+    }
+
+    /// A value of type `ty` (its index in [`TYPES`]) starts; `container`
+    /// when it is an object or an array (then its interior follows, walked
+    /// or not).
+    fn value(&mut self, ty: usize, container: Option<bool>) {
+        if self.muted > 0 {
+            self.muted += usize::from(container.is_some());
+            return;
+        }
+        if self.skip_next {
+            self.skip_next = false;
+            self.muted = usize::from(container.is_some());
+            return;
+        }
+        let node = match self.stack.last() {
+            None => 0,
+            Some(&(_, false)) => self.member,
+            Some(&(parent, true)) => match self.nodes[parent as usize].elements {
+                Some(id) => id,
+                None => {
+                    let id = self.child(parent, "[]");
+                    self.nodes[parent as usize].elements = Some(id);
+                    id
+                }
+            },
+        };
+        let n = &mut self.nodes[node as usize];
+        n.types |= 1 << ty;
+        if let Some(array) = container {
+            if n.opaque {
+                self.muted = 1;
+                return;
+            }
+            self.stack.push((node, array));
+        }
+    }
+
+    fn end(&mut self) {
+        if self.muted > 0 {
+            self.muted -= 1;
+        } else {
+            self.stack.pop();
+        }
+    }
+}
+
+impl PathNode {
+    fn new(path: String) -> PathNode {
+        PathNode {
+            opaque: OPAQUE.contains(&path.as_str()),
+            path,
+            types: 0,
+            members: Vec::new(),
+            star: None,
+            elements: None,
+        }
+    }
+}
+
+/// Indices in [`TYPES`].
+const ARRAY: usize = 0;
+const OBJECT: usize = 4;
+
+impl Visit for ListingWalk<'_> {
+    fn key(&mut self, key: &str, _json: &[u8]) -> Result<(), WalkError> {
+        if self.muted > 0 {
+            return Ok(());
+        }
+        if key == EXCLUDED {
+            self.skip_next = true;
+        } else if let Some(&(parent, false)) = self.stack.last() {
+            self.member = self.member_node(parent, key);
+        }
+        Ok(())
+    }
+    fn begin_object(&mut self) -> Result<(), WalkError> {
+        self.value(OBJECT, Some(false));
+        Ok(())
+    }
+    fn end_object(&mut self) -> Result<(), WalkError> {
+        self.end();
+        Ok(())
+    }
+    fn begin_array(&mut self) -> Result<(), WalkError> {
+        self.value(ARRAY, Some(true));
+        Ok(())
+    }
+    fn end_array(&mut self) -> Result<(), WalkError> {
+        self.end();
+        Ok(())
+    }
+    fn scalar(&mut self, value: Scalar<'_>) -> Result<(), WalkError> {
+        let ty = match value {
+            Scalar::Null => 2,
+            Scalar::Bool(_) => 1,
+            Scalar::Number(_) => 3,
+            Scalar::Str(..) => 5,
+        };
+        self.value(ty, None);
+        Ok(())
+    }
+}
+
+/// [`Listing::add_document`]'s envelope rule over the text: the document
+/// is walked into `root`, except the interior of a top-level `trajectory`
+/// member that is an object, which is walked into `trajectory` as the
+/// root; the listing is `trajectory`'s when there was one (`found`), else
+/// `root`'s.
+struct Envelope<'a, 'b> {
+    root: ListingWalk<'a>,
+    trajectory: ListingWalk<'b>,
+    /// Open containers.
+    depth: usize,
+    /// The last top-level key was `trajectory`.
+    at_trajectory: bool,
+    /// Inside the `trajectory` object.
+    inside: bool,
+    found: bool,
+}
+
+impl Visit for Envelope<'_, '_> {
+    fn key(&mut self, key: &str, json: &[u8]) -> Result<(), WalkError> {
+        if self.inside {
+            return self.trajectory.key(key, json);
+        }
+        if self.depth == 1 {
+            self.at_trajectory = key == "trajectory";
+        }
+        self.root.key(key, json)
+    }
+    fn begin_object(&mut self) -> Result<(), WalkError> {
+        self.depth += 1;
+        if self.inside {
+            return self.trajectory.begin_object();
+        }
+        if self.depth == 2 && self.at_trajectory {
+            self.inside = true;
+            self.found = true;
+            // `root` is discarded when this member is found: it notes the
+            // member's type and no more.
+            self.root.value(OBJECT, None);
+            return self.trajectory.begin_object();
+        }
+        self.root.begin_object()
+    }
+    fn end_object(&mut self) -> Result<(), WalkError> {
+        self.depth -= 1;
+        if self.inside {
+            if self.depth == 1 {
+                self.inside = false;
+            }
+            return self.trajectory.end_object();
+        }
+        self.root.end_object()
+    }
+    fn begin_array(&mut self) -> Result<(), WalkError> {
+        self.depth += 1;
+        if self.inside {
+            return self.trajectory.begin_array();
+        }
+        self.root.begin_array()
+    }
+    fn end_array(&mut self) -> Result<(), WalkError> {
+        self.depth -= 1;
+        if self.inside {
+            return self.trajectory.end_array();
+        }
+        self.root.end_array()
+    }
+    fn scalar(&mut self, value: Scalar<'_>) -> Result<(), WalkError> {
+        if self.inside {
+            return self.trajectory.scalar(value);
+        }
+        self.root.scalar(value)
     }
 }
 
@@ -552,6 +859,73 @@ mod tests {
         ] {
             assert!(Listing::parse(Path::new("t"), bad).is_err(), "{bad:?}");
         }
+    }
+
+    /// `add_text` against the tree's `add_document`, line for line.
+    fn assert_same_listing(text: &str) {
+        let v: serde_json::Value = serde_json::from_str(text).unwrap();
+        let mut l = Listing::new();
+        l.add_text(text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        assert_eq!(l.text(), listing(v.clone()).text(), "{text}");
+        // Into a listing that already holds entries: the union.
+        let mut seeded = listing(json!({"a": "x", "zz": [null]}));
+        seeded.add_text(text).unwrap();
+        let mut want = listing(json!({"a": "x", "zz": [null]}));
+        want.add_document(&v);
+        assert_eq!(seeded, want, "{text}");
+        let mut bytes = Listing::new();
+        bytes.add_bytes(Path::new("t"), text.as_bytes()).unwrap();
+        assert_eq!(bytes, l);
+    }
+
+    #[test]
+    fn text_walk_equals_the_tree() {
+        for t in [
+            r#"{}"#,
+            r#"[]"#,
+            r#"1"#,
+            r#""s""#,
+            r#"[1,"a",null,true,{"x":[]}]"#,
+            r#"{"trajectory":{"a":1,"b":[{"c":"x"},{"c":null}]},"status":"S","numTotalSteps":2}"#,
+            r#"{"status":"S","trajectory":{"generatorMetadata":[{"x":1}],"steps":[{"generic":{"y":1}}],"agyReader":{"z":1}}}"#,
+            r#"{"trajectory":[{"a":1}],"status":"S"}"#,
+            r#"{"trajectory":"t","x":{"trajectory":{"q":1}}}"#,
+            r#"{"trajectory":null}"#,
+            r#"{"trajectory":{}}"#,
+            r#"[{"trajectory":{"a":1}}]"#,
+            r#"{"a":{"agyReader":{"b":1},"c":[{"agyReader":2,"d":3}]},"agyReader":[1]}"#,
+            r#"{"m":{"file:///a":"x","12":"y","a/b":[1],"0123456789abcdef":{"k":1},"11111111-2222-3333-4444-555555555555":1,"0123456789ABCDEF":2}}"#,
+            r#"{"metadata":{"mendelExperimentIds":[1,2],"x":{"y":1}},"executorMetadatas":{"a":{"b":1}}}"#,
+            r#"{"steps":[{"metadata":{"internalMetadata":{"a":1},"sourceTrajectoryStepInfo":[1]},"userInput":{"activeUserState":{"x":1},"userConfig":[{"y":1}],"other":{"z":1}}}]}"#,
+            r#"{"k\"ey":1,"k\\ey":{"\n":2},"\u00e9":3,"":{"":[{"":1}]},"a.b":1}"#,
+            r#"{"n":[0,-0,1e400,1.000000000000000000001],"s":"\ud83d\ude00"}"#,
+        ] {
+            assert_same_listing(t);
+        }
+    }
+
+    #[test]
+    fn text_walk_stops_on_repeats_and_bad_text() {
+        for t in [
+            r#"{"a":1,"a":"x"}"#,
+            r#"{"trajectory":{"a":1},"trajectory":{"b":1}}"#,
+            r#"{"x":[{"b":1,"a":2,"b":[3]}]}"#,
+            r#"{"a":1"#,
+            r#"{"a":"\udc00"}"#,
+        ] {
+            let mut l = listing(json!({"a": 1}));
+            let before = l.clone();
+            assert!(l.add_text(t).is_err(), "{t}");
+            assert_eq!(l, before, "unchanged: {t}");
+            let mut fresh = Listing::new();
+            assert!(fresh.add_text(t).is_err(), "{t}");
+            assert!(fresh.is_empty(), "{t}");
+        }
+        // add_bytes then decides by the tree: the last repeated value.
+        let mut l = Listing::new();
+        l.add_bytes(Path::new("t"), br#"{"a":1,"a":"x"}"#).unwrap();
+        assert_eq!(l.text(), "\tobject\na\tstring");
+        assert!(Listing::new().add_bytes(Path::new("t"), b"{").is_err());
     }
 
     #[test]

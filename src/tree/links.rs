@@ -104,6 +104,17 @@ pub fn parent_cascade_id(trajectory: &Value) -> Option<String> {
     }
 }
 
+/// [`parent_cascade_id`] from the two members it reads, each given when it
+/// is a string (only a string names a conversation): `cascadeId` and
+/// `metadata.parentConversationId`.
+pub fn parent_cascade_id_of(cascade: Option<&str>, parent: Option<&str>) -> Option<String> {
+    let parent = canonical_id(parent?)?;
+    match cascade.and_then(canonical_id) {
+        Some(own) if own == parent => None,
+        _ => Some(parent),
+    }
+}
+
 /// One INVOKE_SUBAGENT step and the children its results list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Invocation {

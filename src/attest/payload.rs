@@ -1,0 +1,537 @@
+//! The ordinary trajectory's attestation evidence read from its text in one
+//! pass, without a tree: the payload digest ([`super::payload_digest`]: the
+//! canonical JSON without the top-level `agyReader`, fed to SHA-256 as it is
+//! produced, each object's members sorted from a reusable buffer), the
+//! sidecar's bytes ([`super::sidecar_bytes`]: received key order, compact,
+//! the top-level `agyReader` replaced in place or appended), the response
+//! shape listing ([`Listing::add_trajectory`]) and the parent cascade
+//! ([`crate::tree::links::parent_cascade_id`]), each byte for byte what the
+//! tree gives.
+//!
+//! The tree stays the reference: text the pass does not read exactly as
+//! `serde_json` would ([`crate::util::json_walk`]), a key repeated in one
+//! object, or a top level that is not an object stops the pass with an
+//! error, and the caller then parses the tree ([`Payload::Tree`]).
+
+use super::{payload_digest, reader_record_with, sidecar_bytes, Completeness, NAMESPACE};
+use crate::shapes::{Listing, ListingWalk};
+use crate::util::json_walk::{self, Scalar, Visit, WalkError};
+use sha2::{Digest, Sha256};
+
+/// The ordinary trajectory, read for its attestation: from the text in one
+/// pass, or (when that pass stops) as a tree.
+pub enum Payload {
+    Text(Read),
+    Tree(serde_json::Value),
+}
+
+impl Payload {
+    /// `sha256:` of the canonical JSON without `agyReader`.
+    pub fn digest(&self) -> String {
+        match self {
+            Payload::Text(r) => r.digest.clone(),
+            Payload::Tree(v) => payload_digest(v),
+        }
+    }
+
+    /// The sidecar's bytes for `completeness` and the response shape listing.
+    pub fn into_evidence(self, completeness: &Completeness) -> (Vec<u8>, Listing) {
+        match self {
+            Payload::Text(r) => r.into_evidence(completeness),
+            Payload::Tree(v) => {
+                let mut listing = Listing::new();
+                listing.add_trajectory(&v);
+                (sidecar_bytes(&v, completeness), listing)
+            }
+        }
+    }
+}
+
+/// What one pass over the text gives.
+pub struct Read {
+    digest: String,
+    /// The sidecar document without the `agyReader` value, which goes at
+    /// `splice`, then the final newline.
+    sidecar: Vec<u8>,
+    splice: usize,
+    listing: Listing,
+    parent: Option<String>,
+}
+
+impl Read {
+    /// The digest the text's payload has.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    /// The parent cascade the sidecar stamps.
+    pub fn parent(&self) -> Option<&str> {
+        self.parent.as_deref()
+    }
+
+    /// The sidecar's bytes for `completeness` and the response shape listing.
+    pub fn into_evidence(self, completeness: &Completeness) -> (Vec<u8>, Listing) {
+        let reader = reader_record_with(self.parent, completeness);
+        let reader = serde_json::to_vec(&reader).unwrap_or_default();
+        let mut out = self.sidecar;
+        let at = self.splice.min(out.len());
+        out.splice(at..at, reader);
+        out.push(b'\n');
+        (out, self.listing)
+    }
+}
+
+/// Reads `text` (the ordinary trajectory) in one pass.
+pub fn read(text: &str) -> Result<Read, WalkError> {
+    let mut listing = Listing::new();
+    let mut pass = OnePass {
+        listing: ListingWalk::new(&mut listing),
+        canon: Vec::with_capacity(text.len()),
+        side: Vec::with_capacity(text.len() + 1024),
+        frames: Vec::new(),
+        members: Vec::new(),
+        keys: String::new(),
+        scratch: Vec::new(),
+        hasher: Sha256::new(),
+        muted: 0,
+        skip_next: false,
+        reader_seen: false,
+        splice: None,
+        top_key: TopKey::Other,
+        in_metadata: false,
+        at_parent: false,
+        cascade: None,
+        parent: None,
+        done: false,
+    };
+    json_walk::walk(text, &mut pass)?;
+    pass.listing.finish();
+    let (Some(splice), true) = (pass.splice, pass.done) else {
+        return Err(refused("the top level is not an object"));
+    };
+    let digest = format!("sha256:{}", crate::util::hex(&pass.hasher.finalize()));
+    let parent =
+        crate::tree::links::parent_cascade_id_of(pass.cascade.as_deref(), pass.parent.as_deref());
+    let sidecar = pass.side;
+    Ok(Read {
+        digest,
+        sidecar,
+        splice,
+        listing,
+        parent,
+    })
+}
+
+fn refused(rule: &'static str) -> WalkError {
+    WalkError { offset: 0, rule }
+}
+
+/// The top-level member being read, for the parent cascade.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TopKey {
+    CascadeId,
+    Metadata,
+    Other,
+}
+
+/// An open container of the output.
+struct Frame {
+    object: bool,
+    /// No member or element written to the sidecar yet.
+    first: bool,
+    /// Its members' first index in `members`.
+    members: usize,
+    /// Where its interior starts in `canon`.
+    body: usize,
+    /// Its members' keys arrived strictly ascending so far.
+    ascending: bool,
+}
+
+/// One member of an open object in `canon`: its key (in `keys`) and the
+/// extent of its canonical `"key":value` bytes.
+struct Member {
+    key: (usize, usize),
+    start: usize,
+    end: usize,
+}
+
+struct OnePass<'l> {
+    listing: ListingWalk<'l>,
+    /// The canonical bytes of the open containers' interiors.
+    canon: Vec<u8>,
+    /// The sidecar, as written so far.
+    side: Vec<u8>,
+    frames: Vec<Frame>,
+    members: Vec<Member>,
+    keys: String,
+    /// An object's interior while its members are reordered.
+    scratch: Vec<u8>,
+    hasher: Sha256,
+    /// Open containers inside the top-level `agyReader` value (not written).
+    muted: usize,
+    /// The next value is the top-level `agyReader`'s.
+    skip_next: bool,
+    reader_seen: bool,
+    /// Where the `agyReader` value goes in the sidecar.
+    splice: Option<usize>,
+    top_key: TopKey,
+    in_metadata: bool,
+    at_parent: bool,
+    cascade: Option<String>,
+    parent: Option<String>,
+    /// The top-level object was closed.
+    done: bool,
+}
+
+impl OnePass<'_> {
+    /// Whether a value starting now is written (not inside, nor being, the
+    /// top-level `agyReader` value); writes an array element's separator.
+    fn value_start(&mut self, container: bool) -> Result<bool, WalkError> {
+        if self.muted > 0 {
+            self.muted += usize::from(container);
+            return Ok(false);
+        }
+        if self.skip_next {
+            self.skip_next = false;
+            self.muted = usize::from(container);
+            return Ok(false);
+        }
+        match self.frames.last_mut() {
+            Some(f) if !f.object => {
+                if !f.first {
+                    self.canon.push(b',');
+                    self.side.push(b',');
+                }
+                f.first = false;
+            }
+            Some(_) => {}
+            None if container => {}
+            None => return Err(refused("the top level is not an object")),
+        }
+        Ok(true)
+    }
+
+    fn begin(&mut self, object: bool) -> Result<(), WalkError> {
+        if !self.value_start(true)? {
+            return Ok(());
+        }
+        if self.frames.is_empty() && !object {
+            return Err(refused("the top level is not an object"));
+        }
+        if object && self.frames.len() == 1 && self.top_key == TopKey::Metadata {
+            self.in_metadata = true;
+        }
+        let open = if object { b'{' } else { b'[' };
+        self.canon.push(open);
+        self.side.push(open);
+        self.frames.push(Frame {
+            object,
+            first: true,
+            members: self.members.len(),
+            body: self.canon.len(),
+            ascending: true,
+        });
+        Ok(())
+    }
+
+    fn key_text<'k>(keys: &'k str, m: &Member) -> &'k str {
+        keys.get(m.key.0..m.key.1).unwrap_or_default()
+    }
+
+    /// Closes an object's members: sorted by key (an error when one
+    /// repeats), with the last one's extent set.
+    fn close_members(&mut self, f: &Frame) -> Result<(), WalkError> {
+        let end = self.canon.len();
+        let own = self.members.get_mut(f.members..).unwrap_or_default();
+        if let Some(last) = own.last_mut() {
+            last.end = end;
+        }
+        if !f.ascending {
+            let keys = &self.keys;
+            own.sort_unstable_by(|a, b| Self::key_text(keys, a).cmp(Self::key_text(keys, b)));
+            if own
+                .windows(2)
+                .any(|w| Self::key_text(keys, &w[0]) == Self::key_text(keys, &w[1]))
+            {
+                return Err(refused("a key repeated in one object"));
+            }
+        }
+        Ok(())
+    }
+
+    fn end_object_inner(&mut self) -> Result<(), WalkError> {
+        let Some(f) = self.frames.pop() else {
+            return Err(refused("unbalanced"));
+        };
+        self.close_members(&f)?;
+        let own = self.members.get(f.members..).unwrap_or_default();
+        if self.frames.is_empty() {
+            // The top level: hashed in sorted order straight from `canon`.
+            self.hasher.update(b"{");
+            for (i, m) in own.iter().enumerate() {
+                if i > 0 {
+                    self.hasher.update(b",");
+                }
+                self.hasher
+                    .update(self.canon.get(m.start..m.end).unwrap_or_default());
+            }
+            self.hasher.update(b"}");
+            if !self.reader_seen {
+                if !f.first {
+                    self.side.push(b',');
+                }
+                self.side.extend_from_slice(b"\"agyReader\":");
+                self.splice = Some(self.side.len());
+            }
+            self.side.push(b'}');
+            self.done = true;
+            self.canon = Vec::new();
+        } else {
+            if !f.ascending {
+                self.scratch.clear();
+                self.scratch
+                    .extend_from_slice(self.canon.get(f.body..).unwrap_or_default());
+                self.canon.truncate(f.body);
+                for (i, m) in own.iter().enumerate() {
+                    if i > 0 {
+                        self.canon.push(b',');
+                    }
+                    let part = self
+                        .scratch
+                        .get(m.start - f.body..m.end - f.body)
+                        .unwrap_or_default();
+                    self.canon.extend_from_slice(part);
+                }
+            }
+            self.canon.push(b'}');
+            self.side.push(b'}');
+            if self.frames.len() == 1 {
+                self.in_metadata = false;
+            }
+        }
+        if let Some(first) = own.first() {
+            let k = first.key.0.min(self.keys.len());
+            self.keys.truncate(k);
+        }
+        self.members.truncate(f.members);
+        Ok(())
+    }
+}
+
+impl Visit for OnePass<'_> {
+    fn key(&mut self, key: &str, json: &[u8]) -> Result<(), WalkError> {
+        self.listing.key(key, json)?;
+        if self.muted > 0 {
+            return Ok(());
+        }
+        let depth = self.frames.len();
+        let Some(f) = self.frames.last_mut() else {
+            return Err(refused("a key outside an object"));
+        };
+        if !f.first {
+            self.side.push(b',');
+        }
+        f.first = false;
+        if depth == 1 {
+            self.top_key = match key {
+                "cascadeId" => TopKey::CascadeId,
+                "metadata" => TopKey::Metadata,
+                _ => TopKey::Other,
+            };
+            if key == NAMESPACE {
+                if self.reader_seen {
+                    return Err(refused("a key repeated in one object"));
+                }
+                self.reader_seen = true;
+                self.side.extend_from_slice(b"\"agyReader\":");
+                self.splice = Some(self.side.len());
+                self.skip_next = true;
+                return Ok(());
+            }
+        } else if depth == 2 && self.in_metadata {
+            self.at_parent = key == "parentConversationId";
+        }
+        let own = self.members.len() - f.members;
+        if own > 0 {
+            let canon_len = self.canon.len();
+            if let Some(last) = self.members.last_mut() {
+                last.end = canon_len;
+                if f.ascending && Self::key_text(&self.keys, last) >= key {
+                    f.ascending = false;
+                }
+            }
+            self.canon.push(b',');
+        }
+        let start = self.canon.len();
+        for out in [&mut self.side, &mut self.canon] {
+            out.push(b'"');
+            out.extend_from_slice(json);
+            out.extend_from_slice(b"\":");
+        }
+        let k = self.keys.len();
+        self.keys.push_str(key);
+        self.members.push(Member {
+            key: (k, self.keys.len()),
+            start,
+            end: start,
+        });
+        Ok(())
+    }
+
+    fn begin_object(&mut self) -> Result<(), WalkError> {
+        self.listing.begin_object()?;
+        self.begin(true)
+    }
+
+    fn end_object(&mut self) -> Result<(), WalkError> {
+        self.listing.end_object()?;
+        if self.muted > 0 {
+            self.muted -= 1;
+            return Ok(());
+        }
+        self.end_object_inner()
+    }
+
+    fn begin_array(&mut self) -> Result<(), WalkError> {
+        self.listing.begin_array()?;
+        self.begin(false)
+    }
+
+    fn end_array(&mut self) -> Result<(), WalkError> {
+        self.listing.end_array()?;
+        if self.muted > 0 {
+            self.muted -= 1;
+            return Ok(());
+        }
+        self.frames.pop();
+        self.canon.push(b']');
+        self.side.push(b']');
+        Ok(())
+    }
+
+    fn scalar(&mut self, value: Scalar<'_>) -> Result<(), WalkError> {
+        self.listing.scalar(value)?;
+        if !self.value_start(false)? {
+            return Ok(());
+        }
+        value.write(&mut self.side);
+        value.write(&mut self.canon);
+        if let Scalar::Str(s, _) = value {
+            match self.frames.len() {
+                1 if self.top_key == TopKey::CascadeId => self.cascade = Some(s.to_string()),
+                2 if self.in_metadata && self.at_parent => self.parent = Some(s.to_string()),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::VerdictKind;
+
+    fn completeness() -> Completeness {
+        Completeness {
+            profile: "p".into(),
+            source_digest: "sha256:1".into(),
+            payload_digest: Some("sha256:2".into()),
+            verdict: VerdictKind::Verified,
+            reason: None,
+            reason_class: None,
+            source_only: vec![],
+            rpc_only_fields: vec!["x.y".into()],
+            rpc_only_fields_unlisted: 0,
+            verified_at: "2026-12-02T00:00:00Z".into(),
+        }
+    }
+
+    /// The one pass against the tree, byte for byte.
+    pub(crate) fn assert_same(text: &str) {
+        let v: serde_json::Value = serde_json::from_str(text).unwrap();
+        let read = read(text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        assert_eq!(read.digest(), payload_digest(&v), "digest of {text}");
+        assert_eq!(
+            read.parent().map(str::to_string),
+            crate::tree::links::parent_cascade_id(&v),
+            "parent of {text}"
+        );
+        let c = completeness();
+        let (sidecar, listing) = read.into_evidence(&c);
+        assert_eq!(
+            String::from_utf8(sidecar).unwrap(),
+            String::from_utf8(sidecar_bytes(&v, &c)).unwrap(),
+            "sidecar of {text}"
+        );
+        let mut want = Listing::new();
+        want.add_trajectory(&v);
+        assert_eq!(listing.text(), want.text(), "listing of {text}");
+    }
+
+    const P: &str = "0B6B2F0E-1C1D-4A7E-9A5E-0D6F3F1F2A01";
+
+    #[test]
+    fn equals_the_tree_on_nasty_text() {
+        let texts = [
+            r#"{}"#.to_string(),
+            r#" { } "#.into(),
+            r#"{"agyReader":{"old":true}}"#.into(),
+            r#"{"z":1,"agyReader":{"old":[1,{"b":2,"a":1}]},"a":[1.50,"é\n"]}"#.into(),
+            r#"{"b":{"agyReader":2,"z":{"agyReader":{"q":1}}},"a":1}"#.into(),
+            r#"{"s":"tab\t quote\" slash\/ back\\ nul\u0000 \u001F \u007f é 😀 \ud83d\ude00 \uD83D\uDE00 \b\f\n\r","\n":1,"a":2,"\u0000":3,"é":4,"e":5,"😀":6,"\uffff":7}"#.into(),
+            r#"{"n":[0,-0,-0.0,1.0,1.000000000000000000001,1e400,1E400,1e+5,1E-5,-1.5e300,12345678901234567890,-9223372036854775809,18446744073709551616,0.5e0],"m":{"y":1e400,"x":-0}}"#.into(),
+            r#"{"k\"ey":1,"k\\ey":2,"\u00e9":3,"é2":4,"":5,"a/b":6,"file:///x":{"b":1,"a":2},"0123456789abcdef":[],"11111111-2222-3333-4444-555555555555":null,"42":true}"#.into(),
+            r#"{"z":1,"y":2,"x":{"c":[{"b":1,"a":2},{"a":{"d":{},"c":[]},"b":[[{"z":0,"y":0}]]}],"a":null}}"#.into(),
+            r#"{"generatorMetadata":[{"b":1,"a":{"c":1}}],"steps":[{"generic":{"z":1,"y":2},"metadata":{"internalMetadata":{"q":[1]},"b":1,"a":2}},{"userInput":{"userConfig":{"b":1,"a":2},"activeUserState":3}}]}"#.into(),
+            format!(r#"{{"cascadeId":"c","metadata":{{"parentConversationId":"{P}"}}}}"#),
+            format!(r#"{{"metadata":{{"parentConversationId":"{P}","z":1}},"cascadeId":"{}"}}"#, P.to_lowercase()),
+            format!(r#"{{"metadata":{{"parentConversationId":"{P}"}},"cascadeId":7}}"#),
+            format!(r#"{{"metadata":{{"x":{{"parentConversationId":"{P}"}}}},"y":{{"metadata":{{"parentConversationId":"{P}"}}}}}}"#),
+            r#"{"metadata":{"parentConversationId":"X"},"b":null}"#.into(),
+            r#"{"metadata":{"parentConversationId":null},"cascadeId":null}"#.into(),
+            format!(r#"{{"metadata":[{{"parentConversationId":"{P}"}}],"cascadeId":"{P}"}}"#),
+            r#"{"metadata":{"parentConversationId":"\u0030b6b2f0e-1c1d-4a7e-9a5e-0d6f3f1f2a01"}}"#.into(),
+            "{\n  \"b\" : [ 1 , 2 ] ,\r\n\t\"a\" : { \"d\" : \"\u{2028}\" , \"c\" : [ ] }\n}\n".into(),
+            r#"{"a":"\u0041\u00410","b":"x\/y"}"#.into(),
+        ];
+        for t in &texts {
+            assert_same(t);
+        }
+        // Deep: reordering at every level.
+        let mut deep = String::from("1");
+        for i in 0..100 {
+            deep = format!(r#"{{"z{i}":{deep},"a":[{i}]}}"#);
+        }
+        assert_same(&deep);
+    }
+
+    #[test]
+    fn stops_where_the_tree_must_decide() {
+        for t in [
+            r#"{"a":1,"a":2}"#,
+            r#"{"agyReader":1,"b":2,"agyReader":3}"#,
+            r#"{"x":{"b":1,"a":2,"b":3}}"#,
+            r#"{"a":1,"\u0061":2}"#,
+            r#"[1]"#,
+            r#""s""#,
+            r#"1"#,
+            r#"{"a":"\ud800"}"#,
+            r#"{"a":1}x"#,
+            r#"{"a":01}"#,
+            "",
+        ] {
+            assert!(read(t).is_err(), "{t}");
+        }
+    }
+
+    #[test]
+    fn payload_falls_back_to_the_tree() {
+        let text = r#"{"b":1,"b":2,"agyReader":{}}"#;
+        let v: serde_json::Value = serde_json::from_str(text).unwrap();
+        let p = Payload::Tree(v.clone());
+        assert_eq!(p.digest(), payload_digest(&v));
+        let (sidecar, _) = p.into_evidence(&completeness());
+        assert_eq!(sidecar, sidecar_bytes(&v, &completeness()));
+    }
+}
