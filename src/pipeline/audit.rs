@@ -297,7 +297,30 @@ impl Fetched {
 /// to `bracket_retries` times). It compares nothing, so a sweep can keep
 /// many of these in flight on waiting threads and judge the answers on a
 /// few CPU threads.
-pub fn fetch_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Fetched {
+pub fn fetch_prepared(ctx: &AuditContext<'_>, prepared: Prepared) -> Fetched {
+    bracket(ctx, prepared, None)
+}
+
+/// [`fetch_prepared`] for a source whose first answers were fetched
+/// elsewhere (the sweep's detached fetches, started after `prepared` was
+/// read): the bracket's second snapshot is taken now, after both answers,
+/// and a changed source is read and fetched again (waiting, on this
+/// thread) as [`fetch_prepared`] does.
+pub fn bracket_fetched(
+    ctx: &AuditContext<'_>,
+    prepared: Prepared,
+    answers: Result<(TrajectoryResponse, TrajectoryResponse), RpcError>,
+) -> Fetched {
+    bracket(ctx, prepared, Some(answers))
+}
+
+/// The bracketed fetch; `first`: the first attempt's answers, when they
+/// are already in.
+fn bracket(
+    ctx: &AuditContext<'_>,
+    mut prepared: Prepared,
+    mut first: Option<Result<(TrajectoryResponse, TrajectoryResponse), RpcError>>,
+) -> Fetched {
     let mut attempt = 0;
     loop {
         if let Some(r) = prepared.refusal() {
@@ -307,7 +330,10 @@ pub fn fetch_prepared(ctx: &AuditContext<'_>, mut prepared: Prepared) -> Fetched
         let (Some(client), true) = (ctx.client, prepared.projection.is_some()) else {
             return Fetched::Ended(Box::new(no_daemon(&prepared)));
         };
-        let fetched = client.fetch(&cascade);
+        let fetched = match first.take() {
+            Some(answers) => answers,
+            None => client.fetch(&cascade),
+        };
         // The bracket: snapshot the source again after both answers.
         let after = unchanged(
             &prepared.source.path,

@@ -1,14 +1,14 @@
 //! `audit-sweep`: requalify a whole store in parallel.
 
 use super::audit::{
-    audit_prepared, error_result, fetch_prepared, judge_fetched, prepare, AuditContext, Fetched,
-    SessionResult,
+    audit_prepared, bracket_fetched, error_result, fetch_prepared, judge_fetched, prepare,
+    AuditContext, Fetched, Prepared, SessionResult,
 };
 use crate::discover::{discover, SourceRef};
 use crate::error::{Error, Result, UsageError};
 use crate::manifest::{Manifest, CSV_FILE, MANIFEST_FILE};
 use crate::outcome::SessionOutcome;
-use crate::rpc::{ClientOptions, DaemonClient};
+use crate::rpc::{ClientOptions, DaemonClient, TrajectoryResponse};
 use crate::schema::Schema;
 use crate::shapes::Listing;
 use crate::source::legacy::LegacyKey;
@@ -361,10 +361,14 @@ pub fn sweep_to(
     // their shape listings taken and their bodies dropped: the writer only
     // records.
     let (tx_res, rx_res) = bounded::<Written>(concurrency * 2);
-    // Fetched answers wait here for a judge thread. A fetch thread that
-    // finds it full waits holding its answers: the daemon is then ahead of
-    // the CPU, and fetching more would only hold more memory.
-    let (tx_judge, rx_judge) = bounded::<Fetched>(jobs * 2);
+    // Fetched answers wait here for a judge thread; unbounded, since each
+    // holds one of the `concurrency` slots until it is judged: when the
+    // daemon is ahead of the CPU, no more is fetched.
+    let (tx_judge, rx_judge) = crossbeam_channel::unbounded::<Job>();
+    let free = bounded::<()>(concurrency);
+    for _ in 0..concurrency {
+        let _ = free.0.send(());
+    }
     let corpus = &corpus;
     let mut writer = ManifestWriter {
         out: &opts.out,
@@ -418,68 +422,78 @@ pub fn sweep_to(
                 });
             });
         }
-        // Stage 3: the bracketed fetch, `concurrency` in flight. These
-        // threads wait on the daemon and compare nothing: every answer is
-        // judged by stage 4's few threads, so the memory a comparison
-        // allocates and frees is churned by `jobs` threads' allocator heaps,
-        // not by `concurrency` of them (at 64, a heap per fetch thread held
-        // several times the live data).
-        for _ in 0..concurrency {
-            let rx_prep = rx_prep.clone();
-            let tx_res = tx_res.clone();
-            let tx_judge = tx_judge.clone();
-            let ctx = &ctx;
-            let (client, down) = (&client, &down);
+        // Stage 3: `concurrency` conversations in flight, each a task on
+        // the client's runtime (LoadTrajectory, then the pair): no thread
+        // waits on a conversation, so the bodies are allocated by the
+        // runtime's one or two workers and the comparisons by stage 4's
+        // `jobs` threads, never by `concurrency` threads' allocator heaps
+        // (at 64, a heap per waiting thread held several times the live
+        // data). A conversation keeps its slot until it is judged, so what
+        // waits to be judged counts as in flight too.
+        {
+            let (rx_prep, tx_judge) = (rx_prep.clone(), tx_judge.clone());
+            let (client, free, ctx) = (&client, &free, &ctx);
             scope.spawn(move || {
                 for p in rx_prep.iter() {
                     if halted() {
                         // Not fetched, not recorded: --resume takes it.
                         continue;
                     }
-                    let f = fetch_prepared(ctx, p);
-                    let Fetched::Ended(r) = f else {
-                        if tx_judge.send(f).is_err() {
-                            break;
-                        }
-                        continue;
-                    };
-                    if let Some(e) = &r.setup {
-                        // a refused token or the wrong listener: the same
-                        // for every conversation, said once; not recorded
-                        if let Ok(mut d) = down.lock() {
-                            d.get_or_insert_with(|| e.to_string());
-                        }
+                    let Ok(()) = free.1.recv() else { break };
+                    let slot = Slot(free.0.clone());
+                    if halted() {
                         continue;
                     }
-                    if matches!(r.record.result, SessionOutcome::NotFetched { .. }) {
-                        if let Err(e) = client.probe() {
-                            if let Ok(mut d) = down.lock() {
-                                d.get_or_insert_with(|| e.to_string());
-                            }
-                            // The daemon went away: this answer says nothing
-                            // about the conversation.
-                            continue;
-                        }
+                    if p.refusal().is_some() || p.projection.is_none() {
+                        // Ends without a fetch (fetch_prepared says how).
+                        let _ = tx_judge.send(Job::Ready(fetch_prepared(ctx, p), slot));
+                        continue;
                     }
-                    let r = written(corpus, *r);
-                    sink.fetched();
-                    if tx_res.send(r).is_err() {
-                        break;
-                    }
+                    let tx = tx_judge.clone();
+                    client.fetch_detached(p.source.cascade_id(), move |answers| {
+                        let _ = tx.send(Job::Answered(Box::new(p), answers, slot));
+                    });
                 }
             });
         }
         drop(tx_judge);
-        // Stage 4: compare + attest + the session's files, on `jobs`
-        // threads. Answers already fetched are judged even after Ctrl-C
-        // (they are evidence in hand; the queue is short).
+        // Stage 4: the bracket's second snapshot, compare + attest + the
+        // session's files, on `jobs` threads.
         for _ in 0..jobs {
             let rx_judge = rx_judge.clone();
             let tx_res = tx_res.clone();
             let ctx = &ctx;
+            let (client, down) = (&client, &down);
             scope.spawn(move || {
-                for f in rx_judge.iter() {
-                    let r = written(corpus, judge_fetched(ctx, f));
+                for job in rx_judge.iter() {
+                    let (fetched, _slot) = match job {
+                        Job::Ready(f, slot) => (f, slot),
+                        Job::Answered(p, answers, slot) => {
+                            (bracket_fetched(ctx, *p, answers), slot)
+                        }
+                    };
+                    if let Some(r) = fetched.ended() {
+                        if let Some(e) = &r.setup {
+                            // a refused token or the wrong listener: the
+                            // same for every conversation, said once; not
+                            // recorded
+                            if let Ok(mut d) = down.lock() {
+                                d.get_or_insert_with(|| e.to_string());
+                            }
+                            continue;
+                        }
+                        if matches!(r.record.result, SessionOutcome::NotFetched { .. }) {
+                            if let Err(e) = client.probe() {
+                                if let Ok(mut d) = down.lock() {
+                                    d.get_or_insert_with(|| e.to_string());
+                                }
+                                // The daemon went away: this answer says
+                                // nothing about the conversation.
+                                continue;
+                            }
+                        }
+                    }
+                    let r = written(corpus, judge_fetched(ctx, fetched));
                     sink.fetched();
                     if tx_res.send(r).is_err() {
                         break;
@@ -636,6 +650,27 @@ fn remove_own_temp_files(dir: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A conversation's place among the `concurrency` in flight; dropping it
+/// frees the place.
+struct Slot(crossbeam_channel::Sender<()>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let _ = self.0.send(());
+    }
+}
+
+/// What stage 4 judges: a source that ended without a fetch, or a source
+/// with its first answers (the bracket's second snapshot still to take).
+enum Job {
+    Ready(Fetched, Slot),
+    Answered(
+        Box<Prepared>,
+        Result<(TrajectoryResponse, TrajectoryResponse), crate::rpc::RpcError>,
+        Slot,
+    ),
 }
 
 /// A session on its way to the writer: its result, whether its files were

@@ -361,6 +361,23 @@ impl DaemonClient {
         }
     }
 
+    /// Finishes when the cancel flag is seen set (Ctrl-C); never without
+    /// a flag, or once the runtime is going away.
+    fn stopped(&self) -> impl Future<Output = ()> + Send + 'static {
+        let cancelled = self.shared.cancelled.clone();
+        async move {
+            let seen = match cancelled {
+                Some(mut rx) => rx.wait_for(|c| *c).await.is_ok(),
+                None => false,
+            };
+            if !seen {
+                // No flag, or a closed channel (the runtime going
+                // away): never a Ctrl-C.
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
     /// Runs `work` to its end on the calling thread (the runtime's workers
     /// drive the sockets meanwhile), or returns [`RpcError::Cancelled`] as
     /// soon as the cancel flag is seen set: the calls in flight are then
@@ -370,20 +387,7 @@ impl DaemonClient {
         method: &'static str,
         work: impl Future<Output = Result<T, RpcError>> + Send,
     ) -> Result<T, RpcError> {
-        let stop = {
-            let cancelled = self.shared.cancelled.clone();
-            async move {
-                let seen = match cancelled {
-                    Some(mut rx) => rx.wait_for(|c| *c).await.is_ok(),
-                    None => false,
-                };
-                if !seen {
-                    // No flag, or a closed channel (the runtime going
-                    // away): never a Ctrl-C.
-                    std::future::pending::<()>().await;
-                }
-            }
-        };
+        let stop = self.stopped();
         let work = async move {
             unless(work, stop)
                 .await
@@ -619,6 +623,39 @@ impl DaemonClient {
             .await;
             Ok((full?, ordinary?))
         })
+    }
+
+    /// LoadTrajectory, then the full and the ordinary `GetCascadeTrajectory`
+    /// in flight together ([`Self::load_trajectory`] then
+    /// [`Self::get_trajectory_pair`]), started on the client's runtime
+    /// without any thread waiting for it: `done` gets the outcome on one of
+    /// the runtime's workers, so it must not block (a send on an unbounded
+    /// channel, say). Ctrl-C ends the call as [`RpcError::Cancelled`], as it
+    /// ends a waited one. Many of these in flight cost a task each, not a
+    /// thread: the sweep keeps `--concurrency` conversations in flight so.
+    pub fn fetch_detached<F>(&self, cascade_id: String, done: F)
+    where
+        F: FnOnce(Result<(TrajectoryResponse, TrajectoryResponse), RpcError>) + Send + 'static,
+    {
+        let this = self.clone();
+        self.shared.handle.spawn(async move {
+            let method = "GetCascadeTrajectory";
+            let stop = this.stopped();
+            let work = async {
+                let load = serde_json::json!({ "cascadeId": &cascade_id }).to_string();
+                this.call("LoadTrajectory", load).await?;
+                let (full, ordinary) = both(
+                    this.trajectory(&cascade_id, true),
+                    this.trajectory(&cascade_id, false),
+                )
+                .await;
+                Ok((full?, ordinary?))
+            };
+            let outcome = unless(work, stop)
+                .await
+                .unwrap_or_else(|| Err(this.cancelled_error(method)));
+            done(outcome);
+        });
     }
 
     /// One `GetCascadeTrajectory`, its answer checked whole as soon as it
