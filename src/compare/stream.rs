@@ -45,7 +45,8 @@ use super::json::json_diff;
 use crate::schema::daemon_json_options;
 use base64::Engine;
 use prost_reflect::{
-    DescriptorPool, DynamicMessage, Kind, MapKey, MessageDescriptor, ReflectMessage, Value,
+    DescriptorPool, DynamicMessage, FieldDescriptor, Kind, MapKey, MessageDescriptor,
+    ReflectMessage, Value,
 };
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -143,6 +144,9 @@ struct TypeTable {
     has_at_type: bool,
     /// Its fields, by ascending number.
     fields: Vec<FieldEntry>,
+    /// A Timestamp's or Duration's `seconds` and `nanos` fields (read with
+    /// these descriptors: no look-up or clone per message).
+    time: Option<(FieldDescriptor, FieldDescriptor)>,
 }
 
 struct FieldEntry {
@@ -291,7 +295,12 @@ impl Tables {
                 })
                 .collect();
             fields.sort_unstable_by_key(|f| f.number);
+            let time = match special {
+                Special::Timestamp | Special::Duration => m.get_field(1).zip(m.get_field(2)),
+                _ => None,
+            };
             types.push(TypeTable {
+                time,
                 key: type_key(&m),
                 special,
                 extended: m.extensions().len() > 0,
@@ -391,7 +400,16 @@ impl<'de> DeserializeSeed<'de> for MessageSeed<'_, '_, '_> {
                 // seconds' sign); any other answers "no" (the serializer
                 // would normalize it, the value comparison refuses it).
                 let mut buf = [0u8; 32];
-                match time_text_into(msg, t.special == Special::Timestamp, &mut buf) {
+                let fields = t.time.as_ref().and_then(|(seconds, nanos)| {
+                    Some((
+                        msg.get_field(seconds).as_i64()?,
+                        msg.get_field(nanos).as_i32()?,
+                    ))
+                });
+                let text = fields.and_then(|(seconds, nanos)| {
+                    time_text_into(t.special == Special::Timestamp, seconds, nanos, &mut buf)
+                });
+                match text {
                     Some(expected) => d.deserialize_str(Expect::Str(expected)),
                     None => Err(differ()),
                 }
@@ -1202,18 +1220,11 @@ const MAX_DURATION_NANOS: u32 = 999_999_999;
 
 /// The two fields of a Timestamp or Duration, `None` when either holds
 /// another kind of value.
+#[cfg(test)]
 fn time_fields(msg: &DynamicMessage) -> Option<(i64, i32)> {
-    // The set fields (an unset one is 0, as `get_field_by_number` reads it),
-    // without a descriptor look-up per field.
-    let (mut seconds, mut nanos) = (Some(0), Some(0));
-    for (field, value) in msg.fields() {
-        match field.number() {
-            1 => seconds = value.as_i64(),
-            2 => nanos = value.as_i32(),
-            _ => {}
-        }
-    }
-    Some((seconds?, nanos?))
+    let seconds = msg.get_field_by_number(1)?.as_i64()?;
+    let nanos = msg.get_field_by_number(2)?.as_i32()?;
+    Some((seconds, nanos))
 }
 
 /// The daemon JSON text of a `google.protobuf.Timestamp` or `Duration`,
@@ -1253,17 +1264,17 @@ fn time_text_of(is_timestamp: bool, seconds: i64, nanos: i32) -> Option<String> 
     }
 }
 
-/// [`time_text`] of a message already known to be a Timestamp
-/// (`is_timestamp`) or a Duration without extensions, formatted on the
-/// stack (the longest text, a Timestamp with nanoseconds, is 30 bytes);
-/// `None` for a value outside the serializer's range or with nanos out of
-/// their normalized range.
-fn time_text_into<'b>(
-    msg: &DynamicMessage,
+/// [`time_text`] of a Timestamp (`is_timestamp`) or Duration without
+/// extensions, from its two fields, formatted on the stack (the longest
+/// text, a Timestamp with nanoseconds, is 30 bytes); `None` for a value
+/// outside the serializer's range or with nanos out of their normalized
+/// range.
+fn time_text_into(
     is_timestamp: bool,
-    buf: &'b mut [u8; 32],
-) -> Option<&'b str> {
-    let (seconds, nanos) = time_fields(msg)?;
+    seconds: i64,
+    nanos: i32,
+    buf: &mut [u8; 32],
+) -> Option<&str> {
     let n = if is_timestamp {
         format_timestamp(seconds, nanos, buf)
     } else {
