@@ -15,9 +15,9 @@
 //! change a verdict.
 //!
 //! How it stays cheap: per message type of the expected message's pool, a
-//! table is computed once per thread (each field's JSON name, its enum's
-//! value names by number, its map's key kind), so the walk clones no
-//! descriptor and looks no name up in the pool; scalars are compared
+//! table is computed once per pool and shared by all threads (each field's
+//! JSON name, its enum's value names by number, its map's key kind), so the
+//! walk clones no field descriptor and looks no name up in the pool; scalars are compared
 //! without allocating (64-bit integers formatted on the stack, numbers
 //! compared digit by digit by exact decimal value, bytes base64-encoded in
 //! chunks, Timestamps and Durations formatted on the stack); strings are
@@ -51,10 +51,9 @@ use prost_reflect::{
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 /// Whether `text` is exactly the daemon JSON of `expected` (see the module
 /// documentation). `false` means "take the slow path", not "different".
@@ -86,26 +85,33 @@ fn differ<E: de::Error>() -> E {
 }
 
 // ---------------------------------------------------------------------------
-// Per-type tables, computed once per thread and pool.
+// Per-type tables, computed once per pool.
 
-thread_local! {
-    /// The tables of the last pool compared on this thread (holding the pool,
-    /// so the addresses that key its types stay valid and unique).
-    static TABLES: RefCell<Option<Rc<Tables>>> = const { RefCell::new(None) };
-}
+/// The tables of the last few pools compared, shared by every thread (a
+/// sweep compares on many), each holding its pool, so the addresses that
+/// key its types stay valid and unique.
+static TABLES: Mutex<Vec<Arc<Tables>>> = Mutex::new(Vec::new());
 
-fn tables_for(pool: &DescriptorPool) -> Rc<Tables> {
-    TABLES.with(|cell| {
-        let mut cell = cell.borrow_mut();
-        if let Some(t) = cell.as_ref() {
-            if t.pool == *pool {
-                return t.clone();
-            }
-        }
-        let t = Rc::new(Tables::build(pool));
-        *cell = Some(t.clone());
-        t
-    })
+/// How many pools' tables are kept (the tool uses one schema per run).
+const KEPT_POOLS: usize = 4;
+
+fn tables_for(pool: &DescriptorPool) -> Arc<Tables> {
+    let find = |kept: &Vec<Arc<Tables>>| kept.iter().find(|t| t.pool == *pool).cloned();
+    if let Some(t) = find(&TABLES.lock().unwrap_or_else(|e| e.into_inner())) {
+        return t;
+    }
+    // Built outside the lock; a thread that built the same pool's tables
+    // meanwhile wins, this one's are dropped.
+    let built = Arc::new(Tables::build(pool));
+    let mut kept = TABLES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(t) = find(&kept) {
+        return t;
+    }
+    if kept.len() >= KEPT_POOLS {
+        kept.remove(0);
+    }
+    kept.push(built.clone());
+    built
 }
 
 /// The key of a message type in [`Tables`]: the address of its full name,
