@@ -274,3 +274,373 @@ fn fast_path_never_confirms_what_the_slow_path_refuses() {
     );
     assert!(mutated > 500, "{mutated} near-misses checked");
 }
+
+// ---------------------------------------------------------------------------
+// Every field kind of the modeled schema, at its edges, in many spellings.
+
+use prost_reflect::{
+    DescriptorPool, FieldDescriptor, Kind, MapKey, MessageDescriptor, Value as PV,
+};
+
+/// Values of one field (single, list or map) at the edges of its kind.
+fn edge_values(pool: &DescriptorPool, field: &FieldDescriptor) -> Vec<PV> {
+    let kind = field.kind();
+    if field.is_map() {
+        let Kind::Message(entry) = &kind else {
+            return vec![];
+        };
+        let keys: Vec<MapKey> = match entry.map_entry_key_field().kind() {
+            Kind::String => vec![
+                MapKey::String("a".into()),
+                MapKey::String("b\u{e9}\"\\\n\u{1f600}".into()),
+                MapKey::String(String::new()),
+            ],
+            Kind::Bool => vec![MapKey::Bool(true), MapKey::Bool(false)],
+            Kind::Int32 | Kind::Sint32 | Kind::Sfixed32 => vec![MapKey::I32(-5), MapKey::I32(7)],
+            Kind::Int64 | Kind::Sint64 | Kind::Sfixed64 => {
+                vec![MapKey::I64(i64::MIN), MapKey::I64(1)]
+            }
+            Kind::Uint32 | Kind::Fixed32 => vec![MapKey::U32(u32::MAX), MapKey::U32(0)],
+            Kind::Uint64 | Kind::Fixed64 => vec![MapKey::U64(u64::MAX), MapKey::U64(10)],
+            _ => return vec![],
+        };
+        let values = single_edges(pool, &entry.map_entry_value_field().kind());
+        let map: std::collections::HashMap<MapKey, PV> =
+            keys.into_iter().zip(values.into_iter().cycle()).collect();
+        return vec![PV::Map(map)];
+    }
+    let singles = single_edges(pool, &kind);
+    if field.is_list() {
+        let mut out: Vec<PV> = singles.iter().map(|v| PV::List(vec![v.clone()])).collect();
+        out.push(PV::List(singles.into_iter().take(3).collect()));
+        return out;
+    }
+    singles
+}
+
+fn single_edges(pool: &DescriptorPool, kind: &Kind) -> Vec<PV> {
+    match kind {
+        Kind::Bool => vec![PV::Bool(true)],
+        Kind::Int32 | Kind::Sint32 | Kind::Sfixed32 => {
+            [1, -1, 7, i32::MAX, i32::MIN].map(PV::I32).to_vec()
+        }
+        Kind::Int64 | Kind::Sint64 | Kind::Sfixed64 => {
+            [1, -1, i64::MAX, i64::MIN, 9_007_199_254_740_993]
+                .map(PV::I64)
+                .to_vec()
+        }
+        Kind::Uint32 | Kind::Fixed32 => [1, 10, u32::MAX].map(PV::U32).to_vec(),
+        Kind::Uint64 | Kind::Fixed64 => [1, 100, u64::MAX].map(PV::U64).to_vec(),
+        Kind::Float => [
+            0.1f32,
+            1.5,
+            -2.0,
+            f32::MAX,
+            f32::MIN_POSITIVE,
+            1e-45,
+            f32::NAN,
+            f32::INFINITY,
+        ]
+        .map(PV::F32)
+        .to_vec(),
+        Kind::Double => [
+            0.1,
+            1.0,
+            -0.5,
+            1e300,
+            5e-324,
+            123_456_789.125,
+            f64::NAN,
+            f64::NEG_INFINITY,
+        ]
+        .map(PV::F64)
+        .to_vec(),
+        Kind::String => [
+            "x",
+            "\u{e9} \u{fc}",
+            "\u{1f600} emoji",
+            "tab\tnew\nline",
+            "quote\" back\\ slash /",
+            "\u{1}\u{1f}\u{7f}\u{2028}",
+        ]
+        .map(|s| PV::String(s.into()))
+        .to_vec(),
+        Kind::Bytes => vec![
+            PV::Bytes(Vec::new().into()),
+            PV::Bytes(vec![0].into()),
+            PV::Bytes(vec![1, 2].into()),
+            PV::Bytes((0..=255u8).collect::<Vec<_>>().into()),
+            PV::Bytes(
+                (0..1537u32)
+                    .map(|i| (i * 7) as u8)
+                    .collect::<Vec<_>>()
+                    .into(),
+            ),
+        ],
+        Kind::Enum(e) => {
+            let mut out: Vec<PV> = e
+                .values()
+                .take(3)
+                .map(|v| PV::EnumNumber(v.number()))
+                .collect();
+            out.push(PV::EnumNumber(12_345));
+            out
+        }
+        Kind::Message(m) => message_edges(pool, m),
+    }
+}
+
+fn message_edges(pool: &DescriptorPool, m: &MessageDescriptor) -> Vec<PV> {
+    let mut out = vec![PV::Message(DynamicMessage::new(m.clone()))];
+    match m.full_name() {
+        "google.protobuf.Timestamp" | "google.protobuf.Duration" => {
+            for (s, n) in [
+                (1_700_000_000i64, 5_000_000i32),
+                (0, 1),
+                (-1, 999_999_999),
+                (-5, -5),
+            ] {
+                let mut t = DynamicMessage::new(m.clone());
+                t.set_field_by_number(1, PV::I64(s));
+                t.set_field_by_number(2, PV::I32(n));
+                out.push(PV::Message(t));
+            }
+        }
+        "google.protobuf.Any" => {
+            let inner = pool
+                .get_message_by_name("gemini_coder.TaskDetails")
+                .expect("the modeled schema has TaskDetails");
+            let mut payload = DynamicMessage::new(inner);
+            payload.set_field_by_number(1, PV::String("id \u{e9}".into()));
+            let mut ts = DynamicMessage::new(
+                pool.get_message_by_name("google.protobuf.Timestamp")
+                    .unwrap(),
+            );
+            ts.set_field_by_number(1, PV::I64(1_700_000_000));
+            payload.set_field_by_number(8, PV::Message(ts.clone()));
+            for (url, bytes) in [
+                (
+                    "type.googleapis.com/gemini_coder.TaskDetails",
+                    prost::Message::encode_to_vec(&payload),
+                ),
+                (
+                    "type.googleapis.com/google.protobuf.Timestamp",
+                    prost::Message::encode_to_vec(&ts),
+                ),
+            ] {
+                let mut a = DynamicMessage::new(m.clone());
+                a.set_field_by_number(1, PV::String(url.into()));
+                a.set_field_by_number(2, PV::Bytes(bytes.into()));
+                out.push(PV::Message(a));
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+/// The JSON text of `v` with every character of every string (keys too)
+/// written as a `\u` escape (a surrogate pair past the BMP).
+fn escaped_text(v: &Value, out: &mut String) {
+    fn string(s: &str, out: &mut String) {
+        out.push('"');
+        for c in s.chars() {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{u:04x}"));
+            }
+        }
+        out.push('"');
+    }
+    match v {
+        Value::String(s) => string(s, out),
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                escaped_text(x, out);
+            }
+            out.push(']');
+        }
+        Value::Object(m) => {
+            out.push('{');
+            for (i, (k, x)) in m.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                string(k, out);
+                out.push(':');
+                escaped_text(x, out);
+            }
+            out.push('}');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// Spellings of a number with the same exact decimal value.
+fn respellings(t: &str) -> Vec<String> {
+    let mut out = vec![format!("{t}e0"), format!("{t}E+0")];
+    if !t.contains(['e', 'E']) {
+        let (int, frac) = t.split_once('.').unwrap_or((t, ""));
+        out.push(format!("{int}{frac}0e-{}", frac.len() + 1));
+        out.push(format!(
+            "{t}{}",
+            if frac.is_empty() { ".000" } else { "00" }
+        ));
+        if t == "0" {
+            out.push("-0".into());
+            out.push("0.0e5".into());
+        }
+    }
+    out
+}
+
+/// Near-misses a tree mutation cannot express, each with whether the value
+/// comparison may still find it equal (`None`: either way).
+fn more_variants(v: &Value, path: &[Step]) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    let mut m = v.clone();
+    let node = at(&mut m, path);
+    match node.clone() {
+        Value::Number(n) => {
+            for r in respellings(&n.to_string()) {
+                if let Ok(x) = serde_json::from_str::<Value>(&r) {
+                    *at(&mut m, path) = x;
+                    out.push((format!("respelled {r}"), m.clone()));
+                }
+            }
+        }
+        Value::String(s) => {
+            for r in [
+                serde_json::from_str::<Value>(&s).ok(),
+                Some(Value::from(1)),
+                Some(Value::from(0)),
+                Some(Value::String(s.to_uppercase())),
+                Some(Value::String(format!("{s}="))),
+                Some(Value::String(s.trim_end_matches('=').to_string())),
+                Some(Value::String(s.replace('+', "-").replace('/', "_"))),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                *at(&mut m, path) = r.clone();
+                out.push((format!("string respelled as {r}"), m.clone()));
+            }
+        }
+        Value::Object(o) if !o.is_empty() => {
+            // The first member's key in proto (snake case) spelling.
+            let k = o.keys().next().unwrap().clone();
+            let snake: String = k
+                .chars()
+                .flat_map(|c| {
+                    if c.is_ascii_uppercase() {
+                        vec!['_', c.to_ascii_lowercase()]
+                    } else {
+                        vec![c]
+                    }
+                })
+                .collect();
+            if snake != k {
+                if let Value::Object(mm) = at(&mut m, path) {
+                    let val = mm.shift_remove(&k).unwrap();
+                    mm.insert(snake.clone(), val);
+                    out.push((format!("key {k} as {snake}"), m.clone()));
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+#[test]
+fn fast_path_agrees_on_every_field_kind_at_its_edges() {
+    let schema = Schema::modeled().unwrap();
+    let pool = schema.pool.clone();
+    let class = ReasonClass::FullMismatch;
+    let (mut messages, mut texts, mut confirmed) = (0, 0, 0);
+    for desc in pool.all_messages() {
+        if desc.is_map_entry() || desc.full_name().starts_with("google.protobuf.") {
+            continue;
+        }
+        for field in desc.fields() {
+            for value in edge_values(&pool, &field) {
+                let mut m = DynamicMessage::new(desc.clone());
+                if m.try_set_field(&field, value).is_err() {
+                    continue;
+                }
+                messages += 1;
+                let Ok(tree) = m.serialize_with_options(
+                    serde_json::value::Serializer,
+                    &agy_audit::schema::daemon_json_options(),
+                ) else {
+                    continue;
+                };
+                let canonical = serde_json::to_string(&tree).unwrap();
+                let what = format!("{}.{}", desc.full_name(), field.name());
+                check(&schema, &m, &canonical, class, &what);
+                if compare_slow(&schema, &m, &canonical, class).is_ok() {
+                    assert!(
+                        stream::equals(&m, &canonical),
+                        "{what}: canonical {canonical}"
+                    );
+                    confirmed += 1;
+                }
+                // Every character escaped, pretty-printed: the same value.
+                let mut esc = String::new();
+                escaped_text(&tree, &mut esc);
+                let pretty = serde_json::to_string_pretty(&tree).unwrap();
+                for t in [&esc, &pretty] {
+                    check(&schema, &m, t, class, &format!("{what}: {t}"));
+                    if stream::equals(&m, &canonical) {
+                        assert!(stream::equals(&m, t), "{what}: {t}");
+                    }
+                }
+                let mut all = Vec::new();
+                nodes(&tree, &mut Vec::new(), &mut all);
+                for path in &all {
+                    let mut vs: Vec<(String, Value)> = mutations(&tree, path)
+                        .into_iter()
+                        .map(|(w, v, _)| (w, v))
+                        .collect();
+                    vs.extend(more_variants(&tree, path));
+                    for (w, v) in vs {
+                        let t = serde_json::to_string(&v).unwrap();
+                        check(&schema, &m, &t, class, &format!("{what}: {w}: {t}"));
+                        texts += 1;
+                    }
+                }
+                // Textual near-misses: a duplicate member in the innermost
+                // object, data after the value, a cut value.
+                if let Some(i) = canonical.rfind('{') {
+                    if let Some(end) = canonical[i..].find(['}', ',']).map(|e| e + i) {
+                        let member = &canonical[i + 1..end];
+                        if !member.is_empty() {
+                            let dup =
+                                format!("{}{member},{}", &canonical[..=i], &canonical[i + 1..]);
+                            check(
+                                &schema,
+                                &m,
+                                &dup,
+                                class,
+                                &format!("{what}: duplicate {dup}"),
+                            );
+                            assert!(!stream::equals(&m, &dup), "{what}: {dup}");
+                        }
+                    }
+                }
+                assert!(!stream::equals(&m, &format!("{canonical} 1")), "{what}");
+                assert!(
+                    !stream::equals(&m, &canonical[..canonical.len() - 1]),
+                    "{what}"
+                );
+            }
+        }
+    }
+    assert!(messages > 500, "{messages} messages");
+    assert!(confirmed > 500, "{confirmed} confirmed");
+    assert!(texts > 5000, "{texts} near-misses");
+}
