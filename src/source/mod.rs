@@ -255,8 +255,9 @@ pub(crate) fn sqlite_from_snapshot(
             ),
         ));
     }
+    let step_columns = columns::StepColumns::new(names);
     for row in &rows.steps {
-        refusals.extend(columns::check_step_row(names, row));
+        refusals.extend(step_columns.check(names, row));
     }
     let structural = !refusals.is_empty();
     let encoding = match reconstruct::trajectory_encoding(names, &rows) {

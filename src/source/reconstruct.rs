@@ -56,18 +56,25 @@ pub fn trajectory_encoding(names: &Names, rows: &SqliteRows) -> Result<Vec<u8>, 
         None => {}
     }
     pieces.sort_by_key(|(n, _)| *n);
+    // An upper bound of the whole encoding (every piece, each with at most
+    // 15 bytes of key and length), so the buffer never grows: growing it
+    // copies everything written so far into fresh pages.
+    const FRAMING: usize = 15;
+    let lists = |l: &[Vec<u8>]| l.iter().map(|m| m.len() + FRAMING).sum::<usize>();
     let size: usize = rows
         .steps
         .iter()
-        .map(|s| s.step_payload.len() + 6)
+        .map(|s| s.step_payload.len() + FRAMING)
         .sum::<usize>()
-        + rows.gen_metadata.iter().map(|g| g.len() + 6).sum::<usize>()
-        + rows
-            .executor_metadata
-            .iter()
-            .map(|g| g.len() + 6)
-            .sum::<usize>()
-        + 256;
+        + lists(&rows.gen_metadata)
+        + lists(&rows.executor_metadata)
+        + lists(&rows.parent_references)
+        + lists(&rows.battle_mode_infos)
+        + rows.metadata.as_ref().map_or(0, |m| m.len() + FRAMING)
+        + rows.trajectory_id.len()
+        + rows.cascade_id.len()
+        + 4 * FRAMING
+        + 2 * 20;
     let mut out = Vec::with_capacity(size);
     for (n, piece) in pieces {
         match piece {
@@ -87,5 +94,6 @@ pub fn trajectory_encoding(names: &Names, rows: &SqliteRows) -> Result<Vec<u8>, 
             Piece::Str(_) | Piece::Int(_) => {}
         }
     }
+    debug_assert!(out.len() <= size, "the size bound is an upper bound");
     Ok(out)
 }

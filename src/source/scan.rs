@@ -313,7 +313,7 @@ impl<'p> Scanner<'p> {
                 if f.wire_type != WireType::Len {
                     return self.mismatch(fp, f);
                 }
-                if std::str::from_utf8(f.value).is_err() {
+                if !valid_utf8(f.value) {
                     let loc = self.location(fp.fd.json_name());
                     self.record_unknown(loc.clone(), f);
                     return self.refuse(
@@ -466,7 +466,7 @@ impl<'p> Scanner<'p> {
         // The key's canonical form: string bytes, or the integer's varint/fixed bytes.
         let key_bytes: &[u8] = key.map(|k| k.value).unwrap_or_default();
         let key_text = if mp.key_is_string {
-            match std::str::from_utf8(key_bytes) {
+            match simdutf8::basic::from_utf8(key_bytes) {
                 Ok(s) => format!("{s:?}"),
                 Err(_) => return self.bad_entry(fp, f, "map key is not valid UTF-8".to_string()),
             }
@@ -499,7 +499,7 @@ impl<'p> Scanner<'p> {
             MapValue::Enum(e) if val.is_some() => {
                 self.check_enum(plan, mp.val_fd.json_name(), e, value_bytes)
             }
-            MapValue::String if std::str::from_utf8(value_bytes).is_err() => self.bad_entry(
+            MapValue::String if !valid_utf8(value_bytes) => self.bad_entry(
                 fp,
                 f,
                 format!("map value for key {key_text} is not valid UTF-8"),
@@ -618,6 +618,14 @@ impl<'p> Scanner<'p> {
     }
 }
 
+/// Whether `bytes` are valid UTF-8: exactly `std::str::from_utf8(bytes).is_ok()`
+/// (simdutf8 validates the same definition, with SIMD where the CPU has it;
+/// the scan's strings are most of an encoding's bytes).
+#[inline]
+fn valid_utf8(bytes: &[u8]) -> bool {
+    simdutf8::basic::from_utf8(bytes).is_ok()
+}
+
 fn packed_ok(want: WireType, body: &[u8]) -> bool {
     match want {
         WireType::Fixed64 => body.len() % 8 == 0,
@@ -647,4 +655,58 @@ fn unknown_field_detail(desc: &MessageDescriptor, f: &RawField<'_>) -> String {
         f.wire_type.name(),
         desc.full_name()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::valid_utf8;
+
+    /// The scan's UTF-8 check accepts exactly what `std::str::from_utf8`
+    /// accepts: every one- and two-byte string, and the edges of the
+    /// multi-byte forms (overlong, surrogate, past U+10FFFF, truncated),
+    /// alone and after ASCII runs long enough for the SIMD path.
+    #[test]
+    fn valid_utf8_agrees_with_std() {
+        let mut cases: Vec<Vec<u8>> = Vec::new();
+        for a in 0..=255u8 {
+            cases.push(vec![a]);
+            for b in 0..=255u8 {
+                cases.push(vec![a, b]);
+            }
+        }
+        let edges: &[&[u8]] = &[
+            b"\xe0\x80\x80",
+            b"\xe0\xa0\x80",
+            b"\xed\x9f\xbf",
+            b"\xed\xa0\x80",
+            b"\xef\xbf\xbf",
+            b"\xf0\x8f\xbf\xbf",
+            b"\xf0\x90\x80\x80",
+            b"\xf4\x8f\xbf\xbf",
+            b"\xf4\x90\x80\x80",
+            b"\xf5\x80\x80\x80",
+            b"\xc0\xaf",
+            b"\xe2\x82",
+            b"\xf0\x9f\x98",
+            "é—日本😀".as_bytes(),
+        ];
+        for e in edges {
+            for pad in [0usize, 1, 15, 31, 63, 64, 65, 200] {
+                for at_end in [false, true] {
+                    let mut v = vec![b'a'; pad];
+                    if at_end {
+                        v.extend_from_slice(e);
+                    } else {
+                        let mut w = e.to_vec();
+                        w.extend_from_slice(&v);
+                        v = w;
+                    }
+                    cases.push(v);
+                }
+            }
+        }
+        for c in &cases {
+            assert_eq!(valid_utf8(c), std::str::from_utf8(c).is_ok(), "{c:?}");
+        }
+    }
 }

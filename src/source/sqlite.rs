@@ -346,13 +346,12 @@ fn build(
     let in_memory = match (strategy, &wal_bytes, &journal_bytes) {
         (Strategy::Disk, _, _) | (_, _, Some(_)) => None,
         (Strategy::Auto, None, None) => Some(SnapshotVia::Memory),
-        (Strategy::Auto, Some(w), None) => match super::wal::replay(&main, w) {
-            super::wal::Replay::NothingCommitted => Some(SnapshotVia::Memory),
-            super::wal::Replay::Applied { image, frames } => {
-                main = image;
-                Some(SnapshotVia::Replayed(frames))
-            }
-            super::wal::Replay::Defer(_) => None,
+        // Replayed into the file's bytes themselves (left untouched unless
+        // the log is applied), not into a copy of them.
+        (Strategy::Auto, Some(w), None) => match super::wal::replay_in_place(&mut main, w) {
+            super::wal::InPlace::NothingCommitted => Some(SnapshotVia::Memory),
+            super::wal::InPlace::Applied { frames } => Some(SnapshotVia::Replayed(frames)),
+            super::wal::InPlace::Defer(_) => None,
         },
     };
     let (conn, dir, via, image) = if let Some(via) = in_memory {
