@@ -319,22 +319,28 @@ impl StepColumns {
 
     /// Checks one row; returns every disagreement.
     pub fn check(&self, names: &Names, row: &StepRow) -> Vec<Refusal> {
-        check_row(names, self, row)
+        check_row(names, self, row, &row.step_payload)
+    }
+
+    /// [`Self::check`] for a row whose payload is held elsewhere (in the
+    /// encoding the rows were read into).
+    pub fn check_payload(&self, names: &Names, row: &StepRow, payload: &[u8]) -> Vec<Refusal> {
+        check_row(names, self, row, payload)
     }
 }
 
 /// Checks one row; returns every disagreement.
 pub fn check_step_row(names: &Names, row: &StepRow) -> Vec<Refusal> {
-    check_row(names, &StepColumns::new(names), row)
+    check_row(names, &StepColumns::new(names), row, &row.step_payload)
 }
 
-fn check_row(names: &Names, cols: &StepColumns, row: &StepRow) -> Vec<Refusal> {
+fn check_row(names: &Names, cols: &StepColumns, row: &StepRow, payload: &[u8]) -> Vec<Refusal> {
     // Built only when a refusal names it (most rows have none).
     let loc = || format!("steps[{}]", row.idx);
     let mut out = Vec::new();
-    let merged = needs_merge(names, cols, &row.step_payload);
+    let merged = needs_merge(names, cols, payload);
     let expected = if merged {
-        match expected_merged(names, &row.step_payload) {
+        match expected_merged(names, payload) {
             Ok(e) => e,
             Err(e) => {
                 out.push(Refusal::new(
@@ -348,7 +354,7 @@ fn check_row(names: &Names, cols: &StepColumns, row: &StepRow) -> Vec<Refusal> {
             }
         }
     } else {
-        expected_single(names, &row.step_payload)
+        expected_single(names, payload)
     };
     let mut refuse = |column: &str, detail: String| {
         out.push(Refusal::new(

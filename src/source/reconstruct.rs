@@ -17,20 +17,23 @@
 //! into the digest exactly as stored.
 
 use super::sqlite::SqliteRows;
-use super::wire::{put_len_field, put_varint_field};
+use super::wire::{put_len_field, put_varint, put_varint_field};
 use crate::schema::Names;
 use crate::verdict::{ReasonClass, Refusal};
 
-/// Builds the canonical Trajectory encoding from `rows`.
-pub fn trajectory_encoding(names: &Names, rows: &SqliteRows) -> Result<Vec<u8>, Refusal> {
+/// One piece of the encoding, in field-number order.
+enum Piece<'a> {
+    Str(&'a str),
+    Int(i64),
+    Msgs(&'a [Vec<u8>]),
+    Steps,
+    Msg(&'a [u8]),
+}
+
+/// The pieces of `rows`' encoding, sorted by field number (the battle-mode
+/// refusal when the schema has no field for rows that exist).
+fn pieces<'a>(names: &Names, rows: &'a SqliteRows) -> Result<Vec<(u32, Piece<'a>)>, Refusal> {
     let t = names.traj;
-    enum Piece<'a> {
-        Str(&'a str),
-        Int(i64),
-        Msgs(&'a [Vec<u8>]),
-        Steps,
-        Msg(&'a [u8]),
-    }
     let mut pieces: Vec<(u32, Piece<'_>)> = vec![
         (t.trajectory_id, Piece::Str(&rows.trajectory_id)),
         (t.steps, Piece::Steps),
@@ -56,6 +59,109 @@ pub fn trajectory_encoding(names: &Names, rows: &SqliteRows) -> Result<Vec<u8>, 
         None => {}
     }
     pieces.sort_by_key(|(n, _)| *n);
+    Ok(pieces)
+}
+
+/// Appends one piece (the steps from `rows.steps`).
+fn put_piece(out: &mut Vec<u8>, n: u32, piece: &Piece<'_>, rows: &SqliteRows) {
+    match piece {
+        Piece::Str(s) if !s.is_empty() => put_len_field(out, n, s.as_bytes()),
+        Piece::Int(v) if *v != 0 => put_varint_field(out, n, *v as u64),
+        Piece::Msgs(list) => {
+            for m in *list {
+                put_len_field(out, n, m);
+            }
+        }
+        Piece::Steps => {
+            for s in &rows.steps {
+                put_len_field(out, n, &s.step_payload);
+            }
+        }
+        Piece::Msg(m) => put_len_field(out, n, m),
+        Piece::Str(_) | Piece::Int(_) => {}
+    }
+}
+
+/// Whether the schema's field numbers let the steps be written straight
+/// into the encoding as they are read ([`EncodingHead`]): every field
+/// numbered below `steps` comes from `trajectory_meta`, which is read
+/// before the steps (`gemini_coder.Trajectory`: only `trajectory_id`, 1,
+/// is below `steps`, 2).
+pub fn steps_streamable(names: &Names) -> bool {
+    let t = names.traj;
+    let from_rows_read_later = [
+        Some(t.generator_metadata),
+        Some(t.parent_references),
+        Some(t.executor_metadatas),
+        Some(t.metadata),
+        t.battle_mode_infos,
+    ];
+    let from_meta = [t.trajectory_id, t.cascade_id, t.trajectory_type, t.source];
+    from_rows_read_later
+        .into_iter()
+        .flatten()
+        .all(|n| n > t.steps)
+        && from_meta.iter().all(|n| *n != t.steps)
+}
+
+/// The encoding up to and including the steps, built while the rows are
+/// read: the pieces numbered below `steps` (from `trajectory_meta` alone,
+/// see [`steps_streamable`]), then each step's payload as it is read, so a
+/// payload is copied once, from SQLite into the encoding. [`Self::finish`]
+/// appends the rest; the bytes are exactly [`trajectory_encoding`]'s.
+pub struct EncodingHead {
+    pub bytes: Vec<u8>,
+    steps: u32,
+    /// Each step payload's extent in `bytes`, in row order.
+    pub payloads: Vec<std::ops::Range<usize>>,
+}
+
+impl EncodingHead {
+    /// Starts the encoding once `trajectory_meta` is read into `rows`
+    /// (whose steps and later tables are still empty); `capacity` should
+    /// bound the whole encoding (the database image's length does, plus
+    /// the framing).
+    pub fn start(names: &Names, rows: &SqliteRows, capacity: usize) -> EncodingHead {
+        let steps = names.traj.steps;
+        let mut bytes = Vec::with_capacity(capacity);
+        // The pieces below `steps` do not depend on the tables read later;
+        // a refusal of `pieces` (battle_mode_infos) cannot arise before
+        // those rows are read, and is given by `finish`.
+        if let Ok(pieces) = pieces(names, rows) {
+            for (n, piece) in pieces.iter().filter(|(n, _)| *n < steps) {
+                put_piece(&mut bytes, *n, piece, rows);
+            }
+        }
+        EncodingHead {
+            bytes,
+            steps,
+            payloads: Vec::new(),
+        }
+    }
+
+    /// Appends one step's payload.
+    pub fn push_step(&mut self, payload: &[u8]) {
+        // `put_len_field`, with the payload's extent noted.
+        put_varint(&mut self.bytes, (u64::from(self.steps) << 3) | 2);
+        put_varint(&mut self.bytes, payload.len() as u64);
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(payload);
+        self.payloads.push(start..self.bytes.len());
+    }
+
+    /// Appends the pieces after the steps, once every table is read.
+    pub fn finish(mut self, names: &Names, rows: &SqliteRows) -> Result<Vec<u8>, Refusal> {
+        let pieces = pieces(names, rows)?;
+        for (n, piece) in pieces.iter().filter(|(n, _)| *n > self.steps) {
+            put_piece(&mut self.bytes, *n, piece, rows);
+        }
+        Ok(self.bytes)
+    }
+}
+
+/// Builds the canonical Trajectory encoding from `rows`.
+pub fn trajectory_encoding(names: &Names, rows: &SqliteRows) -> Result<Vec<u8>, Refusal> {
+    let pieces = pieces(names, rows)?;
     // An upper bound of the whole encoding (every piece, each with at most
     // 15 bytes of key and length), so the buffer never grows: growing it
     // copies everything written so far into fresh pages.
@@ -76,23 +182,8 @@ pub fn trajectory_encoding(names: &Names, rows: &SqliteRows) -> Result<Vec<u8>, 
         + 4 * FRAMING
         + 2 * 20;
     let mut out = Vec::with_capacity(size);
-    for (n, piece) in pieces {
-        match piece {
-            Piece::Str(s) if !s.is_empty() => put_len_field(&mut out, n, s.as_bytes()),
-            Piece::Int(v) if v != 0 => put_varint_field(&mut out, n, v as u64),
-            Piece::Msgs(list) => {
-                for m in list {
-                    put_len_field(&mut out, n, m);
-                }
-            }
-            Piece::Steps => {
-                for s in &rows.steps {
-                    put_len_field(&mut out, n, &s.step_payload);
-                }
-            }
-            Piece::Msg(m) => put_len_field(&mut out, n, m),
-            Piece::Str(_) | Piece::Int(_) => {}
-        }
+    for (n, piece) in &pieces {
+        put_piece(&mut out, *n, piece, rows);
     }
     debug_assert!(out.len() <= size, "the size bound is an upper bound");
     Ok(out)

@@ -26,7 +26,9 @@
 //! `trusted_schema=OFF`, then `PRAGMA quick_check` must answer `ok` before any
 //! table is read (an untrusted file is checked before it is queried).
 
+use super::reconstruct::EncodingHead;
 use crate::error::{Error, Result};
+use crate::schema::Names;
 use crate::verdict::{ReasonClass, Refusal};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
@@ -163,6 +165,12 @@ impl Snapshot {
     /// The private connection over the snapshot.
     pub fn conn(&self) -> &Connection {
         &self.conn
+    }
+
+    /// The in-memory image's length (0 for a copy on disk): an upper bound
+    /// of the bytes its rows hold.
+    pub fn size_hint(&self) -> usize {
+        self._image.as_ref().map_or(0, Vec::len)
     }
 }
 
@@ -451,6 +459,29 @@ fn corrupt_db(db: &Path, e: rusqlite::Error) -> Error {
 /// Reads and validates a snapshot. Structural deviations are refusals (the
 /// source is unknown); a database that cannot be read at all is an error.
 pub fn read_rows(db: &Path, snap: &Snapshot) -> Result<(SqliteRows, Vec<Refusal>)> {
+    read_rows_with(db, snap, None).map(|(rows, refusals, _)| (rows, refusals))
+}
+
+/// [`read_rows`], with the canonical encoding's head built as the steps are
+/// read ([`EncodingHead`]: each payload copied once, from SQLite into the
+/// encoding, and not kept in its [`StepRow`], whose `step_payload` stays
+/// empty) when the schema's field order allows it
+/// ([`super::reconstruct::steps_streamable`]) and the steps were read at all.
+/// The refusals are exactly [`read_rows`]'.
+pub fn read_rows_streamed(
+    db: &Path,
+    snap: &Snapshot,
+    names: &Names,
+) -> Result<(SqliteRows, Vec<Refusal>, Option<EncodingHead>)> {
+    let names = super::reconstruct::steps_streamable(names).then_some(names);
+    read_rows_with(db, snap, names)
+}
+
+fn read_rows_with(
+    db: &Path,
+    snap: &Snapshot,
+    stream: Option<&Names>,
+) -> Result<(SqliteRows, Vec<Refusal>, Option<EncodingHead>)> {
     let conn = snap.conn();
     let sql = |e: rusqlite::Error| Error::Sqlite {
         path: db.to_path_buf(),
@@ -466,21 +497,26 @@ pub fn read_rows(db: &Path, snap: &Snapshot) -> Result<(SqliteRows, Vec<Refusal>
             "PRAGMA user_version",
             format!("user_version {user_version}, not {USER_VERSION}"),
         ));
-        return Ok((SqliteRows::default(), refusals));
+        return Ok((SqliteRows::default(), refusals, None));
     }
     check_schema(conn, &mut refusals).map_err(sql)?;
     if !refusals.is_empty() {
-        return Ok((SqliteRows::default(), refusals));
+        return Ok((SqliteRows::default(), refusals, None));
     }
     let mut rows = SqliteRows::default();
     read_meta(conn, &mut rows, &mut refusals).map_err(sql)?;
-    read_steps(conn, &mut rows, &mut refusals).map_err(sql)?;
+    // The image bounds every blob's bytes; a step's key and length take at
+    // most 15 more (a slack of an eighth covers them for any real store,
+    // and a buffer that must grow after all only costs a copy).
+    let mut head =
+        stream.map(|names| EncodingHead::start(names, &rows, snap.size_hint() / 8 * 9 + 4096));
+    read_steps(conn, &mut rows, &mut refusals, head.as_mut()).map_err(sql)?;
     rows.gen_metadata = read_indexed(conn, "gen_metadata", &mut refusals).map_err(sql)?;
     rows.executor_metadata = read_indexed(conn, "executor_metadata", &mut refusals).map_err(sql)?;
     rows.parent_references = read_indexed(conn, "parent_references", &mut refusals).map_err(sql)?;
     rows.battle_mode_infos = read_indexed(conn, "battle_mode_infos", &mut refusals).map_err(sql)?;
     read_metadata_blob(conn, &mut rows, &mut refusals).map_err(sql)?;
-    Ok((rows, refusals))
+    Ok((rows, refusals, head))
 }
 
 fn drift(refusals: &mut Vec<Refusal>, location: impl Into<String>, detail: impl Into<String>) {
@@ -593,10 +629,15 @@ fn int(v: ValueRef<'_>) -> Option<i64> {
 
 /// A blob column: `Ok(None)` for SQL NULL, `Err` for another storage class.
 fn blob(v: ValueRef<'_>) -> std::result::Result<Option<Vec<u8>>, &'static str> {
+    blob_ref(v).map(|b| b.map(<[u8]>::to_vec))
+}
+
+/// [`blob`], borrowed from the row.
+fn blob_ref(v: ValueRef<'_>) -> std::result::Result<Option<&[u8]>, &'static str> {
     match v {
         ValueRef::Null => Ok(None),
         ValueRef::Blob(b) if b.len() > MAX_BLOB_BYTES => Err("larger than the blob limit"),
-        ValueRef::Blob(b) => Ok(Some(b.to_vec())),
+        ValueRef::Blob(b) => Ok(Some(b)),
         ValueRef::Text(_) => Err("stored as text, not blob"),
         ValueRef::Integer(_) | ValueRef::Real(_) => Err("stored as a number, not blob"),
     }
@@ -668,6 +709,7 @@ fn read_steps(
     conn: &Connection,
     rows: &mut SqliteRows,
     refusals: &mut Vec<Refusal>,
+    mut head: Option<&mut EncodingHead>,
 ) -> rusqlite::Result<()> {
     let mut st = conn.prepare(
         "SELECT idx, step_type, status, has_subtrajectory, metadata, error_details, permissions, \
@@ -724,21 +766,27 @@ fn read_steps(
             "step_payload",
         ];
         for (i, name) in blobs.iter().enumerate() {
-            let v = match blob(r.get_ref(4 + i)?) {
+            let v = match blob_ref(r.get_ref(4 + i)?) {
                 Ok(v) => v,
                 Err(why) => {
                     shape(refusals, format!("{loc}.{name}"), format!("{name} {why}"));
                     return Ok(());
                 }
             };
+            let owned = || v.map(<[u8]>::to_vec);
             match i {
-                0 => row.metadata = v,
-                1 => row.error_details = v,
-                2 => row.permissions = v,
-                3 => row.task_details = v,
-                4 => row.render_info = v,
+                0 => row.metadata = owned(),
+                1 => row.error_details = owned(),
+                2 => row.permissions = owned(),
+                3 => row.task_details = owned(),
+                4 => row.render_info = owned(),
                 _ => match v {
-                    Some(p) => row.step_payload = p,
+                    // Nothing can refuse the row after its payload: the
+                    // head takes it as the row is kept.
+                    Some(p) => match head.as_deref_mut() {
+                        Some(h) => h.push_step(p),
+                        None => row.step_payload = p.to_vec(),
+                    },
                     None => {
                         shape(
                             refusals,
