@@ -523,13 +523,83 @@ fn drift(refusals: &mut Vec<Refusal>, location: impl Into<String>, detail: impl 
     refusals.push(Refusal::new(ReasonClass::SchemaDrift, location, detail));
 }
 
+/// A schema as `sqlite_master` states it: each object's type, name, table
+/// and exact SQL text (a value that is not text kept with its storage class).
+type SchemaText = Vec<(String, String, String, Option<(u8, Vec<u8>)>)>;
+
+/// Schemas checked, with the refusals each got.
+type SchemaMemo = std::sync::Mutex<Vec<(SchemaText, Vec<Refusal>)>>;
+
+/// How many schemas [`check_schema`] remembers (a store holds one or two).
+const SCHEMA_MEMO: usize = 16;
+
+/// [`check_schema_full`]'s answer for a schema already checked in this
+/// process, else that check, remembered when it ran to its end.
+///
+/// Everything the full check reads (the object list, each table's
+/// `PRAGMA table_info`, each index's `PRAGMA index_info`) is what SQLite
+/// parsed from `sqlite_master`'s SQL text, so two databases whose
+/// `sqlite_master` agree in every object's type, name, table and SQL text
+/// get the same refusals: the memo is keyed by exactly that text. A check
+/// that failed with an error is not remembered (it runs again, and fails
+/// again, on the next such schema).
 fn check_schema(conn: &Connection, refusals: &mut Vec<Refusal>) -> rusqlite::Result<()> {
+    use std::sync::{Mutex, OnceLock};
+    static MEMO: OnceLock<SchemaMemo> = OnceLock::new();
     let mut st =
-        conn.prepare("SELECT type, name, tbl_name FROM sqlite_master ORDER BY type, name")?;
-    let objects: Vec<(String, String, String)> = st
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        conn.prepare("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name")?;
+    let text: SchemaText = st
+        .query_map([], |r| {
+            let sql = match r.get_ref(3)? {
+                ValueRef::Null => None,
+                ValueRef::Text(t) => Some((0, t.to_vec())),
+                ValueRef::Blob(b) => Some((1, b.to_vec())),
+                ValueRef::Integer(i) => Some((2, i.to_le_bytes().to_vec())),
+                ValueRef::Real(f) => Some((3, f.to_le_bytes().to_vec())),
+            };
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, sql))
+        })?
         .collect::<rusqlite::Result<_>>()?;
-    for (kind, name, table) in &objects {
+    drop(st);
+    let memo = MEMO.get_or_init(|| Mutex::new(Vec::new()));
+    // A poisoned lock only means another thread panicked while pushing; the
+    // list is consistent either way.
+    let known = {
+        let memo = memo.lock().unwrap_or_else(|p| p.into_inner());
+        memo.iter()
+            .find(|(t, _)| *t == text)
+            .map(|(_, found)| found.clone())
+    };
+    if let Some(found) = known {
+        refusals.extend(found);
+        return Ok(());
+    }
+    let objects: Vec<(String, String, String)> = text
+        .iter()
+        .map(|(k, n, t, _)| (k.clone(), n.clone(), t.clone()))
+        .collect();
+    let mut found = Vec::new();
+    check_schema_full(conn, &objects, &mut found)?;
+    {
+        let mut memo = memo.lock().unwrap_or_else(|p| p.into_inner());
+        if memo.len() >= SCHEMA_MEMO {
+            memo.remove(0);
+        }
+        memo.push((text, found.clone()));
+    }
+    refusals.extend(found);
+    Ok(())
+}
+
+/// The schema check itself: every object of `sqlite_master` (`objects`:
+/// type, name, table, by type and name) known, every table's columns and
+/// every index's column as agy writes them.
+fn check_schema_full(
+    conn: &Connection,
+    objects: &[(String, String, String)],
+    refusals: &mut Vec<Refusal>,
+) -> rusqlite::Result<()> {
+    for (kind, name, table) in objects {
         let known = match kind.as_str() {
             "table" => TABLES.iter().any(|(t, _)| t == name),
             "index" => {
