@@ -10,8 +10,8 @@
 use agy_audit::schema::Schema;
 use agy_audit::source::columns::{check_step_row, StepColumns};
 use agy_audit::source::legacy::LegacyKey;
-use agy_audit::source::reconstruct::{steps_streamable, trajectory_encoding};
-use agy_audit::source::sqlite::{read_rows, read_rows_streamed, snapshot};
+use agy_audit::source::reconstruct::{read_rows_streamed, steps_streamable, trajectory_encoding};
+use agy_audit::source::sqlite::{read_rows, snapshot};
 use agy_audit::source::{digest_of, read_source, ReadOptions};
 use agy_corpus::corpus::{generate, GenerateOptions, PlanOptions};
 

@@ -243,7 +243,7 @@ pub(crate) fn sqlite_from_snapshot(
     // The encoding's head (up to the steps) is built as the rows are read
     // when the schema allows it: each payload is copied once, into the
     // encoding, instead of into its row and then into the encoding.
-    let (rows, mut refusals, head) = sqlite::read_rows_streamed(path, &snap, names)?;
+    let (rows, mut refusals, head) = reconstruct::read_rows_streamed(path, &snap, names)?;
     let had_wal = snap.had_wal;
     drop(snap);
     let profile = crate::profile::sqlite_profile(opts.schema);

@@ -16,9 +16,9 @@
 //! Stored bytes are never re-encoded, so unknown or source-only bytes survive
 //! into the digest exactly as stored.
 
-use super::sqlite::SqliteRows;
+use super::sqlite::{PayloadSink, Snapshot, SqliteRows};
 use super::wire::{put_len_field, put_varint, put_varint_field};
-use crate::schema::Names;
+use crate::schema::{Names, TrajectoryFields};
 use crate::verdict::{ReasonClass, Refusal};
 
 /// One piece of the encoding, in field-number order.
@@ -32,8 +32,7 @@ enum Piece<'a> {
 
 /// The pieces of `rows`' encoding, sorted by field number (the battle-mode
 /// refusal when the schema has no field for rows that exist).
-fn pieces<'a>(names: &Names, rows: &'a SqliteRows) -> Result<Vec<(u32, Piece<'a>)>, Refusal> {
-    let t = names.traj;
+fn pieces(t: TrajectoryFields, rows: &SqliteRows) -> Result<Vec<(u32, Piece<'_>)>, Refusal> {
     let mut pieces: Vec<(u32, Piece<'_>)> = vec![
         (t.trajectory_id, Piece::Str(&rows.trajectory_id)),
         (t.steps, Piece::Steps),
@@ -114,44 +113,70 @@ pub struct EncodingHead {
     steps: u32,
     /// Each step payload's extent in `bytes`, in row order.
     pub payloads: Vec<std::ops::Range<usize>>,
+    /// The Trajectory's field numbers, for [`PayloadSink::start`].
+    fields: TrajectoryFields,
 }
 
-impl EncodingHead {
-    /// Starts the encoding once `trajectory_meta` is read into `rows`
-    /// (whose steps and later tables are still empty); `capacity` should
-    /// bound the whole encoding (the database image's length does, plus
-    /// the framing).
-    pub fn start(names: &Names, rows: &SqliteRows, capacity: usize) -> EncodingHead {
-        let steps = names.traj.steps;
-        let mut bytes = Vec::with_capacity(capacity);
-        // The pieces below `steps` do not depend on the tables read later;
-        // a refusal of `pieces` (battle_mode_infos) cannot arise before
-        // those rows are read, and is given by `finish`.
-        if let Ok(pieces) = pieces(names, rows) {
-            for (n, piece) in pieces.iter().filter(|(n, _)| *n < steps) {
-                put_piece(&mut bytes, *n, piece, rows);
+impl PayloadSink for EncodingHead {
+    /// Writes the pieces below `steps` once `trajectory_meta` is read into
+    /// `rows` (whose steps and later tables are still empty); they do not
+    /// depend on the tables read later. A refusal of `pieces`
+    /// (battle_mode_infos) cannot arise before those rows are read, and is
+    /// given by [`EncodingHead::finish`].
+    fn start(&mut self, rows: &SqliteRows, capacity: usize) {
+        self.bytes = Vec::with_capacity(capacity);
+        self.payloads.clear();
+        if let Ok(pieces) = pieces(self.fields, rows) {
+            for (n, piece) in pieces.iter().filter(|(n, _)| *n < self.steps) {
+                put_piece(&mut self.bytes, *n, piece, rows);
             }
-        }
-        EncodingHead {
-            bytes,
-            steps,
-            payloads: Vec::new(),
         }
     }
 
-    /// Appends one step's payload.
-    pub fn push_step(&mut self, payload: &[u8]) {
-        // `put_len_field`, with the payload's extent noted.
+    /// Appends one step's payload (`put_len_field`, with its extent noted).
+    fn push(&mut self, payload: &[u8]) {
         put_varint(&mut self.bytes, (u64::from(self.steps) << 3) | 2);
         put_varint(&mut self.bytes, payload.len() as u64);
         let start = self.bytes.len();
         self.bytes.extend_from_slice(payload);
         self.payloads.push(start..self.bytes.len());
     }
+}
+
+/// [`super::sqlite::read_rows`] with the canonical encoding's head built as
+/// the steps are read ([`EncodingHead`]: each payload copied once, from
+/// SQLite into the encoding) when the schema's field order allows it
+/// ([`steps_streamable`]) and the steps were read at all. The refusals are
+/// exactly `read_rows`'.
+pub fn read_rows_streamed(
+    db: &std::path::Path,
+    snap: &Snapshot,
+    names: &Names,
+) -> crate::error::Result<(SqliteRows, Vec<Refusal>, Option<EncodingHead>)> {
+    if !steps_streamable(names) {
+        let (rows, refusals) = super::sqlite::read_rows(db, snap)?;
+        return Ok((rows, refusals, None));
+    }
+    let mut head = EncodingHead::new(names);
+    let (rows, refusals, started) = super::sqlite::read_rows_into(db, snap, &mut head)?;
+    Ok((rows, refusals, started.then_some(head)))
+}
+
+impl EncodingHead {
+    /// An encoding not started yet ([`PayloadSink::start`] writes its
+    /// first pieces).
+    pub fn new(names: &Names) -> EncodingHead {
+        EncodingHead {
+            bytes: Vec::new(),
+            steps: names.traj.steps,
+            payloads: Vec::new(),
+            fields: names.traj,
+        }
+    }
 
     /// Appends the pieces after the steps, once every table is read.
     pub fn finish(mut self, names: &Names, rows: &SqliteRows) -> Result<Vec<u8>, Refusal> {
-        let pieces = pieces(names, rows)?;
+        let pieces = pieces(names.traj, rows)?;
         for (n, piece) in pieces.iter().filter(|(n, _)| *n > self.steps) {
             put_piece(&mut self.bytes, *n, piece, rows);
         }
@@ -161,7 +186,7 @@ impl EncodingHead {
 
 /// Builds the canonical Trajectory encoding from `rows`.
 pub fn trajectory_encoding(names: &Names, rows: &SqliteRows) -> Result<Vec<u8>, Refusal> {
-    let pieces = pieces(names, rows)?;
+    let pieces = pieces(names.traj, rows)?;
     // An upper bound of the whole encoding (every piece, each with at most
     // 15 bytes of key and length), so the buffer never grows: growing it
     // copies everything written so far into fresh pages.

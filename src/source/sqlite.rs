@@ -26,9 +26,7 @@
 //! `trusted_schema=OFF`, then `PRAGMA quick_check` must answer `ok` before any
 //! table is read (an untrusted file is checked before it is queried).
 
-use super::reconstruct::EncodingHead;
 use crate::error::{Error, Result};
-use crate::schema::Names;
 use crate::verdict::{ReasonClass, Refusal};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
@@ -462,26 +460,34 @@ pub fn read_rows(db: &Path, snap: &Snapshot) -> Result<(SqliteRows, Vec<Refusal>
     read_rows_with(db, snap, None).map(|(rows, refusals, _)| (rows, refusals))
 }
 
-/// [`read_rows`], with the canonical encoding's head built as the steps are
-/// read ([`EncodingHead`]: each payload copied once, from SQLite into the
-/// encoding, and not kept in its [`StepRow`], whose `step_payload` stays
-/// empty) when the schema's field order allows it
-/// ([`super::reconstruct::steps_streamable`]) and the steps were read at all.
-/// The refusals are exactly [`read_rows`]'.
-pub fn read_rows_streamed(
+/// Where [`read_rows_into`] puts each step payload instead of its
+/// [`StepRow`] (the canonical encoding being built: `reconstruct`'s
+/// `EncodingHead`).
+pub trait PayloadSink {
+    /// Called once, after `trajectory_meta` is read into `rows` and before
+    /// the first step; `capacity` bounds the bytes the rows can hold.
+    fn start(&mut self, rows: &SqliteRows, capacity: usize);
+    /// Called for each step row kept, in order, with its payload.
+    fn push(&mut self, payload: &[u8]);
+}
+
+/// [`read_rows`], with each kept step's payload handed to `sink` (and not
+/// kept in its [`StepRow`], whose `step_payload` stays empty) when the steps
+/// are read at all; the answer says whether they were (`sink` started).
+/// The rows otherwise, and the refusals, are exactly [`read_rows`]'.
+pub fn read_rows_into(
     db: &Path,
     snap: &Snapshot,
-    names: &Names,
-) -> Result<(SqliteRows, Vec<Refusal>, Option<EncodingHead>)> {
-    let names = super::reconstruct::steps_streamable(names).then_some(names);
-    read_rows_with(db, snap, names)
+    sink: &mut dyn PayloadSink,
+) -> Result<(SqliteRows, Vec<Refusal>, bool)> {
+    read_rows_with(db, snap, Some(sink))
 }
 
 fn read_rows_with(
     db: &Path,
     snap: &Snapshot,
-    stream: Option<&Names>,
-) -> Result<(SqliteRows, Vec<Refusal>, Option<EncodingHead>)> {
+    mut sink: Option<&mut dyn PayloadSink>,
+) -> Result<(SqliteRows, Vec<Refusal>, bool)> {
     let conn = snap.conn();
     let sql = |e: rusqlite::Error| Error::Sqlite {
         path: db.to_path_buf(),
@@ -497,26 +503,28 @@ fn read_rows_with(
             "PRAGMA user_version",
             format!("user_version {user_version}, not {USER_VERSION}"),
         ));
-        return Ok((SqliteRows::default(), refusals, None));
+        return Ok((SqliteRows::default(), refusals, false));
     }
     check_schema(conn, &mut refusals).map_err(sql)?;
     if !refusals.is_empty() {
-        return Ok((SqliteRows::default(), refusals, None));
+        return Ok((SqliteRows::default(), refusals, false));
     }
     let mut rows = SqliteRows::default();
     read_meta(conn, &mut rows, &mut refusals).map_err(sql)?;
     // The image bounds every blob's bytes; a step's key and length take at
     // most 15 more (a slack of an eighth covers them for any real store,
     // and a buffer that must grow after all only costs a copy).
-    let mut head =
-        stream.map(|names| EncodingHead::start(names, &rows, snap.size_hint() / 8 * 9 + 4096));
-    read_steps(conn, &mut rows, &mut refusals, head.as_mut()).map_err(sql)?;
+    if let Some(sink) = sink.as_deref_mut() {
+        sink.start(&rows, snap.size_hint() / 8 * 9 + 4096);
+    }
+    let started = sink.is_some();
+    read_steps(conn, &mut rows, &mut refusals, sink).map_err(sql)?;
     rows.gen_metadata = read_indexed(conn, "gen_metadata", &mut refusals).map_err(sql)?;
     rows.executor_metadata = read_indexed(conn, "executor_metadata", &mut refusals).map_err(sql)?;
     rows.parent_references = read_indexed(conn, "parent_references", &mut refusals).map_err(sql)?;
     rows.battle_mode_infos = read_indexed(conn, "battle_mode_infos", &mut refusals).map_err(sql)?;
     read_metadata_blob(conn, &mut rows, &mut refusals).map_err(sql)?;
-    Ok((rows, refusals, head))
+    Ok((rows, refusals, started))
 }
 
 fn drift(refusals: &mut Vec<Refusal>, location: impl Into<String>, detail: impl Into<String>) {
@@ -779,7 +787,7 @@ fn read_steps(
     conn: &Connection,
     rows: &mut SqliteRows,
     refusals: &mut Vec<Refusal>,
-    mut head: Option<&mut EncodingHead>,
+    mut sink: Option<&mut dyn PayloadSink>,
 ) -> rusqlite::Result<()> {
     let mut st = conn.prepare(
         "SELECT idx, step_type, status, has_subtrajectory, metadata, error_details, permissions, \
@@ -852,9 +860,9 @@ fn read_steps(
                 4 => row.render_info = owned(),
                 _ => match v {
                     // Nothing can refuse the row after its payload: the
-                    // head takes it as the row is kept.
-                    Some(p) => match head.as_deref_mut() {
-                        Some(h) => h.push_step(p),
+                    // sink takes it as the row is kept.
+                    Some(p) => match sink.as_deref_mut() {
+                        Some(sink) => sink.push(p),
                         None => row.step_payload = p.to_vec(),
                     },
                     None => {
