@@ -790,3 +790,45 @@ fn every_redundant_column_is_compared_with_the_merged_field() {
         );
     }
 }
+
+/// The schema check is remembered by the exact `sqlite_master` text: a
+/// second database with the same drifted schema gets the same refusals, and
+/// schemas with the same objects but other SQL (one column's declared type)
+/// are each checked anew, not answered from another's memo.
+#[test]
+fn a_remembered_schema_check_answers_only_the_same_schema_text() {
+    let drift = |c: &Connection| {
+        c.execute_batch("ALTER TABLE steps ADD COLUMN shiny blob")
+            .unwrap()
+    };
+    let (_r1, p1, s) = fixture(drift);
+    let (_r2, p2, _) = fixture(drift);
+    let (first, second) = (read(&s, &p1), read(&s, &p2));
+    assert_refused(&first, ReasonClass::SchemaDrift, "steps");
+    assert_eq!(first.refusals, second.refusals);
+    let retyped = |ty: &'static str| {
+        move |c: &Connection| {
+            c.execute_batch(&format!(
+                "DROP TABLE battle_mode_infos; \
+                 CREATE TABLE battle_mode_infos (idx integer, data {ty}, PRIMARY KEY (idx))"
+            ))
+            .unwrap()
+        }
+    };
+    let mut details = Vec::new();
+    for ty in ["text", "integer", "text"] {
+        let (_r, p, _) = fixture(retyped(ty));
+        let src = read(&s, &p);
+        assert_refused(&src, ReasonClass::SchemaDrift, "battle_mode_infos");
+        let detail = src.reason().unwrap().detail.clone();
+        assert!(
+            detail.to_lowercase().contains(&format!("data {ty}")),
+            "{detail}"
+        );
+        details.push(detail);
+    }
+    assert_eq!(details[0], details[2]);
+    assert_ne!(details[0], details[1]);
+    let (_r4, p4, _) = fixture(|_| {});
+    assert!(read(&s, &p4).qualified(), "{:?}", read(&s, &p4).refusals);
+}

@@ -194,19 +194,10 @@ fn expected_single<'a>(names: &Names, payload: &'a [u8]) -> Expected<'a> {
 /// Whether the payload needs the merged comparison: a compared field (or
 /// generic.result, or its step_render_info) occurs more than once, or more
 /// than one member of the step oneof occurs. One pass over the top level.
-fn needs_merge(names: &Names, payload: &[u8]) -> bool {
+fn needs_merge(names: &Names, cols: &StepColumns, payload: &[u8]) -> bool {
     let s = names.step_fields;
-    let mut compared = vec![
-        s.r#type,
-        s.status,
-        s.metadata,
-        s.error,
-        s.permissions,
-        s.task_details,
-        s.generic,
-    ];
-    compared.extend(s.subtrajectory);
-    let oneof = step_oneof(names);
+    let compared = &cols.compared;
+    let oneof = &cols.oneof;
     let mut seen: Vec<u32> = Vec::new();
     let mut oneof_members = 0usize;
     for f in FieldIter::new(payload) {
@@ -290,19 +281,71 @@ fn render_type(names: &Names) -> Option<MessageDescriptor> {
     field_type(&result, names.result_render_info)
 }
 
+/// What [`check_step_row`] looks up in the schema, once per source instead
+/// of once per row (the same descriptors and numbers each time).
+pub struct StepColumns {
+    /// The compared top-level Step fields.
+    compared: Vec<u32>,
+    /// The numbers of the `step` oneof's members.
+    oneof: Vec<u32>,
+    /// The message types of metadata, error_details, permissions,
+    /// task_details (for merged comparisons).
+    blob_types: [Option<MessageDescriptor>; 4],
+    /// The message type of generic.result.step_render_info.
+    render: Option<MessageDescriptor>,
+}
+
+impl StepColumns {
+    pub fn new(names: &Names) -> StepColumns {
+        let s = names.step_fields;
+        let mut compared = vec![
+            s.r#type,
+            s.status,
+            s.metadata,
+            s.error,
+            s.permissions,
+            s.task_details,
+            s.generic,
+        ];
+        compared.extend(s.subtrajectory);
+        StepColumns {
+            compared,
+            oneof: step_oneof(names),
+            blob_types: [s.metadata, s.error, s.permissions, s.task_details]
+                .map(|n| field_type(&names.step, n)),
+            render: render_type(names),
+        }
+    }
+
+    /// Checks one row; returns every disagreement.
+    pub fn check(&self, names: &Names, row: &StepRow) -> Vec<Refusal> {
+        check_row(names, self, row, &row.step_payload)
+    }
+
+    /// [`Self::check`] for a row whose payload is held elsewhere (in the
+    /// encoding the rows were read into).
+    pub fn check_payload(&self, names: &Names, row: &StepRow, payload: &[u8]) -> Vec<Refusal> {
+        check_row(names, self, row, payload)
+    }
+}
+
 /// Checks one row; returns every disagreement.
 pub fn check_step_row(names: &Names, row: &StepRow) -> Vec<Refusal> {
-    let s = names.step_fields;
-    let loc = format!("steps[{}]", row.idx);
+    check_row(names, &StepColumns::new(names), row, &row.step_payload)
+}
+
+fn check_row(names: &Names, cols: &StepColumns, row: &StepRow, payload: &[u8]) -> Vec<Refusal> {
+    // Built only when a refusal names it (most rows have none).
+    let loc = || format!("steps[{}]", row.idx);
     let mut out = Vec::new();
-    let merged = needs_merge(names, &row.step_payload);
+    let merged = needs_merge(names, cols, payload);
     let expected = if merged {
-        match expected_merged(names, &row.step_payload) {
+        match expected_merged(names, payload) {
             Ok(e) => e,
             Err(e) => {
                 out.push(Refusal::new(
                     ReasonClass::RedundantColumn,
-                    format!("{loc}.step_payload"),
+                    format!("{}.step_payload", loc()),
                     format!(
                         "the payload repeats a compared field and does not decode ({e}); its columns cannot be compared"
                     ),
@@ -311,12 +354,12 @@ pub fn check_step_row(names: &Names, row: &StepRow) -> Vec<Refusal> {
             }
         }
     } else {
-        expected_single(names, &row.step_payload)
+        expected_single(names, payload)
     };
     let mut refuse = |column: &str, detail: String| {
         out.push(Refusal::new(
             ReasonClass::RedundantColumn,
-            format!("{loc}.{column}"),
+            format!("{}.{column}", loc()),
             detail,
         ))
     };
@@ -339,13 +382,16 @@ pub fn check_step_row(names: &Names, row: &StepRow) -> Vec<Refusal> {
         );
     }
     let columns = [
-        ("metadata", s.metadata, &row.metadata),
-        ("error_details", s.error, &row.error_details),
-        ("permissions", s.permissions, &row.permissions),
-        ("task_details", s.task_details, &row.task_details),
+        ("metadata", &row.metadata),
+        ("error_details", &row.error_details),
+        ("permissions", &row.permissions),
+        ("task_details", &row.task_details),
     ];
-    for ((column, number, stored), observed) in columns.into_iter().zip(&expected.blobs) {
-        let desc = field_type(&names.step, number);
+    for (((column, stored), observed), desc) in columns
+        .into_iter()
+        .zip(&expected.blobs)
+        .zip(&cols.blob_types)
+    {
         if !observed.matches(stored.as_deref(), desc.as_ref()) {
             let what = match (observed.present(), stored.is_some()) {
                 (true, false) => "is NULL although the payload has the field",
@@ -376,10 +422,9 @@ pub fn check_step_row(names: &Names, row: &StepRow) -> Vec<Refusal> {
             ),
         );
     }
-    let render_desc = render_type(names);
     if !expected
         .render
-        .matches(row.render_info.as_deref(), render_desc.as_ref())
+        .matches(row.render_info.as_deref(), cols.render.as_ref())
     {
         let what = match (expected.render.present(), row.render_info.is_some()) {
             (true, false) => "is NULL although generic.result.step_render_info is present",
@@ -392,7 +437,7 @@ pub fn check_step_row(names: &Names, row: &StepRow) -> Vec<Refusal> {
     if present || row.has_subtrajectory == 1 {
         out.push(Refusal::new(
             ReasonClass::Subtrajectory,
-            format!("{loc}.subtrajectory"),
+            format!("{}.subtrajectory", loc()),
             "decomposed subtrajectories are unsupported",
         ));
     }

@@ -240,7 +240,10 @@ pub(crate) fn sqlite_from_snapshot(
     opts: &ReadOptions<'_>,
 ) -> Result<DecodedSource> {
     let names = &opts.schema.names;
-    let (rows, mut refusals) = sqlite::read_rows(path, &snap)?;
+    // The encoding's head (up to the steps) is built as the rows are read
+    // when the schema allows it: each payload is copied once, into the
+    // encoding, instead of into its row and then into the encoding.
+    let (rows, mut refusals, head) = reconstruct::read_rows_streamed(path, &snap, names)?;
     let had_wal = snap.had_wal;
     drop(snap);
     let profile = crate::profile::sqlite_profile(opts.schema);
@@ -255,11 +258,26 @@ pub(crate) fn sqlite_from_snapshot(
             ),
         ));
     }
-    for row in &rows.steps {
-        refusals.extend(columns::check_step_row(names, row));
+    let step_columns = columns::StepColumns::new(names);
+    match &head {
+        Some(h) => {
+            for (row, payload) in rows.steps.iter().zip(&h.payloads) {
+                let payload = h.bytes.get(payload.clone()).unwrap_or_default();
+                refusals.extend(step_columns.check_payload(names, row, payload));
+            }
+        }
+        None => {
+            for row in &rows.steps {
+                refusals.extend(step_columns.check(names, row));
+            }
+        }
     }
     let structural = !refusals.is_empty();
-    let encoding = match reconstruct::trajectory_encoding(names, &rows) {
+    let encoding = match head {
+        Some(h) => h.finish(names, &rows),
+        None => reconstruct::trajectory_encoding(names, &rows),
+    };
+    let encoding = match encoding {
         Ok(e) => e,
         Err(r) => {
             refusals.push(r);

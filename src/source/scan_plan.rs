@@ -47,6 +47,9 @@ pub struct FieldPlan {
     pub fd: FieldDescriptor,
     pub kind: FieldKind,
     pub list: bool,
+    /// `fd.json_name()`, kept here: the scan names a path segment with it
+    /// for every message it enters.
+    pub json_name: Box<str>,
 }
 
 /// A map field's entry.
@@ -207,7 +210,13 @@ impl ScanPlan {
                     sparse.push((number, slot));
                 }
                 let list = fd.is_list();
-                fields.push(FieldPlan { fd, kind, list });
+                let json_name = fd.json_name().into();
+                fields.push(FieldPlan {
+                    fd,
+                    kind,
+                    list,
+                    json_name,
+                });
             }
             sparse.sort_unstable();
             plans.push(MessagePlan {

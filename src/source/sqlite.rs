@@ -164,6 +164,12 @@ impl Snapshot {
     pub fn conn(&self) -> &Connection {
         &self.conn
     }
+
+    /// The in-memory image's length (0 for a copy on disk): an upper bound
+    /// of the bytes its rows hold.
+    pub fn size_hint(&self) -> usize {
+        self._image.as_ref().map_or(0, Vec::len)
+    }
 }
 
 /// How a snapshot's state was built.
@@ -402,13 +408,12 @@ fn build(
     let in_memory = match (strategy, &wal_bytes, &journal_bytes) {
         (Strategy::Disk, _, _) | (_, _, Some(_)) => None,
         (Strategy::Auto, None, None) => Some(SnapshotVia::Memory),
-        (Strategy::Auto, Some(w), None) => match super::wal::replay(&main, w) {
-            super::wal::Replay::NothingCommitted => Some(SnapshotVia::Memory),
-            super::wal::Replay::Applied { image, frames } => {
-                main = image;
-                Some(SnapshotVia::Replayed(frames))
-            }
-            super::wal::Replay::Defer(_) => None,
+        // Replayed into the file's bytes themselves (left untouched unless
+        // the log is applied), not into a copy of them.
+        (Strategy::Auto, Some(w), None) => match super::wal::replay_in_place(&mut main, w) {
+            super::wal::InPlace::NothingCommitted => Some(SnapshotVia::Memory),
+            super::wal::InPlace::Applied { frames } => Some(SnapshotVia::Replayed(frames)),
+            super::wal::InPlace::Defer(_) => None,
         },
     };
     let (conn, dir, via, image) = if let Some(via) = in_memory {
@@ -508,6 +513,37 @@ fn corrupt_db(db: &Path, e: rusqlite::Error) -> Error {
 /// Reads and validates a snapshot. Structural deviations are refusals (the
 /// source is unknown); a database that cannot be read at all is an error.
 pub fn read_rows(db: &Path, snap: &Snapshot) -> Result<(SqliteRows, Vec<Refusal>)> {
+    read_rows_with(db, snap, None).map(|(rows, refusals, _)| (rows, refusals))
+}
+
+/// Where [`read_rows_into`] puts each step payload instead of its
+/// [`StepRow`] (the canonical encoding being built: `reconstruct`'s
+/// `EncodingHead`).
+pub trait PayloadSink {
+    /// Called once, after `trajectory_meta` is read into `rows` and before
+    /// the first step; `capacity` bounds the bytes the rows can hold.
+    fn start(&mut self, rows: &SqliteRows, capacity: usize);
+    /// Called for each step row kept, in order, with its payload.
+    fn push(&mut self, payload: &[u8]);
+}
+
+/// [`read_rows`], with each kept step's payload handed to `sink` (and not
+/// kept in its [`StepRow`], whose `step_payload` stays empty) when the steps
+/// are read at all; the answer says whether they were (`sink` started).
+/// The rows otherwise, and the refusals, are exactly [`read_rows`]'.
+pub fn read_rows_into(
+    db: &Path,
+    snap: &Snapshot,
+    sink: &mut dyn PayloadSink,
+) -> Result<(SqliteRows, Vec<Refusal>, bool)> {
+    read_rows_with(db, snap, Some(sink))
+}
+
+fn read_rows_with(
+    db: &Path,
+    snap: &Snapshot,
+    mut sink: Option<&mut dyn PayloadSink>,
+) -> Result<(SqliteRows, Vec<Refusal>, bool)> {
     let conn = snap.conn();
     let sql = |e: rusqlite::Error| Error::Sqlite {
         path: db.to_path_buf(),
@@ -523,34 +559,111 @@ pub fn read_rows(db: &Path, snap: &Snapshot) -> Result<(SqliteRows, Vec<Refusal>
             "PRAGMA user_version",
             format!("user_version {user_version}, not {USER_VERSION}"),
         ));
-        return Ok((SqliteRows::default(), refusals));
+        return Ok((SqliteRows::default(), refusals, false));
     }
     check_schema(conn, &mut refusals).map_err(sql)?;
     if !refusals.is_empty() {
-        return Ok((SqliteRows::default(), refusals));
+        return Ok((SqliteRows::default(), refusals, false));
     }
     let mut rows = SqliteRows::default();
     read_meta(conn, &mut rows, &mut refusals).map_err(sql)?;
-    read_steps(conn, &mut rows, &mut refusals).map_err(sql)?;
+    // The image bounds every blob's bytes; a step's key and length take at
+    // most 15 more (a slack of an eighth covers them for any real store,
+    // and a buffer that must grow after all only costs a copy).
+    if let Some(sink) = sink.as_deref_mut() {
+        sink.start(&rows, snap.size_hint() / 8 * 9 + 4096);
+    }
+    let started = sink.is_some();
+    read_steps(conn, &mut rows, &mut refusals, sink).map_err(sql)?;
     rows.gen_metadata = read_indexed(conn, "gen_metadata", &mut refusals).map_err(sql)?;
     rows.executor_metadata = read_indexed(conn, "executor_metadata", &mut refusals).map_err(sql)?;
     rows.parent_references = read_indexed(conn, "parent_references", &mut refusals).map_err(sql)?;
     rows.battle_mode_infos = read_indexed(conn, "battle_mode_infos", &mut refusals).map_err(sql)?;
     read_metadata_blob(conn, &mut rows, &mut refusals).map_err(sql)?;
-    Ok((rows, refusals))
+    Ok((rows, refusals, started))
 }
 
 fn drift(refusals: &mut Vec<Refusal>, location: impl Into<String>, detail: impl Into<String>) {
     refusals.push(Refusal::new(ReasonClass::SchemaDrift, location, detail));
 }
 
+/// A schema as `sqlite_master` states it: each object's type, name, table
+/// and exact SQL text (a value that is not text kept with its storage class).
+type SchemaText = Vec<(String, String, String, Option<(u8, Vec<u8>)>)>;
+
+/// Schemas checked, with the refusals each got.
+type SchemaMemo = std::sync::Mutex<Vec<(SchemaText, Vec<Refusal>)>>;
+
+/// How many schemas [`check_schema`] remembers (a store holds one or two).
+const SCHEMA_MEMO: usize = 16;
+
+/// [`check_schema_full`]'s answer for a schema already checked in this
+/// process, else that check, remembered when it ran to its end.
+///
+/// Everything the full check reads (the object list, each table's
+/// `PRAGMA table_info`, each index's `PRAGMA index_info`) is what SQLite
+/// parsed from `sqlite_master`'s SQL text, so two databases whose
+/// `sqlite_master` agree in every object's type, name, table and SQL text
+/// get the same refusals: the memo is keyed by exactly that text. A check
+/// that failed with an error is not remembered (it runs again, and fails
+/// again, on the next such schema).
 fn check_schema(conn: &Connection, refusals: &mut Vec<Refusal>) -> rusqlite::Result<()> {
+    use std::sync::{Mutex, OnceLock};
+    static MEMO: OnceLock<SchemaMemo> = OnceLock::new();
     let mut st =
-        conn.prepare("SELECT type, name, tbl_name FROM sqlite_master ORDER BY type, name")?;
-    let objects: Vec<(String, String, String)> = st
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        conn.prepare("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name")?;
+    let text: SchemaText = st
+        .query_map([], |r| {
+            let sql = match r.get_ref(3)? {
+                ValueRef::Null => None,
+                ValueRef::Text(t) => Some((0, t.to_vec())),
+                ValueRef::Blob(b) => Some((1, b.to_vec())),
+                ValueRef::Integer(i) => Some((2, i.to_le_bytes().to_vec())),
+                ValueRef::Real(f) => Some((3, f.to_le_bytes().to_vec())),
+            };
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, sql))
+        })?
         .collect::<rusqlite::Result<_>>()?;
-    for (kind, name, table) in &objects {
+    drop(st);
+    let memo = MEMO.get_or_init(|| Mutex::new(Vec::new()));
+    // A poisoned lock only means another thread panicked while pushing; the
+    // list is consistent either way.
+    let known = {
+        let memo = memo.lock().unwrap_or_else(|p| p.into_inner());
+        memo.iter()
+            .find(|(t, _)| *t == text)
+            .map(|(_, found)| found.clone())
+    };
+    if let Some(found) = known {
+        refusals.extend(found);
+        return Ok(());
+    }
+    let objects: Vec<(String, String, String)> = text
+        .iter()
+        .map(|(k, n, t, _)| (k.clone(), n.clone(), t.clone()))
+        .collect();
+    let mut found = Vec::new();
+    check_schema_full(conn, &objects, &mut found)?;
+    {
+        let mut memo = memo.lock().unwrap_or_else(|p| p.into_inner());
+        if memo.len() >= SCHEMA_MEMO {
+            memo.remove(0);
+        }
+        memo.push((text, found.clone()));
+    }
+    refusals.extend(found);
+    Ok(())
+}
+
+/// The schema check itself: every object of `sqlite_master` (`objects`:
+/// type, name, table, by type and name) known, every table's columns and
+/// every index's column as agy writes them.
+fn check_schema_full(
+    conn: &Connection,
+    objects: &[(String, String, String)],
+    refusals: &mut Vec<Refusal>,
+) -> rusqlite::Result<()> {
+    for (kind, name, table) in objects {
         let known = match kind.as_str() {
             "table" => TABLES.iter().any(|(t, _)| t == name),
             "index" => {
@@ -650,10 +763,15 @@ fn int(v: ValueRef<'_>) -> Option<i64> {
 
 /// A blob column: `Ok(None)` for SQL NULL, `Err` for another storage class.
 fn blob(v: ValueRef<'_>) -> std::result::Result<Option<Vec<u8>>, &'static str> {
+    blob_ref(v).map(|b| b.map(<[u8]>::to_vec))
+}
+
+/// [`blob`], borrowed from the row.
+fn blob_ref(v: ValueRef<'_>) -> std::result::Result<Option<&[u8]>, &'static str> {
     match v {
         ValueRef::Null => Ok(None),
         ValueRef::Blob(b) if b.len() > MAX_BLOB_BYTES => Err("larger than the blob limit"),
-        ValueRef::Blob(b) => Ok(Some(b.to_vec())),
+        ValueRef::Blob(b) => Ok(Some(b)),
         ValueRef::Text(_) => Err("stored as text, not blob"),
         ValueRef::Integer(_) | ValueRef::Real(_) => Err("stored as a number, not blob"),
     }
@@ -725,6 +843,7 @@ fn read_steps(
     conn: &Connection,
     rows: &mut SqliteRows,
     refusals: &mut Vec<Refusal>,
+    mut sink: Option<&mut dyn PayloadSink>,
 ) -> rusqlite::Result<()> {
     let mut st = conn.prepare(
         "SELECT idx, step_type, status, has_subtrajectory, metadata, error_details, permissions, \
@@ -781,21 +900,27 @@ fn read_steps(
             "step_payload",
         ];
         for (i, name) in blobs.iter().enumerate() {
-            let v = match blob(r.get_ref(4 + i)?) {
+            let v = match blob_ref(r.get_ref(4 + i)?) {
                 Ok(v) => v,
                 Err(why) => {
                     shape(refusals, format!("{loc}.{name}"), format!("{name} {why}"));
                     return Ok(());
                 }
             };
+            let owned = || v.map(<[u8]>::to_vec);
             match i {
-                0 => row.metadata = v,
-                1 => row.error_details = v,
-                2 => row.permissions = v,
-                3 => row.task_details = v,
-                4 => row.render_info = v,
+                0 => row.metadata = owned(),
+                1 => row.error_details = owned(),
+                2 => row.permissions = owned(),
+                3 => row.task_details = owned(),
+                4 => row.render_info = owned(),
                 _ => match v {
-                    Some(p) => row.step_payload = p,
+                    // Nothing can refuse the row after its payload: the
+                    // sink takes it as the row is kept.
+                    Some(p) => match sink.as_deref_mut() {
+                        Some(sink) => sink.push(p),
+                        None => row.step_payload = p.to_vec(),
+                    },
                     None => {
                         shape(
                             refusals,

@@ -252,22 +252,46 @@ pub const FRAME_DATA: usize = FRAME_HEADER;
 
 /// Replays `wal` onto `main` (the database file's bytes).
 pub fn replay(main: &[u8], wal: &[u8]) -> Replay {
-    let (valid, pages) = match committed(db_page_size(main), wal) {
-        Committed::Nothing => return Replay::NothingCommitted,
-        Committed::Defer(why) => return Replay::Defer(why),
+    let mut image = main.to_vec();
+    match replay_in_place(&mut image, wal) {
+        InPlace::Applied { frames } => Replay::Applied { image, frames },
+        InPlace::NothingCommitted => Replay::NothingCommitted,
+        InPlace::Defer(why) => Replay::Defer(why),
+    }
+}
+
+/// What [`replay_in_place`] did to the image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InPlace {
+    /// Every committed frame applied; the image is the replayed state.
+    Applied { frames: usize },
+    /// No committed frame: the image is untouched.
+    NothingCommitted,
+    /// A log this reader does not replay itself: the image is untouched.
+    Defer(&'static str),
+}
+
+/// [`replay`] applied to the database bytes themselves instead of a copy
+/// (the snapshot owns them and needs only the replayed state): the same
+/// decisions, made before anything is written, so the image is changed
+/// only when the answer is [`InPlace::Applied`], and then to exactly the
+/// image [`replay`] returns.
+pub fn replay_in_place(image: &mut Vec<u8>, wal: &[u8]) -> InPlace {
+    let (valid, pages) = match committed(db_page_size(image), wal) {
+        Committed::Nothing => return InPlace::NothingCommitted,
+        Committed::Defer(why) => return InPlace::Defer(why),
         Committed::Frames { frames, pages } => (frames, pages),
     };
     // `committed` gave frames only for the database's own page size
-    let Some(page) = db_page_size(main) else {
-        return Replay::Defer("log page size differs from the database's");
+    let Some(page) = db_page_size(image) else {
+        return InPlace::Defer("log page size differs from the database's");
     };
     let frames = valid.len();
     let size = pages as usize * page;
-    if size > main.len() + wal.len() {
+    if size > image.len() + wal.len() {
         // more pages than the file and the log hold: SQLite decides
-        return Replay::Defer("commit size larger than the database and log");
+        return InPlace::Defer("commit size larger than the database and log");
     }
-    let mut image = main.to_vec();
     for &(off, pgno) in &valid {
         if pgno > pages {
             // truncated away by the last commit
@@ -281,7 +305,7 @@ pub fn replay(main: &[u8], wal: &[u8]) -> Replay {
             .copy_from_slice(&wal[off + FRAME_HEADER..off + FRAME_HEADER + page]);
     }
     image.resize(size, 0);
-    Replay::Applied { image, frames }
+    InPlace::Applied { frames }
 }
 
 #[cfg(test)]
@@ -439,5 +463,35 @@ mod tests {
         assert!(matches!(replay(&main, &huge), Replay::Defer(_)));
         let other_page = db(1024, 1);
         assert!(matches!(replay(&other_page, &good), Replay::Defer(_)));
+    }
+
+    /// The in-place replay leaves the bytes untouched unless it applies the
+    /// log (a deferred log is then replayed by SQLite from those bytes), and
+    /// when it does, they are exactly the image [`replay`] builds.
+    #[test]
+    fn in_place_replay_touches_the_bytes_only_when_it_applies() {
+        let main = db(512, 2);
+        let good = log(false, 512, &[(2, 2, 7)]);
+        let mut magic = good.clone();
+        magic[3] = 0x84;
+        let huge = log(false, 512, &[(2, u32::MAX, 7)]);
+        let uncommitted = log(false, 512, &[(2, 0, 9)]);
+        for wal in [magic, huge, uncommitted, Vec::new()] {
+            let mut image = main.clone();
+            let r = replay_in_place(&mut image, &wal);
+            assert!(!matches!(r, InPlace::Applied { .. }), "{r:?}");
+            assert_eq!(image, main);
+        }
+        for wal in [
+            good,
+            log(false, 512, &[(2, 0, 1), (2, 0, 2), (1, 2, 0)]),
+            log(false, 512, &[(3, 3, 8)]),
+        ] {
+            let mut image = main.clone();
+            let InPlace::Applied { frames } = replay_in_place(&mut image, &wal) else {
+                panic!("not applied");
+            };
+            assert_eq!(replay(&main, &wal), Replay::Applied { image, frames });
+        }
     }
 }
