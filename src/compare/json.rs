@@ -5,8 +5,10 @@
 
 use serde_json::Value;
 
-/// A number's exact decimal value: sign, significant digits, exponent.
-pub(crate) fn decimal(text: &str) -> Option<(bool, String, i64)> {
+/// A number's parts as written: sign, the digits before and after the
+/// point, and the exponent; `None` without any digit or with an exponent
+/// that is not an `i64`.
+pub(crate) fn number_parts(text: &str) -> Option<(bool, &str, &str, i64)> {
     let (neg, rest) = match text.strip_prefix('-') {
         Some(r) => (true, r),
         None => (false, text),
@@ -19,6 +21,12 @@ pub(crate) fn decimal(text: &str) -> Option<(bool, String, i64)> {
     if int.is_empty() && frac.is_empty() {
         return None;
     }
+    Some((neg, int, frac, exp))
+}
+
+/// A number's exact decimal value: sign, significant digits, exponent.
+pub(crate) fn decimal(text: &str) -> Option<(bool, String, i64)> {
+    let (neg, int, frac, exp) = number_parts(text)?;
     let mut digits = format!("{int}{frac}");
     let mut exp = exp - frac.len() as i64;
     let lead = digits.len() - digits.trim_start_matches('0').len();

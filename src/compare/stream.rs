@@ -1085,18 +1085,7 @@ struct Decimal<'a> {
 
 impl<'a> Decimal<'a> {
     fn parse(text: &'a str) -> Option<Decimal<'a>> {
-        let (neg, rest) = match text.strip_prefix('-') {
-            Some(r) => (true, r),
-            None => (false, text),
-        };
-        let (mantissa, exp) = match rest.find(['e', 'E']) {
-            Some(i) => (&rest[..i], rest[i + 1..].parse::<i64>().ok()?),
-            None => (rest, 0),
-        };
-        let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-        if int.is_empty() && frac.is_empty() {
-            return None;
-        }
+        let (neg, int, frac, exp) = super::json::number_parts(text)?;
         let (int, frac) = (int.as_bytes(), frac.as_bytes());
         let total = int.len() + frac.len();
         let digit = |i: usize| {

@@ -24,8 +24,8 @@ pub use super::progress::ProgressMode;
 pub use super::sink::{NoSink, SweepSink};
 
 /// The response shape listings of one session's two saved answers, taken
-/// from the bodies while they are in memory (on the fetch worker that
-/// received them) instead of read back from `corpus/` at the end.
+/// from the bodies while they are in memory (on the judge thread that
+/// compared them) instead of read back from `corpus/` at the end.
 struct SessionShapes {
     ordinary: Listing,
     full: Listing,
@@ -351,10 +351,11 @@ pub fn sweep_to(
 
     sink.started(total);
     let (tx_src, rx_src) = bounded::<SourceRef>(jobs * 2);
-    // Prepared sources wait here for a fetch worker. Decoding runs ahead of
-    // the fetches by at most this many (each holds its source's encoding and
-    // projection): a longer queue only holds memory, since a worker that
-    // finds it empty waits on the decoders, not on the daemon.
+    // Prepared sources wait here for a free slot among those in flight.
+    // Decoding runs ahead of the fetches by at most this many (each holds
+    // its source's encoding and projection): a longer queue only holds
+    // memory, since a dispatcher that finds it empty waits on the decoders,
+    // not on the daemon.
     let (tx_prep, rx_prep) = bounded((jobs * 2).min(concurrency * 2));
     // Results travel to the writer with their files already written (by the
     // stage that made them, so that the fsyncs of many sessions overlap),
