@@ -44,12 +44,15 @@ pub struct SweepArgs {
     /// installedAgyVersion (not proof of which daemon answered).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
-    /// Most conversations fetched at once (1 to 256). Each sends
-    /// LoadTrajectory, then its full and ordinary GetCascadeTrajectory
-    /// together, so up to twice this many requests are in flight.
+    /// Most conversations in flight at once (1 to 256): fetched, or
+    /// fetched and waiting to be compared. Each sends LoadTrajectory, then
+    /// its full and ordinary GetCascadeTrajectory together, so up to twice
+    /// this many requests are in flight, over one connection pool; no
+    /// thread waits on a conversation.
     #[arg(long, default_value_t = 8, allow_negative_numbers = true, value_parser = concurrency_value)]
     pub concurrency: usize,
-    /// Decode threads (1 to 256; default: the number of CPUs).
+    /// Decode threads, and as many threads that compare and attest the
+    /// answers (1 to 256; default: the number of CPUs).
     #[arg(long, allow_negative_numbers = true, value_parser = jobs_value)]
     pub jobs: Option<usize>,
     /// Continue an interrupted sweep in --out (same --root and --shard; the
