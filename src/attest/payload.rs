@@ -302,6 +302,11 @@ impl OnePass<'_> {
                         .unwrap_or_default();
                     self.canon.extend_from_slice(part);
                 }
+                // Not kept that large for the rest of the answer when an
+                // object holding a large member was reordered.
+                if self.scratch.capacity() > 1 << 20 {
+                    self.scratch = Vec::new();
+                }
             }
             self.canon.push(b'}');
             self.side.push(b'}');

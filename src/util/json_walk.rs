@@ -266,7 +266,11 @@ impl<'a> Reader<'a> {
                         let s = self.slice(s, e)?;
                         v.scalar(Scalar::Str(s, s.as_bytes()))
                     }
-                    Content::Unescaped => v.scalar(Scalar::Str(&self.scratch, &self.escaped)),
+                    Content::Unescaped => {
+                        let r = v.scalar(Scalar::Str(&self.scratch, &self.escaped));
+                        self.release_large();
+                        r
+                    }
                 }
             }
             Some(b'-' | b'0'..=b'9') => {
@@ -277,6 +281,19 @@ impl<'a> Reader<'a> {
             Some(b'f') => self.literal(b"false", Scalar::Bool(false), v),
             Some(b'n') => self.literal(b"null", Scalar::Null, v),
             _ => Err(self.err("expected a value")),
+        }
+    }
+
+    /// Gives back the string buffers after a large escaped string (a
+    /// tool's whole output, say): they would otherwise stay that large for
+    /// the rest of the walk, beside the outputs still growing.
+    fn release_large(&mut self) {
+        const KEEP: usize = 1 << 20;
+        if self.scratch.capacity() > KEEP {
+            self.scratch = String::new();
+        }
+        if self.escaped.capacity() > KEEP {
+            self.escaped = Vec::new();
         }
     }
 
