@@ -378,6 +378,18 @@ impl DaemonClient {
         }
     }
 
+    /// `work`'s outcome, or [`RpcError::Cancelled`] as soon as the cancel
+    /// flag is seen set (`work` is then dropped with its calls in flight).
+    async fn cancellable<T>(
+        &self,
+        method: &'static str,
+        work: impl Future<Output = Result<T, RpcError>>,
+    ) -> Result<T, RpcError> {
+        unless(work, self.stopped())
+            .await
+            .unwrap_or_else(|| Err(self.cancelled_error(method)))
+    }
+
     /// Runs `work` to its end on the calling thread (the runtime's workers
     /// drive the sockets meanwhile), or returns [`RpcError::Cancelled`] as
     /// soon as the cancel flag is seen set: the calls in flight are then
@@ -387,12 +399,7 @@ impl DaemonClient {
         method: &'static str,
         work: impl Future<Output = Result<T, RpcError>> + Send,
     ) -> Result<T, RpcError> {
-        let stop = self.stopped();
-        let work = async move {
-            unless(work, stop)
-                .await
-                .unwrap_or_else(|| Err(self.cancelled_error(method)))
-        };
+        let work = self.cancellable(method, work);
         let handle = &self.shared.handle;
         if tokio::runtime::Handle::try_current().is_err() {
             return handle.block_on(work);
@@ -591,9 +598,13 @@ impl DaemonClient {
 
     /// `LoadTrajectory {cascadeId}`: must precede GetCascadeTrajectory.
     pub fn load_trajectory(&self, cascade_id: &str) -> Result<(), RpcError> {
-        let method = "LoadTrajectory";
+        self.wait("LoadTrajectory", self.load(cascade_id))
+    }
+
+    /// One `LoadTrajectory {cascadeId}`.
+    async fn load(&self, cascade_id: &str) -> Result<(), RpcError> {
         let body = serde_json::json!({ "cascadeId": cascade_id }).to_string();
-        self.wait(method, self.call(method, body)).map(|_| ())
+        self.call("LoadTrajectory", body).await.map(|_| ())
     }
 
     /// `GetCascadeTrajectory`: the full unrehydrated RPC (`full`: verbosity
@@ -615,14 +626,21 @@ impl DaemonClient {
         &self,
         cascade_id: &str,
     ) -> Result<(TrajectoryResponse, TrajectoryResponse), RpcError> {
-        self.wait("GetCascadeTrajectory", async {
-            let (full, ordinary) = both(
-                self.trajectory(cascade_id, true),
-                self.trajectory(cascade_id, false),
-            )
-            .await;
-            Ok((full?, ordinary?))
-        })
+        self.wait("GetCascadeTrajectory", self.pair(cascade_id))
+    }
+
+    /// The full and the ordinary `GetCascadeTrajectory`, polled together;
+    /// when both fail, the full one's error.
+    async fn pair(
+        &self,
+        cascade_id: &str,
+    ) -> Result<(TrajectoryResponse, TrajectoryResponse), RpcError> {
+        let (full, ordinary) = both(
+            self.trajectory(cascade_id, true),
+            self.trajectory(cascade_id, false),
+        )
+        .await;
+        Ok((full?, ordinary?))
     }
 
     /// LoadTrajectory, then the full and the ordinary `GetCascadeTrajectory`
@@ -639,22 +657,11 @@ impl DaemonClient {
     {
         let this = self.clone();
         self.shared.handle.spawn(async move {
-            let method = "GetCascadeTrajectory";
-            let stop = this.stopped();
             let work = async {
-                let load = serde_json::json!({ "cascadeId": &cascade_id }).to_string();
-                this.call("LoadTrajectory", load).await?;
-                let (full, ordinary) = both(
-                    this.trajectory(&cascade_id, true),
-                    this.trajectory(&cascade_id, false),
-                )
-                .await;
-                Ok((full?, ordinary?))
+                this.load(&cascade_id).await?;
+                this.pair(&cascade_id).await
             };
-            let outcome = unless(work, stop)
-                .await
-                .unwrap_or_else(|| Err(this.cancelled_error(method)));
-            done(outcome);
+            done(this.cancellable("GetCascadeTrajectory", work).await);
         });
     }
 
