@@ -253,30 +253,22 @@ pub fn snapshot_fingerprinted(db: &Path) -> Result<(Snapshot, [u8; 32])> {
 /// while any of them changes under the read, as [`snapshot`] reads them.
 pub fn file_fingerprint(db: &Path) -> Result<[u8; 32]> {
     use sha2::{Digest, Sha256};
-    let [wal, _shm, journal] = companions(db);
     let mut chunk = vec![0u8; 256 * 1024];
-    for _attempt in 0..5 {
-        let before = (stamp(db), stamp(&wal), stamp(&journal));
+    while_stable(db, |main, wal, journal| {
         let mut h = Sha256::new();
-        let main_len = hash_plain(db, &mut h, &mut chunk)?;
+        let main_len = hash_plain(main, &mut h, &mut chunk)?;
         h.update(main_len.to_le_bytes());
-        for (part, present) in [(&wal, before.1.is_some()), (&journal, before.2.is_some())] {
-            if present {
-                let len = hash_plain(part, &mut h, &mut chunk)?;
-                h.update(len.to_le_bytes());
-                h.update([1u8]);
-            } else {
-                h.update([0u8]);
+        for part in [wal, journal] {
+            match part {
+                Some(p) => {
+                    let len = hash_plain(p, &mut h, &mut chunk)?;
+                    h.update(len.to_le_bytes());
+                    h.update([1u8]);
+                }
+                None => h.update([0u8]),
             }
         }
-        let after = (stamp(db), stamp(&wal), stamp(&journal));
-        if before == after {
-            return Ok(h.finalize().into());
-        }
-    }
-    Err(Error::Sqlite {
-        path: db.to_path_buf(),
-        detail: "the database kept changing while it was copied (5 attempts)".into(),
+        Ok(h.finalize().into())
     })
 }
 
@@ -346,28 +338,36 @@ pub(crate) fn snapshot_from_bytes(
 
 /// The database and its companions, read until two stamps agree.
 fn read_stable(db: &Path) -> Result<FileBytes> {
+    while_stable(db, |main, wal, journal| {
+        Ok((
+            read_plain(main)?,
+            wal.map(read_plain).transpose()?,
+            journal.map(read_plain).transpose()?,
+        ))
+    })
+}
+
+/// `read(db, its -wal, its -journal)` (a companion absent when the read
+/// began is `None`), done again while any of the three files changes under
+/// it (their length and mtime before and after), up to 5 times.
+fn while_stable<T>(
+    db: &Path,
+    mut read: impl FnMut(&Path, Option<&Path>, Option<&Path>) -> Result<T>,
+) -> Result<T> {
     let [wal, _shm, journal] = companions(db);
-    let mut copied = None;
     for _attempt in 0..5 {
         let before = (stamp(db), stamp(&wal), stamp(&journal));
-        let main = read_plain(db)?;
-        let wal_bytes = if before.1.is_some() {
-            Some(read_plain(&wal)?)
-        } else {
-            None
-        };
-        let journal_bytes = if before.2.is_some() {
-            Some(read_plain(&journal)?)
-        } else {
-            None
-        };
+        let got = read(
+            db,
+            before.1.is_some().then_some(wal.as_path()),
+            before.2.is_some().then_some(journal.as_path()),
+        )?;
         let after = (stamp(db), stamp(&wal), stamp(&journal));
         if before == after {
-            copied = Some((main, wal_bytes, journal_bytes));
-            break;
+            return Ok(got);
         }
     }
-    copied.ok_or_else(|| Error::Sqlite {
+    Err(Error::Sqlite {
         path: db.to_path_buf(),
         detail: "the database kept changing while it was copied (5 attempts)".into(),
     })
