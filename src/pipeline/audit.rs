@@ -314,6 +314,22 @@ pub fn bracket_fetched(
     bracket(ctx, prepared, Some(answers))
 }
 
+/// Where a prepared source's answers come from, or how its session ends
+/// without a fetch: refused before it, or nothing to fetch from (no
+/// daemon, no projection).
+pub fn fetchable<'c>(
+    ctx: &AuditContext<'c>,
+    prepared: &Prepared,
+) -> Result<&'c dyn Answers, Box<SessionResult>> {
+    if let Some(r) = prepared.refusal() {
+        return Err(Box::new(session(prepared, SessionOutcome::refused(r))));
+    }
+    match (ctx.client, prepared.projection.is_some()) {
+        (Some(client), true) => Ok(client),
+        _ => Err(Box::new(no_daemon(prepared))),
+    }
+}
+
 /// The bracketed fetch; `first`: the first attempt's answers, when they
 /// are already in.
 fn bracket(
@@ -323,13 +339,11 @@ fn bracket(
 ) -> Fetched {
     let mut attempt = 0;
     loop {
-        if let Some(r) = prepared.refusal() {
-            return Fetched::Ended(Box::new(session(&prepared, SessionOutcome::refused(r))));
-        }
-        let cascade = prepared.source.cascade_id();
-        let (Some(client), true) = (ctx.client, prepared.projection.is_some()) else {
-            return Fetched::Ended(Box::new(no_daemon(&prepared)));
+        let client = match fetchable(ctx, &prepared) {
+            Ok(client) => client,
+            Err(ended) => return Fetched::Ended(ended),
         };
+        let cascade = prepared.source.cascade_id();
         let fetched = match first.take() {
             Some(answers) => answers,
             None => client.fetch(&cascade),

@@ -10,7 +10,7 @@ pub mod sink;
 pub mod sweep;
 
 pub use audit::{
-    audit_prepared, bracket_fetched, fetch_prepared, judge_fetched, prepare, Answered, Answers,
-    AuditContext, Captured, Fetched, Prepared, SessionResult,
+    audit_prepared, bracket_fetched, fetch_prepared, fetchable, judge_fetched, prepare, Answered,
+    Answers, AuditContext, Captured, Fetched, Prepared, SessionResult,
 };
 pub use sweep::{sweep, sweep_to, NoSink, ProgressMode, SweepOptions, SweepSink, SweepSummary};

@@ -1,8 +1,8 @@
 //! `audit-sweep`: requalify a whole store in parallel.
 
 use super::audit::{
-    audit_prepared, bracket_fetched, error_result, fetch_prepared, judge_fetched, prepare,
-    AuditContext, Fetched, Prepared, SessionResult,
+    audit_prepared, bracket_fetched, error_result, fetchable, judge_fetched, prepare, AuditContext,
+    Fetched, Prepared, SessionResult,
 };
 use crate::discover::{discover, SourceRef};
 use crate::error::{Error, Result, UsageError};
@@ -445,9 +445,8 @@ pub fn sweep_to(
                     if halted() {
                         continue;
                     }
-                    if p.refusal().is_some() || p.projection.is_none() {
-                        // Ends without a fetch (fetch_prepared says how).
-                        let _ = tx_judge.send(Job::Ready(fetch_prepared(ctx, p), slot));
+                    if let Err(ended) = fetchable(ctx, &p) {
+                        let _ = tx_judge.send(Job::Ready(Fetched::Ended(ended), slot));
                         continue;
                     }
                     let tx = tx_judge.clone();
