@@ -4,6 +4,7 @@
 //!
 //! The corpus is `$AGY_AUDIT_BENCH_CORPUS`, else `target/bench-corpus`,
 //! generated there once (`agy-audit corpus generate --out target/bench-corpus`).
+#![allow(clippy::disallowed_macros, clippy::disallowed_methods)] // a harness's or cargo's output, not a command's (clippy.toml)
 
 use agy_audit::compare::compare_full;
 use agy_audit::schema::{to_daemon_json, Schema};

@@ -708,9 +708,7 @@ fn scaling_row(setup: &ScalingSetup<'_>, concurrency: usize) -> Result<ScalingRo
         }
     };
     let manifest_path = out.join(crate::manifest::MANIFEST_FILE);
-    let bytes = std::fs::read(&manifest_path).map_err(|e| crate::Error::io(&manifest_path, e))?;
-    let m = crate::manifest::Manifest::parse(&bytes)
-        .map_err(|e| crate::Error::corrupt(&manifest_path, "manifest", e))?;
+    let (_, m) = crate::manifest::read::read(&manifest_path)?;
     let corpus = out.join("corpus");
     let fetched = std::fs::read_dir(&corpus)
         .map_err(|e| crate::Error::io(&corpus, e))?

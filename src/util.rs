@@ -1,7 +1,9 @@
 //! Small shared helpers: hex, time formatting, atomic writes, a strict
-//! one-pass JSON reader (`json_walk`).
+//! one-pass JSON reader (`json_walk`), a bounded reader of input files
+//! (`bounded`).
 
 pub mod atomic;
+pub mod bounded;
 pub mod json_walk;
 pub mod term;
 pub mod time;

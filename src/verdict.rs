@@ -94,6 +94,40 @@ classes! {
     PayloadChanged => "payload-changed", Incomplete, "The saved payload changed since the attestation.";
 }
 
+impl ReasonClass {
+    /// Whether a refusal of this class is found offline, by reading and
+    /// projecting the source alone (no daemon answer, no attestation), so
+    /// that `audit-qualify` can reproduce it. Every class is named (no
+    /// wildcard), so a new class must be decided here.
+    pub fn offline(self) -> bool {
+        use ReasonClass::*;
+        match self {
+            UnknownField
+            | UnknownEnum
+            | InvalidUtf8
+            | MalformedProtobuf
+            | RecursionLimit
+            | SizeLimit
+            | UnknownAnyType
+            | BadMapEntry
+            | SchemaDrift
+            | UserVersion
+            | StepFormat
+            | IndexGap
+            | RowShape
+            | RedundantColumn
+            | Subtrajectory
+            | SourceOnlyPlanner50
+            | SourceOnlyPrompt23
+            | LegacyAuthentication
+            | LegacyUnsupportedKey
+            | UnqualifiedProjection => true,
+            DaemonUnavailable | MissingEvidence | ProfileChanged | FullMismatch
+            | OrdinaryMismatch | SourceChanged | PayloadChanged => false,
+        }
+    }
+}
+
 impl fmt::Display for ReasonClass {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.id())

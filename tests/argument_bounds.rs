@@ -15,6 +15,7 @@
 //! with no accepted sample in the corpus fails the test, and so does an
 //! accepted wrapper carrying arguments under rules no bound covers, so a new
 //! family cannot skip its bound.
+#![allow(clippy::disallowed_macros, clippy::disallowed_methods)] // a harness's or cargo's output, not a command's (clippy.toml)
 
 use agy_audit::project::{argument_bounds, project_message, Args};
 use agy_audit::rules::RuleId;

@@ -3,6 +3,7 @@
 //! `--json-style`: the payload digest, the sidecar bytes and the parent
 //! stamp (`attest::payload`), and the response shape listings of the bare
 //! trajectory and of the whole answer (`Listing::add_text`).
+#![allow(clippy::disallowed_macros, clippy::disallowed_methods)] // a harness's or cargo's output, not a command's (clippy.toml)
 
 mod common;
 

@@ -5,6 +5,7 @@
 //! step's section in the transcript has a heading in words (never a raw enum
 //! name) and shows content taken from the step's JSON export, not just a
 //! heading; view ranges are one-based while the JSON keeps zero-based values.
+#![allow(clippy::disallowed_macros, clippy::disallowed_methods)] // a harness's or cargo's output, not a command's (clippy.toml)
 
 mod common;
 

@@ -5,6 +5,7 @@
 //! refused with its path named and both values shown; and what the proto3
 //! JSON mapping does not allow (a repeated member, a field named twice, an
 //! unknown enum name or number) is refused.
+#![allow(clippy::disallowed_macros, clippy::disallowed_methods)] // a harness's or cargo's output, not a command's (clippy.toml)
 
 mod common;
 

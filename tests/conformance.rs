@@ -3,6 +3,7 @@
 //! agree (name, type, label, JSON name); every difference is listed in
 //! `proto/CONFORMANCE.md` with its public source, and an unlisted difference,
 //! or a listed one that no longer exists, fails.
+#![allow(clippy::disallowed_macros, clippy::disallowed_methods)] // a harness's or cargo's output, not a command's (clippy.toml)
 
 use agy_audit::schema::Schema;
 use prost_reflect::{Cardinality, FieldDescriptor, Kind};

@@ -10,6 +10,7 @@
 //! afterwards. The CI version runs every page of two sources and 150 random
 //! trials; `cargo test --release --test damaged_stores -- --ignored` runs
 //! every page of every small source and 1,000 random trials.
+#![allow(clippy::disallowed_macros, clippy::disallowed_methods)] // a harness's or cargo's output, not a command's (clippy.toml)
 
 mod common;
 

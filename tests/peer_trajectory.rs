@@ -5,6 +5,7 @@
 //! descriptor defines. Without them the trajectory parses strictly
 //! (`compare::parse_strict`) and the message read equals the text under the
 //! proto3 JSON mapping (`compare::value`).
+#![allow(clippy::disallowed_macros, clippy::disallowed_methods)] // a harness's or cargo's output, not a command's (clippy.toml)
 
 mod common;
 

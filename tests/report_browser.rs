@@ -25,6 +25,7 @@
 //! Where no Chromium is found (`chromium`, `chromium-browser` on PATH, or
 //! `AGY_AUDIT_CHROMIUM`), the test prints one skip line and passes;
 //! `.ci/run` installs Debian's `chromium` first.
+#![allow(clippy::disallowed_macros, clippy::disallowed_methods)] // a harness's or cargo's output, not a command's (clippy.toml)
 
 mod common;
 #[path = "common/no_network.rs"]

@@ -3,6 +3,7 @@
 //! bytes from the same manifest, counts that are the manifest's, a
 //! drill-down per refused session (its step, or the word that its source is
 //! gone), and well under 5 MB for a default-corpus-sized manifest.
+#![allow(clippy::disallowed_macros, clippy::disallowed_methods)] // a harness's or cargo's output, not a command's (clippy.toml)
 
 mod common;
 #[path = "common/no_network.rs"]

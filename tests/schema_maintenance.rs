@@ -1,5 +1,6 @@
 //! Schema maintenance (#25): extraction from a binary, verify, diff, bundle
 //! exact deltas and refusals, and pinning of `--schema`.
+#![allow(clippy::disallowed_macros, clippy::disallowed_methods)] // a harness's or cargo's output, not a command's (clippy.toml)
 
 use agy_audit::schema::bundle::{bundle, BundleError};
 use agy_audit::schema::diff::diff;

@@ -2,6 +2,7 @@
 //! process (a hung request and a keep-alive connection included), and no
 //! process when the CLI is stopped. One test per concern,
 //! run one after the other (thread counts are per process).
+#![allow(clippy::disallowed_macros, clippy::disallowed_methods)] // a harness's or cargo's output, not a command's (clippy.toml)
 
 use agy_corpus::corpus::{generate, GenerateOptions, PlanOptions};
 use agy_corpus::sim::{DaemonSim, FaultKind, FaultSpec, SimOptions};

@@ -6,6 +6,7 @@
 //! It also fingerprints everything a generation's bytes derive from (this
 //! crate's sources and the modeled schema) as `AGY_CORPUS_BUILD_DIGEST`, so
 //! a cached corpus can tell whether this build would write it differently.
+#![allow(clippy::disallowed_macros, clippy::disallowed_methods)] // a harness's or cargo's output, not a command's (clippy.toml)
 use prost::Message;
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;

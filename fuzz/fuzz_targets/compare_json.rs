@@ -19,6 +19,7 @@
 //! added); otherwise libFuzzer's own mutations. How often "equal" is reached
 //! is printed on stderr (`compare_json: equal ...`), at each power of two.
 #![no_main]
+#![allow(clippy::disallowed_macros, clippy::disallowed_methods)] // a harness's or cargo's output, not a command's (clippy.toml)
 
 use agy_audit::compare::{self, stream, value};
 use agy_audit::pipeline::{prepare, AuditContext};

@@ -1,10 +1,9 @@
 //! `agy-audit audit-diff OLD NEW`: what changed between two sweeps.
 
-use crate::manifest::{Manifest, MANIFEST_FILE};
+use crate::manifest::Manifest;
 use crate::report::diff::{diff, render_markdown, Inputs, ShapesSection};
 use crate::util::atomic::{write_file, WriteOptions};
 use crate::verdict::exit;
-use anyhow::Context;
 use clap::Args;
 use std::path::{Path, PathBuf};
 
@@ -86,14 +85,7 @@ pub struct AuditDiffArgs {
 }
 
 fn read(given: &Path) -> anyhow::Result<(PathBuf, Manifest)> {
-    let file = if given.is_dir() {
-        given.join(MANIFEST_FILE)
-    } else {
-        given.to_path_buf()
-    };
-    let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
-    let m = Manifest::parse(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-    Ok((file, m))
+    Ok(crate::manifest::read::read(given)?)
 }
 
 /// The shapes section: the listings beside both manifests compared, or why not.
@@ -201,10 +193,7 @@ pub fn run(a: AuditDiffArgs) -> anyhow::Result<i32> {
         DiffFormat::Html => crate::report::html::render_diff_html(&d, &inputs).into_bytes(),
     };
     match &a.out {
-        None => {
-            use std::io::Write as _;
-            std::io::stdout().lock().write_all(&bytes)?;
-        }
+        None => crate::util::term::out(&bytes),
         Some(out) => {
             write_file(
                 out,

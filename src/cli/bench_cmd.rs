@@ -134,11 +134,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
             &root,
             a.latency_ms,
             |url| {
-                use std::io::Write;
                 // The parent waits for this line; a closed pipe only means
                 // nobody is waiting.
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{url}").and_then(|()| out.flush());
+                crate::util::term::out_line(format_args!("{url}"));
             },
             || {
                 let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());

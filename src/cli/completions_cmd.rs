@@ -31,7 +31,6 @@ pub fn run(a: CompletionsArgs, mut cmd: clap::Command) -> anyhow::Result<i32> {
         Shell::Zsh => generate(shells::Zsh, &mut cmd, "agy-audit", &mut buf),
         Shell::Fish => generate(shells::Fish, &mut cmd, "agy-audit", &mut buf),
     }
-    use std::io::Write as _;
-    std::io::stdout().lock().write_all(&buf)?;
+    crate::util::term::out(&buf);
     Ok(crate::verdict::exit::OK)
 }

@@ -205,8 +205,6 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
     let stop = super::sweep_cmd::interrupt_flag();
     match demo(&a, &ws, &stop) {
         Ok(code) => Ok(code),
-        // A reader that closed standard output (`| head`) is no failure.
-        Err(e) if super::errors::broken_pipe(&e) => Err(e),
         Err(e) => {
             crate::note!(
                 "demo: the run failed; everything it wrote is kept in {}",

@@ -1,5 +1,5 @@
-//! How the CLI tells a failed command apart: a usage error (exit 2), a
-//! closed standard output (not an error), and the message of an error chain.
+//! How the CLI tells a failed command apart: a usage error (exit 2), and
+//! the message of an error chain.
 //! A leaf: every command imports it, it imports no command.
 
 /// The error and its causes joined by `: `, each said once: a cause whose
@@ -55,13 +55,5 @@ pub(crate) fn usage(e: &anyhow::Error) -> bool {
                 c.downcast_ref::<agy_corpus::corpus::CorpusError>(),
                 Some(agy_corpus::corpus::CorpusError::Usage(_))
             )
-    })
-}
-
-/// A reader that closed our standard output (`| head`) is not an error.
-pub(crate) fn broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
 }

@@ -4,7 +4,6 @@
 
 use super::common::DecodeArgs;
 use crate::export::{daemon_json, export_json, render_markdown};
-use crate::manifest::Manifest;
 use crate::rpc::TrajectoryResponse;
 use crate::source::{read_source, ReadOptions};
 use crate::verdict::exit;
@@ -71,11 +70,10 @@ fn comparable(mut v: Value) -> Value {
     v
 }
 
-pub fn run(a: ExportCheckArgs) -> anyhow::Result<i32> {
-    let bytes =
-        std::fs::read(&a.manifest).with_context(|| format!("reading {}", a.manifest.display()))?;
-    let m =
-        Manifest::parse(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", a.manifest.display()))?;
+pub fn run(mut a: ExportCheckArgs) -> anyhow::Result<i32> {
+    // A sweep folder names its manifest.json: from here on, the file.
+    let (manifest_file, m) = crate::manifest::read::read(&a.manifest)?;
+    a.manifest = manifest_file;
     if !m.complete {
         crate::note!(
             "export-check: {}: refused: the manifest is not complete; finish it with `agy-audit audit-sweep --resume` first",

@@ -223,10 +223,7 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
             note(format!("wrote {} ({} bytes)", out.display(), bytes.len()));
         }
         None if a.json => {}
-        None => {
-            use std::io::Write;
-            std::io::stdout().write_all(&bytes)?;
-        }
+        None => crate::util::term::out(&bytes),
     }
     if a.json {
         print_json(&a, &src, Some(&bytes), notes, code)?;

@@ -1,11 +1,8 @@
 //! `agy-audit format-audit`: a release's format-audit record.
 
-use crate::manifest::{Manifest, MANIFEST_FILE};
 use crate::report::format_audit::{record, render_markdown, Inputs};
 use crate::util::atomic::{check_outputs, write_file, WriteOptions};
-use anyhow::Context;
 use clap::Args;
-use std::io::Write as _;
 use std::path::PathBuf;
 
 const HELP: &str = "\
@@ -45,13 +42,7 @@ pub struct FormatAuditArgs {
 }
 
 pub fn run(a: FormatAuditArgs) -> anyhow::Result<i32> {
-    let file = if a.manifest.is_dir() {
-        a.manifest.join(MANIFEST_FILE)
-    } else {
-        a.manifest.clone()
-    };
-    let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
-    let m = Manifest::parse(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+    let (file, m) = crate::manifest::read::read(&a.manifest)?;
     let against = match &a.against {
         Some(p) => Some((p.as_path(), crate::shapes::read_any(p)?)),
         None => None,
@@ -66,7 +57,7 @@ pub fn run(a: FormatAuditArgs) -> anyhow::Result<i32> {
     let md = render_markdown(&r);
     match &a.out {
         None => {
-            let _ = std::io::stdout().lock().write_all(md.as_bytes());
+            crate::util::term::out(md.as_bytes());
         }
         Some(out) => {
             let json_out = out.with_extension("json");

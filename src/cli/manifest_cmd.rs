@@ -1,10 +1,9 @@
 //! `agy-audit manifest merge`: the shard manifests of one sweep as one.
 
-use crate::manifest::{merge::merge, Manifest, MANIFEST_FILE};
+use crate::manifest::merge::merge;
 use crate::shapes::{self, Listing};
 use crate::util::atomic::{check_outputs, write_file, WriteOptions};
 use crate::verdict::exit;
-use anyhow::Context;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
@@ -61,14 +60,7 @@ pub fn run(c: ManifestCommand) -> anyhow::Result<i32> {
 fn run_merge(a: MergeArgs) -> anyhow::Result<i32> {
     let mut shards = Vec::new();
     for given in &a.shards {
-        let file = if given.is_dir() {
-            given.join(MANIFEST_FILE)
-        } else {
-            given.clone()
-        };
-        let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
-        let m = Manifest::parse(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-        shards.push((file, m));
+        shards.push(crate::manifest::read::read(given)?);
     }
     let mut merged = merge(&shards)?;
     let mut inputs: Vec<PathBuf> = shards.iter().map(|(f, _)| f.clone()).collect();

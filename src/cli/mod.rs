@@ -5,15 +5,13 @@
 use crate::verdict::exit;
 use clap::{Parser, Subcommand};
 
-/// `println!` that returns the write error instead of panicking: a reader
-/// that closed standard output (`| head -1`) ends the command quietly
-/// ([`broken_pipe`]), like other Unix tools. Use it inside functions that
-/// return `anyhow::Result`.
+/// `println!` through [`crate::util::term`]: a closed standard output drops
+/// the line and never ends the command nor changes its exit code (the
+/// terminal never decides a run).
 macro_rules! outln {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        writeln!(std::io::stdout().lock(), $($arg)*)?
-    }};
+    ($($arg:tt)*) => {
+        $crate::util::term::out_line(format_args!($($arg)*))
+    };
 }
 
 mod audit_diff_cmd;
@@ -42,7 +40,7 @@ mod verify_capture_cmd;
 mod watch_cmd;
 
 pub use errors::chain_text;
-use errors::{broken_pipe, usage};
+use errors::usage;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -215,8 +213,11 @@ pub fn main() -> i32 {
         }
     };
     match result {
+        // The code is the result's, whatever happened to the terminal:
+        // nothing written to stdout or stderr can fail a command
+        // (`util::term`), so a broken pipe here came from elsewhere (a
+        // socket, a child) and is an error like any other.
         Ok(code) => code,
-        Err(e) if broken_pipe(&e) => exit::OK,
         Err(e) if usage(&e) => {
             crate::note!("agy-audit {name}: usage error: {}", chain_text(&e));
             exit::USAGE

@@ -5,7 +5,6 @@ use crate::manifest::Manifest;
 use crate::pipeline::AuditContext;
 use crate::report::qualify::qualify;
 use crate::verdict::{exit, ReasonClass, VerdictKind};
-use anyhow::Context;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -77,11 +76,10 @@ fn unfinished(m: &Manifest, allow_empty: bool) -> Option<String> {
     })
 }
 
-pub fn run(a: QualifyArgs) -> anyhow::Result<i32> {
-    let bytes =
-        std::fs::read(&a.manifest).with_context(|| format!("reading {}", a.manifest.display()))?;
-    let manifest =
-        Manifest::parse(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", a.manifest.display()))?;
+pub fn run(mut a: QualifyArgs) -> anyhow::Result<i32> {
+    // A sweep folder names its manifest.json: from here on, the file.
+    let (manifest_file, manifest) = crate::manifest::read::read(&a.manifest)?;
+    a.manifest = manifest_file;
     if let Some(why) = unfinished(&manifest, a.allow_empty) {
         crate::note!(
             "audit-qualify: {}: refused: {why}; finish it with `agy-audit audit-sweep --resume` before qualifying",

@@ -7,7 +7,6 @@ use crate::report::html::{render_html, step_views};
 use crate::report::{render_report, verdict_chart};
 use crate::source::ReadOptions;
 use crate::util::atomic::{check_outputs, write_file, WriteOptions};
-use anyhow::Context;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
@@ -58,21 +57,15 @@ pub struct ReportArgs {
     pub decode: DecodeArgs,
 }
 
-pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
-    let bytes =
-        std::fs::read(&a.manifest).with_context(|| format!("reading {}", a.manifest.display()))?;
-    let m =
-        Manifest::parse(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", a.manifest.display()))?;
+pub fn run(mut a: ReportArgs) -> anyhow::Result<i32> {
+    // A sweep folder names its manifest.json: from here on, the file.
+    let (manifest_file, m) = crate::manifest::read::read(&a.manifest)?;
+    a.manifest = manifest_file;
     if a.format == ReportFormat::Html {
         return run_html(&a, &m);
     }
     match &a.out {
-        None => {
-            use std::io::Write as _;
-            std::io::stdout()
-                .lock()
-                .write_all(render_report(&m, None).as_bytes())?
-        }
+        None => crate::util::term::out(render_report(&m, None).as_bytes()),
         Some(out) => {
             let svg = out.with_extension("svg");
             let name = svg.file_name().map(|n| n.to_string_lossy().into_owned());
@@ -113,10 +106,7 @@ fn run_html(a: &ReportArgs, m: &Manifest) -> anyhow::Result<i32> {
     );
     let html = render_html(m, &views, &note);
     match &a.out {
-        None => {
-            use std::io::Write as _;
-            std::io::stdout().lock().write_all(html.as_bytes())?
-        }
+        None => crate::util::term::out(html.as_bytes()),
         Some(out) => {
             // Never over the manifest, the decode inputs or any source read.
             let mut protected = vec![a.manifest.clone()];

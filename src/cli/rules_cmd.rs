@@ -6,7 +6,6 @@
 use crate::project::table;
 use crate::verdict::exit;
 use clap::Args;
-use std::io::Write;
 
 /// Print every qualified rule with its profile suffix, what it accepts and
 /// its refusal reasons.
@@ -23,8 +22,6 @@ pub fn run(a: RulesArgs) -> anyhow::Result<i32> {
     } else {
         table::text()
     };
-    let mut stdout = std::io::stdout().lock();
-    stdout.write_all(out.as_bytes())?;
-    stdout.flush()?;
+    crate::util::term::out(out.as_bytes());
     Ok(exit::OK)
 }

@@ -352,8 +352,7 @@ fn run_diff(a: DiffArgs) -> anyhow::Result<i32> {
         v["summary"] = serde_json::Value::String(d.summary());
         outln!("{}", serde_json::to_string_pretty(&v)?);
     } else {
-        use std::io::Write as _;
-        std::io::stdout().lock().write_all(d.text().as_bytes())?;
+        crate::util::term::out(d.text().as_bytes());
     }
     Ok(if d.additive() {
         exit::OK
@@ -470,10 +469,7 @@ pub fn run(cmd: SchemaCommand) -> anyhow::Result<i32> {
                         .with_context(|| "writing the modeled descriptor set")?;
                     crate::note!("wrote {} ({} bytes)", path.display(), MODELED_SET.len());
                 }
-                None => {
-                    use std::io::Write;
-                    std::io::stdout().write_all(MODELED_SET)?;
-                }
+                None => crate::util::term::out(MODELED_SET),
             }
             Ok(0)
         }
@@ -483,12 +479,7 @@ pub fn run(cmd: SchemaCommand) -> anyhow::Result<i32> {
         SchemaCommand::Bundle(a) => run_bundle(a),
         SchemaCommand::Info(a) => {
             let schema = Schema::load(a.schema.as_deref())?;
-            {
-                use std::io::Write as _;
-                std::io::stdout()
-                    .lock()
-                    .write_all(describe(&schema).as_bytes())?;
-            }
+            crate::util::term::out(describe(&schema).as_bytes());
             Ok(0)
         }
     }

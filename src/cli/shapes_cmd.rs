@@ -62,7 +62,7 @@ pub fn run(c: ShapesCommand) -> anyhow::Result<i32> {
             } else {
                 Listing::read(&a.listing)?
             };
-            let mut out = std::io::stdout().lock();
+            let mut out = crate::util::term::stdout();
             let _ = writeln!(
                 out,
                 "{fp}\t{} entries\t{}",
@@ -74,7 +74,7 @@ pub fn run(c: ShapesCommand) -> anyhow::Result<i32> {
         ShapesCommand::Diff(a) => {
             let (old, new) = (read_any(&a.a)?, read_any(&a.b)?);
             let d = old.diff(&new);
-            let mut out = std::io::stdout().lock();
+            let mut out = crate::util::term::stdout();
             if a.json {
                 let v = serde_json::json!({"added": d.added, "removed": d.removed});
                 let _ = writeln!(

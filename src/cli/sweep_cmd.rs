@@ -179,11 +179,10 @@ pub fn parse_shard(s: &str) -> Result<(usize, usize), String> {
 /// How progress is shown: bars on a capable terminal, a line per session
 /// on a dumb terminal or when standard error is not a terminal.
 pub fn progress_mode(quiet: bool) -> ProgressMode {
-    use std::io::IsTerminal;
     let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
     if quiet {
         ProgressMode::Quiet
-    } else if std::io::stderr().is_terminal() && !dumb {
+    } else if crate::util::term::stderr_is_terminal() && !dumb {
         ProgressMode::Bars
     } else {
         ProgressMode::Lines

@@ -1168,7 +1168,7 @@ mod properties {
                 assert!(diff_text(&DynamicMessage::new(desc.clone()), &null, 5).is_empty());
             }
         }
-        println!("{equal} spellings equal, {different} changes named; kinds {kinds:?}");
+        crate::note!("{equal} spellings equal, {different} changes named; kinds {kinds:?}");
         assert!(equal > 500 && different > 200, "{equal} {different}");
         for k in [
             "Duration",

@@ -1,15 +1,27 @@
 //! `manifest merge`: the shard manifests of one sweep as one version-5
 //! manifest.
 //!
-//! Refused (nothing written): a manifest that is not a shard, shards of
-//! different counts, the same shard twice, a session in two shards, or a
-//! session outside the shard that holds it. Merged with `complete: false`
-//! (and the reasons in `merged.problems`): a shard missing, a shard not
-//! complete, shards of different store roots or reader profiles, or a shard
-//! assigned by listing position (no `shardBy`). Totals, per-profile and
-//! per-format counts are recounted from the sessions.
+//! Merge proves completeness instead of trusting it (issue 44 item 3): every
+//! flag and count of the result is recomputed from the sessions, and each
+//! shard is first held to the strict reader's checks
+//! ([`super::read::check`]) whoever built it.
+//!
+//! Refused (nothing written): a manifest that does not pass those checks
+//! (counts that are not the recount, `complete` with a not-fetched session,
+//! `emptyShard` with sessions, a shard name that is not `i/n` in digits...),
+//! a manifest that is not a shard, shards of different counts, the same
+//! shard twice, a session in two shards, or a session outside the shard that
+//! holds it. Merged with `complete: false` (and the reasons in
+//! `merged.problems`): a shard missing, a shard not complete (its own flag,
+//! a not-fetched session, or no `finished`), a shard without
+//! `readerProfiles` (which reader ran it is unproven), shards of different
+//! store roots or reader profiles, or a shard assigned by listing position
+//! (no `shardBy`). Totals, per-profile and per-format counts are recounted
+//! from the sessions.
 
+use super::read::{check, parse_shard, ManifestProblem};
 use super::{Manifest, Merged, MergedShard, MANIFEST_VERSION};
+use crate::outcome::SessionOutcome;
 use crate::pipeline::shard::{in_shard, SHARD_ASSIGNMENT};
 
 use std::collections::BTreeMap;
@@ -20,6 +32,11 @@ use std::path::{Path, PathBuf};
 pub enum MergeError {
     #[error("no shard manifest given")]
     Nothing,
+    #[error("{}: {problem}", file.display())]
+    Invalid {
+        file: PathBuf,
+        problem: ManifestProblem,
+    },
     #[error("{file}: not a shard manifest (no `shard`); merge takes the manifests of `audit-sweep --shard i/n`")]
     NotAShard { file: PathBuf },
     #[error("{file}: shard `{shard}` is not i/n with 1 <= i <= n")]
@@ -55,10 +72,15 @@ pub enum MergeError {
     },
 }
 
-fn parse_shard(s: &str) -> Option<(usize, usize)> {
-    let (i, n) = s.split_once('/')?;
-    let (i, n) = (i.parse::<usize>().ok()?, n.parse::<usize>().ok()?);
-    (i >= 1 && i <= n).then_some((i, n))
+/// Whether a shard proves itself complete: its own flag, a finished run,
+/// and no session without a verdict for want of the daemon.
+fn shard_complete(m: &Manifest) -> bool {
+    m.complete
+        && m.finished.is_some()
+        && !m
+            .sessions
+            .iter()
+            .any(|s| matches!(s.result, SessionOutcome::NotFetched { .. }))
 }
 
 /// Merges `shards` (each a manifest with the file it was read from).
@@ -67,6 +89,10 @@ pub fn merge(shards: &[(PathBuf, Manifest)]) -> Result<Manifest, MergeError> {
     let mut by_index: BTreeMap<usize, (&Path, &Manifest)> = BTreeMap::new();
     let mut count: Option<(usize, &Path, &str)> = None;
     for (file, m) in shards {
+        check(m).map_err(|problem| MergeError::Invalid {
+            file: file.clone(),
+            problem,
+        })?;
         let shard = m
             .shard
             .as_deref()
@@ -127,9 +153,15 @@ pub fn merge(shards: &[(PathBuf, Manifest)]) -> Result<Manifest, MergeError> {
                 file.display()
             ));
         }
-        if !m.complete {
+        if !shard_complete(m) {
             problems.push(format!(
-                "{}: shard {i}/{n} is not complete (complete: false)",
+                "{}: shard {i}/{n} is not complete (complete: false, unfinished, or a session not fetched)",
+                file.display()
+            ));
+        }
+        if m.reader_profiles.is_empty() {
+            problems.push(format!(
+                "{}: shard {i}/{n} records no readerProfiles: which reader ran it is unproven",
                 file.display()
             ));
         }
@@ -152,13 +184,7 @@ pub fn merge(shards: &[(PathBuf, Manifest)]) -> Result<Manifest, MergeError> {
         .next()
         .copied()
         .ok_or(MergeError::Nothing)?;
-    let profile_set = |m: &Manifest| {
-        if m.reader_profiles.is_empty() {
-            m.profiles.clone()
-        } else {
-            m.reader_profiles.clone()
-        }
-    };
+    let profile_set = |m: &Manifest| m.reader_profiles.clone();
     for (file, m) in by_index.values().skip(1) {
         if m.root != first.root {
             problems.push(format!(
@@ -222,6 +248,19 @@ pub fn merge(shards: &[(PathBuf, Manifest)]) -> Result<Manifest, MergeError> {
         .max()
         .unwrap_or(0);
     out.recount();
+    if let Some(s) = out
+        .sessions
+        .iter()
+        .find(|s| matches!(s.result, SessionOutcome::NotFetched { .. }))
+    {
+        problems.push(format!(
+            "{} session(s) not fetched (first {})",
+            out.counts.not_fetched, s.file_id
+        ));
+    }
+    if out.finished.is_none() {
+        problems.push("a shard has not finished".to_string());
+    }
     out.complete = problems.is_empty();
     out.merged = Some(Merged {
         shard_count: n,
@@ -231,7 +270,7 @@ pub fn merge(shards: &[(PathBuf, Manifest)]) -> Result<Manifest, MergeError> {
                 shard: format!("{i}/{n}"),
                 file: file.display().to_string(),
                 sessions: m.sessions.len(),
-                complete: m.complete,
+                complete: shard_complete(m),
             })
             .collect(),
         missing,
@@ -268,7 +307,7 @@ mod tests {
         (1..=n)
             .map(|i| {
                 let ids: Vec<usize> = (1..=k)
-                    .filter(|id| shard_of(&format!("{id:08}"), n) == i)
+                    .filter(|id| shard_of(&SessionRecord::test_id(*id), n) == i)
                     .collect();
                 (PathBuf::from(format!("s{i}.json")), shard(i, n, &ids))
             })
@@ -309,23 +348,136 @@ mod tests {
         assert!(!merge(&shards).unwrap().complete);
     }
 
+    /// A shard that claims more than its sessions show is refused or leaves
+    /// the merge incomplete: nothing it says of itself is taken on trust.
+    #[test]
+    fn a_lying_shard_never_merges_complete() {
+        use crate::outcome::SessionOutcome;
+        // complete: true while holding a not-fetched session.
+        let mut shards = split(40, 2);
+        let m = &mut shards[0].1;
+        let id = m.sessions[0].file_id.clone();
+        m.sessions[0].result = SessionOutcome::NotFetched {
+            reason: "HTTP 500".into(),
+        };
+        m.recount();
+        let e = merge(&shards).unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                MergeError::Invalid {
+                    problem: ManifestProblem::CompleteNotFetched { .. },
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        // Whoever built it: with the flag honest, the merge still says
+        // not complete, counting the session.
+        shards[0].1.complete = false;
+        let merged = merge(&shards).unwrap();
+        assert!(!merged.complete);
+        assert_eq!(merged.counts.not_fetched, 1);
+        assert!(merged
+            .merged
+            .as_ref()
+            .unwrap()
+            .problems
+            .iter()
+            .any(|p| p.contains(&id)));
+        // No readerProfiles: which reader ran it is unproven.
+        let mut shards = split(40, 2);
+        shards[1].1.reader_profiles.clear();
+        let merged = merge(&shards).unwrap();
+        assert!(!merged.complete, "{:?}", merged.merged);
+        // emptyShard with sessions, and a shard named with a sign.
+        let mut shards = split(40, 2);
+        shards[0].1.empty_shard = true;
+        assert!(matches!(
+            merge(&shards).unwrap_err(),
+            MergeError::Invalid {
+                problem: ManifestProblem::EmptyShardWithSessions(_),
+                ..
+            }
+        ));
+        let mut shards = split(40, 2);
+        shards[1].1.shard = Some("+2/2".into());
+        assert!(matches!(
+            merge(&shards).unwrap_err(),
+            MergeError::Invalid {
+                problem: ManifestProblem::Shard(_),
+                ..
+            }
+        ));
+        // Lying counts.
+        let mut shards = split(40, 2);
+        shards[0].1.counts.verified += 1;
+        assert!(matches!(
+            merge(&shards).unwrap_err(),
+            MergeError::Invalid {
+                problem: ManifestProblem::Count { .. },
+                ..
+            }
+        ));
+        // An unfinished shard.
+        let mut shards = split(40, 2);
+        shards[0].1.finished = None;
+        shards[0].1.complete = false;
+        assert!(!merge(&shards).unwrap().complete);
+    }
+
     #[test]
     fn overlap_and_conflicting_sets_are_refused_naming_both_files() {
+        // Shards assigned by listing position can overlap; a merge names
+        // both files.
         let mut shards = split(40, 4);
+        for (_, m) in &mut shards {
+            m.shard_by = None;
+        }
         let stray = shards[0].1.sessions[0].clone();
-        shards[1].1.sessions.push(stray);
+        shards[1].1.add(stray);
         let e = merge(&shards).unwrap_err().to_string();
         assert!(e.contains("s1.json") && e.contains("s2.json"), "{e}");
+        // Under the hash assignment the stray is in the wrong shard, which
+        // the strict checks name.
         let mut shards = split(40, 4);
+        let stray = shards[0].1.sessions[0].clone();
+        shards[1].1.add(stray);
+        let e = merge(&shards).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                MergeError::Invalid {
+                    problem: ManifestProblem::Misplaced { .. },
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        // Conflicting shard sets (listing-position shards, so that no
+        // session is misplaced first).
+        let unassigned = || {
+            let mut shards = split(40, 4);
+            for (_, m) in &mut shards {
+                m.shard_by = None;
+            }
+            shards
+        };
+        let mut shards = unassigned();
         shards[1].1.shard = Some("2/5".into());
         let e = merge(&shards).unwrap_err().to_string();
         assert!(e.contains("s1.json") && e.contains("s2.json"), "{e}");
-        let mut shards = split(40, 4);
+        let mut shards = unassigned();
         shards[1].1.shard = Some("1/4".into());
         let e = merge(&shards).unwrap_err().to_string();
         assert!(e.contains("s1.json") && e.contains("s2.json"), "{e}");
         let mut shards = split(40, 4);
         shards[1].1.shard = None;
-        assert!(merge(&shards).is_err());
+        shards[1].1.shard_by = None;
+        shards[1].1.reader_profiles.clear();
+        assert!(matches!(
+            merge(&shards).unwrap_err(),
+            MergeError::NotAShard { .. }
+        ));
     }
 }

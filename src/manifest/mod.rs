@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub mod merge;
+pub mod read;
 
 pub const MANIFEST_VERSION: u32 = 5;
 pub use crate::well_known::MANIFEST_FILE;
@@ -16,7 +17,7 @@ pub const CSV_FILE: &str = "sessions.csv";
 
 /// Verdict counts.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Counts {
     pub selected: u64,
     /// Plain verified results only.
@@ -134,7 +135,7 @@ pub struct SessionRecord {
 /// order, and a combination the audit never writes is refused on reading
 /// (fail closed) rather than re-derived into some outcome.
 #[derive(Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct SessionWire {
     file_id: String,
     cascade_id: String,
@@ -286,13 +287,14 @@ fn wire_outcome(w: &SessionWire) -> Result<SessionOutcome, String> {
 }
 
 impl SessionRecord {
-    /// A record with the given id, profile and outcome and nothing else
-    /// (one step, one byte), for the report modules' tests.
+    /// A record with the given id (as a conversation id,
+    /// [`Self::test_id`]), profile and outcome and nothing else (one step,
+    /// one byte), for the report modules' tests.
     #[cfg(test)]
     pub(crate) fn for_test(id: usize, profile: &str, result: SessionOutcome) -> SessionRecord {
         SessionRecord {
-            file_id: format!("{id:08}"),
-            cascade_id: format!("{id:08}"),
+            file_id: Self::test_id(id),
+            cascade_id: Self::test_id(id),
             format: if profile.starts_with("legacy") {
                 Format::Protobuf
             } else {
@@ -310,6 +312,12 @@ impl SessionRecord {
             rpc_only_fields: Vec::new(),
             rpc_only_fields_unlisted: 0,
         }
+    }
+
+    /// The conversation id [`Self::for_test`] gives the number `id`.
+    #[cfg(test)]
+    pub(crate) fn test_id(id: usize) -> String {
+        format!("{id:08}-0000-4000-8000-000000000000")
     }
 
     /// Where this session's source lies under the store `root`:
@@ -357,7 +365,7 @@ impl SessionRecord {
 
 /// Run timing.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Timing {
     pub wall_seconds: f64,
     pub source_bytes: u64,
@@ -368,7 +376,7 @@ pub struct Timing {
 
 /// The manifest document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Manifest {
     pub manifest_version: u32,
     pub complete: bool,
@@ -424,7 +432,7 @@ pub struct Manifest {
 
 /// What a merge merged, recorded in the merged manifest as `merged`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Merged {
     /// The shard count n all shards share.
     pub shard_count: usize,
@@ -440,7 +448,7 @@ pub struct Merged {
 
 /// One merged shard.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MergedShard {
     /// `i/n`.
     pub shard: String,
@@ -452,6 +460,7 @@ pub struct MergedShard {
 
 /// A file discovery passed over.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Skipped {
     pub path: String,
     pub reason: String,
@@ -524,20 +533,12 @@ impl Manifest {
         v
     }
 
-    /// Parses a manifest, requiring version 5.
+    /// Parses a manifest strictly ([`read::parse_strict`]: version 5,
+    /// unique bare file ids, counts equal to the recount, consistent
+    /// `complete` and shard members); the problem as text. Reading a file
+    /// or a sweep folder: [`read::read`].
     pub fn parse(bytes: &[u8]) -> Result<Manifest, String> {
-        let v: serde_json::Value =
-            serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
-        match v.get("manifestVersion").and_then(serde_json::Value::as_u64) {
-            Some(5) => {}
-            Some(n) => {
-                return Err(format!(
-                    "manifestVersion {n}; audit-qualify requires version 5"
-                ))
-            }
-            None => return Err("no manifestVersion; audit-qualify requires version 5".into()),
-        }
-        serde_json::from_value(v).map_err(|e| format!("not a version-5 manifest: {e}"))
+        read::parse_strict(bytes).map_err(|p| p.to_string())
     }
 
     /// The CSV companion: one row per session.

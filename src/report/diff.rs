@@ -11,7 +11,8 @@
 //! fetched, error, or gone).
 //!
 //! A reason changed when, between two verified verdicts, one has source-only
-//! fields and the other not; or, between two that are not verified, the
+//! fields and the other not, or the qualifying rules that presented them
+//! differ (still no regression); or, between two that are not verified, the
 //! outcome (unknown, incomplete, not fetched, error), the refusal class, the
 //! rules named (the record's `rules` and the rule id a projection refusal
 //! ends with, `(rule-id)`) or the location differ. The location is the reason
@@ -222,7 +223,10 @@ fn changes(old: &State, new: &State) -> BTreeSet<Change> {
             c.insert(Change::NewlyVerified);
         }
         (true, true) => {
-            if old.outcome != new.outcome {
+            // Verified both times, but not the same way: with or without
+            // source-only fields, or by other qualifying rules (the rules
+            // are part of what "class, rule or location" names).
+            if old.outcome != new.outcome || old.rules != new.rules {
                 c.insert(Change::ReasonChanged);
             }
         }
@@ -829,6 +833,16 @@ mod tests {
         assert_eq!(change(Some(&v), Some(&uf)), (NewlyRefused, vec![]));
         assert_eq!(change(Some(&uf), Some(&v)), (NewlyVerified, vec![]));
         assert_eq!(change(Some(&v), Some(&vso)), (ReasonChanged, vec![]));
+        // Verified both times by other qualifying rules: the reason
+        // changed, and still no regression.
+        let mut by_rule = verified(1);
+        by_rule.rules = vec![crate::rules::RuleId::ALL[0].id().to_string()];
+        assert_eq!(change(Some(&v), Some(&by_rule)), (ReasonChanged, vec![]));
+        assert!(!classify("x", Some(&v), Some(&by_rule)).regressed());
+        assert_eq!(
+            change(Some(&by_rule), Some(&by_rule)),
+            (StillVerified, vec![])
+        );
         // Class, location or rule.
         let other_class = refused(
             1,

@@ -599,7 +599,7 @@ mod tests {
         ));
         let mut steps = BTreeMap::new();
         steps.insert(
-            "00000001".to_string(),
+            SessionRecord::test_id(1),
             StepView::Rendered {
                 index: 2,
                 markdown: "## 2. <script>alert(1)</script>".into(),
@@ -614,7 +614,8 @@ mod tests {
         assert!(!esc("see https://x.example//y").contains("//"));
         assert!(html.contains("&lt;img src=/&#47;evil&gt;"), "{html}");
         assert_eq!(html.matches("<script>").count(), 1);
-        assert!(html.contains("<details id=\"d-00000001\">"));
+        let id = SessionRecord::test_id(1);
+        assert!(html.contains(&format!("<details id=\"d-{id}\">")));
         assert!(html.contains("<p id=\"shown\">2 of 2 sessions shown</p>"));
         assert_eq!(html, render_html(&m, &steps, "sources under <root>"));
     }

@@ -1,13 +1,15 @@
 //! `audit-qualify`: recheck a captured version-5 manifest offline. For every
 //! session, the source's current profile and digest are recomputed; a
 //! recorded result holds only when both still match (and, for verified
-//! results, the source still qualifies with the same source-only record).
+//! results, the source still qualifies with the same source-only record;
+//! for a refusal the source alone shows, [`ReasonClass::offline`], the
+//! source still shows it: the same class, location and rule).
 
 use crate::manifest::{Manifest, SessionRecord};
-use crate::outcome::SessionOutcome;
+use crate::outcome::{Refused, SessionOutcome};
 use crate::pipeline::audit::{prepare, AuditContext};
 use crate::source::source_only::record;
-use crate::verdict::{ReasonClass, VerdictKind};
+use crate::verdict::{ReasonClass, Refusal, VerdictKind};
 use std::path::Path;
 
 /// One session's recheck.
@@ -44,6 +46,19 @@ fn status_of(v: Option<VerdictKind>) -> &'static str {
         Some(VerdictKind::Incomplete) => "INCOMPLETE",
         None => "ERROR",
     }
+}
+
+/// Whether the refusal found now is the recorded one: the same class, the
+/// same location (the recorded text is `location: detail`) and the same
+/// rule (the `(rule-id)` a projection refusal ends with). The detail's
+/// wording is not compared.
+fn reproduces(recorded: &Refused, now: &Refusal) -> bool {
+    let located = now.location.is_empty()
+        || recorded
+            .text()
+            .strip_prefix(now.location.as_str())
+            .is_some_and(|rest| rest.starts_with(": "));
+    recorded.class() == now.class && located && recorded.rule() == Refused::new(now.clone()).rule()
 }
 
 /// Rechecks one recorded session against the source under `root`.
@@ -134,10 +149,39 @@ pub fn recheck(ctx: &AuditContext<'_>, root: &Path, s: &SessionRecord) -> Rechec
                 }
             }
         }
+        SessionOutcome::Refused(recorded) if recorded.class().offline() => {
+            // A refusal the source alone shows must show again: the same
+            // class, location and rule (the wording may differ).
+            match &refusal {
+                None => {
+                    return changed(
+                        ReasonClass::MissingEvidence,
+                        format!(
+                            "recorded {} refusal does not reproduce: the source passes every offline check",
+                            recorded.class()
+                        ),
+                    )
+                }
+                Some(now) if !reproduces(recorded, now) => {
+                    return changed(
+                        now.class,
+                        format!(
+                            "refusal changed: recorded {} ({}), now {} ({now})",
+                            recorded.class(),
+                            recorded.text(),
+                            now.class
+                        ),
+                    )
+                }
+                Some(_) => {}
+            }
+        }
         SessionOutcome::Refused(_)
         | SessionOutcome::NotFetched { .. }
         | SessionOutcome::Error { .. } => {
-            // An offline-detectable refusal must still be the same one.
+            // A refusal found with the daemon's answers cannot be redone
+            // offline; an offline refusal the source now shows in its
+            // place is a change.
             if let (Some(recorded), Some(now)) = (s.class(), refusal.as_ref()) {
                 if recorded != now.class
                     && !matches!(

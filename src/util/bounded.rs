@@ -1,0 +1,172 @@
+//! Reading an input file boundedly: a regular file only, at most a cap.
+//!
+//! Every record the tool reads back (a manifest first) is hostile input
+//! like any other: a FIFO would block the command forever, a device or a
+//! multi-gigabyte file would exhaust memory. So a file is opened without
+//! blocking, checked to be a regular file on the open descriptor (no race
+//! between a look and the open), and read up to its kind's cap; one byte
+//! more is refused with the cap named.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// What kind of input a file is, for its cap and its errors' wording.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputKind {
+    /// A version-5 manifest (a merged one of 100,000 sessions is about
+    /// 180 MB).
+    Manifest,
+}
+
+impl InputKind {
+    /// The most bytes a file of this kind may hold.
+    pub const fn cap(self) -> u64 {
+        match self {
+            InputKind::Manifest => 1 << 30,
+        }
+    }
+
+    /// The kind as an error names it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            InputKind::Manifest => "manifest",
+        }
+    }
+}
+
+/// Why an input file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum BoundedReadError {
+    #[error("{}: {}", path.display(), crate::util::io_text(source))]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: not a regular file ({what}): a {kind} is read only from a regular file", path.display())]
+    NotAFile {
+        path: PathBuf,
+        what: &'static str,
+        kind: &'static str,
+    },
+    #[error("{}: larger than {cap} bytes, the most a {kind} may hold", path.display())]
+    TooLarge {
+        path: PathBuf,
+        cap: u64,
+        kind: &'static str,
+    },
+}
+
+/// What a file type is, as an error names it.
+fn type_name(t: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+        if t.is_block_device() || t.is_char_device() {
+            return "a device";
+        }
+    }
+    if t.is_dir() {
+        "a folder"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// The bytes of the regular file at `path` (a symbolic link to one is
+/// followed), at most `kind`'s cap.
+pub fn read_regular(path: &Path, kind: InputKind) -> Result<Vec<u8>, BoundedReadError> {
+    let io = |source| BoundedReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        // A FIFO would block the open itself until a writer came.
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    #[allow(clippy::disallowed_methods)] // this is the bounded reader
+    let file = options.open(path).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    if !meta.is_file() {
+        return Err(BoundedReadError::NotAFile {
+            path: path.to_path_buf(),
+            what: type_name(meta.file_type()),
+            kind: kind.name(),
+        });
+    }
+    let cap = kind.cap();
+    if meta.len() > cap {
+        return Err(BoundedReadError::TooLarge {
+            path: path.to_path_buf(),
+            cap,
+            kind: kind.name(),
+        });
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(cap + 1).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > cap {
+        return Err(BoundedReadError::TooLarge {
+            path: path.to_path_buf(),
+            cap,
+            kind: kind.name(),
+        });
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_regular_file_reads_whole() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("m.json");
+        std::fs::write(&p, b"{}").unwrap();
+        assert_eq!(read_regular(&p, InputKind::Manifest).unwrap(), b"{}");
+    }
+
+    #[test]
+    fn a_folder_is_refused_by_kind() {
+        let d = tempfile::tempdir().unwrap();
+        let e = read_regular(d.path(), InputKind::Manifest).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                BoundedReadError::NotAFile {
+                    what: "a folder",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("fifo");
+        let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+        // SAFETY: a plain mkfifo(3) on a path in a fresh temp folder.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = read_regular(&p, InputKind::Manifest).unwrap_err();
+        assert!(
+            matches!(e, BoundedReadError::NotAFile { what: "a FIFO", .. }),
+            "{e}"
+        );
+        assert!(e
+            .to_string()
+            .contains("a manifest is read only from a regular file"));
+    }
+}
