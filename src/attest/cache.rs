@@ -1,32 +1,58 @@
-//! Sidecars as a shared cache (issue 35 item 3): the one rule `sync` and
-//! `watch` apply to whatever already sits at `<uuid>.trajectory.json`.
+//! Sidecars as a shared cache (issue 35 item 3): the one rule `sync`,
+//! `watch`, `doctor` and `list` apply to whatever already sits at
+//! `<uuid>.trajectory.json`, and the one strict reader of its bytes.
 //!
 //! A *trajectory sidecar* is the daemon's trajectory (the bare `trajectory`
 //! member of a GetCascadeTrajectory answer) with at most the reader-owned
 //! `agyReader` namespace added: the shared sidecar contract of the reference
 //! reader and its consumers (public-format-facts §5.1). This reader family
-//! treats such a file as its cache:
+//! treats such a file as its cache.
 //!
-//! * with a readable attestation (`agyReader.completeness`) it is rechecked
-//!   ([`Existing::Attested`]);
-//! * without one (another reader wrote it), or with one that does not read
-//!   back, it is re-fetched, verified and replaced atomically, its other
-//!   `agyReader` members kept ([`Existing::Unattested`],
-//!   [`keep_reader_fields`]);
+//! **The strict read** ([`read_saved`]). The saved bytes are read as strictly
+//! as a daemon answer is read before its payload digest is taken: UTF-8, one
+//! JSON object by [`crate::util::json_walk`] (syntax, numbers as that reader
+//! and `serde_json` read them and kept exactly as written, a lone surrogate
+//! escape refused, nesting bounded by [`crate::util::json_walk::MAX_DEPTH`]),
+//! and no key repeated in any object, the `agyReader` namespace included.
+//! The payload digest is taken in the same pass over exactly those bytes
+//! ([`crate::attest::payload::read_saved`], the digest input the sweep
+//! computes from an answer), never from a tree that keeps the last of a
+//! repeated member. Bytes that do not read strictly carry their
+//! [`SidecarDefect`], and no attestation in them ever rechecks.
+//!
+//! **Whose file it is** (ownership by attestation):
+//!
+//! * a file whose `agyReader.completeness` attestation reads back and whose
+//!   `cascadeId` names this conversation is this reader family's own
+//!   ([`Existing::Attested`]): it is rechecked, and when that fails (a
+//!   defect of its bytes included) re-fetched, verified and replaced,
+//!   whatever RPC-only top-level members it holds (the comparison keeps an
+//!   ordinary member the schema does not know in the payload, so the
+//!   reader writes such files itself). Ownership is read from the document
+//!   as `serde_json` reads it, so that a file of ours with a repeated member
+//!   is still ours to refresh; what it attests is judged only from the
+//!   strict read;
+//! * a file without a readable attestation (another reader's, or one whose
+//!   `agyReader.completeness` does not read back) is refreshed only when it
+//!   reads strictly and parses as a trajectory sidecar
+//!   ([`Existing::Unattested`]), its other `agyReader` members kept
+//!   ([`keep_reader_fields`]);
 //! * anything else at that path ([`Existing::Foreign`]) is refused and
 //!   reported, never overwritten.
 //!
 //! Stricter readings where the wording is silent: "parses as a trajectory
-//! sidecar" means a JSON object whose every member other than `agyReader`
-//! is a field of the descriptor set's Trajectory (JSON or proto name) with a
-//! JSON type that can spell that field (the values inside are not decoded:
-//! what replaces the file is a verified answer, and the question here is
-//! only whose file it is), whose `agyReader` (if any) is an object, and
-//! whose `cascadeId` is the conversation's own. A file that
-//! cannot be read, is not JSON, is a symbolic link or not a regular file, is
-//! a `{"trajectory": …}` envelope, or belongs to another conversation is not
-//! this conversation's sidecar and is left alone (the reference reader
-//! replaces a corrupt sidecar; this one refuses to, as the issue asks).
+//! sidecar" (for files without a readable attestation) means a JSON object,
+//! read strictly, whose every member other than `agyReader` is a field of
+//! the descriptor set's Trajectory (JSON or proto name) with a JSON type that
+//! can spell that field (the values inside are not decoded: what replaces
+//! the file is a verified answer, and the question here is only whose file
+//! it is), whose `agyReader` (if any) is an object, and whose `cascadeId` is
+//! the conversation's own. A file that cannot be read, is not JSON, is a
+//! symbolic link or not a regular file, is a `{"trajectory": …}` envelope
+//! (its `cascadeId` is not at the top level), or belongs to another
+//! conversation (attested or not) is not this conversation's sidecar and is
+//! left alone (the reference reader replaces a corrupt sidecar; this one
+//! refuses to, as the issue asks).
 
 use crate::attest::{completeness_of, Completeness, NAMESPACE};
 use crate::schema::Schema;
@@ -55,6 +81,8 @@ pub enum NotASidecar {
     Unreadable(String),
     #[error("not JSON: {0}")]
     NotJson(String),
+    #[error("no attestation, and it does not read strictly: {0}")]
+    NotStrict(SidecarDefect),
     #[error("not a JSON object")]
     NotAnObject,
     #[error("member `{0}` is neither a Trajectory field nor `agyReader`")]
@@ -69,16 +97,40 @@ pub enum NotASidecar {
     OtherConversation { found: String, expected: String },
 }
 
+/// Why a saved sidecar's bytes do not read as strictly as a daemon answer
+/// (see the module documentation): its attestation never rechecks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SidecarDefect {
+    #[error("not UTF-8 (byte {offset})")]
+    NotUtf8 { offset: usize },
+    /// The strict reader's stop: bad syntax, a lone surrogate escape,
+    /// nesting too deep, a key repeated in one object
+    /// ([`crate::util::json_walk::REPEATED_KEY`]), a top level that is not
+    /// an object; `offset` is where the reader was.
+    #[error("byte {offset}: {rule}")]
+    NotStrict { offset: usize, rule: &'static str },
+}
+
+/// This reader family's own sidecar: its attestation, and the payload digest
+/// of exactly the bytes the strict read read (or why they do not read).
+#[derive(Debug, Clone)]
+pub struct Saved {
+    /// The document as `serde_json` reads it (its `agyReader` members are
+    /// kept by a refresh).
+    pub doc: Value,
+    pub completeness: Completeness,
+    /// `sha256:` of the payload as read strictly, or the defect.
+    pub payload: Result<String, SidecarDefect>,
+}
+
 /// What sits at a sidecar path.
 #[derive(Debug, Clone)]
 pub enum Existing {
     /// Nothing.
     Absent,
-    /// A trajectory sidecar with this reader family's attestation.
-    Attested {
-        doc: Value,
-        completeness: Box<Completeness>,
-    },
+    /// This reader family's own sidecar (an attestation that reads back,
+    /// naming this conversation): rechecked, refreshed when stale.
+    Attested(Box<Saved>),
     /// A trajectory sidecar without a readable attestation: re-fetched,
     /// verified and replaced, its other `agyReader` members kept.
     Unattested {
@@ -94,61 +146,149 @@ impl Existing {
     /// The document a replacement keeps `agyReader` members from.
     pub fn doc(&self) -> Option<&Value> {
         match self {
-            Existing::Attested { doc, .. } | Existing::Unattested { doc, .. } => Some(doc),
+            Existing::Attested(saved) => Some(&saved.doc),
+            Existing::Unattested { doc, .. } => Some(doc),
             _ => None,
         }
     }
 }
 
+/// The bytes of the regular file at `path`: `None` when nothing is there;
+/// a symbolic link, anything but a regular file, or a read error is not a
+/// sidecar.
+fn regular_file(path: &Path) -> Result<Option<Vec<u8>>, NotASidecar> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(NotASidecar::Unreadable(crate::util::io_text(&e))),
+    };
+    if meta.file_type().is_symlink() {
+        return Err(NotASidecar::Symlink);
+    }
+    if !meta.is_file() {
+        return Err(NotASidecar::NotAFile);
+    }
+    std::fs::read(path)
+        .map(Some)
+        .map_err(|e| NotASidecar::Unreadable(crate::util::io_text(&e)))
+}
+
 /// Classifies the file at `path` for the conversation `cascade` (see the
 /// module documentation).
 pub fn classify(path: &Path, schema: &Schema, cascade: &str) -> Existing {
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Existing::Absent,
-        Err(e) => {
-            return Existing::Foreign(NotASidecar::Unreadable(crate::util::io_text(&e)));
-        }
-    };
-    if meta.file_type().is_symlink() {
-        return Existing::Foreign(NotASidecar::Symlink);
+    match regular_file(path) {
+        Ok(Some(bytes)) => classify_bytes(&bytes, schema, cascade),
+        Ok(None) => Existing::Absent,
+        Err(why) => Existing::Foreign(why),
     }
-    if !meta.is_file() {
-        return Existing::Foreign(NotASidecar::NotAFile);
+}
+
+/// This reader family's own sidecar at `path` for `cascade`, when that is
+/// what sits there: the ownership half of [`classify`], which needs no
+/// schema (`list`'s state column).
+pub fn attested_at(path: &Path, cascade: &str) -> Option<Box<Saved>> {
+    match read_saved(&regular_file(path).ok()??, cascade) {
+        Reading::Own(saved) => Some(saved),
+        _ => None,
     }
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) => return Existing::Foreign(NotASidecar::Unreadable(crate::util::io_text(&e))),
-    };
-    classify_bytes(&bytes, schema, cascade)
 }
 
 /// [`classify`] of a file's bytes.
 pub fn classify_bytes(bytes: &[u8], schema: &Schema, cascade: &str) -> Existing {
+    match read_saved(bytes, cascade) {
+        Reading::Own(saved) => Existing::Attested(saved),
+        Reading::Foreign(why) => Existing::Foreign(why),
+        Reading::Other {
+            doc,
+            strict,
+            unreadable_attestation,
+        } => {
+            match trajectory_sidecar(&doc, schema, cascade)
+                .and(strict.map_err(NotASidecar::NotStrict))
+            {
+                Ok(()) => Existing::Unattested {
+                    doc,
+                    unreadable_attestation,
+                },
+                Err(why) => Existing::Foreign(why),
+            }
+        }
+    }
+}
+
+/// A sidecar's bytes read strictly, and whose they are by their attestation.
+enum Reading {
+    /// An attestation that reads back, in a file naming `cascade`.
+    Own(Box<Saved>),
+    /// No readable attestation: the member test decides.
+    Other {
+        doc: Value,
+        strict: Result<(), SidecarDefect>,
+        unreadable_attestation: bool,
+    },
+    /// Not JSON, or an attested file that does not name `cascade`.
+    Foreign(NotASidecar),
+}
+
+/// The one strict read of a saved sidecar (see the module documentation).
+fn read_saved(bytes: &[u8], cascade: &str) -> Reading {
+    let strict = match std::str::from_utf8(bytes) {
+        Ok(text) => crate::attest::payload::read_saved(text)
+            .map(|read| read.digest().to_string())
+            .map_err(|e| SidecarDefect::NotStrict {
+                offset: e.offset,
+                rule: e.rule,
+            }),
+        Err(e) => Err(SidecarDefect::NotUtf8 {
+            offset: e.valid_up_to(),
+        }),
+    };
+    // The tree, for whose file it is and what it attests; when the strict
+    // read failed, as `serde_json` reads it (the last of a repeated member).
     let doc: Value = match serde_json::from_slice(bytes) {
         Ok(d) => d,
-        Err(e) => return Existing::Foreign(NotASidecar::NotJson(e.to_string())),
+        Err(e) => return Reading::Foreign(NotASidecar::NotJson(e.to_string())),
     };
-    if let Err(why) = trajectory_sidecar(&doc, schema, cascade) {
-        return Existing::Foreign(why);
-    }
     let has_record = doc
         .get(NAMESPACE)
         .and_then(|r| r.get("completeness"))
         .is_some();
-    match completeness_of(&doc) {
-        Some(c) => Existing::Attested {
+    let Some(completeness) = completeness_of(&doc) else {
+        return Reading::Other {
             doc,
-            completeness: Box::new(c),
-        },
-        None => Existing::Unattested {
-            doc,
+            strict: strict.map(|_| ()),
             unreadable_attestation: has_record,
-        },
+        };
+    };
+    if let Err(why) = names_conversation(&doc, cascade) {
+        return Reading::Foreign(why);
     }
+    Reading::Own(Box::new(Saved {
+        doc,
+        completeness,
+        payload: strict,
+    }))
 }
 
-/// Whether `doc` is `cascade`'s trajectory sidecar.
+/// Whether the top-level `cascadeId` (JSON or proto name) of `doc` is
+/// `cascade` (in any letter case).
+fn names_conversation(doc: &Value, cascade: &str) -> Result<(), NotASidecar> {
+    let found = doc
+        .get("cascadeId")
+        .or_else(|| doc.get("cascade_id"))
+        .and_then(Value::as_str)
+        .ok_or(NotASidecar::NoCascadeId)?;
+    if !found.eq_ignore_ascii_case(cascade) {
+        return Err(NotASidecar::OtherConversation {
+            found: found.to_string(),
+            expected: cascade.to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// Whether `doc` (a file without a readable attestation) is `cascade`'s
+/// trajectory sidecar.
 fn trajectory_sidecar(doc: &Value, schema: &Schema, cascade: &str) -> Result<(), NotASidecar> {
     let Value::Object(members) = doc else {
         return Err(NotASidecar::NotAnObject);
@@ -172,18 +312,7 @@ fn trajectory_sidecar(doc: &Value, schema: &Schema, cascade: &str) -> Result<(),
             )));
         }
     }
-    let found = members
-        .get("cascadeId")
-        .or_else(|| members.get("cascade_id"))
-        .and_then(Value::as_str)
-        .ok_or(NotASidecar::NoCascadeId)?;
-    if !found.eq_ignore_ascii_case(cascade) {
-        return Err(NotASidecar::OtherConversation {
-            found: found.to_string(),
-            expected: cascade.to_string(),
-        });
-    }
-    Ok(())
+    names_conversation(doc, cascade)
 }
 
 /// Whether a top-level member's JSON type can spell its field under the
@@ -384,6 +513,149 @@ mod tests {
             classify_bytes(b"my notes", &s, ID),
             Existing::Foreign(NotASidecar::NotJson(_))
         ));
+    }
+
+    fn completeness(payload_digest: String) -> Completeness {
+        Completeness {
+            profile: "p".into(),
+            source_digest: "sha256:1".into(),
+            payload_digest: Some(payload_digest),
+            verdict: crate::verdict::VerdictKind::Verified,
+            reason: None,
+            reason_class: None,
+            source_only: vec![],
+            rpc_only_fields: vec!["displayDensity".into()],
+            rpc_only_fields_unlisted: 0,
+            verified_at: "2026-12-02T00:00:00Z".into(),
+        }
+    }
+
+    /// A sidecar as the reader writes it from `ordinary`'s text, and its
+    /// attested digest.
+    fn minted(ordinary: &str) -> (String, String) {
+        let read = crate::attest::payload::read(ordinary).unwrap();
+        let digest = read.digest().to_string();
+        let (bytes, _) = read.into_evidence(&completeness(digest.clone()));
+        (String::from_utf8(bytes).unwrap(), digest)
+    }
+
+    fn saved_of(bytes: &[u8]) -> Saved {
+        let s = Schema::modeled().unwrap();
+        match classify_bytes(bytes, &s, ID) {
+            Existing::Attested(saved) => *saved,
+            e => panic!("{}: {e:?}", String::from_utf8_lossy(bytes)),
+        }
+    }
+
+    /// An attestation that reads back, in a file naming this conversation,
+    /// makes the file the reader's own whatever RPC-only top-level members
+    /// it holds; the member test is for files without one.
+    #[test]
+    fn ownership_is_decided_by_the_attestation() {
+        let ordinary = format!(
+            r#"{{"cascadeId":"{ID}","steps":[{{"status":"CORTEX_STEP_STATUS_DONE","n":1.50}}],"displayDensity":"COMPACT"}}"#
+        );
+        let (side, digest) = minted(&ordinary);
+        let saved = saved_of(side.as_bytes());
+        assert_eq!(saved.payload, Ok(digest.clone()), "an honest sidecar");
+        assert_eq!(saved.completeness.payload_digest, Some(digest));
+        // the same file without the attestation: another reader's, judged by
+        // its members
+        let s = Schema::modeled().unwrap();
+        let mut doc: Value = serde_json::from_str(&side).unwrap();
+        doc.as_object_mut().unwrap().remove(NAMESPACE);
+        match classify_bytes(&serde_json::to_vec(&doc).unwrap(), &s, ID) {
+            Existing::Foreign(NotASidecar::UnknownMember(m)) => assert_eq!(m, "displayDensity"),
+            e => panic!("{e:?}"),
+        }
+        // attested, but another conversation's, or an envelope (no
+        // top-level cascadeId): left alone
+        let other = side.replace(ID, "0b6b2f0e-1c1d-4a7e-9a5e-0d6f3f1f2a01");
+        assert!(matches!(
+            classify_bytes(other.as_bytes(), &s, ID),
+            Existing::Foreign(NotASidecar::OtherConversation { .. })
+        ));
+        let mut envelope: Value = serde_json::from_str(&side).unwrap();
+        let reader = envelope.as_object_mut().unwrap().remove(NAMESPACE).unwrap();
+        let envelope = json!({"trajectory": envelope, NAMESPACE: reader});
+        assert!(matches!(
+            classify_bytes(&serde_json::to_vec(&envelope).unwrap(), &s, ID),
+            Existing::Foreign(NotASidecar::NoCascadeId)
+        ));
+        // the cascade id in another letter case is this conversation's
+        let upper = side.replace(ID, &ID.to_uppercase());
+        assert!(saved_of(upper.as_bytes()).payload.is_ok());
+    }
+
+    /// The saved bytes are read as strictly as a daemon answer: a repeated
+    /// member anywhere (a step, the top level, `agyReader`) leaves the file
+    /// the reader's own (refreshable) with no payload digest, whatever the
+    /// tree (last member wins) would say; exact numbers are digested as
+    /// written; what `serde_json` cannot read either is not a sidecar.
+    #[test]
+    fn the_saved_payload_is_read_strictly() {
+        let ordinary = format!(
+            r#"{{"cascadeId":"{ID}","trajectoryId":"t","steps":[{{"status":"CORTEX_STEP_STATUS_DONE","n":1.50}}]}}"#
+        );
+        let (side, digest) = minted(&ordinary);
+        assert_eq!(saved_of(side.as_bytes()).payload, Ok(digest.clone()));
+        let insert = |before: &str, extra: &str| {
+            let at = side.find(before).unwrap();
+            format!("{}{extra}{}", &side[..at], &side[at..])
+        };
+        for tampered in [
+            insert(
+                r#""status":"CORTEX_STEP_STATUS_DONE""#,
+                r#""status":"CORTEX_STEP_STATUS_ERROR","#,
+            ),
+            insert(r#""trajectoryId":"t""#, r#""trajectoryId":"u","#),
+            insert(r#""verdict":"verified""#, r#""verdict":"incomplete","#),
+            insert(r#""agyReader":"#, r#""agyReader":{},"#),
+        ] {
+            let saved = saved_of(tampered.as_bytes());
+            match &saved.payload {
+                Err(SidecarDefect::NotStrict { offset, rule }) => {
+                    assert_eq!(*rule, crate::util::json_walk::REPEATED_KEY, "{tampered}");
+                    assert!(*offset > 0, "{tampered}");
+                }
+                other => panic!("{tampered}: {other:?}"),
+            }
+        }
+        // the tree keeps the last status: the same digest a lenient read gave
+        let last_wins: Value = serde_json::from_str(&insert(
+            r#""status":"CORTEX_STEP_STATUS_DONE""#,
+            r#""status":"CORTEX_STEP_STATUS_ERROR","#,
+        ))
+        .unwrap();
+        assert_eq!(crate::attest::payload_digest(&last_wins), digest);
+        // a number respelled is another payload
+        let respelled = side.replace("1.50", "1.5");
+        let saved = saved_of(respelled.as_bytes());
+        assert!(matches!(&saved.payload, Ok(d) if *d != digest));
+        // not UTF-8, a lone surrogate, too deep, bad numbers: not JSON at all
+        let s = Schema::modeled().unwrap();
+        let deep = side.replace(
+            r#""n":1.50"#,
+            &format!(r#""n":{}1{}"#, "[".repeat(130), "]".repeat(130)),
+        );
+        for bad in [
+            {
+                let mut b = side.clone().into_bytes();
+                let at = side.find("\"t\"").unwrap() + 1;
+                b[at] = 0xff;
+                b
+            },
+            side.replace("\"t\"", r#""\ud800""#).into_bytes(),
+            deep.into_bytes(),
+            side.replace("1.50", "01.50").into_bytes(),
+            side.replace("1.50", "1.").into_bytes(),
+            side.replace("1.50", "NaN").into_bytes(),
+        ] {
+            match classify_bytes(&bad, &s, ID) {
+                Existing::Foreign(NotASidecar::NotJson(_)) => {}
+                e => panic!("{}: {e:?}", String::from_utf8_lossy(&bad)),
+            }
+        }
     }
 
     #[test]

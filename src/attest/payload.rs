@@ -15,7 +15,7 @@
 
 use super::{payload_digest, reader_record_with, sidecar_bytes, Completeness, NAMESPACE};
 use crate::shapes::{Listing, ListingWalk};
-use crate::util::json_walk::{self, Scalar, Visit, WalkError};
+use crate::util::json_walk::{self, NoRepeatedKeys, Scalar, Visit, WalkError};
 use sha2::{Digest, Sha256};
 
 /// The ordinary trajectory, read for its attestation: from the text in one
@@ -83,8 +83,23 @@ impl Read {
 
 /// Reads `text` (the ordinary trajectory) in one pass.
 pub fn read(text: &str) -> Result<Read, WalkError> {
+    read_with(text, false)
+}
+
+/// [`read`] of a saved sidecar's text, as strictly as a daemon answer is
+/// read before its digest is taken: besides everything [`read`] refuses, a
+/// key repeated in any object, the top-level `agyReader` value's included
+/// ([`NoRepeatedKeys`]). The digest is the one [`read`] gives the answer
+/// the sidecar was written from (the top-level `agyReader` left out), so an
+/// honest sidecar rechecks to its attested digest; an error is never
+/// followed by the tree (which keeps the last of a repeated member).
+pub fn read_saved(text: &str) -> Result<Read, WalkError> {
+    read_with(text, true)
+}
+
+fn read_with(text: &str, every_object: bool) -> Result<Read, WalkError> {
     let mut listing = Listing::new();
-    let mut pass = OnePass {
+    let pass = OnePass {
         listing: ListingWalk::new(&mut listing),
         canon: Vec::with_capacity(text.len()),
         side: Vec::with_capacity(text.len() + 1024),
@@ -104,7 +119,15 @@ pub fn read(text: &str) -> Result<Read, WalkError> {
         parent: None,
         done: false,
     };
-    json_walk::walk(text, &mut pass)?;
+    let pass = if every_object {
+        let mut strict = NoRepeatedKeys::new(pass);
+        json_walk::walk(text, &mut strict)?;
+        strict.inner
+    } else {
+        let mut pass = pass;
+        json_walk::walk(text, &mut pass)?;
+        pass
+    };
     pass.listing.finish();
     let (Some(splice), true) = (pass.splice, pass.done) else {
         return Err(refused("the top level is not an object"));
@@ -253,7 +276,7 @@ impl OnePass<'_> {
                 .windows(2)
                 .any(|w| Self::key_text(keys, &w[0]) == Self::key_text(keys, &w[1]))
             {
-                return Err(refused("a key repeated in one object"));
+                return Err(refused(json_walk::REPEATED_KEY));
             }
         }
         Ok(())
@@ -345,7 +368,7 @@ impl Visit for OnePass<'_> {
             };
             if key == NAMESPACE {
                 if self.reader_seen {
-                    return Err(refused("a key repeated in one object"));
+                    return Err(refused(json_walk::REPEATED_KEY));
                 }
                 self.reader_seen = true;
                 self.side.extend_from_slice(b"\"agyReader\":");

@@ -1,20 +1,25 @@
 //! The one offline recheck of a saved attestation against its native source
 //! as just read ([`crate::pipeline::prepare`]), shared by `sync --recheck`,
-//! `doctor`, `list --check` and `watch` ([`crate::watch::stale`]). The checks
-//! run in one order — profile, source digest, payload digest, the source
-//! still qualifying, then (verified attestations only) the source-only
-//! record and the verdict kind — and the first that fails is the answer.
-//! Each command maps the answer to its own wording and exit code.
+//! `doctor`, `list --check` and `watch` ([`crate::watch::stale`]), over the
+//! sidecar as the one strict reader read it ([`crate::attest::cache::Saved`]).
+//! The checks run in one order — the sidecar's bytes reading strictly,
+//! profile, source digest, payload digest (of exactly the bytes read), the
+//! source still qualifying, then (verified attestations only) the
+//! source-only record and the verdict kind — and the first that fails is
+//! the answer. Each command maps the answer to its own wording and exit code.
 
-use super::{payload_digest, Completeness};
+use super::cache::{Saved, SidecarDefect};
 use crate::pipeline::Prepared;
 use crate::source::source_only::record;
 use crate::verdict::{Refusal, VerdictKind};
-use serde_json::Value;
 
 /// The first check a saved attestation fails against the source now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Drift {
+    /// The sidecar's bytes do not read as strictly as a daemon answer (a
+    /// repeated member, say): what it attests cannot be read, so the saved
+    /// payload is not the attested one.
+    NotStrict(SidecarDefect),
     /// Attested under another profile than the one in force.
     OtherProfile,
     /// The source's digest differs from the attested one.
@@ -49,17 +54,21 @@ pub fn current_kind(now: &Prepared) -> VerdictKind {
     }
 }
 
-/// Rechecks the attestation `saved` of sidecar `doc` against the source
+/// Rechecks the attestation of the sidecar `saved` against the source
 /// `now`: `Ok` when every check holds, else the first that fails.
-pub fn recheck(now: &Prepared, doc: &Value, saved: &Completeness) -> Result<(), Drift> {
-    let source = &now.source;
+pub fn recheck(now: &Prepared, saved: &Saved) -> Result<(), Drift> {
+    let digest = saved
+        .payload
+        .as_ref()
+        .map_err(|d| Drift::NotStrict(d.clone()))?;
+    let (source, saved) = (&now.source, &saved.completeness);
     if source.profile != saved.profile {
         return Err(Drift::OtherProfile);
     }
     if source.source_digest != saved.source_digest {
         return Err(Drift::SourceChanged);
     }
-    if saved.payload_digest.as_deref() != Some(payload_digest(doc).as_str()) {
+    if saved.payload_digest.as_deref() != Some(digest.as_str()) {
         return Err(Drift::PayloadChanged);
     }
     if let Some(r) = now.refusal() {

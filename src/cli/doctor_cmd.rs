@@ -11,10 +11,14 @@
 //! listener: one read-only request, [`crate::rpc::DaemonClient::check_access`])
 //! is actionable too, since nothing can be verified through it. Sidecars are judged by rechecking every attestation
 //! against its native source (profile, source digest and payload digest,
-//! never mtime): doctor always reads native content.
+//! never mtime): doctor always reads native content. What sits at a sidecar
+//! path is read and classified by the one rule `sync`, `watch` and `list`
+//! apply too ([`crate::attest::cache::classify`]: bytes read as strictly as
+//! an answer, ownership by attestation); a file that is not this
+//! conversation's sidecar counts as a missing one.
 
 use super::common::DecodeArgs;
-use crate::attest::completeness_of;
+use crate::attest::cache::{classify, sidecar_path, Existing, Saved};
 use crate::attest::recheck::{self, Drift};
 use crate::pipeline::{prepare, AuditContext};
 use crate::roots::{select, Root, Surface};
@@ -60,41 +64,70 @@ fn installed_agy() -> Option<String> {
         .map(str::to_string)
 }
 
-/// Rechecks one attestation against its native source: (fresh, attested
-/// under the current profile, the source's step count when it was read).
-/// Fresh: same profile, same source digest, the sidecar's payload still the
-/// attested one, and a verified source that still qualifies, by the shared
-/// recheck ([`crate::attest::recheck`]) read with this command's rule.
-pub(super) fn recheck(
-    ctx: &AuditContext,
-    source: &std::path::Path,
-    doc: &Value,
-    saved: &crate::attest::Completeness,
-) -> (bool, bool, Option<usize>) {
-    match prepare(ctx, source) {
-        Ok(now) => {
-            let ok = match recheck::recheck(&now, doc, saved) {
-                Ok(()) => true,
-                // An attestation that is not a verified one needs no
-                // qualifying source (a refused source stays refused).
-                Err(Drift::NoLongerQualifies(_)) => !recheck::is_verified(saved.verdict),
-                // A changed source-only record is incomplete, like a
-                // changed payload (the specification's recheck), and a
-                // changed verdict kind is no longer what was attested:
-                // both stale, as `watch` and `sync --recheck` judge them.
-                Err(
-                    Drift::SourceOnlyChanged
-                    | Drift::KindChanged(_)
-                    | Drift::OtherProfile
-                    | Drift::SourceChanged
-                    | Drift::PayloadChanged,
-                ) => false,
-            };
-            let same_profile = now.source.profile == saved.profile;
-            (ok, same_profile, Some(now.source.steps))
-        }
-        Err(_) => (false, true, None),
+/// One conversation's sidecar as `doctor` and `list --check` judge it.
+pub(super) struct Checked {
+    /// The attestation, when what sits at the sidecar path is this reader
+    /// family's own sidecar for this conversation.
+    pub saved: Option<Box<Saved>>,
+    /// Its attestation still holds (false without one).
+    pub fresh: bool,
+    /// Attested under the current profile (true without an attestation).
+    pub same_profile: bool,
+    /// The source's step count, when it was read.
+    pub steps: Option<usize>,
+    /// This reader's rules refuse the source offline.
+    pub refused: bool,
+}
+
+/// Reads the source and classifies what sits at its sidecar path by the one
+/// rule every command applies ([`crate::attest::cache::classify`]: its strict
+/// read, ownership by attestation), then rechecks an attestation against
+/// the source. Fresh: the sidecar reads strictly, same profile, same source
+/// digest, the sidecar's payload still the attested one, and a verified
+/// source that still qualifies, by the shared recheck
+/// ([`crate::attest::recheck`]) read with this command's rule. `id` names
+/// the conversation when the source cannot be read.
+pub(super) fn check(ctx: &AuditContext, source: &std::path::Path, id: &str) -> Checked {
+    let now = prepare(ctx, source).ok();
+    let cascade = now
+        .as_ref()
+        .map_or_else(|| id.to_string(), |p| p.source.cascade_id());
+    let saved = match classify(&sidecar_path(source), ctx.schema, &cascade) {
+        Existing::Attested(saved) => Some(saved),
+        _ => None,
+    };
+    let mut c = Checked {
+        fresh: false,
+        same_profile: true,
+        steps: now.as_ref().map(|p| p.source.steps),
+        refused: now.as_ref().is_some_and(|p| p.refusal().is_some()),
+        saved: None,
+    };
+    if let (Some(now), Some(saved)) = (&now, &saved) {
+        let attested = &saved.completeness;
+        c.fresh = match recheck::recheck(now, saved) {
+            Ok(()) => true,
+            // An attestation that is not a verified one needs no
+            // qualifying source (a refused source stays refused).
+            Err(Drift::NoLongerQualifies(_)) => !recheck::is_verified(attested.verdict),
+            // A changed source-only record is incomplete, like a changed
+            // payload (the specification's recheck), and a changed verdict
+            // kind is no longer what was attested: both stale, as `watch`
+            // and `sync --recheck` judge them; so are bytes that do not
+            // read strictly (a repeated member).
+            Err(
+                Drift::NotStrict(_)
+                | Drift::SourceOnlyChanged
+                | Drift::KindChanged(_)
+                | Drift::OtherProfile
+                | Drift::SourceChanged
+                | Drift::PayloadChanged,
+            ) => false,
+        };
+        c.same_profile = now.source.profile == attested.profile;
     }
+    c.saved = saved;
+    c
 }
 
 /// One request that shows whether the daemon accepts this tool at all
@@ -167,29 +200,26 @@ fn root_report(root: &Root, ctx: &AuditContext) -> anyhow::Result<(Value, bool)>
     let (mut fresh, mut stale, mut older, mut refused) = (0u64, 0u64, 0u64, 0u64);
     let mut counts: BTreeMap<&'static str, u64> = BTreeMap::new();
     for s in &d.sources {
-        let side = s.path.with_file_name(format!("{}.trajectory.json", s.id));
-        let doc: Option<Value> = std::fs::read(&side)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
-        let Some((doc, saved)) = doc.and_then(|d| completeness_of(&d).map(|c| (d, c))) else {
+        let c = check(ctx, &s.path, &s.id);
+        let Some(saved) = &c.saved else {
             // No attestation: a source this reader's rules refuse offline
             // is unknown whatever the daemon says (no sync can verify it,
             // so nothing to act on); any other is a missing sidecar.
-            match prepare(ctx, &s.path) {
-                Ok(now) if now.refusal().is_some() => {
-                    refused += 1;
-                    *counts.entry("unknown").or_default() += 1;
-                }
-                _ => *counts.entry("none").or_default() += 1,
+            if c.refused {
+                refused += 1;
+                *counts.entry("unknown").or_default() += 1;
+            } else {
+                *counts.entry("none").or_default() += 1;
             }
             continue;
         };
-        *counts.entry(saved.verdict.as_str()).or_default() += 1;
-        let (ok, same_profile, _) = recheck(ctx, &s.path, &doc, &saved);
-        if !same_profile {
+        *counts
+            .entry(saved.completeness.verdict.as_str())
+            .or_default() += 1;
+        if !c.same_profile {
             older += 1;
         }
-        if ok {
+        if c.fresh {
             fresh += 1;
         } else {
             stale += 1;

@@ -81,23 +81,13 @@ fn sqlite_steps(db: &Path) -> Option<u64> {
         .and_then(|n| u64::try_from(n).ok())
 }
 
-/// The verdict a sidecar records, or `none` (no sidecar, or one without an
-/// attestation of agy-audit's).
+/// The verdict a sidecar records, or `none` (no sidecar, or nothing there
+/// that is this reader family's own sidecar for the conversation `id`: the
+/// ownership half of the one rule every command applies,
+/// [`crate::attest::cache::attested_at`], which reads the bytes strictly).
 fn sidecar_state(source: &Path, id: &str) -> &'static str {
-    #[derive(serde::Deserialize)]
-    struct Doc {
-        #[serde(rename = "agyReader")]
-        reader: Option<serde_json::Value>,
-    }
-    let p = source.with_file_name(format!("{id}.trajectory.json"));
-    let Ok(bytes) = std::fs::read(&p) else {
-        return "none";
-    };
-    let Ok(Doc { reader: Some(r) }) = serde_json::from_slice::<Doc>(&bytes) else {
-        return "none";
-    };
-    let doc = serde_json::json!({ crate::attest::NAMESPACE: r });
-    crate::attest::completeness_of(&doc).map_or("none", |c| c.verdict.as_str())
+    crate::attest::cache::attested_at(&crate::attest::cache::sidecar_path(source), id)
+        .map_or("none", |s| s.completeness.verdict.as_str())
 }
 
 /// The titles agy stored for a root's conversations: the `title` column of
@@ -161,26 +151,25 @@ fn rows_of(
             Format::Protobuf => None,
         };
         let mut fresh = None;
+        let mut sidecar = None;
         if let Some(ctx) = check {
-            let side = s.path.with_file_name(format!("{}.trajectory.json", s.id));
-            let doc: Option<serde_json::Value> = std::fs::read(&side)
-                .ok()
-                .and_then(|b| serde_json::from_slice(&b).ok());
-            if let Some((doc, saved)) =
-                doc.and_then(|d| crate::attest::completeness_of(&d).map(|c| (d, c)))
-            {
-                let (ok, _, n) = super::doctor_cmd::recheck(ctx, &s.path, &doc, &saved);
-                fresh = Some(ok);
-                steps = steps.or(n.map(|n| n as u64));
-            } else if s.format == Format::Protobuf {
-                steps = crate::pipeline::prepare(ctx, &s.path)
-                    .ok()
-                    .map(|p| p.source.steps as u64);
+            let side = crate::attest::cache::sidecar_path(&s.path);
+            // a SQLite source without anything at its sidecar path is not
+            // read whole (its step count came from the b-tree pages)
+            if s.format == Format::Protobuf || std::fs::symlink_metadata(&side).is_ok() {
+                let c = super::doctor_cmd::check(ctx, &s.path, &s.id);
+                if let Some(saved) = &c.saved {
+                    fresh = Some(c.fresh);
+                    sidecar = Some(saved.completeness.verdict.as_str());
+                } else {
+                    sidecar = Some("none");
+                }
+                steps = steps.or(c.steps.map(|n| n as u64));
             }
         }
         rows.push(Row {
             fresh,
-            sidecar: sidecar_state(&s.path, &s.id),
+            sidecar: sidecar.unwrap_or_else(|| sidecar_state(&s.path, &s.id)),
             title: titles.get(&s.id).cloned(),
             id: s.id,
             root: root.path.display().to_string(),

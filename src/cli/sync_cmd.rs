@@ -3,8 +3,9 @@
 
 use super::common::{DecodeArgs, RootsArg};
 use super::daemon_args::DaemonArgs;
-use crate::attest::cache::{classify, keep_reader_fields, sidecar_path, write_sidecar, Existing};
-use crate::attest::completeness_of;
+use crate::attest::cache::{
+    classify, keep_reader_fields, sidecar_path, write_sidecar, Existing, NotASidecar,
+};
 use crate::attest::recheck::{recheck, Drift};
 use crate::pipeline::{audit_prepared, prepare, AuditContext};
 use crate::rpc::DaemonClient;
@@ -36,10 +37,11 @@ pub struct SyncArgs {
     #[arg(long)]
     pub recheck: bool,
     /// Replace an existing file at the sidecar path that is not this
-    /// conversation's trajectory sidecar (the daemon's trajectory with at
-    /// most `agyReader` added). A trajectory sidecar, attested or written by
-    /// another reader, is always refreshed, its other `agyReader` members
-    /// kept; `watch` never replaces anything else.
+    /// conversation's sidecar. This reader's own (an attestation that reads
+    /// back, naming this conversation) and another reader's trajectory
+    /// sidecar (the daemon's trajectory with at most `agyReader` added) are
+    /// always refreshed, their other `agyReader` members kept; `watch` never
+    /// replaces anything else.
     #[arg(long)]
     pub force: bool,
     #[command(flatten)]
@@ -48,10 +50,11 @@ pub struct SyncArgs {
     pub decode: DecodeArgs,
 }
 
-/// What sits at the sidecar path, by the one rule `sync` and `watch` share
-/// ([`crate::attest::cache`]): a trajectory sidecar (attested or another
-/// reader's) is refreshed, its other `agyReader` members kept; anything
-/// else is refused unless `--force` (sync only: `watch` never replaces it).
+/// What sits at the sidecar path, by the one rule `sync`, `watch`, `doctor`
+/// and `list` share ([`crate::attest::cache`]): this reader's own sidecar or
+/// another reader's trajectory sidecar is refreshed, its other `agyReader`
+/// members kept; anything else is refused unless `--force` (sync only:
+/// `watch` never replaces it).
 fn check_existing(out: &Path, existing: &Existing, force: bool) -> anyhow::Result<()> {
     if let Existing::Foreign(why) = existing {
         if !force {
@@ -70,9 +73,8 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
     let path = found.path;
     let out = a.out.clone().unwrap_or_else(|| sidecar_path(&path));
     if a.recheck {
-        let bytes = match std::fs::read(&out) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        if let Err(e) = std::fs::symlink_metadata(&out) {
+            if e.kind() == std::io::ErrorKind::NotFound {
                 outln!(
                     "UNKNOWN {} (no sidecar at {}: missing evidence; run `agy-audit sync` first)",
                     path.display(),
@@ -80,18 +82,8 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
                 );
                 return Ok(exit::UNKNOWN);
             }
-            Err(e) => return Err(e).with_context(|| format!("reading {}", out.display())),
-        };
-        let doc: serde_json::Value = serde_json::from_slice(&bytes)
-            .with_context(|| format!("{}: not JSON", out.display()))?;
-        let Some(saved) = completeness_of(&doc) else {
-            outln!(
-                "UNKNOWN {} (no attestation in {}: missing evidence)",
-                path.display(),
-                out.display()
-            );
-            return Ok(exit::UNKNOWN);
-        };
+            return Err(e).with_context(|| format!("reading {}", out.display()));
+        }
         let ctx = AuditContext {
             schema: &schema,
             key: &key,
@@ -100,18 +92,49 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
         };
         let now = prepare(&ctx, &path)?;
         let cascade = now.source.cascade_id();
-        if let Some(other) = doc
-            .get("cascadeId")
-            .and_then(serde_json::Value::as_str)
-            .filter(|c| *c != cascade)
-        {
-            anyhow::bail!(
-                "{}: this sidecar belongs to another conversation ({other}), not to {} ({cascade})",
+        // the one rule (and strict reader) every command applies to a
+        // sidecar path
+        let saved = match classify(&out, &schema, &cascade) {
+            Existing::Attested(saved) => saved,
+            Existing::Absent | Existing::Unattested { .. } => {
+                outln!(
+                    "UNKNOWN {} (no attestation in {}: missing evidence)",
+                    path.display(),
+                    out.display()
+                );
+                return Ok(exit::UNKNOWN);
+            }
+            // another conversation's file, or one that cannot be read as
+            // JSON: an error naming it (nothing to recheck)
+            Existing::Foreign(
+                why @ (NotASidecar::OtherConversation { .. }
+                | NotASidecar::NotJson(_)
+                | NotASidecar::Unreadable(_)
+                | NotASidecar::Symlink
+                | NotASidecar::NotAFile),
+            ) => anyhow::bail!(
+                "{}: not this conversation's trajectory sidecar ({why}; {} is {cascade})",
                 out.display(),
                 path.display()
-            );
-        }
-        let (status, code) = match recheck(&now, &doc, &saved) {
+            ),
+            Existing::Foreign(why) => {
+                outln!(
+                    "UNKNOWN {} (no attestation of this conversation in {}: {why}; missing evidence)",
+                    path.display(),
+                    out.display()
+                );
+                return Ok(exit::UNKNOWN);
+            }
+        };
+        let checked = recheck(&now, &saved);
+        let saved = &saved.completeness;
+        let (status, code) = match checked {
+            Err(Drift::NotStrict(d)) => (
+                format!(
+                    "INCOMPLETE (the sidecar does not read strictly: {d}; its payload is not the attested one)"
+                ),
+                exit::INCOMPLETE,
+            ),
             Err(Drift::OtherProfile) => (
                 format!(
                     "UNKNOWN (profile changed: attested {}, now {})",
@@ -145,7 +168,7 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
             Ok(()) if saved.verdict == VerdictKind::VerifiedSourceOnly => (
                 format!(
                     "VERIFIED WITH SOURCE-ONLY FIELDS ({})",
-                    saved.reason.unwrap_or_default()
+                    saved.reason.clone().unwrap_or_default()
                 ),
                 exit::OK,
             ),
@@ -154,7 +177,7 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
                 format!(
                     "{} (attested {})",
                     saved.verdict.as_str().to_uppercase(),
-                    saved.reason.unwrap_or_default()
+                    saved.reason.clone().unwrap_or_default()
                 ),
                 exit::UNKNOWN,
             ),

@@ -16,6 +16,10 @@
 /// Deepest nesting accepted: `serde_json` refuses the 128th open container.
 pub const MAX_DEPTH: usize = 127;
 
+/// The rule a visitor stops on when one object repeats a key
+/// ([`NoRepeatedKeys`], and the attestation's one pass).
+pub const REPEATED_KEY: &str = "a key repeated in one object";
+
 /// Why the one pass stopped (the caller then takes the tree path).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("byte {offset}: {rule}")]
@@ -89,7 +93,14 @@ pub fn walk<V: Visit>(text: &str, v: &mut V) -> Result<(), WalkError> {
         number: String::new(),
     };
     r.ws();
-    r.value(v, 0)?;
+    if let Err(mut e) = r.value(v, 0) {
+        // A visitor's own stop carries no offset: it is where the reader was
+        // (past the closing `}` of an object that repeats a key, say).
+        if e.offset == 0 {
+            e.offset = r.i;
+        }
+        return Err(e);
+    }
     r.ws();
     if r.i != r.b.len() {
         return Err(r.err("trailing characters"));
@@ -605,7 +616,7 @@ impl KeySet {
         if repeated {
             return Err(WalkError {
                 offset: 0,
-                rule: "a key repeated in one object",
+                rule: REPEATED_KEY,
             });
         }
         Ok(())

@@ -4,7 +4,8 @@
 //! source, either reuses the last judgement while the source's and sidecar's
 //! metadata are unchanged and the bound has not passed ([`metadata`]), or
 //! checks native content: the source is read ([`crate::pipeline::prepare`])
-//! and what sits at `<uuid>.trajectory.json` is classified
+//! and what sits at `<uuid>.trajectory.json` is classified by the one rule
+//! and strict reader every command applies
 //! ([`crate::attest::cache::classify`]) and judged ([`stale::judge`]). A
 //! stale sidecar is re-verified through the same bracketed per-session audit
 //! the sweep's fetch stage runs ([`crate::pipeline::audit_prepared`]) and

@@ -1,12 +1,13 @@
 //! When a sidecar is stale (issue 35 item 1): missing, unreadable, written
-//! without an attestation (another reader's cache), minted under another
-//! profile, or its attestation no longer rechecks against the native source
-//! (source digest, payload digest, source-only record, verdict kind, the
-//! source still qualifying). Never by mtime: the judgement reads the native
+//! without an attestation (another reader's cache), its bytes not reading
+//! strictly (a repeated member, say: the reader's own file failing its
+//! attestation), minted under another profile, or its attestation no longer
+//! rechecks against the native source (source digest, payload digest,
+//! source-only record, verdict kind, the source still qualifying). Never by mtime: the judgement reads the native
 //! source ([`crate::pipeline::prepare`]) and the sidecar's bytes, by the
 //! one recheck every command shares ([`crate::attest::recheck`]).
 
-use crate::attest::cache::Existing;
+use crate::attest::cache::{Existing, SidecarDefect};
 use crate::attest::recheck::{is_verified, recheck, Drift};
 use crate::pipeline::Prepared;
 use crate::verdict::VerdictKind;
@@ -20,6 +21,8 @@ pub enum Stale {
     NotAttested,
     #[error("the attestation does not read back")]
     Unreadable,
+    #[error("the sidecar does not read strictly ({0})")]
+    NotStrict(SidecarDefect),
     #[error("attested under another profile ({attested})")]
     OtherProfile { attested: String },
     #[error("the source changed since the attestation")]
@@ -47,16 +50,19 @@ pub struct Fresh {
 /// a foreign file is the caller's to report) against the source as it was
 /// just read. `Err` says why it is stale.
 pub fn judge(now: &Prepared, existing: &Existing) -> Result<Fresh, Stale> {
-    let (doc, saved) = match existing {
+    let saved = match existing {
         Existing::Absent | Existing::Foreign(_) => return Err(Stale::Missing),
         Existing::Unattested {
             unreadable_attestation: true,
             ..
         } => return Err(Stale::Unreadable),
         Existing::Unattested { .. } => return Err(Stale::NotAttested),
-        Existing::Attested { doc, completeness } => (doc, completeness),
+        Existing::Attested(saved) => saved,
     };
-    let why = match recheck(now, doc, saved) {
+    let checked = recheck(now, saved);
+    let saved = &saved.completeness;
+    let why = match checked {
+        Err(Drift::NotStrict(d)) => Stale::NotStrict(d),
         Err(Drift::OtherProfile) => Stale::OtherProfile {
             attested: saved.profile.clone(),
         },
