@@ -1063,8 +1063,7 @@ pub fn root_ids(root: &Path, ext: &str) -> Vec<String> {
 /// (the stricter reading: only an unset variable skips), and then names no
 /// file, so the test fails.
 pub fn opt_in_files(test: &str, names: &[&str], purpose: &str) -> Option<Vec<PathBuf>> {
-    let values: Vec<Option<std::ffi::OsString>> =
-        names.iter().map(|n| std::env::var_os(n)).collect();
+    let values: Vec<Option<std::ffi::OsString>> = names.iter().map(std::env::var_os).collect();
     if values.iter().all(Option::is_none) {
         let list = match names {
             [] => String::new(),
