@@ -32,6 +32,54 @@ fn session(store: &Path, sweep: &Path, verdict: &str) -> (String, PathBuf) {
     (id, path)
 }
 
+/// A copy of the sweep folder's manifest and saved answers, to change:
+/// (tempdir, the copy's sweep folder).
+fn copied_sweep(sweep: &Path) -> (tempfile::TempDir, PathBuf) {
+    let copy = tempfile::tempdir().unwrap();
+    let csweep = copy.path().join("sweep");
+    std::fs::create_dir_all(csweep.join("corpus")).unwrap();
+    std::fs::copy(sweep.join("manifest.json"), csweep.join("manifest.json")).unwrap();
+    for e in std::fs::read_dir(sweep.join("corpus")).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, csweep.join("corpus").join(p.file_name().unwrap())).unwrap();
+    }
+    (copy, csweep)
+}
+
+/// `agy-audit export-check <sweep>/manifest.json` with `extra`.
+fn export_check(sweep: &Path, extra: &[&std::ffi::OsStr]) -> Output {
+    bin()
+        .arg("export-check")
+        .arg(sweep.join("manifest.json"))
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// The difference export-check reports on the Markdown side of one
+/// session, as (line number, offline line, line from the answer).
+fn markdown_difference(out: &str, id: &str) -> Option<(usize, String, String)> {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with(&format!("DIFFERS {id}: ")))?;
+    let rest = &line[line.find("markdown line ")? + "markdown line ".len()..];
+    let (n, rest) = rest.split_once(": offline ")?;
+    let (offline, answer) = rest.split_once(", from the answer ")?;
+    let unquote = |q: &str| serde_json::from_str::<String>(q).unwrap_or_else(|_| q.to_string());
+    Some((n.parse().ok()?, unquote(offline), unquote(answer)))
+}
+
+/// `agy-audit export-offline --format md --no-tree <source>`'s output.
+fn offline_markdown(source: &Path) -> String {
+    let o = bin()
+        .args(["export-offline", "--format", "md", "--no-tree"])
+        .arg(source)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    String::from_utf8(o.stdout).unwrap()
+}
+
 fn verify(db: &Path, full: &Path, ordinary: &Path, extra: &[&str]) -> Output {
     bin()
         .arg("verify-capture")
@@ -172,14 +220,7 @@ fn export_check_compares_offline_exports_with_the_saved_answers() {
     assert!(out.contains(&format!("same={verified} differ=0")), "{out}");
 
     // A saved answer that differs from the export is named with its path.
-    let copy = tempfile::tempdir().unwrap();
-    let csweep = copy.path().join("sweep");
-    std::fs::create_dir_all(csweep.join("corpus")).unwrap();
-    std::fs::copy(sweep.join("manifest.json"), csweep.join("manifest.json")).unwrap();
-    for e in std::fs::read_dir(sweep.join("corpus")).unwrap() {
-        let p = e.unwrap().path();
-        std::fs::copy(&p, csweep.join("corpus").join(p.file_name().unwrap())).unwrap();
-    }
+    let (_copy, csweep) = copied_sweep(sweep);
     let (id, _) = session(store, sweep, "verified");
     let answer = csweep.join("corpus").join(format!("{id}.ordinary.json"));
     let mut body: serde_json::Value =
@@ -200,4 +241,158 @@ fn export_check_compares_offline_exports_with_the_saved_answers() {
         "{out}"
     );
     assert!(out.contains("markdown line"), "{out}");
+}
+
+#[test]
+fn export_check_names_every_session_it_did_not_check_and_why() {
+    let (_d, store, sweep) = swept();
+    let o = export_check(sweep, &[]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    let m = manifest(sweep);
+    let sessions = m["sessions"].as_array().unwrap();
+    let mut unchecked = 0;
+    for s in sessions {
+        let id = s["fileId"].as_str().unwrap();
+        let verdict = s["verdict"].as_str().unwrap();
+        if matches!(verdict, "verified" | "verified-source-only") {
+            assert!(
+                out.lines()
+                    .any(|l| l == format!("SAME {id}") || l.starts_with(&format!("SAME {id} ("))),
+                "{id} compared: {out}"
+            );
+        } else {
+            unchecked += 1;
+            let line = out
+                .lines()
+                .find(|l| l.starts_with(&format!("NOT CHECKED {id}: ")))
+                .unwrap_or_else(|| panic!("{id} ({verdict}) is named as not checked: {out}"));
+            assert!(
+                line.contains(&format!("not verified: the sweep's verdict is {verdict}")),
+                "{line}"
+            );
+            if let Some(reason) = s["reason"].as_str() {
+                assert!(line.contains(reason), "the sweep's reason is given: {line}");
+            }
+        }
+    }
+    assert!(unchecked > 0, "the swept store has refused sessions");
+    assert!(
+        out.lines().last().unwrap().ends_with(&format!(
+            "sessions={} same={} differ=0 error=0 notChecked={unchecked}",
+            sessions.len(),
+            sessions.len() - unchecked
+        )),
+        "{out}"
+    );
+    // --sources: the folder of the sources themselves, as the
+    // specification's AGY_READER_OFFLINE_SOURCES names it.
+    let conversations = store.join("conversations");
+    let o = export_check(sweep, &["--sources".as_ref(), conversations.as_os_str()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!("same={}", sessions.len() - unchecked)),
+        "{}",
+        text(&o)
+    );
+    // A folder without them: each compared session is an error naming its file.
+    let empty = tempfile::tempdir().unwrap();
+    let o = export_check(sweep, &["--sources".as_ref(), empty.path().as_os_str()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains(&empty.path().display().to_string()),
+        "{}",
+        text(&o)
+    );
+    // --root and --sources name the same thing: one or the other.
+    let o = export_check(
+        sweep,
+        &[
+            "--sources".as_ref(),
+            conversations.as_os_str(),
+            "--root".as_ref(),
+            store.as_os_str(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+/// The Markdown side compares the bytes `export-offline --format md
+/// --no-tree` writes: a difference is reported at that output's line
+/// number, with that output's line.
+#[test]
+fn export_check_compares_the_markdown_export_offline_writes() {
+    let (_d, store, sweep) = swept();
+    let (id, db) = session(store, sweep, "verified");
+    let (_copy, csweep) = copied_sweep(sweep);
+    let answer = csweep.join("corpus").join(format!("{id}.ordinary.json"));
+    let mut body: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&answer).unwrap()).unwrap();
+    // The workspace the transcript names after the notice.
+    let uri = body["trajectory"]["metadata"]["workspaces"][0]["workspaceFolderAbsoluteUri"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    body["trajectory"]["metadata"]["workspaces"][0]["workspaceFolderAbsoluteUri"] =
+        serde_json::json!(format!("{uri}-elsewhere"));
+    std::fs::write(&answer, body.to_string()).unwrap();
+    let o = export_check(&csweep, &["--root".as_ref(), store.as_os_str()]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(4), "{out}");
+    let (n, offline, from_answer) =
+        markdown_difference(&out, &id).unwrap_or_else(|| panic!("a markdown difference: {out}"));
+    let md = offline_markdown(&db);
+    assert_eq!(
+        md.lines().nth(n - 1),
+        Some(offline.as_str()),
+        "line {n} of export-offline's output is the offline line reported:\n{md}"
+    );
+    assert!(
+        offline.contains(&uri) && !offline.contains("-elsewhere"),
+        "{offline}"
+    );
+    assert!(from_answer.contains("-elsewhere"), "{from_answer}");
+}
+
+/// A subagent's transcript names its parent (`agyReader.parentCascadeId`,
+/// from its own metadata): export-offline writes that line, so the check
+/// compares it with the parent the answer names.
+#[test]
+fn export_check_compares_a_subagents_parent_line() {
+    let (_d, store, sweep) = swept();
+    let m = manifest(sweep);
+    let (id, parent) = m["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["verdict"] == "verified" && s["format"] == "sqlite")
+        .find_map(|s| {
+            let id = s["fileId"].as_str().unwrap().to_string();
+            let a: serde_json::Value = serde_json::from_slice(
+                &std::fs::read(sweep.join("corpus").join(format!("{id}.ordinary.json"))).unwrap(),
+            )
+            .unwrap();
+            let p = a["trajectory"]["metadata"]["parentConversationId"].as_str()?;
+            Some((id, p.to_string()))
+        })
+        .expect("a verified subagent conversation in the swept store");
+    let db = store.join("conversations").join(format!("{id}.db"));
+    assert!(
+        offline_markdown(&db).contains(&format!("Subagent conversation of `{parent}`.")),
+        "export-offline names the parent"
+    );
+    let (_copy, csweep) = copied_sweep(sweep);
+    let answer = csweep.join("corpus").join(format!("{id}.ordinary.json"));
+    let mut body: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&answer).unwrap()).unwrap();
+    let other = "0f0f0f0f-0f0f-4f0f-8f0f-0f0f0f0f0f0f";
+    body["trajectory"]["metadata"]["parentConversationId"] = serde_json::json!(other);
+    std::fs::write(&answer, body.to_string()).unwrap();
+    let o = export_check(&csweep, &["--root".as_ref(), store.as_os_str()]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(4), "{out}");
+    let (_, offline, from_answer) =
+        markdown_difference(&out, &id).unwrap_or_else(|| panic!("a markdown difference: {out}"));
+    assert!(offline.contains(&parent), "{offline}");
+    assert!(from_answer.contains(other), "{from_answer}");
 }

@@ -1,12 +1,15 @@
 //! `agy-audit export-check`: offline exports against a sweep's saved daemon
 //! answers (the specification's opt-in `TestExportOfflineCorpus`, as a
-//! command).
+//! command; `tests/export_offline_corpus.rs` is that test, driving this
+//! command from the specification's variables).
 
 use super::common::DecodeArgs;
-use crate::export::{daemon_json, export_json, render_markdown};
+use crate::export::{
+    answer_markdown, export_json, offline_export, offline_markdown, offline_notice, OfflineExport,
+};
 use crate::rpc::TrajectoryResponse;
-use crate::source::{read_source, ReadOptions};
-use crate::verdict::exit;
+use crate::source::ReadOptions;
+use crate::verdict::{exit, Outcome, VerdictKind};
 use anyhow::Context;
 use clap::Args;
 use serde_json::Value;
@@ -14,25 +17,73 @@ use std::path::{Path, PathBuf};
 
 /// Compare each verified session's offline export with the daemon answer the
 /// sweep saved: the source's profile and digest must be the manifest's; the
-/// exported JSON, without reader provenance (agyReader) and with an omitted
-/// empty steps list made explicit, must denote the same trajectory as the
-/// saved ordinary answer (values under the proto3 JSON mapping, so any legal
-/// spelling of the answer compares equal); and the Markdown transcript
-/// rendered from the saved answer must equal the offline one (both under
-/// the same notice). Every difference is listed.
+/// exported JSON (`export-offline`'s), without reader provenance (agyReader)
+/// and with an omitted empty steps list made explicit, must denote the same
+/// trajectory as the saved ordinary answer (values under the proto3 JSON
+/// mapping, so any legal spelling of the answer compares equal); and the
+/// bytes `export-offline --format md --no-tree` writes for the session (this
+/// session alone, no subagent nested) must equal the Markdown rendered from
+/// the saved answer, except for the offline notice: the answer is rendered
+/// under the export's own notice, so the notice is never compared and the
+/// line numbers of a difference are the export's. The transcript has no
+/// generation time, so nothing else is excluded. Every difference is listed,
+/// and so is every session not compared, with why.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Exit codes: 0 every export equals its saved answer, 1 an error (a missing source or answer, a manifest that is not complete), 2 usage, 4 a difference."
+    after_help = "Output: one line per session of the manifest: SAME, DIFFERS (each difference), ERROR, or NOT CHECKED with the reason (a session the sweep did not verify has no verified answer to compare with), then a count line (sessions, same, differ, error, notChecked).\n\nExit codes: 0 every export equals its saved answer, 1 an error (a missing source or answer, a manifest that is not complete), 2 usage, 4 a difference."
 )]
 pub struct ExportCheckArgs {
     /// The sweep's manifest.json (its corpus/ folder beside it holds the
     /// saved answers).
     pub manifest: PathBuf,
-    /// Store root holding the sources (default: the manifest's root).
-    #[arg(long, value_name = "DIR")]
+    /// Store root holding the sources under conversations/ (default: the
+    /// manifest's root).
+    #[arg(long, value_name = "DIR", conflicts_with = "sources")]
     pub root: Option<PathBuf>,
+    /// The folder of the sources themselves, `<fileId>.db` (or `.pb`) each:
+    /// a store's conversations/ folder or a copy of it (the specification's
+    /// AGY_READER_OFFLINE_SOURCES).
+    #[arg(long, value_name = "DIR")]
+    pub sources: Option<PathBuf>,
     #[command(flatten)]
     pub decode: DecodeArgs,
+}
+
+/// Why a session of the manifest was not compared; each one is listed with
+/// its reason (`NOT CHECKED <fileId>: <reason>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum NotChecked {
+    /// The sweep did not verify it (refused, not fetched, or an error):
+    /// there is no verified answer to compare its export with.
+    NotVerified {
+        outcome: &'static str,
+        reason: Option<String>,
+    },
+}
+
+impl std::fmt::Display for NotChecked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotChecked::NotVerified { outcome, reason } => {
+                write!(f, "not verified: the sweep's verdict is {outcome}")?;
+                if let Some(r) = reason {
+                    write!(f, " ({r})")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Why `s` is not compared, none when it is.
+fn not_checked(s: &crate::manifest::SessionRecord) -> Option<NotChecked> {
+    match s.outcome() {
+        Outcome::Verdict(VerdictKind::Verified | VerdictKind::VerifiedSourceOnly) => None,
+        o => Some(NotChecked::NotVerified {
+            outcome: o.as_str(),
+            reason: s.reason_text().map(str::to_string),
+        }),
+    }
 }
 
 /// The first differing line of two texts, one-based, with both lines.
@@ -81,30 +132,40 @@ pub fn run(mut a: ExportCheckArgs) -> anyhow::Result<i32> {
         );
         return Ok(exit::ERROR);
     }
+    if let Some(dir) = &a.sources {
+        if !dir.is_dir() {
+            anyhow::bail!("--sources {}: not a folder", dir.display());
+        }
+    }
     let (schema, key) = a.decode.load()?;
     let root = a.root.clone().unwrap_or_else(|| PathBuf::from(&m.root));
+    let source_of = |s: &crate::manifest::SessionRecord| match &a.sources {
+        Some(dir) => dir.join(s.source_file_name()),
+        None => s.source_path(&root),
+    };
     let corpus = a
         .manifest
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."))
         .join("corpus");
+    // export-offline's defaults: no --allow-unknown.
     let opts = ReadOptions {
         schema: &schema,
         legacy_key: &key,
         collect_all: false,
         fingerprint: false,
     };
-    let notice = super::export_cmd::OFFLINE_NOTICE;
-    let (mut same, mut differ, mut errors, mut skipped) = (0usize, 0usize, 0usize, 0usize);
+    let (mut same, mut differ, mut errors, mut unchecked) = (0usize, 0usize, 0usize, 0usize);
     for s in &m.sessions {
-        if !matches!(s.verdict_str(), "verified" | "verified-source-only") {
-            skipped += 1;
+        if let Some(why) = not_checked(s) {
+            unchecked += 1;
+            outln!("NOT CHECKED {}: {why}", s.file_id);
             continue;
         }
-        let path = s.source_path(&root);
+        let path = source_of(s);
         let answer_path = corpus.join(format!("{}.ordinary.json", s.file_id));
-        match check_one(&schema, &opts, &path, &answer_path, s, notice) {
+        match check_one(&schema, &opts, &path, &answer_path, s) {
             Ok((diffs, form)) if diffs.is_empty() => {
                 same += 1;
                 match form {
@@ -127,7 +188,7 @@ pub fn run(mut a: ExportCheckArgs) -> anyhow::Result<i32> {
         }
     }
     outln!(
-        "export-check: sessions={} same={same} differ={differ} error={errors} notVerified={skipped}",
+        "export-check: sessions={} same={same} differ={differ} error={errors} notChecked={unchecked}",
         m.sessions.len()
     );
     Ok(if errors > 0 {
@@ -139,17 +200,22 @@ pub fn run(mut a: ExportCheckArgs) -> anyhow::Result<i32> {
     })
 }
 
-/// The differences of one session's offline export from its saved answer.
+/// The differences of one session's offline export from its saved answer,
+/// and the alternative form the JSON matched in, if not the presented one.
 fn check_one(
     schema: &crate::schema::Schema,
     opts: &ReadOptions<'_>,
     path: &Path,
     answer_path: &Path,
     s: &crate::manifest::SessionRecord,
-    notice: &str,
 ) -> anyhow::Result<(Vec<String>, Option<crate::project::Alternative>)> {
     let mut diffs = Vec::new();
-    let mut src = read_source(path, opts).with_context(|| format!("reading {}", path.display()))?;
+    // What export-offline makes of the source: one read, one projection.
+    let OfflineExport {
+        source: src,
+        json,
+        projection,
+    } = offline_export(path, opts).with_context(|| format!("reading {}", path.display()))?;
     if src.profile != s.profile {
         diffs.push(format!("profile {} (manifest {})", src.profile, s.profile));
     }
@@ -159,12 +225,12 @@ fn check_one(
             src.source_digest, s.source_digest
         ));
     }
-    let mut projection = match (src.qualified(), &src.wire) {
-        (true, Some(w)) => crate::project::project(schema, w)
-            .map_err(|r| anyhow::anyhow!("{}: {}", path.display(), r.to_refusal()))?,
-        _ => anyhow::bail!("{}: no longer qualifies offline", path.display()),
+    if let Some(r) = src.reason() {
+        anyhow::bail!("{}: no longer qualifies offline: {r}", path.display());
+    }
+    let (Some(json), Some(mut projection)) = (json, projection) else {
+        anyhow::bail!("{}: the source does not decode", path.display());
     };
-    src.materialize();
     let body = std::fs::read(answer_path)
         .with_context(|| format!("reading the saved answer {}", answer_path.display()))?;
     let answer = TrajectoryResponse::parse_captured(body)
@@ -176,51 +242,51 @@ fn check_one(
     // Values, not text: the export as a message, the answer compared with
     // it under the proto3 JSON mapping (any member the schema does not know
     // is a difference here: the offline export cannot hold it).
-    let export_of = |src: &crate::source::DecodedSource,
-                     projection: &crate::project::Projection|
-     -> anyhow::Result<(Value, Vec<String>)> {
-        let ordinary = src.trajectory.as_ref().map(|t| projection.ordinary(t));
-        let exported = export_json(src, ordinary.as_ref())
-            .ok_or_else(|| anyhow::anyhow!("{}: the source does not decode", path.display()))?;
-        let exported = comparable(exported);
+    let json_diffs_of = |exported: &Value| -> anyhow::Result<Vec<String>> {
         let expected =
-            crate::compare::parse_strict(schema, &exported.to_string()).map_err(|e| {
-                anyhow::anyhow!("{}: the export does not parse back: {e}", path.display())
-            })?;
-        let d = crate::compare::value::diff_text(
+            crate::compare::parse_strict(schema, &comparable(exported.clone()).to_string())
+                .map_err(|e| {
+                    anyhow::anyhow!("{}: the export does not parse back: {e}", path.display())
+                })?;
+        Ok(crate::compare::value::diff_text(
             &expected,
             &answer_text,
             crate::compare::MAX_REPORTED_PATHS,
-        );
-        Ok((exported, d))
+        ))
     };
     // The export keeps each stored WaitMsBeforeAsync (replay147's copied
     // form, "Offline export uses the form that preserves stored waits"); an
     // answer in the other complete form (waits omitted throughout) is
     // compared with the export in that form, and the line says so.
-    let (mut exported, mut json_diffs) = export_of(&src, &projection)?;
+    let mut json_diffs = json_diffs_of(&json)?;
     let mut form = None;
     if !json_diffs.is_empty() {
         for i in 0..projection.alternatives().len() {
-            let Some(tried) = projection.with_alternative(i, |p| export_of(&src, p)) else {
+            let Some(tried) = projection.with_alternative(i, |p| {
+                let ordinary = src.trajectory.as_ref().map(|t| p.ordinary(t));
+                let other = export_json(&src, ordinary.as_ref()).ok_or_else(|| {
+                    anyhow::anyhow!("{}: the source does not decode", path.display())
+                })?;
+                json_diffs_of(&other)
+            }) else {
                 continue;
             };
-            let (other, d) = tried?;
-            if d.is_empty() {
+            if tried?.is_empty() {
                 form = Some(projection.alternatives()[i].kind);
-                exported = other;
-                json_diffs = d;
+                json_diffs = Vec::new();
                 break;
             }
         }
     }
     diffs.extend(json_diffs.into_iter().map(|d| format!("json {d}")));
-    // The transcript rendered from the answer (normalized to the daemon's
-    // canonical spelling, maps in the export's order) against the offline one.
-    let offline_md = render_markdown(&exported, notice);
+    // Markdown: the bytes export-offline --format md --no-tree writes (the
+    // presented form, whichever form the answer matched in) against the
+    // transcript of the answer (normalized to the daemon's canonical
+    // spelling, maps in the export's order) under the export's own notice.
+    let offline_md = offline_markdown(&src, &json);
     match crate::compare::parse_strict(schema, &answer_text) {
         Ok(msg) => {
-            let from_answer = render_markdown(&comparable(daemon_json(&msg)), notice);
+            let from_answer = answer_markdown(&msg, &offline_notice(&src));
             diffs.extend(first_line_difference(&offline_md, &from_answer));
         }
         Err(e) => diffs.push(format!("markdown: the answer does not parse strictly: {e}")),

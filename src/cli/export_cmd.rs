@@ -1,7 +1,7 @@
 //! `agy-audit export-offline`: export one source without a daemon.
 
 use super::common::{DecodeArgs, RootsArg};
-use crate::export::{offline_export, render_markdown};
+use crate::export::offline_export;
 use crate::source::{sqlite::companions, ReadOptions};
 use crate::util::atomic::{write_file, WriteOptions};
 use crate::verdict::exit;
@@ -63,9 +63,6 @@ pub struct ExportArgs {
     pub decode: DecodeArgs,
 }
 
-/// The notice every Markdown export carries.
-pub use crate::export::OFFLINE_NOTICE;
-
 /// Says how many frames of the source's `-wal` SQLite ignores (past the
 /// last commit: an unfinished transaction, a torn write, stale frames), so a
 /// log cut short is never a silent gap. A log the checksums prove damaged
@@ -124,8 +121,9 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
         collect_all: a.allow_unknown,
         fingerprint: false,
     };
-    let crate::export::OfflineExport { source: src, json } =
-        offline_export(&path, &opts).with_context(|| format!("reading {}", path.display()))?;
+    let crate::export::OfflineExport {
+        source: src, json, ..
+    } = offline_export(&path, &opts).with_context(|| format!("reading {}", path.display()))?;
     // every note said on standard error, kept for --json
     let mut notes: Vec<String> = report_wal_tail(&path).into_iter().collect();
     let mut note = |n: String| {
@@ -175,14 +173,7 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
             b
         }
         ExportFormat::Md => {
-            let mut notice = OFFLINE_NOTICE.to_string();
-            notice.push_str(&format!(
-                "\n> Profile `{}`, source digest `{}`.",
-                src.profile, src.source_digest
-            ));
-            if !src.qualified() {
-                notice.push_str("\n> **Incomplete:** this source was refused as unknown; unknown fields are not shown.");
-            }
+            let notice = crate::export::offline_notice(&src);
             match &tree {
                 Some(t) => {
                     let mut index = t.index.clone();
@@ -205,7 +196,7 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
                     }
                     md.into_bytes()
                 }
-                None => render_markdown(&json, &notice).into_bytes(),
+                None => crate::export::offline_markdown(&src, &json).into_bytes(),
             }
         }
     };

@@ -93,6 +93,10 @@ pub fn export_json(
 pub struct OfflineExport {
     pub source: crate::source::DecodedSource,
     pub json: Option<Value>,
+    /// The qualified presentation the export shows (none when the source
+    /// did not qualify or project): its alternative complete forms are what
+    /// `export-check` compares an answer in another form with.
+    pub projection: Option<crate::project::Projection>,
 }
 
 /// Reads `path` and exports it as `export-offline` does: the qualified
@@ -120,5 +124,55 @@ pub fn offline_export(
         _ => None,
     };
     let json = export_json(&src, ordinary.as_ref());
-    Ok(OfflineExport { source: src, json })
+    Ok(OfflineExport {
+        source: src,
+        json,
+        projection,
+    })
+}
+
+/// The notice `export-offline --format md` writes under the heading: the
+/// offline notice, the source's profile and digest, and, for a source
+/// refused as unknown (`--allow-unknown`), that it is incomplete.
+pub fn offline_notice(src: &DecodedSource) -> String {
+    let mut notice = OFFLINE_NOTICE.to_string();
+    notice.push_str(&format!(
+        "\n> Profile `{}`, source digest `{}`.",
+        src.profile, src.source_digest
+    ));
+    if !src.qualified() {
+        notice.push_str(
+            "\n> **Incomplete:** this source was refused as unknown; unknown fields are not shown.",
+        );
+    }
+    notice
+}
+
+/// The bytes `export-offline --format md --no-tree` writes for `src`
+/// exported as `json` (by [`offline_export`]): this session alone, no
+/// subagent nested, under [`offline_notice`]. The transcript carries no
+/// generation time.
+pub fn offline_markdown(src: &DecodedSource, json: &Value) -> String {
+    render_markdown(json, &offline_notice(src))
+}
+
+/// A daemon answer's trajectory rendered as [`offline_markdown`] renders an
+/// export, under `notice`: its daemon-style JSON ([`daemon_json`]) with the
+/// subagent parent taken from its own metadata as [`export_json`] takes it
+/// (`agyReader.parentCascadeId`, the only `agyReader` member the transcript
+/// shows), so that the two transcripts differ only where the trajectories
+/// do.
+pub fn answer_markdown(trajectory: &prost_reflect::DynamicMessage, notice: &str) -> String {
+    let mut v = daemon_json(trajectory);
+    if let Some(parent) = crate::tree::links::parent_cascade_id(&v) {
+        if let Some(obj) = v.as_object_mut() {
+            let mut reader = Map::new();
+            reader.insert(
+                crate::tree::links::PARENT_STAMP.into(),
+                Value::String(parent),
+            );
+            obj.insert("agyReader".into(), Value::Object(reader));
+        }
+    }
+    render_markdown(&v, notice)
 }

@@ -323,12 +323,17 @@ impl SessionRecord {
     /// Where this session's source lies under the store `root`:
     /// `conversations/<fileId>.db` or `.pb` by its format.
     pub fn source_path(&self, root: &std::path::Path) -> std::path::PathBuf {
+        root.join("conversations").join(self.source_file_name())
+    }
+
+    /// The source's file name in its `conversations/` folder:
+    /// `<fileId>.db` or `<fileId>.pb`.
+    pub fn source_file_name(&self) -> String {
         let ext = match self.format {
             Format::Sqlite => "db",
             Format::Protobuf => "pb",
         };
-        root.join("conversations")
-            .join(format!("{}.{ext}", self.file_id))
+        format!("{}.{ext}", self.file_id)
     }
 
     /// The record's outcome: a verdict, not fetched, or an error.

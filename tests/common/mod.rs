@@ -1054,3 +1054,44 @@ pub fn root_ids(root: &Path, ext: &str) -> Vec<String> {
     v.sort();
     v
 }
+
+/// The files an opt-in evidence test is given through the environment
+/// variables `names` (the specification's, e.g. AGY_READER_SCRATCH_DB), in
+/// that order; none when every one is unset, after printing the one line
+/// `SKIP <test>: set A, B and C <purpose>`. A partial set is a failure naming
+/// the missing variables. A variable set to the empty string counts as set
+/// (the stricter reading: only an unset variable skips), and then names no
+/// file, so the test fails.
+#[allow(clippy::disallowed_macros)] // the test harness's own line (clippy.toml)
+pub fn opt_in_files(test: &str, names: &[&str], purpose: &str) -> Option<Vec<PathBuf>> {
+    let values: Vec<Option<std::ffi::OsString>> = names.iter().map(std::env::var_os).collect();
+    if values.iter().all(Option::is_none) {
+        let list = match names {
+            [] => String::new(),
+            [one] => (*one).to_string(),
+            [init @ .., last] => format!("{} and {last}", init.join(", ")),
+        };
+        println!("SKIP {test}: set {list} {purpose}");
+        return None;
+    }
+    let missing: Vec<&str> = names
+        .iter()
+        .zip(&values)
+        .filter(|(_, v)| v.is_none())
+        .map(|(n, _)| *n)
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{test}: {} set but {} unset: set all of {} or none",
+        names
+            .iter()
+            .zip(&values)
+            .filter(|(_, v)| v.is_some())
+            .map(|(n, _)| *n)
+            .collect::<Vec<_>>()
+            .join(", "),
+        missing.join(", "),
+        names.join(", ")
+    );
+    Some(values.into_iter().flatten().map(PathBuf::from).collect())
+}
