@@ -12,6 +12,7 @@ pub mod reconstruct;
 pub mod scan;
 pub mod scan_plan;
 pub mod source_only;
+pub mod sql_ddl;
 pub mod sqlite;
 pub mod step_count;
 pub mod wal;
