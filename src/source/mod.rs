@@ -14,6 +14,7 @@ pub mod scan_plan;
 pub mod source_only;
 pub mod sql_ddl;
 pub mod sqlite;
+pub mod sqlite_schema;
 pub mod step_count;
 pub mod wal;
 pub mod wire;
