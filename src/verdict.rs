@@ -73,7 +73,7 @@ classes! {
     SizeLimit => "size-limit", Unknown, "A blob or plaintext larger than the reader accepts.";
     UnknownAnyType => "unknown-any-type", Unknown, "An Any whose type URL the schema does not define.";
     BadMapEntry => "bad-map-entry", Unknown, "A malformed, unknown, duplicate or wrongly encoded map entry member, or a duplicate key.";
-    SchemaDrift => "schema-drift", Unknown, "Other tables, columns, declared types or indexes than agy's.";
+    SchemaDrift => "schema-drift", Unknown, "Other tables, columns or indexes than agy's, or agy's with another structure as SQLite reports it (type, NOT NULL, default, key, a hidden or generated column, collation, constraint, foreign key, table option; an index's keys, order, uniqueness or predicate).";
     UserVersion => "user-version", Unknown, "A SQLite user_version other than 1.";
     StepFormat => "step-format", Unknown, "A step_format other than 0.";
     IndexGap => "index-gap", Unknown, "Row indices not contiguous from zero.";

@@ -70,80 +70,6 @@ pub struct SqliteRows {
     pub metadata: Option<Vec<u8>>,
 }
 
-/// Expected columns: (name, declared type, NOT NULL, default text, primary-key position).
-type Col = (&'static str, &'static str, bool, Option<&'static str>, i64);
-
-/// The seven tables of public-format-facts §1.2, in that order.
-pub const TABLES: &[(&str, &[Col])] = &[
-    (
-        "trajectory_meta",
-        &[
-            ("trajectory_id", "text", false, None, 1),
-            ("cascade_id", "text", false, None, 0),
-            ("trajectory_type", "integer", false, None, 0),
-            ("source", "integer", false, None, 0),
-        ],
-    ),
-    (
-        "steps",
-        &[
-            ("idx", "integer", false, None, 1),
-            ("step_type", "integer", true, Some("0"), 0),
-            ("status", "integer", true, Some("0"), 0),
-            ("has_subtrajectory", "numeric", true, Some("false"), 0),
-            ("metadata", "blob", false, None, 0),
-            ("error_details", "blob", false, None, 0),
-            ("permissions", "blob", false, None, 0),
-            ("task_details", "blob", false, None, 0),
-            ("render_info", "blob", false, None, 0),
-            ("step_payload", "blob", false, None, 0),
-            ("step_format", "integer", true, Some("0"), 0),
-        ],
-    ),
-    (
-        "gen_metadata",
-        &[
-            ("idx", "integer", false, None, 1),
-            ("data", "blob", false, None, 0),
-            ("size", "integer", true, Some("0"), 0),
-        ],
-    ),
-    (
-        "executor_metadata",
-        &[
-            ("idx", "integer", false, None, 1),
-            ("data", "blob", false, None, 0),
-        ],
-    ),
-    (
-        "parent_references",
-        &[
-            ("idx", "integer", false, None, 1),
-            ("data", "blob", false, None, 0),
-        ],
-    ),
-    (
-        "trajectory_metadata_blob",
-        &[
-            ("id", "text", false, Some("\"main\""), 1),
-            ("data", "blob", false, None, 0),
-        ],
-    ),
-    (
-        "battle_mode_infos",
-        &[
-            ("idx", "integer", false, None, 1),
-            ("data", "blob", false, None, 0),
-        ],
-    ),
-];
-
-/// The two explicit indexes: (name, table, column).
-pub const INDEXES: &[(&str, &str, &str)] = &[
-    ("idx_steps_status", "steps", "status"),
-    ("idx_steps_step_type", "steps", "step_type"),
-];
-
 /// A private, consistent copy of a conversation database.
 pub struct Snapshot {
     _dir: Option<tempfile::TempDir>,
@@ -169,6 +95,14 @@ impl Snapshot {
     /// of the bytes its rows hold.
     pub fn size_hint(&self) -> usize {
         self._image.as_ref().map_or(0, Vec::len)
+    }
+
+    /// The schema format number of an in-memory image (header bytes
+    /// 44-47, which SQLite reads when it parses the schema); `None` for a
+    /// copy on disk, whose state SQLite rebuilt from a log or journal.
+    pub fn schema_format(&self) -> Option<u32> {
+        let b = self._image.as_ref()?.get(44..48)?;
+        Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
 }
 
@@ -561,7 +495,7 @@ fn read_rows_with(
         ));
         return Ok((SqliteRows::default(), refusals, false));
     }
-    check_schema(conn, &mut refusals).map_err(sql)?;
+    super::sqlite_schema::check_schema(conn, snap.schema_format(), &mut refusals).map_err(sql)?;
     if !refusals.is_empty() {
         return Ok((SqliteRows::default(), refusals, false));
     }
@@ -581,166 +515,6 @@ fn read_rows_with(
     rows.battle_mode_infos = read_indexed(conn, "battle_mode_infos", &mut refusals).map_err(sql)?;
     read_metadata_blob(conn, &mut rows, &mut refusals).map_err(sql)?;
     Ok((rows, refusals, started))
-}
-
-fn drift(refusals: &mut Vec<Refusal>, location: impl Into<String>, detail: impl Into<String>) {
-    refusals.push(Refusal::new(ReasonClass::SchemaDrift, location, detail));
-}
-
-/// A schema as `sqlite_master` states it: each object's type, name, table
-/// and exact SQL text (a value that is not text kept with its storage class).
-type SchemaText = Vec<(String, String, String, Option<(u8, Vec<u8>)>)>;
-
-/// Schemas checked, with the refusals each got.
-type SchemaMemo = std::sync::Mutex<Vec<(SchemaText, Vec<Refusal>)>>;
-
-/// How many schemas [`check_schema`] remembers (a store holds one or two).
-const SCHEMA_MEMO: usize = 16;
-
-/// [`check_schema_full`]'s answer for a schema already checked in this
-/// process, else that check, remembered when it ran to its end.
-///
-/// Everything the full check reads (the object list, each table's
-/// `PRAGMA table_info`, each index's `PRAGMA index_info`) is what SQLite
-/// parsed from `sqlite_master`'s SQL text, so two databases whose
-/// `sqlite_master` agree in every object's type, name, table and SQL text
-/// get the same refusals: the memo is keyed by exactly that text. A check
-/// that failed with an error is not remembered (it runs again, and fails
-/// again, on the next such schema).
-fn check_schema(conn: &Connection, refusals: &mut Vec<Refusal>) -> rusqlite::Result<()> {
-    use std::sync::{Mutex, OnceLock};
-    static MEMO: OnceLock<SchemaMemo> = OnceLock::new();
-    let mut st =
-        conn.prepare("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name")?;
-    let text: SchemaText = st
-        .query_map([], |r| {
-            let sql = match r.get_ref(3)? {
-                ValueRef::Null => None,
-                ValueRef::Text(t) => Some((0, t.to_vec())),
-                ValueRef::Blob(b) => Some((1, b.to_vec())),
-                ValueRef::Integer(i) => Some((2, i.to_le_bytes().to_vec())),
-                ValueRef::Real(f) => Some((3, f.to_le_bytes().to_vec())),
-            };
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, sql))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    drop(st);
-    let memo = MEMO.get_or_init(|| Mutex::new(Vec::new()));
-    // A poisoned lock only means another thread panicked while pushing; the
-    // list is consistent either way.
-    let known = {
-        let memo = memo.lock().unwrap_or_else(|p| p.into_inner());
-        memo.iter()
-            .find(|(t, _)| *t == text)
-            .map(|(_, found)| found.clone())
-    };
-    if let Some(found) = known {
-        refusals.extend(found);
-        return Ok(());
-    }
-    let objects: Vec<(String, String, String)> = text
-        .iter()
-        .map(|(k, n, t, _)| (k.clone(), n.clone(), t.clone()))
-        .collect();
-    let mut found = Vec::new();
-    check_schema_full(conn, &objects, &mut found)?;
-    {
-        let mut memo = memo.lock().unwrap_or_else(|p| p.into_inner());
-        if memo.len() >= SCHEMA_MEMO {
-            memo.remove(0);
-        }
-        memo.push((text, found.clone()));
-    }
-    refusals.extend(found);
-    Ok(())
-}
-
-/// The schema check itself: every object of `sqlite_master` (`objects`:
-/// type, name, table, by type and name) known, every table's columns and
-/// every index's column as agy writes them.
-fn check_schema_full(
-    conn: &Connection,
-    objects: &[(String, String, String)],
-    refusals: &mut Vec<Refusal>,
-) -> rusqlite::Result<()> {
-    for (kind, name, table) in objects {
-        let known = match kind.as_str() {
-            "table" => TABLES.iter().any(|(t, _)| t == name),
-            "index" => {
-                INDEXES.iter().any(|(i, t, _)| i == name && t == table)
-                    || (name.starts_with("sqlite_autoindex_")
-                        && (table == "trajectory_meta" || table == "trajectory_metadata_blob"))
-            }
-            _ => false,
-        };
-        if !known {
-            drift(
-                refusals,
-                format!("sqlite_master {kind} `{name}`"),
-                format!("unexpected {kind} `{name}` on `{table}`"),
-            );
-        }
-    }
-    for (table, cols) in TABLES {
-        if !objects.iter().any(|(k, n, _)| k == "table" && n == table) {
-            drift(refusals, format!("table `{table}`"), "missing table");
-            continue;
-        }
-        let mut st = conn.prepare(&format!("PRAGMA table_info(`{table}`)"))?;
-        let found: Vec<(String, String, bool, Option<String>, i64)> = st
-            .query_map([], |r| {
-                Ok((
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get::<_, i64>(3)? != 0,
-                    r.get(4)?,
-                    r.get(5)?,
-                ))
-            })?
-            .collect::<rusqlite::Result<_>>()?;
-        if found.len() != cols.len() {
-            drift(
-                refusals,
-                format!("table `{table}`"),
-                format!("{} columns, not the {} agy writes", found.len(), cols.len()),
-            );
-            continue;
-        }
-        for ((name, ty, nn, dflt, pk), (en, et, enn, ed, epk)) in found.iter().zip(cols.iter()) {
-            if name != en
-                || !ty.eq_ignore_ascii_case(et)
-                || nn != enn
-                || dflt.as_deref() != *ed
-                || pk != epk
-            {
-                drift(
-                    refusals,
-                    format!("table `{table}` column `{name}`"),
-                    format!(
-                        "declared `{name} {ty}` (not null {nn}, default {dflt:?}, pk {pk}), expected `{en} {et}` (not null {enn}, default {ed:?}, pk {epk})"
-                    ),
-                );
-            }
-        }
-    }
-    for (index, table, column) in INDEXES {
-        if !objects.iter().any(|(k, n, _)| k == "index" && n == index) {
-            drift(refusals, format!("index `{index}`"), "missing index");
-            continue;
-        }
-        let mut st = conn.prepare(&format!("PRAGMA index_info(`{index}`)"))?;
-        let cols: Vec<String> = st
-            .query_map([], |r| r.get(2))?
-            .collect::<rusqlite::Result<_>>()?;
-        if cols != [*column] {
-            drift(
-                refusals,
-                format!("index `{index}`"),
-                format!("indexes {table}({cols:?}), not ({column})"),
-            );
-        }
-    }
-    Ok(())
 }
 
 fn shape(refusals: &mut Vec<Refusal>, location: impl Into<String>, detail: impl Into<String>) {
