@@ -708,7 +708,8 @@ fn scaling_row(setup: &ScalingSetup<'_>, concurrency: usize) -> Result<ScalingRo
         }
     };
     let manifest_path = out.join(crate::manifest::MANIFEST_FILE);
-    let (_, m) = crate::manifest::read::read(&manifest_path)?;
+    let (_, m) = crate::manifest::read::read(&manifest_path)
+        .map_err(|e| crate::Error::corrupt(&manifest_path, "manifest", e.to_string()))?;
     let corpus = out.join("corpus");
     let fetched = std::fs::read_dir(&corpus)
         .map_err(|e| crate::Error::io(&corpus, e))?

@@ -38,9 +38,6 @@ pub enum Error {
     Daemon(#[from] crate::rpc::error::RpcError),
     #[error(transparent)]
     Shapes(#[from] crate::shapes::ShapeError),
-    /// A manifest that cannot be read, or does not hold what it claims.
-    #[error(transparent)]
-    Manifest(#[from] crate::manifest::read::ManifestError),
 }
 
 impl Error {

@@ -21,15 +21,6 @@ fn manifest(sweep: &Path) -> Value {
     common::read_manifest(sweep)
 }
 
-/// `v` with its counts recounted from its sessions (by the library's own
-/// recount: the forger's best effort, so that only the lie under test
-/// remains).
-fn recounted(v: Value) -> Value {
-    let mut m: agy_audit::manifest::Manifest = serde_json::from_value(v).unwrap();
-    m.recount();
-    serde_json::to_value(&m).unwrap()
-}
-
 /// The index of the first plainly verified SQLite session.
 fn first_verified(m: &Value) -> usize {
     m["sessions"]
@@ -102,7 +93,7 @@ fn forgeries(good: &Value) -> Vec<(&'static str, Value, &'static str)> {
     for k in ["rpcOnlyFields", "rpcOnlyFieldsUnlisted", "sourceOnly"] {
         s.as_object_mut().unwrap().remove(k);
     }
-    out.push(("complete-not-fetched", recounted(v), "not fetched"));
+    out.push(("complete-not-fetched", common::recounted(v), "not fetched"));
     // Lying shard members.
     let mut v = good.clone();
     v["shard"] = json!("+2/2");
@@ -174,7 +165,7 @@ fn appended_verified_copies_cannot_hide_a_regression() {
     let original = old["sessions"][i].clone();
     let mut new = old.clone();
     refused_at(&mut new, i);
-    let mut new = recounted(new);
+    let mut new = common::recounted(new);
     let honest = write(dir.path(), "honest.json", &new);
     let o = bin()
         .args([
@@ -215,7 +206,7 @@ fn a_recorded_refusal_that_does_not_reproduce_is_a_change() {
     let mut m = manifest(&sweep);
     let i = first_verified(&m);
     refused_at(&mut m, i);
-    let m = recounted(m);
+    let m = common::recounted(m);
     let p = write(dir.path(), "forged.json", &m);
     let o = bin()
         .args([

@@ -347,6 +347,7 @@ fn sweep_qualify_report_and_sync_against_a_fake_daemon() {
         .as_array_mut()
         .unwrap()
         .retain(|x| x["reasonClass"] != "daemon-unavailable");
+    let finished = common::recounted(finished);
     let finished_path = root.path().join("finished.json");
     std::fs::write(&finished_path, serde_json::to_vec(&finished).unwrap()).unwrap();
 

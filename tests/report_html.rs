@@ -173,6 +173,7 @@ fn a_default_corpus_sized_report_is_well_under_5_mb() {
         });
     }
     m.complete = true;
+    m.finished = Some("t".into());
     let manifest = dir.path().join("manifest.json");
     std::fs::write(&manifest, m.to_json()).unwrap();
     let html = report_html(&manifest, &dir.path().join("r.html"), &[]);
@@ -334,6 +335,7 @@ fn audit_diff_writes_junit_with_a_failure_per_regression() {
     s["reason"] = "steps[1].metadata: unknown field 900 (varint) <&>".into();
     s["payloadDigest"] = serde_json::Value::Null;
     let regressed = s["fileId"].as_str().unwrap().to_string();
+    let m = common::recounted(m);
     let new = dir.path().join("new-manifest.json");
     std::fs::write(&new, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
     let junit = dir.path().join("diff.xml");

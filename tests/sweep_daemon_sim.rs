@@ -249,6 +249,7 @@ fn every_daemon_fault_meets_its_expected_verdict_through_daemon_sim() {
         .as_array_mut()
         .unwrap()
         .retain(|s| outcome(s) != "not-fetched");
+    let fetched = common::recounted(fetched);
     let kept = fetched["sessions"].as_array().unwrap().len();
     let fetched_path = dir.join("fetched.json");
     std::fs::write(&fetched_path, serde_json::to_vec(&fetched).unwrap()).unwrap();

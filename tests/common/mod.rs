@@ -709,6 +709,17 @@ pub fn read_manifest(out: &Path) -> serde_json::Value {
     serde_json::from_slice(&bytes).expect("the manifest is JSON")
 }
 
+/// `v` (a manifest's JSON) with its counts recounted from its sessions by
+/// the library's own recount, as a tool that edits a manifest honestly
+/// would leave it: a manifest is read strictly (counts equal to the
+/// recount), so a test that edits its sessions recounts them.
+pub fn recounted(v: serde_json::Value) -> serde_json::Value {
+    let mut m: agy_audit::manifest::Manifest =
+        serde_json::from_value(v).expect("a manifest's members");
+    m.recount();
+    serde_json::to_value(&m).expect("a manifest as JSON")
+}
+
 /// `agy-audit audit-sweep --quiet --root root --out out --daemon-url url`.
 pub fn sweep_command(root: &Path, out: &Path, url: &str) -> Command {
     let mut c = bin();
