@@ -112,7 +112,8 @@ struct Scenario {
     code: Option<i32>,
     /// Files it must write (relative to its working folder).
     writes: Vec<&'static str>,
-    /// Files whose bytes name the moment of the run (compared by presence).
+    /// Files whose bytes name the moment of the run (compared by presence):
+    /// a name, or `prefix*suffix`.
     timed: Vec<&'static str>,
 }
 
@@ -148,9 +149,14 @@ fn check(sc: &Scenario, scratch: &Path, home: &Path) {
                 written.keys().collect::<Vec<_>>()
             );
         }
-        for f in &sc.timed {
-            if let Some(b) = written.get_mut(Path::new(f)) {
-                b.clear();
+        for (name, bytes) in written.iter_mut() {
+            let name = name.to_string_lossy();
+            let timed = sc.timed.iter().any(|t| match t.split_once('*') {
+                Some((pre, suf)) => name.starts_with(pre) && name.ends_with(suf),
+                None => name == *t,
+            });
+            if timed {
+                bytes.clear();
             }
         }
         seen.push((code, written));
@@ -477,7 +483,10 @@ fn every_gate_keeps_its_code_and_writes_its_files_into_a_closed_pipe() {
     // The manifest of a sweep and a merge records when it ran.
     for sc in &mut scenarios {
         match sc.name {
-            "audit-sweep" => sc.timed = vec!["sw/manifest.json"],
+            // The sidecars' attestations say when they were verified.
+            "audit-sweep" => sc.timed = vec!["sw/manifest.json", "sw/corpus/*.trajectory.json"],
+            "verify-capture-verified" => sc.timed = vec!["side.json"],
+            "sync-daemon" => sc.timed = vec!["synced.json"],
             "manifest-merge" => sc.timed = vec!["merged.json"],
             "format-audit" => sc.timed = vec!["f.md", "f.json"],
             _ => {}

@@ -110,11 +110,11 @@ fn compare_json_inputs() {
 
 #[test]
 fn manifest_inputs() {
-    use agy_audit::manifest::Manifest;
+    use agy_audit::manifest::read::parse_strict;
     for (path, data) in inputs("manifest") {
-        if let Ok(m) = Manifest::parse(&data) {
+        if let Ok(m) = parse_strict(&data) {
             let again = m.to_json();
-            let back = Manifest::parse(&again)
+            let back = parse_strict(&again)
                 .unwrap_or_else(|e| panic!("{}: written back: {e}", path.display()));
             assert_eq!(back.to_json(), again, "{}", path.display());
         }

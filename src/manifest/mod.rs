@@ -538,14 +538,6 @@ impl Manifest {
         v
     }
 
-    /// Parses a manifest strictly ([`read::parse_strict`]: version 5,
-    /// unique bare file ids, counts equal to the recount, consistent
-    /// `complete` and shard members); the problem as text. Reading a file
-    /// or a sweep folder: [`read::read`].
-    pub fn parse(bytes: &[u8]) -> Result<Manifest, String> {
-        read::parse_strict(bytes).map_err(|p| p.to_string())
-    }
-
     /// The CSV companion: one row per session.
     pub fn to_csv(&self) -> Vec<u8> {
         let mut w = csv::Writer::from_writer(Vec::new());
@@ -591,7 +583,7 @@ mod tests {
     #[test]
     fn the_default_corpus_manifest_round_trips_byte_for_byte() {
         let bytes = include_bytes!("../../manifests/default-corpus.manifest.json");
-        let m = Manifest::parse(bytes).expect("the captured manifest parses");
+        let m = read::parse_strict(bytes).expect("the captured manifest parses");
         assert!(m.sessions.len() > 100, "{}", m.sessions.len());
         let again = m.to_json();
         assert!(again == bytes, "the manifest changed on a round trip");

@@ -20,8 +20,9 @@
 //!   `conversations/<id>.db`, never a path (it is joined into paths);
 //! * two sessions with one `fileId`, or sessions out of `fileId` order (the
 //!   writer sorts them);
-//! * `counts`, `countsByProfile`, `countsByFormat` or `profiles` other than
-//!   the recount of the sessions (every figure a report prints is then the
+//! * `counts`, `countsByProfile`, `countsByFormat`, `profiles`,
+//!   `timing.steps` or `timing.sourceBytes` other than the recount of the
+//!   sessions (every figure a report prints is then the
 //!   sessions' own), naming both numbers;
 //! * `complete: true` with a not-fetched session, without `finished`, or on
 //!   a merge that records missing shards or problems (a read error is a
@@ -307,6 +308,23 @@ fn check_counts(m: &Manifest) -> Result<(), ManifestProblem> {
                 }
                 (None, None) => {}
             }
+        }
+    }
+    // The report's throughput line prints these two: the sessions' own.
+    for (member, recorded, recount) in [
+        ("timing.steps", m.timing.steps, again.timing.steps),
+        (
+            "timing.sourceBytes",
+            m.timing.source_bytes,
+            again.timing.source_bytes,
+        ),
+    ] {
+        if recorded != recount {
+            return Err(ManifestProblem::Count {
+                member: member.into(),
+                recorded: recorded.to_string(),
+                recount: recount.to_string(),
+            });
         }
     }
     if m.profiles != again.profiles {
@@ -664,6 +682,16 @@ mod tests {
         let mut v = captured();
         v["profiles"].as_array_mut().unwrap().push(json!("extra"));
         assert!(matches!(problem(&v), ManifestProblem::Count { .. }));
+        let mut v = captured();
+        v["timing"]["steps"] = json!(1);
+        assert!(
+            matches!(problem(&v), ManifestProblem::Count { member, .. } if member == "timing.steps")
+        );
+        let mut v = captured();
+        v["timing"]["sourceBytes"] = json!(1);
+        assert!(
+            matches!(problem(&v), ManifestProblem::Count { member, .. } if member == "timing.sourceBytes")
+        );
     }
 
     #[test]

@@ -596,7 +596,8 @@ fn resumed_manifest(opts: &SweepOptions, root: &str) -> Result<Manifest> {
         }
         Err(e) => return Err(Error::io(&path, e)),
     };
-    let m = Manifest::parse(&bytes).map_err(|e| Error::corrupt(&path, "manifest", e))?;
+    let m = crate::manifest::read::parse_strict(&bytes)
+        .map_err(|e| Error::corrupt(&path, "manifest", e.to_string()))?;
     if m.root != root {
         return Err(UsageError::ResumeOtherRoot {
             manifest: path,
