@@ -19,7 +19,7 @@ use clap::CommandFactory as _;
 use common::{bin, start_sim, sweep_command};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// Every leaf subcommand, as the words that name it (`["schema", "dump"]`).
 fn leaves() -> Vec<Vec<String>> {
@@ -59,19 +59,9 @@ fn run(cmd: &mut Command, streams: Streams, what: &str) -> i32 {
                 .code()
                 .unwrap_or_else(|| panic!("{what}: killed by a signal"))
         }
-        Streams::Closed => {
-            let mut child = cmd
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("starting agy-audit");
-            drop(child.stdout.take());
-            drop(child.stderr.take());
-            common::wait_with_deadline(&mut child, 600, what)
-                .code()
-                .unwrap_or_else(|| panic!("{what}: killed by a signal (SIGPIPE?)"))
-        }
+        Streams::Closed => common::run_with_closed_output(cmd, 600, what)
+            .code()
+            .unwrap_or_else(|| panic!("{what}: killed by a signal (SIGPIPE?)")),
     }
 }
 
