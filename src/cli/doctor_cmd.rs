@@ -155,6 +155,24 @@ fn watch_status(root: &std::path::Path) -> String {
     }
 }
 
+/// Whether finding the daemon failed only because agy left no log or no
+/// port line (it is not running), not because a log could not be read.
+fn log_absent(e: &crate::Error) -> bool {
+    use crate::error::UsageError;
+    match e {
+        crate::Error::Usage(
+            UsageError::NoCliLog { .. }
+            | UsageError::NoPortLine { .. }
+            | UsageError::IdeLogsUnknown { .. }
+            | UsageError::IdePortLine { .. },
+        ) => true,
+        crate::Error::Usage(UsageError::IdeServerLog { source, .. }) => {
+            source.kind() == std::io::ErrorKind::NotFound
+        }
+        _ => false,
+    }
+}
+
 fn root_report(root: &Root, ctx: &AuditContext) -> anyhow::Result<(Value, bool)> {
     let mut actionable = false;
     let pinned = std::env::var(crate::rpc::DAEMON_URL_ENV)
@@ -194,7 +212,15 @@ fn root_report(root: &Root, ctx: &AuditContext) -> anyhow::Result<(Value, bool)>
             };
             (Some(ep.url), up, state, ep.csrf_token.is_some())
         }
-        Err(_) => (None, false, "not running", false),
+        // No log or no port line: agy is simply not running. A log that
+        // cannot be read (a FIFO, a device, an I/O error) is named: it is
+        // not the same as no daemon, and the user must act on it.
+        Err(e) if log_absent(&e) => (None, false, "not running", false),
+        Err(e) => {
+            actionable = true;
+            access = Some(e.to_string());
+            (None, false, "log unreadable", false)
+        }
     };
     let d = crate::discover::discover(&root.path)?;
     let (mut fresh, mut stale, mut older, mut refused) = (0u64, 0u64, 0u64, 0u64);
@@ -293,7 +319,7 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
                 Some("reachable") => {
                     outln!("  daemon: reachable ({})", d["url"].as_str().unwrap_or(""))
                 }
-                Some(s @ ("unauthorized" | "wrong listener")) => {
+                Some(s @ ("unauthorized" | "wrong listener" | "log unreadable")) => {
                     outln!("  daemon: {s} ({})", d["error"].as_str().unwrap_or(""))
                 }
                 Some(s) => outln!("  daemon: {s}"),

@@ -3,6 +3,7 @@
 //! (never the `for HTTPS` line).
 
 use crate::error::{Error, Result, UrlOrigin, UsageError};
+use crate::util::bounded::{read_tail, BoundedReadError, InputKind};
 use std::path::Path;
 
 pub use crate::well_known::DAEMON_URL_ENV;
@@ -38,7 +39,9 @@ pub fn discover_endpoint(root: &Path, explicit: Option<&str>) -> Result<String> 
         return validate_endpoint(&url).map_err(|detail| bad_url(UrlOrigin::Env, detail));
     }
     let log = root.join("cli.log");
-    let text = match std::fs::read(&log) {
+    // Read from its end, boundedly; a FIFO or device is refused, never
+    // waited on (util::bounded).
+    let text = match read_tail(&log, InputKind::Log).map_err(BoundedReadError::into_io) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(UsageError::NoCliLog { log }.into())

@@ -13,6 +13,7 @@
 
 use crate::error::{Error, Result, UsageError};
 use crate::roots::Surface;
+use crate::util::bounded::{read_tail, InputKind};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -103,7 +104,8 @@ pub fn endpoint_for(
         })
     })?;
     let server_log = logs.join(IDE_SERVER_LOG);
-    let text = std::fs::read(&server_log).map_err(|e| {
+    let text = read_tail(&server_log, InputKind::Log).map_err(|e| {
+        let e = e.into_io();
         Error::Usage(UsageError::IdeServerLog {
             log: server_log.clone(),
             root: root.to_path_buf(),
@@ -116,7 +118,7 @@ pub fn endpoint_for(
         })
     })?;
     let token = explicit_token.or_else(|| {
-        std::fs::read(logs.join(IDE_MAIN_LOG))
+        read_tail(&logs.join(IDE_MAIN_LOG), InputKind::Log)
             .ok()
             .and_then(|t| parse_csrf_token(&String::from_utf8_lossy(&t)))
     });

@@ -1,7 +1,7 @@
 //! Reading an input file boundedly: a regular file only, at most a cap.
 //!
-//! Every record the tool reads back (a manifest first) is hostile input
-//! like any other: a FIFO would block the command forever, a device or a
+//! Every record the tool reads back (a manifest, agy's logs) is hostile
+//! input like any other: a FIFO would block the command forever, a device or a
 //! multi-gigabyte file would exhaust memory. So a file is opened without
 //! blocking, checked to be a regular file on the open descriptor (no race
 //! between a look and the open), and read up to its kind's cap; one byte
@@ -16,6 +16,10 @@ pub enum InputKind {
     /// A version-5 manifest (a merged one of 100,000 sessions is about
     /// 180 MB).
     Manifest,
+    /// A log whose newest lines are what is read (`cli.log`, the IDE's
+    /// `main.log` and `language_server.log`): read from its end, the last
+    /// 16 MiB at most ([`read_tail`]).
+    Log,
 }
 
 impl InputKind {
@@ -23,6 +27,7 @@ impl InputKind {
     pub const fn cap(self) -> u64 {
         match self {
             InputKind::Manifest => 1 << 30,
+            InputKind::Log => 16 << 20,
         }
     }
 
@@ -30,6 +35,7 @@ impl InputKind {
     pub const fn name(self) -> &'static str {
         match self {
             InputKind::Manifest => "manifest",
+            InputKind::Log => "log",
         }
     }
 }
@@ -57,6 +63,25 @@ pub enum BoundedReadError {
     },
 }
 
+impl BoundedReadError {
+    /// The error as an `std::io::Error` without the path (for callers whose
+    /// errors name the path themselves): the I/O error itself, or one of
+    /// kind `InvalidInput` saying what the file is.
+    pub fn into_io(self) -> std::io::Error {
+        match self {
+            BoundedReadError::Io { source, .. } => source,
+            BoundedReadError::NotAFile { what, kind, .. } => std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("not a regular file ({what}): a {kind} is read only from a regular file"),
+            ),
+            BoundedReadError::TooLarge { cap, kind, .. } => std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("larger than {cap} bytes, the most a {kind} may hold"),
+            ),
+        }
+    }
+}
+
 /// What a file type is, as an error names it.
 fn type_name(t: std::fs::FileType) -> &'static str {
     #[cfg(unix)]
@@ -79,9 +104,12 @@ fn type_name(t: std::fs::FileType) -> &'static str {
     }
 }
 
-/// The bytes of the regular file at `path` (a symbolic link to one is
-/// followed), at most `kind`'s cap.
-pub fn read_regular(path: &Path, kind: InputKind) -> Result<Vec<u8>, BoundedReadError> {
+/// The regular file at `path` opened for reading without blocking (a FIFO
+/// would block the open itself), with its metadata; anything else refused.
+fn open_regular(
+    path: &Path,
+    kind: InputKind,
+) -> Result<(std::fs::File, std::fs::Metadata), BoundedReadError> {
     let io = |source| BoundedReadError::Io {
         path: path.to_path_buf(),
         source,
@@ -104,6 +132,17 @@ pub fn read_regular(path: &Path, kind: InputKind) -> Result<Vec<u8>, BoundedRead
             kind: kind.name(),
         });
     }
+    Ok((file, meta))
+}
+
+/// The bytes of the regular file at `path` (a symbolic link to one is
+/// followed), at most `kind`'s cap.
+pub fn read_regular(path: &Path, kind: InputKind) -> Result<Vec<u8>, BoundedReadError> {
+    let io = |source| BoundedReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let (file, meta) = open_regular(path, kind)?;
     let cap = kind.cap();
     if meta.len() > cap {
         return Err(BoundedReadError::TooLarge {
@@ -120,6 +159,31 @@ pub fn read_regular(path: &Path, kind: InputKind) -> Result<Vec<u8>, BoundedRead
             cap,
             kind: kind.name(),
         });
+    }
+    Ok(bytes)
+}
+
+/// The last `kind.cap()` bytes of the regular file at `path`, from the
+/// start of a line: a log is read from its end, where its newest lines are,
+/// whatever its size (a line cut by the cap is dropped).
+pub fn read_tail(path: &Path, kind: InputKind) -> Result<Vec<u8>, BoundedReadError> {
+    use std::io::{Seek, SeekFrom};
+    let io = |source| BoundedReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let (mut file, meta) = open_regular(path, kind)?;
+    let cap = kind.cap();
+    let start = meta.len().saturating_sub(cap);
+    file.seek(SeekFrom::Start(start)).map_err(io)?;
+    let mut bytes = Vec::new();
+    file.take(cap).read_to_end(&mut bytes).map_err(io)?;
+    if start > 0 {
+        let first_line_end = bytes
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |i| i + 1);
+        bytes.drain(..first_line_end);
     }
     Ok(bytes)
 }
@@ -148,6 +212,36 @@ mod tests {
                     ..
                 }
             ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_log_is_read_from_its_end_whole_lines_only() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("cli.log");
+        std::fs::write(&p, b"old\nnew\n").unwrap();
+        assert_eq!(read_tail(&p, InputKind::Log).unwrap(), b"old\nnew\n");
+        // Past the cap: the newest lines, the cut line dropped.
+        let cap = InputKind::Log.cap() as usize;
+        let mut big = vec![b'x'; cap];
+        big.extend_from_slice(b"\nnewest line\n");
+        std::fs::write(&p, &big).unwrap();
+        assert_eq!(read_tail(&p, InputKind::Log).unwrap(), b"newest line\n");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_log_is_refused_without_blocking() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("cli.log");
+        let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+        // SAFETY: a plain mkfifo(3) on a path in a fresh temp folder.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = read_tail(&p, InputKind::Log).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("a log is read only from a regular file"),
             "{e}"
         );
     }
