@@ -1,7 +1,8 @@
 //! Hostile inputs (issue 45, started): a special file where agy keeps a
-//! log is refused at once, never waited on. `mkfifo <root>/cli.log` used to
-//! hang `doctor` forever; now doctor, sync and audit-sweep each answer
-//! within the deadline, naming the file.
+//! log, or given as a listing, is refused at once, never waited on.
+//! `mkfifo <root>/cli.log` used to hang `doctor` forever; now doctor, sync
+//! and audit-sweep each answer within the deadline, naming the file. A
+//! listing is read once: `-` is standard input.
 
 #![cfg(unix)]
 
@@ -68,4 +69,70 @@ fn a_fifo_cli_log_is_refused_not_waited_on() {
         .unwrap()
         .file_type()
         .is_fifo());
+}
+
+#[test]
+fn a_listing_is_read_once_and_a_fifo_listing_is_refused() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let listing = dir.path().join("shapes.tsv");
+    std::fs::write(&listing, "a\tstring\nb\tnumber\n").unwrap();
+    let o = bin()
+        .args(["shapes", "digest"])
+        .arg(&listing)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let from_file = String::from_utf8_lossy(&o.stdout)
+        .split('\t')
+        .next()
+        .unwrap()
+        .to_string();
+    // `-`: standard input, read once, the same fingerprint.
+    let mut child = bin()
+        .args(["shapes", "digest", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"a\tstring\nb\tnumber\n")
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).starts_with(&from_file),
+        "{}",
+        output_text(&o)
+    );
+    assert!(
+        !from_file.ends_with("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+    );
+    // A FIFO: refused at once, named.
+    let fifo = dir.path().join("fifo.tsv");
+    mkfifo(&fifo);
+    for args in [vec!["shapes", "digest"], vec!["shapes", "diff"]] {
+        let mut c = bin();
+        c.args(&args).arg(&fifo);
+        if args[1] == "diff" {
+            c.arg(&listing);
+        }
+        let mut child = c
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let status = wait_with_deadline(&mut child, 60, &format!("{args:?}"));
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(status.code(), Some(1), "{args:?}: {}", output_text(&o));
+        assert!(
+            output_text(&o).contains("a FIFO"),
+            "{args:?}: {}",
+            output_text(&o)
+        );
+    }
 }

@@ -28,7 +28,8 @@ pub struct DigestArgs {
     /// A listing file (`shapes-*.tsv`, or a published one such as
     /// agy-1.2.10-sidecar-shape.tsv); refused unless canonical (sorted,
     /// known types, each path once). A JSON trajectory or response is
-    /// listed first.
+    /// listed first. `-` reads standard input (once); a FIFO, device or
+    /// folder is refused, and a file past 256 MiB.
     pub listing: PathBuf,
 }
 
@@ -52,15 +53,14 @@ pub struct DiffArgs {
 pub fn run(c: ShapesCommand) -> anyhow::Result<i32> {
     match c {
         ShapesCommand::Digest(a) => {
-            let bytes = std::fs::read(&a.listing).map_err(|e| {
-                anyhow::anyhow!("{}: {}", a.listing.display(), crate::util::io_text(&e))
-            })?;
+            // Read once (a pipe given as /dev/stdin or `-` has one reading).
+            let bytes = crate::shapes::read_listing_file(&a.listing)?;
             let (listing, fp) = if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
-                let l = read_any(&a.listing)?;
+                let l = crate::shapes::any_of_bytes(&a.listing, bytes)?;
                 let fp = l.fingerprint();
                 (l, fp)
             } else {
-                Listing::read(&a.listing)?
+                Listing::parse_bytes(&a.listing, &bytes)?
             };
             let mut out = crate::util::term::stdout();
             let _ = writeln!(

@@ -351,13 +351,20 @@ impl Listing {
         Ok((listing, fingerprint_of(&lines)))
     }
 
-    /// Reads a listing file ([`Listing::parse`]).
+    /// Reads a listing file ([`Listing::parse`]): a regular file, read
+    /// once and boundedly (`util::bounded`; `-` is standard input).
     pub fn read(file: &Path) -> Result<(Listing, String), ShapeError> {
-        let text = std::fs::read_to_string(file).map_err(|e| ShapeError::Io {
+        let bytes = read_listing_file(file)?;
+        Listing::parse_bytes(file, &bytes)
+    }
+
+    /// [`Listing::parse`] of a file's bytes, which must be UTF-8.
+    pub fn parse_bytes(file: &Path, bytes: &[u8]) -> Result<(Listing, String), ShapeError> {
+        let text = std::str::from_utf8(bytes).map_err(|_| ShapeError::NotAListing {
             file: file.to_path_buf(),
-            detail: crate::util::io_text(&e),
+            detail: "not UTF-8".into(),
         })?;
-        Listing::parse(file, &text)
+        Listing::parse(file, text)
     }
 
     /// What `new` adds to and removes from `self`, by line.
@@ -753,10 +760,25 @@ pub fn of_manifest(
 /// file (`.tsv`), or a JSON document: a format-audit record (its listing
 /// texts), or a trajectory / response whose listing is computed.
 pub fn read_any(file: &Path) -> Result<Listing, ShapeError> {
-    let bytes = std::fs::read(file).map_err(|e| ShapeError::Io {
+    let bytes = read_listing_file(file)?;
+    any_of_bytes(file, bytes)
+}
+
+/// A listing file's bytes: a regular file (a FIFO or device refused, never
+/// waited on), at most [`InputKind::Listing`]'s cap; `-` is standard input.
+/// Read once, so a pipe given as `/dev/stdin` is never read twice.
+///
+/// [`InputKind::Listing`]: crate::util::bounded::InputKind::Listing
+pub fn read_listing_file(file: &Path) -> Result<Vec<u8>, ShapeError> {
+    use crate::util::bounded::{read_input, InputKind};
+    read_input(file, InputKind::Listing).map_err(|e| ShapeError::Io {
         file: file.to_path_buf(),
-        detail: crate::util::io_text(&e),
-    })?;
+        detail: crate::util::io_text(&e.into_io()),
+    })
+}
+
+/// [`read_any`] of bytes already read from `file`.
+pub fn any_of_bytes(file: &Path, bytes: Vec<u8>) -> Result<Listing, ShapeError> {
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     if first == Some(&b'{') {
         let v: serde_json::Value =

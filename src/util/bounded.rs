@@ -20,6 +20,10 @@ pub enum InputKind {
     /// `main.log` and `language_server.log`): read from its end, the last
     /// 16 MiB at most ([`read_tail`]).
     Log,
+    /// A response shape listing, or a document listed as one (`shapes`,
+    /// `format-audit --against`): 256 MiB (agy-reader's 2 M-entry listing
+    /// is 36 MB).
+    Listing,
 }
 
 impl InputKind {
@@ -28,6 +32,7 @@ impl InputKind {
         match self {
             InputKind::Manifest => 1 << 30,
             InputKind::Log => 16 << 20,
+            InputKind::Listing => 256 << 20,
         }
     }
 
@@ -36,6 +41,7 @@ impl InputKind {
         match self {
             InputKind::Manifest => "manifest",
             InputKind::Log => "log",
+            InputKind::Listing => "listing",
         }
     }
 }
@@ -153,6 +159,32 @@ pub fn read_regular(path: &Path, kind: InputKind) -> Result<Vec<u8>, BoundedRead
     }
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
     file.take(cap + 1).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > cap {
+        return Err(BoundedReadError::TooLarge {
+            path: path.to_path_buf(),
+            cap,
+            kind: kind.name(),
+        });
+    }
+    Ok(bytes)
+}
+
+/// [`read_regular`], or standard input, read once and boundedly, when
+/// `path` is `-`.
+pub fn read_input(path: &Path, kind: InputKind) -> Result<Vec<u8>, BoundedReadError> {
+    if path.as_os_str() != "-" {
+        return read_regular(path, kind);
+    }
+    let cap = kind.cap();
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| BoundedReadError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
     if bytes.len() as u64 > cap {
         return Err(BoundedReadError::TooLarge {
             path: path.to_path_buf(),
