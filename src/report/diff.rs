@@ -182,10 +182,10 @@ impl State {
                 let _ = write!(s, " ({c})");
             }
             if let Some(l) = &self.location {
-                let _ = write!(s, " at `{}`", l.replace('|', "\\|").replace('`', "'"));
+                let _ = write!(s, " at {}", md_code(l, true));
             }
             if !self.rules.is_empty() {
-                let rules: Vec<&str> = self.rules.iter().map(String::as_str).collect();
+                let rules: Vec<String> = self.rules.iter().map(|r| md_text(r)).collect();
                 let _ = write!(s, " [{}]", rules.join(", "));
             }
         }
@@ -478,9 +478,7 @@ pub struct Inputs<'a> {
     pub incomplete: &'a [String],
 }
 
-fn md(s: &str) -> String {
-    s.replace('|', "\\|")
-}
+use crate::report::escape::{md_code, md_text};
 
 /// The Markdown report, the transition chart inline.
 pub fn render_markdown(d: &AuditDiff, inputs: &Inputs<'_>) -> String {
@@ -489,7 +487,7 @@ pub fn render_markdown(d: &AuditDiff, inputs: &Inputs<'_>) -> String {
         let _ = writeln!(
             s,
             "**Incomplete input (--allow-incomplete): {}; sessions without a verdict are compared as they are, and this comparison is not a finished audit.**\n",
-            inputs.incomplete.join("; ")
+            md_text(&inputs.incomplete.join("; "))
         );
     }
     let _ = writeln!(s, "# agy-audit release diff\n");
@@ -499,10 +497,10 @@ pub fn render_markdown(d: &AuditDiff, inputs: &Inputs<'_>) -> String {
     ] {
         let _ = writeln!(
             s,
-            "- {label}: `{}` (root `{}`, started {}, {} sessions, {})",
-            md(name),
-            md(&m.root),
-            m.started,
+            "- {label}: {} (root {}, started {}, {} sessions, {})",
+            md_code(name, false),
+            md_code(&m.root, false),
+            md_text(&m.started),
             m.sessions.len(),
             if m.complete {
                 "complete"
@@ -567,7 +565,7 @@ pub fn render_markdown(d: &AuditDiff, inputs: &Inputs<'_>) -> String {
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {:+} | {} | {} | {:+} |",
-                r.rule,
+                md_text(&r.rule),
                 r.applied.0,
                 r.applied.1,
                 r.applied.1 as i64 - r.applied.0 as i64,
@@ -580,7 +578,7 @@ pub fn render_markdown(d: &AuditDiff, inputs: &Inputs<'_>) -> String {
     match &d.shapes {
         None => {}
         Some(ShapesSection::NotRecorded(why)) => {
-            let _ = writeln!(s, "\n## Response shapes\n\nNot compared: {}.", md(why));
+            let _ = writeln!(s, "\n## Response shapes\n\nNot compared: {}.", md_text(why));
         }
         Some(ShapesSection::Compared {
             ordinary,
@@ -600,10 +598,10 @@ pub fn render_markdown(d: &AuditDiff, inputs: &Inputs<'_>) -> String {
                     sd.removed.len()
                 );
                 for l in &sd.added {
-                    let _ = writeln!(s, "  - added `{}`", md(&l.replace('\t', " : ")));
+                    let _ = writeln!(s, "  - added {}", md_code(&l.replace('\t', " : "), false));
                 }
                 for l in &sd.removed {
-                    let _ = writeln!(s, "  - removed `{}`", md(&l.replace('\t', " : ")));
+                    let _ = writeln!(s, "  - removed {}", md_code(&l.replace('\t', " : "), false));
                 }
             }
         }
@@ -623,8 +621,8 @@ pub fn render_markdown(d: &AuditDiff, inputs: &Inputs<'_>) -> String {
             let also: Vec<&str> = x.also.iter().map(|c| c.id()).collect();
             let _ = writeln!(
                 s,
-                "| `{}` | {} | {} | {} |",
-                x.file_id,
+                "| {} | {} | {} | {} |",
+                md_code(&x.file_id, true),
                 x.old
                     .as_ref()
                     .map(State::short)

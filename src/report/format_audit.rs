@@ -18,6 +18,7 @@
 //! - a manifest without shape listings (an older sweep) is refused.
 
 use crate::manifest::{Manifest, SessionRecord};
+use crate::report::escape::{md_code, md_text};
 use crate::shapes::{Listing, ShapeDiff};
 use crate::source::Format;
 use serde_json::{json, Value};
@@ -276,11 +277,11 @@ pub fn render_markdown(r: &Value) -> String {
     }
     o.push_str("# Format audit\n\n");
     o.push_str(&format!(
-        "Manifest: `{}`; store root `{}`; swept {} to {}.\n\n",
-        n(r, "/manifest"),
-        n(r, "/root"),
-        n(r, "/started"),
-        n(r, "/finished")
+        "Manifest: {}; store root {}; swept {} to {}.\n\n",
+        md_code(&n(r, "/manifest"), false),
+        md_code(&n(r, "/root"), false),
+        md_text(&n(r, "/started")),
+        md_text(&n(r, "/finished"))
     ));
     o.push_str("| fact | value |\n|---|---|\n");
     let rows = [
@@ -332,28 +333,31 @@ pub fn render_markdown(r: &Value) -> String {
         (
             "ordinary shape fingerprint (entries)",
             format!(
-                "`{}` ({})",
-                n(r, "/shapes/ordinary/fingerprint"),
+                "{} ({})",
+                md_code(&n(r, "/shapes/ordinary/fingerprint"), true),
                 n(r, "/shapes/ordinary/entries")
             ),
         ),
         (
             "full shape fingerprint (entries)",
             format!(
-                "`{}` ({})",
-                n(r, "/shapes/full/fingerprint"),
+                "{} ({})",
+                md_code(&n(r, "/shapes/full/fingerprint"), true),
                 n(r, "/shapes/full/entries")
             ),
         ),
-        ("reader version", n(r, "/readerVersion")),
-        ("installed agy version", n(r, "/installedAgyVersion")),
+        ("reader version", md_text(&n(r, "/readerVersion"))),
+        (
+            "installed agy version",
+            md_text(&n(r, "/installedAgyVersion")),
+        ),
     ];
     for (k, v) in rows {
         o.push_str(&format!("| {k} | {v} |\n"));
     }
     o.push_str(&format!(
         "\nInstalled agy version: {}.\n",
-        n(r, "/installedAgyVersionNote")
+        md_text(&n(r, "/installedAgyVersionNote"))
     ));
     o.push_str("\n## SQLite schema\n\n| user_version | sources |\n|---|---|\n");
     for u in r
@@ -381,11 +385,11 @@ pub fn render_markdown(r: &Value) -> String {
             .into_iter()
             .flatten()
             .filter_map(Value::as_str)
-            .map(str::to_string)
+            .map(md_text)
             .collect();
         o.push_str(&format!(
-            "| `{}` | {} ({}) | {} |\n",
-            n(s, "/fingerprint"),
+            "| {} | {} ({}) | {} |\n",
+            md_code(&n(s, "/fingerprint"), true),
             tables.len(),
             tables.join(", "),
             n(s, "/sources")
@@ -399,8 +403,8 @@ pub fn render_markdown(r: &Value) -> String {
     {
         o.push_str(&format!(
             "\n- quick_check or snapshot failed: {}: {}",
-            n(f, "/fileId"),
-            n(f, "/detail")
+            md_text(&n(f, "/fileId")),
+            md_text(&n(f, "/detail"))
         ));
     }
     o.push_str("\n## Step types\n\n| type | steps |\n|---|---|\n");
@@ -410,7 +414,7 @@ pub fn render_markdown(r: &Value) -> String {
         .into_iter()
         .flatten()
     {
-        o.push_str(&format!("| {t} | {c} |\n"));
+        o.push_str(&format!("| {} | {c} |\n", md_text(t)));
     }
     if let Some(a) = r.get("against").filter(|a| !a.is_null()) {
         let added = a
@@ -424,19 +428,19 @@ pub fn render_markdown(r: &Value) -> String {
             .cloned()
             .unwrap_or_default();
         o.push_str(&format!(
-            "\n## Shapes against `{}`\n\n{} entries (`{}`) → {} ordinary entries: {} added, {} removed.\n\n",
-            n(a, "/file"), n(a, "/entries"), n(a, "/fingerprint"), n(r, "/shapes/ordinary/entries"), added.len(), removed.len()
+            "\n## Shapes against {}\n\n{} entries ({}) → {} ordinary entries: {} added, {} removed.\n\n",
+            md_code(&n(a, "/file"), false), n(a, "/entries"), md_code(&n(a, "/fingerprint"), false), n(r, "/shapes/ordinary/entries"), added.len(), removed.len()
         ));
         for l in &added {
             o.push_str(&format!(
-                "- added `{}`\n",
-                l.as_str().unwrap_or_default().replace('\t', " : ")
+                "- added {}\n",
+                md_code(&l.as_str().unwrap_or_default().replace('\t', " : "), false)
             ));
         }
         for l in &removed {
             o.push_str(&format!(
-                "- removed `{}`\n",
-                l.as_str().unwrap_or_default().replace('\t', " : ")
+                "- removed {}\n",
+                md_code(&l.as_str().unwrap_or_default().replace('\t', " : "), false)
             ));
         }
     }

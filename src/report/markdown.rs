@@ -4,6 +4,7 @@
 
 use crate::manifest::{Counts, Manifest};
 use crate::outcome::Refused;
+use crate::report::escape::{md_code, md_text};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -37,8 +38,8 @@ fn rules_cell(sessions: u64, rules: &BTreeMap<String, u64>) -> String {
     let mut parts: Vec<String> = rules
         .iter()
         .map(|(r, k)| match k {
-            1 => format!("`{r}`"),
-            k => format!("`{r}` ({k} sessions)"),
+            1 => md_code(r, true),
+            k => format!("{} ({k} sessions)", md_code(r, true)),
         })
         .collect();
     let named: u64 = rules.values().sum();
@@ -69,16 +70,23 @@ pub fn render_report(m: &Manifest, chart: Option<&str>) -> String {
             "**incomplete run**"
         }
     );
-    let _ = writeln!(s, "- root `{}`, endpoint `{}`", m.root, m.endpoint);
+    let _ = writeln!(
+        s,
+        "- root {}, endpoint {}",
+        md_code(&m.root, false),
+        md_code(&m.endpoint, false)
+    );
     let _ = writeln!(
         s,
         "- started {}, finished {}",
-        m.started,
-        m.finished.as_deref().unwrap_or("(not finished)")
+        md_text(&m.started),
+        m.finished
+            .as_deref()
+            .map_or("(not finished)".into(), md_text)
     );
     let _ = writeln!(s, "- corpus digest `{}`", corpus_digest(m));
     if let Some(sh) = &m.shard {
-        let _ = writeln!(s, "- shard {sh}");
+        let _ = writeln!(s, "- shard {}", md_text(sh));
     }
     let c = &m.counts;
     let _ = writeln!(s, "\n## Totals\n");
@@ -102,11 +110,15 @@ pub fn render_report(m: &Manifest, chart: Option<&str>) -> String {
         .iter()
         .zip(m.counts_by_profile.values())
     {
-        let _ = writeln!(s, "{}", counts_row(&format!("{label} | `{p}`"), c));
+        let _ = writeln!(
+            s,
+            "{}",
+            counts_row(&format!("{label} | {}", md_code(p, true)), c)
+        );
     }
     let _ = writeln!(s, "\n## Per format\n\n{COUNTS_HEAD}");
     for (f, c) in &m.counts_by_format {
-        let _ = writeln!(s, "{}", counts_row(f, c));
+        let _ = writeln!(s, "{}", counts_row(&md_text(f), c));
     }
     // Per class: sessions, and the qualified rule each refusal names (most
     // refusals, of the source itself, name none).
@@ -131,7 +143,12 @@ pub fn render_report(m: &Manifest, chart: Option<&str>) -> String {
         "\n## Refusal reasons\n\n| class | sessions | qualified rules named |\n|---|---|---|"
     );
     for (class, (n, rules)) in &by_class {
-        let _ = writeln!(s, "| {class} | {n} | {} |", rules_cell(*n, rules));
+        let _ = writeln!(
+            s,
+            "| {} | {n} | {} |",
+            md_text(class),
+            rules_cell(*n, rules)
+        );
     }
     let mut rules_used: BTreeMap<&str, u64> = BTreeMap::new();
     let mut types: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
@@ -153,7 +170,7 @@ pub fn render_report(m: &Manifest, chart: Option<&str>) -> String {
         "\n## Qualified rules exercised\n\n| rule | sessions |\n|---|---|"
     );
     for (r, n) in &rules_used {
-        let _ = writeln!(s, "| {r} | {n} |");
+        let _ = writeln!(s, "| {} | {n} |", md_text(r));
     }
     rpc_only_section(&mut s, m);
     let _ = writeln!(
@@ -163,7 +180,7 @@ pub fn render_report(m: &Manifest, chart: Option<&str>) -> String {
     let mut types: Vec<_> = types.into_iter().collect();
     types.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(b.0)));
     for (t, (n, v)) in types {
-        let _ = writeln!(s, "| {t} | {n} | {v} |");
+        let _ = writeln!(s, "| {} | {n} | {v} |", md_text(t));
     }
     let t = &m.timing;
     let _ = writeln!(s, "\n## Timing and throughput\n");
@@ -236,7 +253,7 @@ fn rpc_only_section(s: &mut String, m: &Manifest) {
         "Members of the ordinary responses that the schema does not know, kept in the saved payload and its digest.\n\n| place | sessions | members |\n|---|---|---|"
     );
     for (place, (sessions, n)) in &places {
-        let _ = writeln!(s, "| `{place}` | {sessions} | {n} |");
+        let _ = writeln!(s, "| {} | {sessions} | {n} |", md_code(place, true));
     }
     if unlisted > 0 {
         let _ = writeln!(s, "\n{unlisted} more past the listed ones.");

@@ -3,6 +3,7 @@
 //! comparison of two manifests.
 
 pub mod diff;
+pub mod escape;
 pub mod format_audit;
 pub mod html;
 pub mod junit;

@@ -26,10 +26,13 @@ pub struct Recheck {
 }
 
 impl Recheck {
+    /// The session's terminal line; text from the manifest or the source
+    /// (the id, the reason) shows control characters visibly.
     pub fn line(&self) -> String {
-        let mut s = format!("{} {}", self.status, self.file_id);
+        use crate::report::escape::terminal;
+        let mut s = format!("{} {}", self.status, terminal(&self.file_id));
         if let Some(r) = &self.reason {
-            s.push_str(&format!(" ({r})"));
+            s.push_str(&format!(" ({})", terminal(r)));
         }
         if !self.holds {
             s.push_str(" [recorded result no longer holds]");
