@@ -719,6 +719,51 @@ mod tests {
         assert_eq!(problem(&v), ManifestProblem::CompleteUnfinished);
     }
 
+    /// A complete merged manifest records no missing shard, no problem and
+    /// no shard that was not complete; each of those is refused.
+    #[test]
+    fn a_complete_merge_records_every_shard_complete() {
+        let shard = |i: usize, complete: bool| json!({"shard": format!("{i}/2"), "file": format!("{i}.json"), "sessions": 1, "complete": complete});
+        let mut v = captured();
+        v["merged"] = json!({"shardCount": 2, "shards": [shard(1, true), shard(2, true)]});
+        parse_strict(&serde_json::to_vec(&v).unwrap()).expect("a complete merge reads");
+        let mut missing = v.clone();
+        missing["merged"]["shards"] = json!([shard(1, true)]);
+        missing["merged"]["missing"] = json!([2]);
+        let mut problem_recorded = v.clone();
+        problem_recorded["merged"]["problems"] = json!(["shard 2/2 records no readerProfiles"]);
+        let mut incomplete = v.clone();
+        incomplete["merged"]["shards"][1] = shard(2, false);
+        for bad in [missing, problem_recorded, incomplete] {
+            assert!(
+                matches!(problem(&bad), ManifestProblem::CompleteMergeProblems(_)),
+                "{}",
+                bad["merged"]
+            );
+        }
+    }
+
+    /// The walk bounds nesting at [`MAX_DEPTH`] containers: that many is
+    /// JSON (and then not a manifest's shape), one more is not JSON.
+    #[test]
+    fn nesting_is_bounded_where_the_walk_bounds_it() {
+        let nested = |n: usize| {
+            format!(
+                r#"{{"manifestVersion":5,"x":{}1{}}}"#,
+                "[".repeat(n - 1),
+                "]".repeat(n - 1)
+            )
+        };
+        assert!(matches!(
+            parse_strict(nested(MAX_DEPTH).as_bytes()).unwrap_err(),
+            ManifestProblem::Shape(_)
+        ));
+        assert!(matches!(
+            parse_strict(nested(MAX_DEPTH + 1).as_bytes()).unwrap_err(),
+            ManifestProblem::NotJson { .. }
+        ));
+    }
+
     #[test]
     fn shard_members_must_agree() {
         for bad in ["+2/2", "0/2", "3/2", "02/2", "1/ 2", "1/2/3", "a/b", "1"] {
