@@ -641,6 +641,30 @@ mod tests {
         assert_eq!(full(&db(str::to_string, false)), vec![]);
     }
 
+    /// An index agy does not write is an unexpected object, on a table that
+    /// has agy's indexes as on one that has none: an index is known by its
+    /// name and its table together.
+    #[test]
+    fn an_extra_index_is_refused() {
+        for (sql, name) in [
+            ("CREATE INDEX `idx_extra` ON `steps`(`idx`)", "idx_extra"),
+            (
+                "CREATE INDEX `idx_gen` ON `gen_metadata`(`size`)",
+                "idx_gen",
+            ),
+        ] {
+            let c = db(str::to_string, false);
+            c.execute_batch(sql).unwrap();
+            let refused = full(&c);
+            assert!(
+                refused
+                    .iter()
+                    .any(|r| r.location == format!("sqlite_master index `{name}`")),
+                "{refused:?}"
+            );
+        }
+    }
+
     /// The collation is SQLite's answer (column metadata), not only a
     /// clause the text reader refuses.
     #[test]
