@@ -665,6 +665,54 @@ mod tests {
         }
     }
 
+    /// Each part of a column's declaration as SQLite reports it is compared
+    /// on its own: a NOT NULL dropped, another DEFAULT, another place in the
+    /// primary key.
+    #[test]
+    fn each_part_of_a_column_declaration_is_compared() {
+        for (table, from, to, column) in [
+            (
+                "steps",
+                "`step_type` integer NOT NULL DEFAULT 0",
+                "`step_type` integer DEFAULT 0",
+                "step_type",
+            ),
+            (
+                "gen_metadata",
+                "`size` integer NOT NULL DEFAULT 0",
+                "`size` integer NOT NULL DEFAULT 1",
+                "size",
+            ),
+            (
+                "executor_metadata",
+                "PRIMARY KEY (`idx`))",
+                "PRIMARY KEY (`idx`,`data`))",
+                "data",
+            ),
+        ] {
+            let c = db(
+                |s| {
+                    if s.contains(&format!("TABLE `{table}`")) {
+                        s.replace(from, to)
+                    } else {
+                        s.to_string()
+                    }
+                },
+                false,
+            );
+            let cols = TABLES.iter().find(|(t, _)| *t == table).unwrap().1;
+            let mut out = Vec::new();
+            check_table(&c, table, cols, &mut out).unwrap();
+            assert!(
+                out.iter().any(
+                    |r| r.location == format!("table `{table}` column `{column}`")
+                        && r.detail.starts_with("declared")
+                ),
+                "{table}: {out:?}"
+            );
+        }
+    }
+
     /// The collation is SQLite's answer (column metadata), not only a
     /// clause the text reader refuses.
     #[test]
