@@ -665,6 +665,42 @@ mod tests {
         }
     }
 
+    /// An index SQLite keeps but `sqlite_master` does not list (a WITHOUT
+    /// ROWID table's key) is refused by the index check itself; an extra
+    /// index that is listed is refused once, as an unexpected object.
+    #[test]
+    fn an_index_only_sqlite_lists_is_refused_and_a_listed_one_once() {
+        let c = db(
+            |s| {
+                if s.contains("TABLE `executor_metadata`") {
+                    format!("{s} WITHOUT ROWID")
+                } else {
+                    s.to_string()
+                }
+            },
+            false,
+        );
+        let refused = full(&c);
+        assert!(
+            refused
+                .iter()
+                .any(|r| r.location == "index `sqlite_autoindex_executor_metadata_1`"),
+            "{refused:?}"
+        );
+        let c = db(str::to_string, false);
+        c.execute_batch("CREATE INDEX `idx_extra` ON `steps`(`idx`)")
+            .unwrap();
+        let refused = full(&c);
+        assert_eq!(
+            refused
+                .iter()
+                .filter(|r| r.location.contains("idx_extra"))
+                .count(),
+            1,
+            "{refused:?}"
+        );
+    }
+
     /// Each part of a column's declaration as SQLite reports it is compared
     /// on its own: a NOT NULL dropped, another DEFAULT, another place in the
     /// primary key.
