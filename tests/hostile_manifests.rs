@@ -231,3 +231,32 @@ fn a_recorded_refusal_that_does_not_reproduce_is_a_change() {
     assert!(text.contains("does not reproduce"), "{text}");
     assert!(text.contains("changed=1"), "{text}");
 }
+
+/// A recorded refusal only a daemon answer shows (an ordinary mismatch) is
+/// not rechecked offline: the source passing every offline check does not
+/// change it.
+#[test]
+fn a_recorded_online_refusal_is_not_reproduced_offline() {
+    let (dir, store, sweep) = fixture();
+    let mut m = manifest(&sweep);
+    let i = first_verified(&m);
+    refused_at(&mut m, i);
+    let s = &mut m["sessions"][i];
+    s["verdict"] = json!("incomplete");
+    s["reasonClass"] = json!("ordinary-mismatch");
+    s["reason"] = json!("steps[1]: the ordinary answer differs from the projection");
+    let m = recounted(m);
+    let p = write(dir.path(), "online.json", &m);
+    let o = bin()
+        .args([
+            "audit-qualify",
+            p.to_str().unwrap(),
+            "--root",
+            store.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let text = output_text(&o);
+    assert!(!text.contains("does not reproduce"), "{text}");
+    assert!(text.contains("changed=0"), "{text}");
+}
