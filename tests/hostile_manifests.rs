@@ -260,3 +260,46 @@ fn a_recorded_online_refusal_is_not_reproduced_offline() {
     assert!(!text.contains("does not reproduce"), "{text}");
     assert!(text.contains("changed=0"), "{text}");
 }
+
+/// A recorded offline refusal whose location the source no longer shows is
+/// a change, though the source still refuses with that class.
+#[test]
+fn a_recorded_refusal_at_another_location_is_a_change() {
+    let (dir, store, sweep) = fixture();
+    let mut m = manifest(&sweep);
+    let i = m["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|s| {
+            s["reasonClass"].as_str().is_some_and(|c| {
+                ![
+                    "daemon-unavailable",
+                    "missing-evidence",
+                    "profile-changed",
+                    "full-mismatch",
+                    "ordinary-mismatch",
+                    "source-changed",
+                    "payload-changed",
+                ]
+                .contains(&c)
+            }) && s["reason"].as_str().is_some_and(|r| r.contains(": "))
+        })
+        .expect("an offline refusal with a location in the swept store");
+    let reason = m["sessions"][i]["reason"].as_str().unwrap().to_string();
+    let detail = &reason[reason.find(": ").unwrap()..];
+    m["sessions"][i]["reason"] = json!(format!("nowhere{detail}"));
+    let p = write(dir.path(), "moved.json", &m);
+    let o = bin()
+        .args([
+            "audit-qualify",
+            p.to_str().unwrap(),
+            "--root",
+            store.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let text = output_text(&o);
+    assert!(text.contains("refusal changed"), "{text}");
+    assert!(text.contains("changed=1"), "{text}");
+}
