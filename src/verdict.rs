@@ -222,3 +222,36 @@ pub mod exit {
     /// manifest to continue with `--resume`; a second Ctrl-C aborts at once.
     pub const INTERRUPTED: i32 = 130;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ReasonClass::{self, *};
+
+    /// A refusal the source alone shows is offline (`audit-qualify`
+    /// reproduces it); one that needs a daemon answer, an attestation or a
+    /// comparison with a capture is not.
+    #[test]
+    fn only_what_the_source_alone_shows_is_offline() {
+        for c in [
+            UnknownField,
+            SchemaDrift,
+            UserVersion,
+            LegacyAuthentication,
+            UnqualifiedProjection,
+        ] {
+            assert!(c.offline(), "{c}");
+        }
+        let online: [ReasonClass; 7] = [
+            DaemonUnavailable,
+            MissingEvidence,
+            ProfileChanged,
+            FullMismatch,
+            OrdinaryMismatch,
+            SourceChanged,
+            PayloadChanged,
+        ];
+        for c in online {
+            assert!(!c.offline(), "{c}");
+        }
+    }
+}

@@ -488,3 +488,16 @@ fn every_gate_keeps_its_code_and_writes_its_files_into_a_closed_pipe() {
     }
     drop(sim);
 }
+
+/// Read, standard output gets every byte a command prints: `rules` prints
+/// the rule table whole (the terminal drops only what a closed pipe
+/// refuses).
+#[test]
+fn a_read_stdout_gets_every_byte() {
+    let o = bin().arg("rules").output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8(o.stdout).unwrap(),
+        agy_audit::project::table::text()
+    );
+}

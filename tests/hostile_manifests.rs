@@ -222,3 +222,75 @@ fn a_recorded_refusal_that_does_not_reproduce_is_a_change() {
     assert!(text.contains("does not reproduce"), "{text}");
     assert!(text.contains("changed=1"), "{text}");
 }
+
+/// A recorded refusal only a daemon answer shows (an ordinary mismatch) is
+/// not rechecked offline: the source passing every offline check does not
+/// change it.
+#[test]
+fn a_recorded_online_refusal_is_not_reproduced_offline() {
+    let (dir, store, sweep) = fixture();
+    let mut m = manifest(&sweep);
+    let i = first_verified(&m);
+    refused_at(&mut m, i);
+    let s = &mut m["sessions"][i];
+    s["verdict"] = json!("incomplete");
+    s["reasonClass"] = json!("ordinary-mismatch");
+    s["reason"] = json!("steps[1]: the ordinary answer differs from the projection");
+    let m = recounted(m);
+    let p = write(dir.path(), "online.json", &m);
+    let o = bin()
+        .args([
+            "audit-qualify",
+            p.to_str().unwrap(),
+            "--root",
+            store.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let text = output_text(&o);
+    assert!(!text.contains("does not reproduce"), "{text}");
+    assert!(text.contains("changed=0"), "{text}");
+}
+
+/// A recorded offline refusal whose location the source no longer shows is
+/// a change, though the source still refuses with that class.
+#[test]
+fn a_recorded_refusal_at_another_location_is_a_change() {
+    let (dir, store, sweep) = fixture();
+    let mut m = manifest(&sweep);
+    let i = m["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|s| {
+            s["reasonClass"].as_str().is_some_and(|c| {
+                ![
+                    "daemon-unavailable",
+                    "missing-evidence",
+                    "profile-changed",
+                    "full-mismatch",
+                    "ordinary-mismatch",
+                    "source-changed",
+                    "payload-changed",
+                ]
+                .contains(&c)
+            }) && s["reason"].as_str().is_some_and(|r| r.contains(": "))
+        })
+        .expect("an offline refusal with a location in the swept store");
+    let reason = m["sessions"][i]["reason"].as_str().unwrap().to_string();
+    let detail = &reason[reason.find(": ").unwrap()..];
+    m["sessions"][i]["reason"] = json!(format!("nowhere{detail}"));
+    let p = write(dir.path(), "moved.json", &m);
+    let o = bin()
+        .args([
+            "audit-qualify",
+            p.to_str().unwrap(),
+            "--root",
+            store.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let text = output_text(&o);
+    assert!(text.contains("refusal changed"), "{text}");
+    assert!(text.contains("changed=1"), "{text}");
+}

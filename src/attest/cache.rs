@@ -680,6 +680,66 @@ mod tests {
         );
     }
 
+    /// A replacement keeps `agyReader` members from the document it
+    /// replaces: the reader's own (attested) sidecar or an unattested
+    /// trajectory sidecar; nothing else has a document to keep from.
+    #[test]
+    fn a_replacement_keeps_members_only_of_an_own_or_trajectory_sidecar() {
+        let (side, _) = minted(&format!(r#"{{"cascadeId":"{ID}","steps":[]}}"#));
+        let doc: Value = serde_json::from_str(&side).unwrap();
+        let s = Schema::modeled().unwrap();
+        let own = classify_bytes(side.as_bytes(), &s, ID);
+        assert!(matches!(own, Existing::Attested(_)), "{own:?}");
+        assert_eq!(own.doc(), Some(&doc));
+        let bare = json!({"cascadeId": ID, "agyReader": {"parentCascadeId": "p"}});
+        let unattested = classify_value(&bare);
+        assert!(
+            matches!(unattested, Existing::Unattested { .. }),
+            "{unattested:?}"
+        );
+        assert_eq!(unattested.doc(), Some(&bare));
+        assert_eq!(Existing::Absent.doc(), None);
+        assert_eq!(classify_value(&json!([1])).doc(), None);
+    }
+
+    /// What sits at the path decides first: nothing there is `Absent`, a
+    /// regular file is judged by its bytes, and a link, a folder or a path
+    /// that cannot be looked up is not a sidecar (and never the reader's own).
+    #[cfg(unix)]
+    #[test]
+    fn only_a_regular_file_is_read() {
+        let s = Schema::modeled().unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let (side, digest) = minted(&format!(r#"{{"cascadeId":"{ID}","steps":[]}}"#));
+        let file = d.path().join("a.trajectory.json");
+        std::fs::write(&file, &side).unwrap();
+        assert!(matches!(classify(&file, &s, ID), Existing::Attested(_)));
+        assert_eq!(
+            attested_at(&file, ID).map(|saved| saved.payload),
+            Some(Ok(digest))
+        );
+        assert!(attested_at(&file, "0b6b2f0e-1c1d-4a7e-9a5e-0d6f3f1f2a01").is_none());
+        let absent = d.path().join("b.trajectory.json");
+        assert!(matches!(classify(&absent, &s, ID), Existing::Absent));
+        assert!(attested_at(&absent, ID).is_none());
+        let link = d.path().join("c.trajectory.json");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert!(matches!(
+            classify(&link, &s, ID),
+            Existing::Foreign(NotASidecar::Symlink)
+        ));
+        assert!(attested_at(&link, ID).is_none());
+        assert!(matches!(
+            classify(d.path(), &s, ID),
+            Existing::Foreign(NotASidecar::NotAFile)
+        ));
+        // through a file: the lookup fails, and not with "not found"
+        assert!(matches!(
+            classify(&file.join("x"), &s, ID),
+            Existing::Foreign(NotASidecar::Unreadable(_))
+        ));
+    }
+
     #[test]
     fn equal_bytes_are_a_no_op() {
         let d = tempfile::tempdir().unwrap();

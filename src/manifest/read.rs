@@ -575,6 +575,34 @@ mod tests {
         );
     }
 
+    /// A manifest is given as the file or as the sweep folder holding
+    /// `manifest.json`; a refusal names the file and carries its problem, a
+    /// read error has none.
+    #[test]
+    fn read_takes_a_file_or_a_sweep_folder_and_names_the_file() {
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join(MANIFEST_FILE);
+        std::fs::write(
+            &file,
+            include_bytes!("../../manifests/default-corpus.manifest.json"),
+        )
+        .unwrap();
+        let (at, m) = read(d.path()).expect("the folder's manifest reads");
+        assert_eq!((at, m.sessions.len()), (file.clone(), 405));
+        let (at, _) = read(&file).expect("the file reads");
+        assert_eq!(at, file);
+        let bad = d.path().join("bad.json");
+        std::fs::write(&bad, br#"{"manifestVersion":"5"}"#).unwrap();
+        let e = read(&bad).unwrap_err();
+        assert!(
+            matches!(e.problem(), Some(ManifestProblem::Version { .. })),
+            "{e}"
+        );
+        assert!(e.to_string().starts_with(&bad.display().to_string()), "{e}");
+        let e = read(&d.path().join("absent.json")).unwrap_err();
+        assert_eq!(e.problem(), None, "{e}");
+    }
+
     #[test]
     fn the_version_must_be_the_number_5() {
         let mut v = captured();
@@ -719,6 +747,51 @@ mod tests {
         assert_eq!(problem(&v), ManifestProblem::CompleteUnfinished);
     }
 
+    /// A complete merged manifest records no missing shard, no problem and
+    /// no shard that was not complete; each of those is refused.
+    #[test]
+    fn a_complete_merge_records_every_shard_complete() {
+        let shard = |i: usize, complete: bool| json!({"shard": format!("{i}/2"), "file": format!("{i}.json"), "sessions": 1, "complete": complete});
+        let mut v = captured();
+        v["merged"] = json!({"shardCount": 2, "shards": [shard(1, true), shard(2, true)]});
+        parse_strict(&serde_json::to_vec(&v).unwrap()).expect("a complete merge reads");
+        let mut missing = v.clone();
+        missing["merged"]["shards"] = json!([shard(1, true)]);
+        missing["merged"]["missing"] = json!([2]);
+        let mut problem_recorded = v.clone();
+        problem_recorded["merged"]["problems"] = json!(["shard 2/2 records no readerProfiles"]);
+        let mut incomplete = v.clone();
+        incomplete["merged"]["shards"][1] = shard(2, false);
+        for bad in [missing, problem_recorded, incomplete] {
+            assert!(
+                matches!(problem(&bad), ManifestProblem::CompleteMergeProblems(_)),
+                "{}",
+                bad["merged"]
+            );
+        }
+    }
+
+    /// The walk bounds nesting at [`MAX_DEPTH`] containers: that many is
+    /// JSON (and then not a manifest's shape), one more is not JSON.
+    #[test]
+    fn nesting_is_bounded_where_the_walk_bounds_it() {
+        let nested = |n: usize| {
+            format!(
+                r#"{{"manifestVersion":5,"x":{}1{}}}"#,
+                "[".repeat(n - 1),
+                "]".repeat(n - 1)
+            )
+        };
+        assert!(matches!(
+            parse_strict(nested(MAX_DEPTH).as_bytes()).unwrap_err(),
+            ManifestProblem::Shape(_)
+        ));
+        assert!(matches!(
+            parse_strict(nested(MAX_DEPTH + 1).as_bytes()).unwrap_err(),
+            ManifestProblem::NotJson { .. }
+        ));
+    }
+
     #[test]
     fn shard_members_must_agree() {
         for bad in ["+2/2", "0/2", "3/2", "02/2", "1/ 2", "1/2/3", "a/b", "1"] {
@@ -766,17 +839,54 @@ mod tests {
         ));
     }
 
+    /// A shape listing is a plain file name beside the manifest: each
+    /// near-miss (empty, `.`, `..`, a separator of any platform, NUL, a
+    /// drive or stream colon) is refused, naming which listing.
     #[test]
     fn a_listing_file_is_a_bare_name() {
+        let listing = |file: &str| json!({"file": file, "fingerprint": "sha256:0", "entries": 0, "documents": 0});
         let mut v = captured();
-        if v.get("shapes").is_none() {
-            return;
+        v["shapes"] = json!({
+            "ordinary": listing("shapes-ordinary.tsv"),
+            "full": listing("shapes-full.tsv"),
+        });
+        parse_strict(&serde_json::to_vec(&v).unwrap()).expect("bare names read");
+        for bad in [
+            "",
+            ".",
+            "..",
+            "a/b",
+            "a\\b",
+            "a\0b",
+            "c:x",
+            "../../etc/passwd",
+        ] {
+            for which in ["ordinary", "full"] {
+                let mut v = v.clone();
+                v["shapes"][which]["file"] = json!(bad);
+                assert_eq!(
+                    problem(&v),
+                    ManifestProblem::ShapesFile {
+                        which,
+                        file: bad.into()
+                    },
+                    "{bad:?}"
+                );
+            }
         }
-        v["shapes"]["full"]["file"] = json!("../../etc/passwd");
-        assert!(matches!(
-            problem(&v),
-            ManifestProblem::ShapesFile { which: "full", .. }
-        ));
+    }
+
+    /// The path of a repeated member counts every element of an array,
+    /// scalars too.
+    #[test]
+    fn a_repeated_member_is_placed_after_scalars() {
+        let text = r#"{"manifestVersion":5,"profiles":["a",{"x":1,"x":2}]}"#;
+        assert_eq!(
+            parse_strict(text.as_bytes()).unwrap_err(),
+            ManifestProblem::RepeatedMember {
+                path: "profiles[1].x".into()
+            }
+        );
     }
 
     #[test]

@@ -218,3 +218,54 @@ pub fn qualify(ctx: &AuditContext<'_>, manifest: &Manifest, root: &Path) -> Vec<
         .map(|s| recheck(ctx, root, s))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::RuleId;
+
+    /// A recorded refusal reproduces when the refusal found now has its
+    /// class, its location (the recorded text's `location: ` prefix) and
+    /// its rule; the detail's wording is not compared. Each near-miss does
+    /// not reproduce.
+    #[test]
+    fn a_refusal_reproduces_by_class_location_and_rule() {
+        let (a, b) = (RuleId::ALL[0].id(), RuleId::ALL[1].id());
+        let was = Refused::recorded(
+            ReasonClass::UnqualifiedProjection,
+            format!("steps[3]: out of bounds ({a})"),
+        );
+        let now = |class, location: &str, detail: String| Refusal::new(class, location, detail);
+        let projection = ReasonClass::UnqualifiedProjection;
+        assert!(reproduces(
+            &was,
+            &now(projection, "steps[3]", format!("reworded ({a})"))
+        ));
+        for (class, location, detail) in [
+            (
+                ReasonClass::UnknownField,
+                "steps[3]",
+                format!("out of bounds ({a})"),
+            ),
+            (projection, "steps[4]", format!("out of bounds ({a})")),
+            (projection, "steps[3", format!("out of bounds ({a})")),
+            (projection, "steps[3]", format!("out of bounds ({b})")),
+            (projection, "steps[3]", "out of bounds".to_string()),
+        ] {
+            assert!(
+                !reproduces(&was, &now(class, location, detail.clone())),
+                "{class} {location}: {detail}"
+            );
+        }
+        // Found now without a location: the class and the rule decide.
+        let bare = Refused::recorded(ReasonClass::SchemaDrift, "missing table".into());
+        assert!(reproduces(
+            &bare,
+            &now(ReasonClass::SchemaDrift, "", "missing table".into())
+        ));
+        assert!(!reproduces(
+            &bare,
+            &now(ReasonClass::UserVersion, "", "missing table".into())
+        ));
+    }
+}

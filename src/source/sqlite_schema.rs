@@ -641,6 +641,114 @@ mod tests {
         assert_eq!(full(&db(str::to_string, false)), vec![]);
     }
 
+    /// An index agy does not write is an unexpected object, on a table that
+    /// has agy's indexes as on one that has none: an index is known by its
+    /// name and its table together.
+    #[test]
+    fn an_extra_index_is_refused() {
+        for (sql, name) in [
+            ("CREATE INDEX `idx_extra` ON `steps`(`idx`)", "idx_extra"),
+            (
+                "CREATE INDEX `idx_gen` ON `gen_metadata`(`size`)",
+                "idx_gen",
+            ),
+        ] {
+            let c = db(str::to_string, false);
+            c.execute_batch(sql).unwrap();
+            let refused = full(&c);
+            assert!(
+                refused
+                    .iter()
+                    .any(|r| r.location == format!("sqlite_master index `{name}`")),
+                "{refused:?}"
+            );
+        }
+    }
+
+    /// An index SQLite keeps but `sqlite_master` does not list (a WITHOUT
+    /// ROWID table's key) is refused by the index check itself; an extra
+    /// index that is listed is refused once, as an unexpected object.
+    #[test]
+    fn an_index_only_sqlite_lists_is_refused_and_a_listed_one_once() {
+        let c = db(
+            |s| {
+                if s.contains("TABLE `executor_metadata`") {
+                    format!("{s} WITHOUT ROWID")
+                } else {
+                    s.to_string()
+                }
+            },
+            false,
+        );
+        let refused = full(&c);
+        assert!(
+            refused
+                .iter()
+                .any(|r| r.location == "index `sqlite_autoindex_executor_metadata_1`"),
+            "{refused:?}"
+        );
+        let c = db(str::to_string, false);
+        c.execute_batch("CREATE INDEX `idx_extra` ON `steps`(`idx`)")
+            .unwrap();
+        let refused = full(&c);
+        assert_eq!(
+            refused
+                .iter()
+                .filter(|r| r.location.contains("idx_extra"))
+                .count(),
+            1,
+            "{refused:?}"
+        );
+    }
+
+    /// Each part of a column's declaration as SQLite reports it is compared
+    /// on its own: a NOT NULL dropped, another DEFAULT, another place in the
+    /// primary key.
+    #[test]
+    fn each_part_of_a_column_declaration_is_compared() {
+        for (table, from, to, column) in [
+            (
+                "steps",
+                "`step_type` integer NOT NULL DEFAULT 0",
+                "`step_type` integer DEFAULT 0",
+                "step_type",
+            ),
+            (
+                "gen_metadata",
+                "`size` integer NOT NULL DEFAULT 0",
+                "`size` integer NOT NULL DEFAULT 1",
+                "size",
+            ),
+            (
+                "executor_metadata",
+                "PRIMARY KEY (`idx`))",
+                "PRIMARY KEY (`idx`,`data`))",
+                "data",
+            ),
+        ] {
+            let c = db(
+                |s| {
+                    if s.contains(&format!("TABLE `{table}`")) {
+                        s.replace(from, to)
+                    } else {
+                        s.to_string()
+                    }
+                },
+                false,
+            );
+            let cols = TABLES.iter().find(|(t, _)| *t == table).unwrap().1;
+            let mut out = Vec::new();
+            check_table(&c, table, cols, &mut out).unwrap();
+            assert!(
+                out.iter().any(
+                    |r| r.location == format!("table `{table}` column `{column}`")
+                        && r.detail.starts_with("declared")
+                ),
+                "{table}: {out:?}"
+            );
+        }
+    }
+
     /// The collation is SQLite's answer (column metadata), not only a
     /// clause the text reader refuses.
     #[test]

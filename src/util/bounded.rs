@@ -144,12 +144,16 @@ fn open_regular(
 /// The bytes of the regular file at `path` (a symbolic link to one is
 /// followed), at most `kind`'s cap.
 pub fn read_regular(path: &Path, kind: InputKind) -> Result<Vec<u8>, BoundedReadError> {
+    read_capped(path, kind, kind.cap())
+}
+
+/// [`read_regular`] under the cap `cap` (the tests' caps are small).
+fn read_capped(path: &Path, kind: InputKind, cap: u64) -> Result<Vec<u8>, BoundedReadError> {
     let io = |source| BoundedReadError::Io {
         path: path.to_path_buf(),
         source,
     };
     let (file, meta) = open_regular(path, kind)?;
-    let cap = kind.cap();
     if meta.len() > cap {
         return Err(BoundedReadError::TooLarge {
             path: path.to_path_buf(),
@@ -241,6 +245,55 @@ mod tests {
                 e,
                 BoundedReadError::NotAFile {
                     what: "a folder",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    /// The cap is the most bytes a file may hold: a file of exactly `cap`
+    /// bytes reads whole, one more is refused before it is read.
+    #[test]
+    fn a_file_of_the_cap_reads_whole_and_one_more_byte_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("m.json");
+        std::fs::write(&p, b"0123456789abcdef").unwrap();
+        assert_eq!(
+            read_capped(&p, InputKind::Manifest, 16).unwrap(),
+            b"0123456789abcdef"
+        );
+        let e = read_capped(&p, InputKind::Manifest, 15).unwrap_err();
+        assert!(
+            matches!(e, BoundedReadError::TooLarge { cap: 15, .. }),
+            "{e}"
+        );
+    }
+
+    /// A file that holds more than its size says (a procfs file says 0) is
+    /// refused once the bytes read pass the cap, never cut short at it.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_file_longer_than_its_size_says_is_refused_at_the_cap() {
+        let p = Path::new("/proc/self/status");
+        assert_eq!(std::fs::metadata(p).unwrap().len(), 0);
+        let e = read_capped(p, InputKind::Manifest, 16).unwrap_err();
+        assert!(
+            matches!(e, BoundedReadError::TooLarge { cap: 16, .. }),
+            "{e}"
+        );
+    }
+
+    /// A device is named as one.
+    #[cfg(unix)]
+    #[test]
+    fn a_device_is_refused_by_name() {
+        let e = read_regular(Path::new("/dev/null"), InputKind::Manifest).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                BoundedReadError::NotAFile {
+                    what: "a device",
                     ..
                 }
             ),
