@@ -236,7 +236,7 @@ fn a_recorded_online_refusal_is_not_reproduced_offline() {
     s["verdict"] = json!("incomplete");
     s["reasonClass"] = json!("ordinary-mismatch");
     s["reason"] = json!("steps[1]: the ordinary answer differs from the projection");
-    let m = recounted(m);
+    let m = common::recounted(m);
     let p = write(dir.path(), "online.json", &m);
     let o = bin()
         .args([
