@@ -11,6 +11,19 @@ mod common;
 use common::{bin, output_text, wait_with_deadline};
 use std::process::Stdio;
 
+/// Runs `c` to its end, failing the test past a minute (a command that
+/// waits on a FIFO would never end): its exit code and its output.
+fn within_a_minute(c: &mut std::process::Command) -> (Option<i32>, String) {
+    let mut child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = wait_with_deadline(&mut child, 60, &format!("{c:?}"));
+    let o = child.wait_with_output().unwrap();
+    (status.code(), output_text(&o))
+}
+
 fn mkfifo(p: &std::path::Path) {
     let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
     // SAFETY: a plain mkfifo(3) on a path in a fresh temp folder.
@@ -47,17 +60,8 @@ fn a_fifo_cli_log_is_refused_not_waited_on() {
         vec!["sync", "--root", root, &id],
     ];
     for args in runs {
-        let mut child = bin()
-            .args(&args)
-            .env("HOME", dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let status = wait_with_deadline(&mut child, 60, &format!("{args:?}"));
-        let o = child.wait_with_output().unwrap();
-        let text = output_text(&o);
-        assert_ne!(status.code(), Some(0), "{args:?}: {text}");
+        let (code, text) = within_a_minute(bin().args(&args).env("HOME", dir.path()));
+        assert_ne!(code, Some(0), "{args:?}: {text}");
         assert!(
             text.contains("a FIFO") && text.contains("cli.log"),
             "{args:?} does not name the FIFO: {text}"
@@ -121,19 +125,9 @@ fn a_listing_is_read_once_and_a_fifo_listing_is_refused() {
         if args[1] == "diff" {
             c.arg(&listing);
         }
-        let mut child = c
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let status = wait_with_deadline(&mut child, 60, &format!("{args:?}"));
-        let o = child.wait_with_output().unwrap();
-        assert_eq!(status.code(), Some(1), "{args:?}: {}", output_text(&o));
-        assert!(
-            output_text(&o).contains("a FIFO"),
-            "{args:?}: {}",
-            output_text(&o)
-        );
+        let (code, text) = within_a_minute(&mut c);
+        assert_eq!(code, Some(1), "{args:?}: {text}");
+        assert!(text.contains("a FIFO"), "{args:?}: {text}");
     }
 }
 

@@ -43,6 +43,18 @@ fn refused_at(m: &mut Value, i: usize) {
     }
 }
 
+/// `audit-qualify MANIFEST --root STORE`: its exit code and its output.
+fn qualify(manifest: &Path, store: &Path) -> (Option<i32>, String) {
+    let o = bin()
+        .arg("audit-qualify")
+        .arg(manifest)
+        .arg("--root")
+        .arg(store)
+        .output()
+        .unwrap();
+    (o.status.code(), output_text(&o))
+}
+
 fn write(dir: &Path, name: &str, v: &Value) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, serde_json::to_vec_pretty(v).unwrap()).unwrap();
@@ -208,17 +220,8 @@ fn a_recorded_refusal_that_does_not_reproduce_is_a_change() {
     refused_at(&mut m, i);
     let m = common::recounted(m);
     let p = write(dir.path(), "forged.json", &m);
-    let o = bin()
-        .args([
-            "audit-qualify",
-            p.to_str().unwrap(),
-            "--root",
-            store.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    let text = output_text(&o);
-    assert_ne!(o.status.code(), Some(0), "{text}");
+    let (code, text) = qualify(&p, &store);
+    assert_ne!(code, Some(0), "{text}");
     assert!(text.contains("does not reproduce"), "{text}");
     assert!(text.contains("changed=1"), "{text}");
 }
@@ -238,16 +241,7 @@ fn a_recorded_online_refusal_is_not_reproduced_offline() {
     s["reason"] = json!("steps[1]: the ordinary answer differs from the projection");
     let m = common::recounted(m);
     let p = write(dir.path(), "online.json", &m);
-    let o = bin()
-        .args([
-            "audit-qualify",
-            p.to_str().unwrap(),
-            "--root",
-            store.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    let text = output_text(&o);
+    let (_, text) = qualify(&p, &store);
     assert!(!text.contains("does not reproduce"), "{text}");
     assert!(text.contains("changed=0"), "{text}");
 }
@@ -281,16 +275,8 @@ fn a_recorded_refusal_at_another_location_is_a_change() {
     let detail = &reason[reason.find(": ").unwrap()..];
     m["sessions"][i]["reason"] = json!(format!("nowhere{detail}"));
     let p = write(dir.path(), "moved.json", &m);
-    let o = bin()
-        .args([
-            "audit-qualify",
-            p.to_str().unwrap(),
-            "--root",
-            store.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    let text = output_text(&o);
+    let (code, text) = qualify(&p, &store);
+    assert_ne!(code, Some(0), "{text}");
     assert!(text.contains("refusal changed"), "{text}");
     assert!(text.contains("changed=1"), "{text}");
 }
