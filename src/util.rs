@@ -8,6 +8,17 @@ pub mod json_walk;
 pub mod term;
 pub mod time;
 
+/// The longest run of `c` in `s` (a Markdown code span's fence must be
+/// longer than any backtick run inside it).
+pub fn longest_run(s: &str, c: char) -> usize {
+    let (mut run, mut longest) = (0, 0);
+    for x in s.chars() {
+        run = if x == c { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    longest
+}
+
 /// For `#[serde(skip_serializing_if)]`: a count that is zero is left out.
 pub fn is_zero(n: &usize) -> bool {
     *n == 0

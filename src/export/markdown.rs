@@ -72,16 +72,7 @@ pub fn link(uri: &str) -> String {
 /// An inline code span that shows `text` verbatim, backticks included.
 fn code(text: &str) -> String {
     let text = text.replace('\n', " ");
-    let mut longest = 0;
-    let mut run = 0;
-    for c in text.chars() {
-        if c == '`' {
-            run += 1;
-            longest = longest.max(run);
-        } else {
-            run = 0;
-        }
-    }
+    let longest = crate::util::longest_run(&text, '`');
     if longest == 0 {
         return format!("`{text}`");
     }

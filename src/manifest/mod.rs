@@ -368,6 +368,43 @@ impl SessionRecord {
     }
 }
 
+/// Every figure of a manifest that its sessions determine: what
+/// [`Manifest::recount`] writes and what the strict reader
+/// ([`read::check`]) holds the recorded figures to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recount {
+    pub counts: Counts,
+    pub counts_by_profile: BTreeMap<String, Counts>,
+    pub counts_by_format: BTreeMap<String, Counts>,
+    /// The profiles that minted a result, sorted.
+    pub profiles: Vec<String>,
+    pub steps: u64,
+    pub source_bytes: u64,
+}
+
+impl Recount {
+    pub fn of(sessions: &[SessionRecord]) -> Recount {
+        let mut r = Recount::default();
+        for s in sessions {
+            r.counts.add(s);
+            if !s.profile.is_empty() {
+                r.counts_by_profile
+                    .entry(s.profile.clone())
+                    .or_default()
+                    .add(s);
+            }
+            r.counts_by_format
+                .entry(s.format.as_str().to_string())
+                .or_default()
+                .add(s);
+            r.steps += s.steps as u64;
+            r.source_bytes += s.bytes;
+        }
+        r.profiles = r.counts_by_profile.keys().cloned().collect();
+        r
+    }
+}
+
 /// Run timing.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -510,26 +547,15 @@ impl Manifest {
         self.recount();
     }
 
+    /// Sets every figure derived from the sessions ([`Recount`]).
     pub fn recount(&mut self) {
-        let mut counts = Counts::default();
-        let mut by_profile: BTreeMap<String, Counts> = BTreeMap::new();
-        let mut by_format: BTreeMap<String, Counts> = BTreeMap::new();
-        for s in &self.sessions {
-            counts.add(s);
-            if !s.profile.is_empty() {
-                by_profile.entry(s.profile.clone()).or_default().add(s);
-            }
-            by_format
-                .entry(s.format.as_str().to_string())
-                .or_default()
-                .add(s);
-        }
-        self.profiles = by_profile.keys().cloned().collect();
-        self.counts = counts;
-        self.counts_by_profile = by_profile;
-        self.counts_by_format = by_format;
-        self.timing.steps = self.sessions.iter().map(|s| s.steps as u64).sum();
-        self.timing.source_bytes = self.sessions.iter().map(|s| s.bytes).sum();
+        let r = Recount::of(&self.sessions);
+        self.profiles = r.profiles;
+        self.counts = r.counts;
+        self.counts_by_profile = r.counts_by_profile;
+        self.counts_by_format = r.counts_by_format;
+        self.timing.steps = r.steps;
+        self.timing.source_bytes = r.source_bytes;
     }
 
     pub fn to_json(&self) -> Vec<u8> {

@@ -36,7 +36,7 @@
 //! * a shape listing named by anything but a bare file name beside the
 //!   manifest.
 
-use super::{Counts, Manifest, MANIFEST_FILE, MANIFEST_VERSION};
+use super::{Counts, Manifest, Recount, MANIFEST_FILE, MANIFEST_VERSION};
 use crate::outcome::SessionOutcome;
 use crate::pipeline::shard::{in_shard, SHARD_ASSIGNMENT};
 use crate::source::looks_like_uuid;
@@ -268,8 +268,7 @@ fn counts_differ(member: &str, recorded: &Counts, recount: &Counts) -> Option<Ma
 }
 
 fn check_counts(m: &Manifest) -> Result<(), ManifestProblem> {
-    let mut again = m.clone();
-    again.recount();
+    let again = Recount::of(&m.sessions);
     if let Some(p) = counts_differ("counts", &m.counts, &again.counts) {
         return Err(p);
     }
@@ -312,11 +311,11 @@ fn check_counts(m: &Manifest) -> Result<(), ManifestProblem> {
     }
     // The report's throughput line prints these two: the sessions' own.
     for (member, recorded, recount) in [
-        ("timing.steps", m.timing.steps, again.timing.steps),
+        ("timing.steps", m.timing.steps, again.steps),
         (
             "timing.sourceBytes",
             m.timing.source_bytes,
-            again.timing.source_bytes,
+            again.source_bytes,
         ),
     ] {
         if recorded != recount {

@@ -61,21 +61,14 @@ pub fn md_text(s: &str) -> String {
 /// inside code).
 pub fn md_code(s: &str, in_table: bool) -> String {
     let mut body = String::with_capacity(s.len() + 4);
-    let (mut run, mut longest) = (0usize, 0usize);
     for c in s.chars() {
-        if c == '`' {
-            run += 1;
-            longest = longest.max(run);
-        } else {
-            run = 0;
-        }
         match c {
             c if c.is_control() => visible(&mut body, c),
             '|' if in_table => body.push_str("\\|"),
             c => body.push(c),
         }
     }
-    let fence = "`".repeat(longest + 1);
+    let fence = "`".repeat(crate::util::longest_run(s, '`') + 1);
     let pad = if body.starts_with('`') || body.ends_with('`') || body.is_empty() {
         " "
     } else {

@@ -128,7 +128,6 @@ fn open_regular(
         use std::os::unix::fs::OpenOptionsExt;
         options.custom_flags(libc::O_NONBLOCK);
     }
-    #[allow(clippy::disallowed_methods)] // this is the bounded reader
     let file = options.open(path).map_err(io)?;
     let meta = file.metadata().map_err(io)?;
     if !meta.is_file() {
@@ -149,26 +148,41 @@ pub fn read_regular(path: &Path, kind: InputKind) -> Result<Vec<u8>, BoundedRead
 
 /// [`read_regular`] under the cap `cap` (the tests' caps are small).
 fn read_capped(path: &Path, kind: InputKind, cap: u64) -> Result<Vec<u8>, BoundedReadError> {
-    let io = |source| BoundedReadError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
     let (file, meta) = open_regular(path, kind)?;
     if meta.len() > cap {
-        return Err(BoundedReadError::TooLarge {
-            path: path.to_path_buf(),
-            cap,
-            kind: kind.name(),
-        });
+        return Err(too_large(path, kind, cap));
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.take(cap + 1).read_to_end(&mut bytes).map_err(io)?;
-    if bytes.len() as u64 > cap {
-        return Err(BoundedReadError::TooLarge {
+    read_up_to(file, path, kind, cap, meta.len())
+}
+
+fn too_large(path: &Path, kind: InputKind, cap: u64) -> BoundedReadError {
+    BoundedReadError::TooLarge {
+        path: path.to_path_buf(),
+        cap,
+        kind: kind.name(),
+    }
+}
+
+/// All of `reader` (`path`'s bytes, `size_hint` of them expected), refused
+/// once more than `cap` bytes come: whatever its size said, nothing past
+/// the cap is kept.
+fn read_up_to(
+    reader: impl Read,
+    path: &Path,
+    kind: InputKind,
+    cap: u64,
+    size_hint: u64,
+) -> Result<Vec<u8>, BoundedReadError> {
+    let mut bytes = Vec::with_capacity(usize::try_from(size_hint.min(cap)).unwrap_or(0));
+    reader
+        .take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| BoundedReadError::Io {
             path: path.to_path_buf(),
-            cap,
-            kind: kind.name(),
-        });
+            source,
+        })?;
+    if bytes.len() as u64 > cap {
+        return Err(too_large(path, kind, cap));
     }
     Ok(bytes)
 }
@@ -179,24 +193,7 @@ pub fn read_input(path: &Path, kind: InputKind) -> Result<Vec<u8>, BoundedReadEr
     if path.as_os_str() != "-" {
         return read_regular(path, kind);
     }
-    let cap = kind.cap();
-    let mut bytes = Vec::new();
-    std::io::stdin()
-        .lock()
-        .take(cap + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|source| BoundedReadError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-    if bytes.len() as u64 > cap {
-        return Err(BoundedReadError::TooLarge {
-            path: path.to_path_buf(),
-            cap,
-            kind: kind.name(),
-        });
-    }
-    Ok(bytes)
+    read_up_to(std::io::stdin().lock(), path, kind, kind.cap(), 0)
 }
 
 /// The last `kind.cap()` bytes of the regular file at `path`, from the
