@@ -38,6 +38,10 @@ pub enum Error {
     Daemon(#[from] crate::rpc::error::RpcError),
     #[error(transparent)]
     Shapes(#[from] crate::shapes::ShapeError),
+    /// An input file refused by the bounded reader (not a regular file, or
+    /// larger than its kind's cap: `crate::util::bounded`).
+    #[error(transparent)]
+    Input(#[from] crate::util::bounded::BoundedReadError),
 }
 
 impl Error {

@@ -79,6 +79,9 @@ pub enum NotASidecar {
     NotAFile,
     #[error("cannot be read: {0}")]
     Unreadable(String),
+    /// Larger than the sidecar cap ([`sidecar_cap`]): not read at all.
+    #[error("{size} bytes, larger than {cap}, the most a sidecar is read at (the response cap `--max-response-bytes` plus 16 MiB)")]
+    TooLarge { size: u64, cap: u64 },
     #[error("not JSON: {0}")]
     NotJson(String),
     #[error("no attestation, and it does not read strictly: {0}")]
@@ -153,10 +156,23 @@ impl Existing {
     }
 }
 
-/// The bytes of the regular file at `path`: `None` when nothing is there;
-/// a symbolic link, anything but a regular file, or a read error is not a
-/// sidecar.
-fn regular_file(path: &Path) -> Result<Option<Vec<u8>>, NotASidecar> {
+/// The room a sidecar has beyond the response it was written from: the
+/// `agyReader` record (a sidecar is the answer's trajectory member,
+/// written compact, plus that record).
+const SIDECAR_MARGIN: u64 = 16 << 20;
+
+/// The most bytes a sidecar is read at, under the response cap `max_body`
+/// (`--max-response-bytes`): at least the response cap, so the tool never
+/// refuses (and refetches forever) a sidecar it wrote itself; a larger file
+/// is not read at all (issue 45 item 1) and is left alone.
+pub fn sidecar_cap(max_body: u64) -> u64 {
+    max_body.saturating_add(SIDECAR_MARGIN)
+}
+
+/// The bytes of the regular file at `path`, at most `cap`: `None` when
+/// nothing is there; a symbolic link, anything but a regular file, a file
+/// larger than `cap` or a read error is not a sidecar.
+fn regular_file(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, NotASidecar> {
     let meta = match std::fs::symlink_metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -168,15 +184,30 @@ fn regular_file(path: &Path) -> Result<Option<Vec<u8>>, NotASidecar> {
     if !meta.is_file() {
         return Err(NotASidecar::NotAFile);
     }
-    std::fs::read(path)
-        .map(Some)
-        .map_err(|e| NotASidecar::Unreadable(crate::util::io_text(&e)))
+    if meta.len() > cap {
+        return Err(NotASidecar::TooLarge {
+            size: meta.len(),
+            cap,
+        });
+    }
+    use crate::util::bounded::{read_capped, BoundedReadError, InputKind};
+    match read_capped(path, InputKind::Sidecar, cap) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(BoundedReadError::NotAFile { .. }) => Err(NotASidecar::NotAFile),
+        Err(BoundedReadError::TooLarge { cap, .. }) => Err(NotASidecar::TooLarge {
+            size: cap.saturating_add(1),
+            cap,
+        }),
+        Err(BoundedReadError::Io { source, .. }) => {
+            Err(NotASidecar::Unreadable(crate::util::io_text(&source)))
+        }
+    }
 }
 
 /// Classifies the file at `path` for the conversation `cascade` (see the
-/// module documentation).
-pub fn classify(path: &Path, schema: &Schema, cascade: &str) -> Existing {
-    match regular_file(path) {
+/// module documentation), read at most `cap` bytes ([`sidecar_cap`]).
+pub fn classify(path: &Path, schema: &Schema, cascade: &str, cap: u64) -> Existing {
+    match regular_file(path, cap) {
         Ok(Some(bytes)) => classify_bytes(&bytes, schema, cascade),
         Ok(None) => Existing::Absent,
         Err(why) => Existing::Foreign(why),
@@ -185,9 +216,10 @@ pub fn classify(path: &Path, schema: &Schema, cascade: &str) -> Existing {
 
 /// This reader family's own sidecar at `path` for `cascade`, when that is
 /// what sits there: the ownership half of [`classify`], which needs no
-/// schema (`list`'s state column).
-pub fn attested_at(path: &Path, cascade: &str) -> Option<Box<Saved>> {
-    match read_saved(&regular_file(path).ok()??, cascade) {
+/// schema (`list`'s state column), read at most `cap` bytes
+/// ([`sidecar_cap`]).
+pub fn attested_at(path: &Path, cascade: &str, cap: u64) -> Option<Box<Saved>> {
+    match read_saved(&regular_file(path, cap).ok()??, cascade) {
         Reading::Own(saved) => Some(saved),
         _ => None,
     }
@@ -415,7 +447,16 @@ pub fn write_sidecar(
 ) -> Result<Written, WriteError> {
     let existed = match std::fs::symlink_metadata(path) {
         Ok(m) if m.is_file() => {
-            if std::fs::read(path).is_ok_and(|old| old == bytes) {
+            // equal bytes have equal lengths: a file of another length is
+            // never read to be compared
+            let same = m.len() == bytes.len() as u64
+                && crate::util::bounded::read_capped(
+                    path,
+                    crate::util::bounded::InputKind::Sidecar,
+                    bytes.len() as u64,
+                )
+                .is_ok_and(|old| old == bytes);
+            if same {
                 #[cfg(unix)]
                 {
                     use std::os::unix::fs::PermissionsExt;
@@ -708,36 +749,69 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn only_a_regular_file_is_read() {
+        use crate::util::bounded::InputKind;
+        const CAP: u64 = 1 << 20;
         let s = Schema::modeled().unwrap();
         let d = tempfile::tempdir().unwrap();
         let (side, digest) = minted(&format!(r#"{{"cascadeId":"{ID}","steps":[]}}"#));
         let file = d.path().join("a.trajectory.json");
         std::fs::write(&file, &side).unwrap();
-        assert!(matches!(classify(&file, &s, ID), Existing::Attested(_)));
+        assert!(matches!(
+            classify(&file, &s, ID, CAP),
+            Existing::Attested(_)
+        ));
         assert_eq!(
-            attested_at(&file, ID).map(|saved| saved.payload),
+            attested_at(&file, ID, CAP).map(|saved| saved.payload),
             Some(Ok(digest))
         );
-        assert!(attested_at(&file, "0b6b2f0e-1c1d-4a7e-9a5e-0d6f3f1f2a01").is_none());
+        assert!(attested_at(&file, "0b6b2f0e-1c1d-4a7e-9a5e-0d6f3f1f2a01", CAP).is_none());
         let absent = d.path().join("b.trajectory.json");
-        assert!(matches!(classify(&absent, &s, ID), Existing::Absent));
-        assert!(attested_at(&absent, ID).is_none());
+        assert!(matches!(classify(&absent, &s, ID, CAP), Existing::Absent));
+        assert!(attested_at(&absent, ID, CAP).is_none());
         let link = d.path().join("c.trajectory.json");
         std::os::unix::fs::symlink(&file, &link).unwrap();
         assert!(matches!(
-            classify(&link, &s, ID),
+            classify(&link, &s, ID, CAP),
             Existing::Foreign(NotASidecar::Symlink)
         ));
-        assert!(attested_at(&link, ID).is_none());
+        assert!(attested_at(&link, ID, CAP).is_none());
         assert!(matches!(
-            classify(d.path(), &s, ID),
+            classify(d.path(), &s, ID, CAP),
             Existing::Foreign(NotASidecar::NotAFile)
         ));
         // through a file: the lookup fails, and not with "not found"
         assert!(matches!(
-            classify(&file.join("x"), &s, ID),
+            classify(&file.join("x"), &s, ID, CAP),
             Existing::Foreign(NotASidecar::Unreadable(_))
         ));
+        // past the cap: not read (a sparse file costs nothing), named
+        let huge = d.path().join("d.trajectory.json");
+        std::fs::File::create(&huge)
+            .unwrap()
+            .set_len(CAP + 1)
+            .unwrap();
+        assert!(matches!(
+            classify(&huge, &s, ID, CAP),
+            Existing::Foreign(NotASidecar::TooLarge { size, cap: CAP }) if size == CAP + 1
+        ));
+        assert!(attested_at(&huge, ID, CAP).is_none());
+        // the cap is the response cap plus the record's room: a sidecar
+        // exactly at it reads
+        let at_cap = d.path().join("e.trajectory.json");
+        std::fs::write(&at_cap, &side).unwrap();
+        let exact = side.len() as u64;
+        assert!(matches!(
+            classify(&at_cap, &s, ID, exact),
+            Existing::Attested(_)
+        ));
+        assert!(matches!(
+            classify(&at_cap, &s, ID, exact - 1),
+            Existing::Foreign(NotASidecar::TooLarge { .. })
+        ));
+        assert_eq!(
+            sidecar_cap(crate::rpc::DEFAULT_MAX_BODY),
+            InputKind::Sidecar.cap()
+        );
     }
 
     #[test]

@@ -92,7 +92,9 @@ pub(super) fn check(ctx: &AuditContext, source: &std::path::Path, id: &str) -> C
     let cascade = now
         .as_ref()
         .map_or_else(|| id.to_string(), |p| p.source.cascade_id());
-    let saved = match classify(&sidecar_path(source), ctx.schema, &cascade) {
+    // doctor has no response cap of its own: the default one's sidecar cap
+    let cap = crate::attest::cache::sidecar_cap(crate::rpc::DEFAULT_MAX_BODY);
+    let saved = match classify(&sidecar_path(source), ctx.schema, &cascade, cap) {
         Existing::Attested(saved) => Some(saved),
         _ => None,
     };

@@ -86,7 +86,9 @@ fn sqlite_steps(db: &Path) -> Option<u64> {
 /// ownership half of the one rule every command applies,
 /// [`crate::attest::cache::attested_at`], which reads the bytes strictly).
 fn sidecar_state(source: &Path, id: &str) -> &'static str {
-    crate::attest::cache::attested_at(&crate::attest::cache::sidecar_path(source), id)
+    // list has no response cap of its own: the default one's sidecar cap
+    let cap = crate::attest::cache::sidecar_cap(crate::rpc::DEFAULT_MAX_BODY);
+    crate::attest::cache::attested_at(&crate::attest::cache::sidecar_path(source), id, cap)
         .map_or("none", |s| s.completeness.verdict.as_str())
 }
 

@@ -72,6 +72,8 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
     let found = a.root.locate(&a.source, "sync")?;
     let path = found.path;
     let out = a.out.clone().unwrap_or_else(|| sidecar_path(&path));
+    // a sidecar is read at most the response cap in force (plus its record)
+    let cap = crate::attest::cache::sidecar_cap(a.daemon.max_response_bytes);
     if a.recheck {
         if let Err(e) = std::fs::symlink_metadata(&out) {
             if e.kind() == std::io::ErrorKind::NotFound {
@@ -94,7 +96,7 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
         let cascade = now.source.cascade_id();
         // the one rule (and strict reader) every command applies to a
         // sidecar path
-        let saved = match classify(&out, &schema, &cascade) {
+        let saved = match classify(&out, &schema, &cascade, cap) {
             Existing::Attested(saved) => saved,
             Existing::Absent | Existing::Unattested { .. } => {
                 outln!(
@@ -199,7 +201,7 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
     let prepared = prepare(&ctx, &path)?;
     check_existing(
         &out,
-        &classify(&out, &schema, &prepared.source.cascade_id()),
+        &classify(&out, &schema, &prepared.source.cascade_id(), cap),
         a.force,
     )?;
     let r = audit_prepared(&ctx, prepared);
@@ -221,7 +223,7 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
             protected.extend(crate::source::sqlite::companions(&path));
             protected.extend(a.decode.inputs());
             // what is there now, not what was there before the fetch
-            let now = classify(&out, &schema, &s.cascade_id);
+            let now = classify(&out, &schema, &s.cascade_id, cap);
             check_existing(&out, &now, a.force)?;
             let bytes = keep_reader_fields(bytes, now.doc());
             write_sidecar(&out, &bytes, protected)?;

@@ -48,7 +48,9 @@ impl LegacyKey {
 
     /// Loads a key file: exactly 32 raw bytes, or 64 hex digits (a trailing newline is allowed).
     pub fn from_file(path: &Path) -> Result<LegacyKey> {
-        let raw = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        // a key file is 32 bytes or 64 hex digits: 1 KiB bounds any of them
+        let raw =
+            crate::util::bounded::read_capped(path, crate::util::bounded::InputKind::Record, 1024)?;
         if let Ok(b) = <[u8; 32]>::try_from(raw.as_slice()) {
             return Ok(LegacyKey(b));
         }
@@ -104,19 +106,15 @@ pub fn unsupported_key_refusal(key: &LegacyKey) -> Option<Refusal> {
 
 /// Reads a `.pb` file (capped) as exact bytes.
 pub fn read_file(path: &Path) -> Result<Vec<u8>> {
-    let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
-    if meta.file_type().is_symlink() || !meta.is_file() {
-        return Err(Error::corrupt(
-            path,
-            "file",
-            "a conversation source must be a regular file, not a link",
-        ));
-    }
+    // A regular file, not a link (a FIFO refused without blocking); one
+    // byte past the largest envelope is enough for `decrypt` to refuse it
+    // with its size.
+    let (file, _) =
+        crate::util::bounded::open_plain(path, crate::util::bounded::InputKind::Conversation)
+            .map_err(super::sqlite::source_error)?;
     let cap = (MAX_PLAINTEXT_BYTES + NONCE_BYTES + TAG_BYTES) as u64;
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .map_err(|e| Error::io(path, e))?
-        .take(cap + 1)
+    file.take(cap + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| Error::io(path, e))?;
     Ok(bytes)

@@ -27,6 +27,7 @@
 //! table is read (an untrusted file is checked before it is queried).
 
 use crate::error::{Error, Result};
+use crate::util::bounded::{self, InputKind, WAL_SPILL_CAP};
 use crate::verdict::{ReasonClass, Refusal};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
@@ -147,26 +148,31 @@ pub fn companions(db: &Path) -> [PathBuf; 3] {
     ]
 }
 
-/// Reads a regular, non-symlinked file.
+/// Reads a regular, non-symlinked file, at most [`InputKind::Conversation`]'s
+/// cap.
 fn read_plain(path: &Path) -> Result<Vec<u8>> {
-    check_plain(path)?;
-    fs::read(path).map_err(|e| Error::io(path, e))
+    bounded::read_plain(path, InputKind::Conversation).map_err(source_error)
 }
 
-/// A conversation source's file must be a regular file, not a link.
-fn check_plain(path: &Path) -> Result<()> {
-    let meta = fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
-    if meta.file_type().is_symlink() {
-        return Err(Error::corrupt(
+/// A conversation file refused by the bounded reader: a link or anything
+/// but a regular file is a corrupt source (its rule named), as it always
+/// was; a read error or a size past the cap stays what it is.
+pub(crate) fn source_error(e: bounded::BoundedReadError) -> Error {
+    match e {
+        bounded::BoundedReadError::NotAFile {
+            path,
+            what: "a symbolic link",
+            ..
+        } => Error::corrupt(
             path,
             "file",
             "a conversation source must not be a symbolic link",
-        ));
+        ),
+        bounded::BoundedReadError::NotAFile { path, what, .. } => {
+            Error::corrupt(path, "file", format!("not a regular file ({what})"))
+        }
+        other => Error::Input(other),
     }
-    if !meta.is_file() {
-        return Err(Error::corrupt(path, "file", "not a regular file"));
-    }
-    Ok(())
 }
 
 /// Reads `db` (and its `-wal`/`-journal`) and opens a private image of its state.
@@ -176,9 +182,16 @@ pub fn snapshot(db: &Path) -> Result<Snapshot> {
 
 /// [`snapshot`], with the [`fingerprint`] of the bytes it was built from.
 pub fn snapshot_fingerprinted(db: &Path) -> Result<(Snapshot, [u8; 32])> {
-    let (main, wal, journal) = read_stable(db)?;
-    let fp = fingerprint(&main, wal.as_deref(), journal.as_deref());
-    Ok((build(db, Strategy::Auto, main, wal, journal)?, fp))
+    match read_stable(db, Strategy::Auto)? {
+        Stable::Memory((main, wal, journal)) => {
+            let fp = fingerprint(&main, wal.as_deref(), journal.as_deref());
+            Ok((build(db, Strategy::Auto, main, wal, journal)?, fp))
+        }
+        Stable::Spilled(spill) => {
+            let fp = spill.fingerprint;
+            Ok((build_spilled(db, spill)?, fp))
+        }
+    }
 }
 
 /// The [`fingerprint`] of `db` and its companions as they are now (the
@@ -209,10 +222,20 @@ pub fn file_fingerprint(db: &Path) -> Result<[u8; 32]> {
 /// Streams the plain file at `path` (checked as [`read_plain`] checks it)
 /// through `h`; returns its length.
 fn hash_plain(path: &Path, h: &mut sha2::Sha256, chunk: &mut [u8]) -> Result<u64> {
+    copy_plain(path, h, None, chunk)
+}
+
+/// Streams the plain file at `path` (a regular file, not a link) through
+/// `h`, and into `copy` when given; returns its length.
+fn copy_plain(
+    path: &Path,
+    h: &mut sha2::Sha256,
+    mut copy: Option<&mut fs::File>,
+    chunk: &mut [u8],
+) -> Result<u64> {
     use sha2::Digest;
-    use std::io::Read;
-    check_plain(path)?;
-    let mut f = fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    use std::io::{Read, Write};
+    let (mut f, _) = bounded::open_plain(path, InputKind::Wal).map_err(source_error)?;
     let mut len = 0u64;
     loop {
         let n = match f.read(chunk) {
@@ -222,8 +245,24 @@ fn hash_plain(path: &Path, h: &mut sha2::Sha256, chunk: &mut [u8]) -> Result<u64
             Err(e) => return Err(Error::io(path, e)),
         };
         h.update(&chunk[..n]);
+        if let Some(out) = copy.as_deref_mut() {
+            out.write_all(&chunk[..n])
+                .map_err(|e| Error::io(std::env::temp_dir(), e))?;
+        }
         len += n as u64;
+        if len > WAL_SPILL_CAP {
+            return Err(too_large(path));
+        }
     }
+}
+
+/// The refusal of a conversation whose files are too large to snapshot.
+fn too_large(db: &Path) -> Error {
+    Error::Input(bounded::BoundedReadError::TooLarge {
+        path: db.to_path_buf(),
+        cap: WAL_SPILL_CAP,
+        kind: "conversation's database, -wal and -journal together",
+    })
 }
 
 /// SHA-256 over the exact bytes of the database, its `-wal` and its
@@ -255,8 +294,10 @@ type FileBytes = (Vec<u8>, Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// [`snapshot`], choosing where the state is built.
 pub fn snapshot_with(db: &Path, strategy: Strategy) -> Result<Snapshot> {
-    let (main, wal, journal) = read_stable(db)?;
-    build(db, strategy, main, wal, journal)
+    match read_stable(db, strategy)? {
+        Stable::Memory((main, wal, journal)) => build(db, strategy, main, wal, journal),
+        Stable::Spilled(spill) => build_spilled(db, spill),
+    }
 }
 
 /// [`snapshot_with`] over bytes already in memory, as if read from `db` and
@@ -270,14 +311,155 @@ pub(crate) fn snapshot_from_bytes(
     build(db, strategy, main, wal, None)
 }
 
-/// The database and its companions, read until two stamps agree.
-fn read_stable(db: &Path) -> Result<FileBytes> {
+/// What [`read_stable`] read: the files' bytes, or their copies in a
+/// private folder.
+enum Stable {
+    Memory(FileBytes),
+    Spilled(Spill),
+}
+
+/// A conversation's files copied into a private folder (mode 0700), for
+/// SQLite to replay there: files together larger than
+/// [`InputKind::Conversation`]'s cap are never held in memory.
+struct Spill {
+    dir: tempfile::TempDir,
+    /// The copy of the database (its companions beside it).
+    copy: PathBuf,
+    /// Whether a non-empty `-wal` was copied.
+    had_wal: bool,
+    /// The [`fingerprint`] of the bytes copied.
+    fingerprint: [u8; 32],
+}
+
+/// The files' total length as their metadata says now.
+fn total_len(files: &[Option<&Path>]) -> u64 {
+    files
+        .iter()
+        .flatten()
+        .filter_map(|p| fs::symlink_metadata(p).ok())
+        .map(|m| m.len())
+        .fold(0u64, u64::saturating_add)
+}
+
+/// The database and its companions, read until two stamps agree: into
+/// memory when they fit [`InputKind::Conversation`]'s cap together (and
+/// `strategy` allows), else copied to a private folder, streamed; refused
+/// beyond [`WAL_SPILL_CAP`].
+fn read_stable(db: &Path, strategy: Strategy) -> Result<Stable> {
     while_stable(db, |main, wal, journal| {
-        Ok((
+        let total = total_len(&[Some(main), wal, journal]);
+        if total > WAL_SPILL_CAP {
+            return Err(too_large(db));
+        }
+        if total > InputKind::Conversation.cap() || strategy == Strategy::Disk {
+            return spill(main, wal, journal).map(Stable::Spilled);
+        }
+        Ok(Stable::Memory((
             read_plain(main)?,
             wal.map(read_plain).transpose()?,
             journal.map(read_plain).transpose()?,
-        ))
+        )))
+    })
+}
+
+/// A private folder (mode 0700: `tempfile` creates it so) for a copy.
+fn private_dir() -> Result<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix("agy-audit-snapshot-")
+        .tempdir()
+        .map_err(|e| Error::io(std::env::temp_dir(), e))
+}
+
+/// Copies the files into a private folder, streamed, taking their
+/// [`fingerprint`] on the way.
+fn spill(main: &Path, wal: Option<&Path>, journal: Option<&Path>) -> Result<Spill> {
+    use sha2::{Digest, Sha256};
+    let dir = private_dir()?;
+    let copy = dir.path().join("conversation.db");
+    let mut chunk = vec![0u8; 256 * 1024];
+    let mut h = Sha256::new();
+    let create = |p: &Path| fs::File::create(p).map_err(|e| Error::io(p, e));
+    let main_len = copy_plain(main, &mut h, Some(&mut create(&copy)?), &mut chunk)?;
+    h.update(main_len.to_le_bytes());
+    let mut had_wal = false;
+    for (part, suffix) in [(wal, "-wal"), (journal, "-journal")] {
+        match part {
+            Some(p) => {
+                let len = copy_plain(
+                    p,
+                    &mut h,
+                    Some(&mut create(&sibling(&copy, suffix))?),
+                    &mut chunk,
+                )?;
+                had_wal |= suffix == "-wal" && len > 0;
+                h.update(len.to_le_bytes());
+                h.update([1u8]);
+            }
+            None => h.update([0u8]),
+        }
+    }
+    Ok(Spill {
+        dir,
+        copy,
+        had_wal,
+        fingerprint: h.finalize().into(),
+    })
+}
+
+/// Opens the private copy of a [`Spill`]: the same checks as an image in
+/// memory (the database header, a damaged log), then SQLite replays the
+/// log there.
+fn build_spilled(db: &Path, spill: Spill) -> Result<Snapshot> {
+    let mut header = [0u8; 100];
+    {
+        use std::io::Read;
+        let mut f = fs::File::open(&spill.copy).map_err(|e| Error::io(&spill.copy, e))?;
+        let n = f.read(&mut header).map_err(|e| Error::io(&spill.copy, e))?;
+        if n < 100 || !header.starts_with(b"SQLite format 3\0") {
+            return Err(Error::corrupt(db, "header", "not a SQLite 3 database"));
+        }
+    }
+    let wal_copy = sibling(&spill.copy, "-wal");
+    if let Ok(f) = fs::File::open(&wal_copy) {
+        let t = super::wal::tail_of(super::wal::page_size(&header), &f)
+            .map_err(|e| Error::io(&wal_copy, e))?;
+        check_tail(db, t)?;
+    }
+    let conn = open_copy(db, &spill.copy)?;
+    finish(
+        db,
+        conn,
+        Some(spill.dir),
+        SnapshotVia::Disk,
+        None,
+        spill.had_wal,
+    )
+}
+
+/// A log the checksums prove damaged after it was written is refused: SQLite
+/// would silently drop that frame and every later one.
+fn check_tail(db: &Path, tail: Option<super::wal::Tail>) -> Result<()> {
+    if let Some(n) = tail.and_then(|t| t.damaged_frame) {
+        return Err(Error::corrupt(
+            sibling(db, "-wal"),
+            format!("frame {n}"),
+            "fails its checksum although the next frame chains from the checksum it carries: \
+             the log was damaged after it was written (not a torn write); SQLite would \
+             silently drop it and every later frame",
+        ));
+    }
+    Ok(())
+}
+
+/// A read-write connection over a private copy (SQLite replays its log).
+fn open_copy(db: &Path, copy: &Path) -> Result<Connection> {
+    Connection::open_with_flags(
+        copy,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| Error::Sqlite {
+        path: db.to_path_buf(),
+        detail: e.to_string(),
     })
 }
 
@@ -322,22 +504,12 @@ fn build(
         path: db.to_path_buf(),
         detail: e.to_string(),
     };
-    if let Some(t) = wal_bytes
-        .as_deref()
-        .and_then(|w| super::wal::tail(&main, w))
-    {
-        if let Some(n) = t.damaged_frame {
-            let mut wal = db.as_os_str().to_owned();
-            wal.push("-wal");
-            return Err(Error::corrupt(
-                PathBuf::from(wal),
-                format!("frame {n}"),
-                "fails its checksum although the next frame chains from the checksum it carries: \
-                 the log was damaged after it was written (not a torn write); SQLite would \
-                 silently drop it and every later frame",
-            ));
-        }
-    }
+    check_tail(
+        db,
+        wal_bytes
+            .as_deref()
+            .and_then(|w| super::wal::tail(&main, w)),
+    )?;
     let had_wal = wal_bytes.as_ref().is_some_and(|w| !w.is_empty());
     let in_memory = match (strategy, &wal_bytes, &journal_bytes) {
         (Strategy::Disk, _, _) | (_, _, Some(_)) => None,
@@ -360,10 +532,7 @@ fn build(
         read_in_place(&conn, &main).map_err(|e| corrupt_db(db, e))?;
         (conn, None, via, Some(main))
     } else {
-        let dir = tempfile::Builder::new()
-            .prefix("agy-audit-snapshot-")
-            .tempdir()
-            .map_err(|e| Error::io(std::env::temp_dir(), e))?;
+        let dir = private_dir()?;
         let copy = dir.path().join("conversation.db");
         fs::write(&copy, &main).map_err(|e| Error::io(&copy, e))?;
         if let Some(w) = wal_bytes {
@@ -372,12 +541,23 @@ fn build(
         if let Some(j) = journal_bytes {
             fs::write(sibling(&copy, "-journal"), j).map_err(|e| Error::io(&copy, e))?;
         }
-        let conn = Connection::open_with_flags(
-            &copy,
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(sql)?;
-        (conn, Some(dir), SnapshotVia::Disk, None)
+        (open_copy(db, &copy)?, Some(dir), SnapshotVia::Disk, None)
+    };
+    finish(db, conn, dir, via, image, had_wal)
+}
+
+/// The checks every snapshot's connection gets before any table is read.
+fn finish(
+    db: &Path,
+    conn: Connection,
+    dir: Option<tempfile::TempDir>,
+    via: SnapshotVia,
+    image: Option<Vec<u8>>,
+    had_wal: bool,
+) -> Result<Snapshot> {
+    let sql = |e: rusqlite::Error| Error::Sqlite {
+        path: db.to_path_buf(),
+        detail: e.to_string(),
     };
     conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)
         .map_err(sql)?;

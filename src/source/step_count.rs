@@ -7,16 +7,17 @@
 //! `steps` table's root page, the interior pages of that table, and only
 //! the 8-byte header of each leaf page (whose cell count is the number of
 //! rows it holds): no cell, no overflow page, no step payload is read. A
-//! `-wal` is read whole and its committed frames (SQLite's own rules,
-//! [`super::wal::committed`]) stand in for the pages they hold; the log
-//! holds the recent pages only.
+//! `-wal` is read frame by frame, never held whole (issue 45: a 10 GB log
+//! costs its frame offsets, not its bytes): its committed frames (SQLite's
+//! own rules, [`super::wal::committed_of`]) stand in for the pages they
+//! hold, read from the log when the walk needs them.
 //!
 //! Anything unusual (a hot `-journal`, a log this reader does not replay
 //! itself, a page that is not what the b-tree says, a loop) gives `None`:
 //! the caller then counts on a full snapshot, or shows no count. The files
 //! are opened read-only and nothing is written beside them.
 
-use super::wal::{committed, Committed, FRAME_DATA};
+use super::wal::{committed_of, Committed, FRAME_DATA};
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::Path;
@@ -29,8 +30,11 @@ struct Pages {
     page: usize,
     /// Pages in the database (after the last committed frame).
     count: u32,
-    /// The newest committed copy of a page in the log: its bytes.
-    logged: HashMap<u32, Vec<u8>>,
+    /// The log, when it holds committed frames.
+    wal: Option<File>,
+    /// The newest committed copy of a page in the log: where its bytes
+    /// start in the log.
+    logged: HashMap<u32, u64>,
 }
 
 impl Pages {
@@ -39,10 +43,11 @@ impl Pages {
         if n == 0 || n > self.count || at + len > self.page {
             return None;
         }
-        if let Some(p) = self.logged.get(&n) {
-            return p.get(at..at + len).map(<[u8]>::to_vec);
-        }
         let mut buf = vec![0u8; len];
+        if let (Some(&start), Some(wal)) = (self.logged.get(&n), &self.wal) {
+            read_exact_at(wal, &mut buf, start + at as u64).ok()?;
+            return Some(buf);
+        }
         let off = (u64::from(n) - 1) * self.page as u64 + at as u64;
         read_exact_at(&self.file, &mut buf, off).ok()?;
         Some(buf)
@@ -109,7 +114,8 @@ pub fn steps(db: &Path) -> Option<u64> {
     if !meta.is_file() {
         return None;
     }
-    let file = File::open(db).ok()?;
+    let (file, _) =
+        crate::util::bounded::open_plain(db, crate::util::bounded::InputKind::Conversation).ok()?;
     let mut header = [0u8; 100];
     read_exact_at(&file, &mut header, 0).ok()?;
     if &header[..16] != b"SQLite format 3\0" {
@@ -119,18 +125,20 @@ pub fn steps(db: &Path) -> Option<u64> {
     let reserved = header[20] as usize;
     let mut count = u32::try_from(meta.len() / page as u64).ok()?;
     let mut logged = HashMap::new();
+    let mut log = None;
     match std::fs::symlink_metadata(&wal) {
         Ok(m) if m.is_file() && m.len() > 0 => {
-            let log = std::fs::read(&wal).ok()?;
-            match committed(Some(page), &log) {
+            let f = crate::util::bounded::open_regular(&wal, crate::util::bounded::InputKind::Wal)
+                .ok()?;
+            match committed_of(Some(page), &f).ok()? {
                 Committed::Nothing => {}
                 Committed::Defer(_) => return None,
                 Committed::Frames { frames, pages } => {
                     count = pages;
                     for (off, pgno) in frames {
-                        let copy = log.get(off + FRAME_DATA..off + FRAME_DATA + page)?;
-                        logged.insert(pgno, copy.to_vec());
+                        logged.insert(pgno, (off + FRAME_DATA) as u64);
                     }
+                    log = Some(f);
                 }
             }
         }
@@ -141,6 +149,7 @@ pub fn steps(db: &Path) -> Option<u64> {
         file,
         page,
         count,
+        wal: log,
         logged,
     };
     let usable = page.checked_sub(reserved)?;

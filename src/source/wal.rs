@@ -96,66 +96,165 @@ impl Tail {
     }
 }
 
+/// A log's bytes, read at an offset: the log in memory, or its file read
+/// frame by frame (a multi-gigabyte `-wal` is never held whole: only its
+/// frame offsets are kept, and the pages they hold read when needed).
+pub trait LogBytes {
+    /// The log's length in bytes.
+    fn len(&self) -> u64;
+    /// Fills `buf` from `off` (the caller keeps `off + buf.len() <= len()`).
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> std::io::Result<()>;
+}
+
+impl LogBytes for [u8] {
+    fn len(&self) -> u64 {
+        <[u8]>::len(self) as u64
+    }
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        let from = usize::try_from(off)
+            .ok()
+            .and_then(|o| self.get(o..o.checked_add(buf.len())?))
+            .ok_or(std::io::ErrorKind::UnexpectedEof)?;
+        buf.copy_from_slice(from);
+        Ok(())
+    }
+}
+
+impl LogBytes for std::fs::File {
+    fn len(&self) -> u64 {
+        self.metadata().map_or(0, |m| m.len())
+    }
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        read_exact_at(self, buf, off)
+    }
+}
+
+#[cfg(unix)]
+fn read_exact_at(f: &std::fs::File, buf: &mut [u8], off: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(f, buf, off)
+}
+
+#[cfg(windows)]
+fn read_exact_at(f: &std::fs::File, buf: &mut [u8], mut off: u64) -> std::io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        let n = std::os::windows::fs::FileExt::seek_read(f, &mut buf[done..], off)?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        done += n;
+        off += n as u64;
+    }
+    Ok(())
+}
+
+/// The header of a log this module reads itself: byte order, page size and
+/// the header's checksum (the chain's start); the reason otherwise.
+struct Header {
+    big: bool,
+    page: usize,
+    salts: [u8; 8],
+    sums: (u32, u32),
+}
+
+fn header(
+    page_size: Option<usize>,
+    log: &(impl LogBytes + ?Sized),
+) -> std::io::Result<Result<Header, &'static str>> {
+    if log.len() < HEADER as u64 {
+        // SQLite ignores a log shorter than its header
+        return Ok(Err("log shorter than its header"));
+    }
+    let mut h = [0u8; HEADER];
+    log.read_at(0, &mut h)?;
+    let big = match be32(&h, 0) {
+        MAGIC_BE => true,
+        MAGIC_LE => false,
+        _ => return Ok(Err("unknown log magic")),
+    };
+    if be32(&h, 4) != VERSION {
+        return Ok(Err("unknown log version"));
+    }
+    let page = be32(&h, 8) as usize;
+    if !(page.is_power_of_two() && (512..=65_536).contains(&page)) {
+        return Ok(Err("invalid log page size"));
+    }
+    if page_size != Some(page) {
+        return Ok(Err("log page size differs from the database's"));
+    }
+    let sums = checksum(big, &h[..24], 0, 0);
+    if sums != (be32(&h, 24), be32(&h, 28)) {
+        return Ok(Err("log header checksum mismatch"));
+    }
+    let mut salts = [0u8; 8];
+    salts.copy_from_slice(&h[16..24]);
+    Ok(Ok(Header {
+        big,
+        page,
+        salts,
+        sums,
+    }))
+}
+
+/// Whether frame `f` (header and page) is valid after the chain `(s1, s2)`:
+/// its new chain when it is.
+fn frame_chains(hd: &Header, f: &[u8], (s1, s2): (u32, u32)) -> Option<(u32, u32)> {
+    if be32(f, 0) == 0 || f[8..16] != hd.salts {
+        return None;
+    }
+    let c = checksum(hd.big, &f[..8], s1, s2);
+    let c = checksum(hd.big, &f[FRAME_HEADER..], c.0, c.1);
+    (c == (be32(f, 16), be32(f, 20))).then_some(c)
+}
+
 /// Reads what a log holds past its last commit (`None` for a log this
 /// module does not read itself: see [`Replay::Defer`]).
 pub fn tail(main: &[u8], wal: &[u8]) -> Option<Tail> {
-    if wal.len() < HEADER {
-        return None;
-    }
-    let big = match be32(wal, 0) {
-        MAGIC_BE => true,
-        MAGIC_LE => false,
-        _ => return None,
+    tail_of(db_page_size(main), wal).ok().flatten()
+}
+
+/// [`tail`] of a log in memory or in its file, for a database of
+/// `page_size`-byte pages.
+pub fn tail_of(
+    page_size: Option<usize>,
+    wal: &(impl LogBytes + ?Sized),
+) -> std::io::Result<Option<Tail>> {
+    let Ok(hd) = header(page_size, wal)? else {
+        return Ok(None);
     };
-    let page = be32(wal, 8) as usize;
-    if be32(wal, 4) != VERSION
-        || !(page.is_power_of_two() && (512..=65_536).contains(&page))
-        || db_page_size(main) != Some(page)
-    {
-        return None;
-    }
-    let (h1, h2) = checksum(big, &wal[..24], 0, 0);
-    if (h1, h2) != (be32(wal, 24), be32(wal, 28)) {
-        return None;
-    }
-    let salts = &wal[16..24];
-    let frame_len = FRAME_HEADER + page;
-    let (mut s1, mut s2) = (h1, h2);
-    let (mut at, mut valid, mut last_commit) = (HEADER, 0usize, 0usize);
+    let len = wal.len();
+    let frame_len = (FRAME_HEADER + hd.page) as u64;
+    let mut f = vec![0u8; FRAME_HEADER + hd.page];
+    let mut g = vec![0u8; FRAME_HEADER + hd.page];
+    let mut sums = hd.sums;
+    let (mut at, mut valid, mut last_commit) = (HEADER as u64, 0usize, 0usize);
     let mut t = Tail::default();
-    while at + frame_len <= wal.len() {
-        let f = &wal[at..at + frame_len];
-        if be32(f, 0) == 0 || &f[8..16] != salts {
-            break;
-        }
-        let (c1, c2) = checksum(big, &f[..8], s1, s2);
-        let (c1, c2) = checksum(big, &f[FRAME_HEADER..], c1, c2);
-        if (c1, c2) != (be32(f, 16), be32(f, 20)) {
-            // Does the next frame chain from the checksum this one carries?
-            let next = at + frame_len;
-            if next + frame_len <= wal.len() {
-                let g = &wal[next..next + frame_len];
-                if be32(g, 0) != 0 && &g[8..16] == salts {
-                    let (d1, d2) = checksum(big, &g[..8], be32(f, 16), be32(f, 20));
-                    let (d1, d2) = checksum(big, &g[FRAME_HEADER..], d1, d2);
-                    if (d1, d2) == (be32(g, 16), be32(g, 20)) {
+    while at + frame_len <= len {
+        wal.read_at(at, &mut f)?;
+        match frame_chains(&hd, &f, sums) {
+            Some(next) => sums = next,
+            None => {
+                // Does the next frame chain from the checksum this one carries?
+                let next = at + frame_len;
+                if be32(&f, 0) != 0 && f[8..16] == hd.salts && next + frame_len <= len {
+                    wal.read_at(next, &mut g)?;
+                    if frame_chains(&hd, &g, (be32(&f, 16), be32(&f, 20))).is_some() {
                         t.damaged_frame = Some(valid);
                     }
                 }
+                break;
             }
-            break;
         }
-        (s1, s2) = (c1, c2);
         valid += 1;
-        if be32(f, 4) != 0 {
+        if be32(&f, 4) != 0 {
             last_commit = valid;
         }
         at += frame_len;
     }
     t.uncommitted = valid - last_commit;
-    t.invalid = (wal.len() - at) / frame_len;
-    t.torn_bytes = (wal.len() - at) % frame_len;
-    Some(t)
+    t.invalid = usize::try_from((len - at) / frame_len).unwrap_or(usize::MAX);
+    t.torn_bytes = ((len - at) % frame_len) as usize;
+    Ok(Some(t))
 }
 
 /// The committed frames of a log: where each committed page's newest
@@ -179,67 +278,55 @@ pub enum Committed {
 /// (SQLite's own rules: header magic, version and checksum, each frame's
 /// salts and chained checksum; frames past the last commit are ignored).
 pub fn committed(page_size: Option<usize>, wal: &[u8]) -> Committed {
-    if wal.is_empty() {
-        return Committed::Nothing;
+    // reading a slice within its length cannot fail
+    committed_of(page_size, wal).unwrap_or(Committed::Defer("log unreadable"))
+}
+
+/// [`committed`] of a log in memory or in its file: the frames are read
+/// one at a time, and only their offsets kept.
+pub fn committed_of(
+    page_size: Option<usize>,
+    wal: &(impl LogBytes + ?Sized),
+) -> std::io::Result<Committed> {
+    if wal.len() == 0 {
+        return Ok(Committed::Nothing);
     }
-    if wal.len() < HEADER {
-        // SQLite ignores a log shorter than its header
-        return Committed::Defer("log shorter than its header");
-    }
-    let magic = be32(wal, 0);
-    let big = match magic {
-        MAGIC_BE => true,
-        MAGIC_LE => false,
-        _ => return Committed::Defer("unknown log magic"),
+    let hd = match header(page_size, wal)? {
+        Ok(hd) => hd,
+        Err(why) => return Ok(Committed::Defer(why)),
     };
-    if be32(wal, 4) != VERSION {
-        return Committed::Defer("unknown log version");
-    }
-    let page = be32(wal, 8) as usize;
-    if !(page.is_power_of_two() && (512..=65_536).contains(&page)) {
-        return Committed::Defer("invalid log page size");
-    }
-    if page_size != Some(page) {
-        return Committed::Defer("log page size differs from the database's");
-    }
-    let (h1, h2) = checksum(big, &wal[..24], 0, 0);
-    if (h1, h2) != (be32(wal, 24), be32(wal, 28)) {
-        return Committed::Defer("log header checksum mismatch");
-    }
-    let salts = &wal[16..24];
-    let frame_len = FRAME_HEADER + page;
-    let (mut s1, mut s2) = (h1, h2);
+    let len = wal.len();
+    let frame_len = (FRAME_HEADER + hd.page) as u64;
+    let mut f = vec![0u8; FRAME_HEADER + hd.page];
+    let mut sums = hd.sums;
     // (frame offset, page number) of every valid frame, and the last commit
     let mut valid: Vec<(usize, u32)> = Vec::new();
     let mut commit: Option<(usize, u32)> = None;
-    let mut at = HEADER;
-    while at + frame_len <= wal.len() {
-        let f = &wal[at..at + frame_len];
-        let pgno = be32(f, 0);
-        let db_size = be32(f, 4);
-        if pgno == 0 || &f[8..16] != salts {
+    let mut at = HEADER as u64;
+    while at + frame_len <= len {
+        wal.read_at(at, &mut f)?;
+        let Some(next) = frame_chains(&hd, &f, sums) else {
             break;
-        }
-        let (c1, c2) = checksum(big, &f[..8], s1, s2);
-        let (c1, c2) = checksum(big, &f[FRAME_HEADER..], c1, c2);
-        if (c1, c2) != (be32(f, 16), be32(f, 20)) {
-            break;
-        }
-        (s1, s2) = (c1, c2);
-        valid.push((at, pgno));
+        };
+        sums = next;
+        let Ok(off) = usize::try_from(at) else {
+            return Ok(Committed::Defer("log larger than this machine addresses"));
+        };
+        valid.push((off, be32(&f, 0)));
+        let db_size = be32(&f, 4);
         if db_size != 0 {
             commit = Some((valid.len(), db_size));
         }
         at += frame_len;
     }
     let Some((frames, pages)) = commit else {
-        return Committed::Nothing;
+        return Ok(Committed::Nothing);
     };
     valid.truncate(frames);
-    Committed::Frames {
+    Ok(Committed::Frames {
         frames: valid,
         pages,
-    }
+    })
 }
 
 /// The size in bytes of the pages of a database file (header bytes 16-17).

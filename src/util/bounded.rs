@@ -11,6 +11,22 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// What kind of input a file is, for its cap and its errors' wording.
+///
+/// The caps (issue 45 item 1), each the most bytes the tool holds in memory
+/// for one such file:
+///
+/// | kind | cap | beyond it |
+/// |---|---|---|
+/// | manifest, shard manifest | 1 GiB | refused |
+/// | log (`cli.log`, `main.log`, `language_server.log`) | last 16 MiB | older lines skipped |
+/// | shape listing | 256 MiB | refused |
+/// | sidecar | the response cap + 16 MiB (272 MiB by default) | not read: left alone, reported |
+/// | conversation file read into memory | 256 MiB | a SQLite store is copied to a private folder instead (see [`InputKind::Wal`]); a `.pb` is refused |
+/// | `-wal` | streamed, never held whole | with its database, at most 4 GiB copied; refused beyond |
+/// | captured daemon answer | 256 MiB | refused |
+/// | descriptor set | 64 MiB | refused |
+/// | program binary (`schema extract`) | 1 GiB | refused |
+/// | small record (watch state, pin and extraction manifests) | 64 MiB | refused |
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InputKind {
     /// A version-5 manifest (a merged one of 100,000 sessions is about
@@ -24,15 +40,48 @@ pub enum InputKind {
     /// `format-audit --against`): 256 MiB (agy-reader's 2 M-entry listing
     /// is 36 MB).
     Listing,
+    /// A `<uuid>.trajectory.json` sidecar: the default cap is the default
+    /// response cap plus 16 MiB for the `agyReader` record (a sidecar is an
+    /// answer's trajectory member, compact, plus that record); the callers
+    /// pass the cap of the response cap in force
+    /// (`attest::cache::sidecar_cap`), so the tool never refuses its own
+    /// sidecars.
+    Sidecar,
+    /// A conversation file read into memory (a legacy `.pb`; a `.db` and
+    /// its companions snapshotted in memory): 256 MiB.
+    Conversation,
+    /// A SQLite `-wal`: read frame by frame where it is only read; copied
+    /// with its database to a private folder where SQLite must replay it,
+    /// 4 GiB at most for the conversation's files together
+    /// ([`WAL_SPILL_CAP`]).
+    Wal,
+    /// A captured daemon answer (`verify-capture`, `export-check`): the
+    /// default response cap, 256 MiB.
+    Answer,
+    /// A FileDescriptorSet file (gzip-compressed or not): 64 MiB.
+    DescriptorSet,
+    /// A program binary a schema is extracted from: 1 GiB.
+    Binary,
+    /// A small record the tool reads back (watch state, a pin or
+    /// extraction manifest): 64 MiB.
+    Record,
 }
+
+/// The most bytes a conversation's database, `-wal` and `-journal` may hold
+/// together when they are copied to a private folder for SQLite to replay
+/// (the state is then built on disk, not in memory): 4 GiB.
+pub const WAL_SPILL_CAP: u64 = 4 << 30;
 
 impl InputKind {
     /// The most bytes a file of this kind may hold.
     pub const fn cap(self) -> u64 {
         match self {
-            InputKind::Manifest => 1 << 30,
+            InputKind::Manifest | InputKind::Binary => 1 << 30,
             InputKind::Log => 16 << 20,
-            InputKind::Listing => 256 << 20,
+            InputKind::Listing | InputKind::Conversation | InputKind::Answer => 256 << 20,
+            InputKind::Sidecar => (256 << 20) + (16 << 20),
+            InputKind::Wal => WAL_SPILL_CAP,
+            InputKind::DescriptorSet | InputKind::Record => 64 << 20,
         }
     }
 
@@ -42,6 +91,13 @@ impl InputKind {
             InputKind::Manifest => "manifest",
             InputKind::Log => "log",
             InputKind::Listing => "listing",
+            InputKind::Sidecar => "sidecar",
+            InputKind::Conversation => "conversation file",
+            InputKind::Wal => "write-ahead log",
+            InputKind::Answer => "captured answer",
+            InputKind::DescriptorSet => "descriptor set",
+            InputKind::Binary => "program binary",
+            InputKind::Record => "record",
         }
     }
 }
@@ -112,9 +168,25 @@ fn type_name(t: std::fs::FileType) -> &'static str {
 
 /// The regular file at `path` opened for reading without blocking (a FIFO
 /// would block the open itself), with its metadata; anything else refused.
-fn open_regular(
+/// A symbolic link to a regular file is followed ([`open_plain`] refuses
+/// one).
+pub fn open_regular(path: &Path, kind: InputKind) -> Result<std::fs::File, BoundedReadError> {
+    open_checked(path, kind, false).map(|(f, _)| f)
+}
+
+/// [`open_regular`], refusing a symbolic link too (a conversation source
+/// must be the file itself).
+pub fn open_plain(
     path: &Path,
     kind: InputKind,
+) -> Result<(std::fs::File, std::fs::Metadata), BoundedReadError> {
+    open_checked(path, kind, true)
+}
+
+fn open_checked(
+    path: &Path,
+    kind: InputKind,
+    no_follow: bool,
 ) -> Result<(std::fs::File, std::fs::Metadata), BoundedReadError> {
     let io = |source| BoundedReadError::Io {
         path: path.to_path_buf(),
@@ -126,9 +198,28 @@ fn open_regular(
     {
         // A FIFO would block the open itself until a writer came.
         use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK);
+        let nofollow = if no_follow { libc::O_NOFOLLOW } else { 0 };
+        options.custom_flags(libc::O_NONBLOCK | nofollow);
     }
-    let file = options.open(path).map_err(io)?;
+    #[cfg(not(unix))]
+    if no_follow && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(BoundedReadError::NotAFile {
+            path: path.to_path_buf(),
+            what: "a symbolic link",
+            kind: kind.name(),
+        });
+    }
+    let file = match options.open(path) {
+        #[cfg(unix)]
+        Err(e) if no_follow && e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(BoundedReadError::NotAFile {
+                path: path.to_path_buf(),
+                what: "a symbolic link",
+                kind: kind.name(),
+            })
+        }
+        other => other.map_err(io)?,
+    };
     let meta = file.metadata().map_err(io)?;
     if !meta.is_file() {
         return Err(BoundedReadError::NotAFile {
@@ -146,9 +237,27 @@ pub fn read_regular(path: &Path, kind: InputKind) -> Result<Vec<u8>, BoundedRead
     read_capped(path, kind, kind.cap())
 }
 
-/// [`read_regular`] under the cap `cap` (the tests' caps are small).
-fn read_capped(path: &Path, kind: InputKind, cap: u64) -> Result<Vec<u8>, BoundedReadError> {
-    let (file, meta) = open_regular(path, kind)?;
+/// [`read_regular`] under the cap `cap` instead of the kind's (a sidecar's
+/// cap follows the response cap in force).
+pub fn read_capped(path: &Path, kind: InputKind, cap: u64) -> Result<Vec<u8>, BoundedReadError> {
+    let (file, meta) = open_checked(path, kind, false)?;
+    read_open(file, &meta, path, kind, cap)
+}
+
+/// [`open_plain`] then read whole, at most `kind`'s cap: a conversation
+/// source's own bytes.
+pub fn read_plain(path: &Path, kind: InputKind) -> Result<Vec<u8>, BoundedReadError> {
+    let (file, meta) = open_plain(path, kind)?;
+    read_open(file, &meta, path, kind, kind.cap())
+}
+
+fn read_open(
+    file: std::fs::File,
+    meta: &std::fs::Metadata,
+    path: &Path,
+    kind: InputKind,
+    cap: u64,
+) -> Result<Vec<u8>, BoundedReadError> {
     if meta.len() > cap {
         return Err(too_large(path, kind, cap));
     }
@@ -205,7 +314,7 @@ pub fn read_tail(path: &Path, kind: InputKind) -> Result<Vec<u8>, BoundedReadErr
         path: path.to_path_buf(),
         source,
     };
-    let (mut file, meta) = open_regular(path, kind)?;
+    let (mut file, meta) = open_checked(path, kind, false)?;
     let cap = kind.cap();
     let start = meta.len().saturating_sub(cap);
     file.seek(SeekFrom::Start(start)).map_err(io)?;

@@ -248,6 +248,14 @@ struct Watcher<'a> {
     daemons: Vec<Daemon>,
 }
 
+impl Watcher<'_> {
+    /// The most bytes a sidecar is read at: the response cap's
+    /// ([`crate::attest::cache::sidecar_cap`]).
+    fn sidecar_cap(&self) -> u64 {
+        crate::attest::cache::sidecar_cap(self.opts.client.max_body)
+    }
+}
+
 /// Runs the watch until `--once`'s pass ends, the idle timeout or
 /// `max_polls` is reached, or `stop` is set.
 pub fn watch(
@@ -441,7 +449,7 @@ impl Watcher<'_> {
             }
         };
         let cascade = prepared.source.cascade_id();
-        let existing = classify(&side, self.schema, &cascade);
+        let existing = classify(&side, self.schema, &cascade, self.sidecar_cap());
         if let Existing::Foreign(why) = &existing {
             crate::note!(
                 "watch: refusing {}: not a trajectory sidecar ({why}); left alone, never overwritten",
@@ -541,7 +549,7 @@ impl Watcher<'_> {
                     return Flow::Next;
                 };
                 // What is there now, not what was there before the fetch.
-                let now = classify(&side, self.schema, &rec.cascade_id);
+                let now = classify(&side, self.schema, &rec.cascade_id, self.sidecar_cap());
                 if let Existing::Foreign(why) = &now {
                     crate::note!(
                         "watch: refusing {}: not a trajectory sidecar ({why}); left alone, never overwritten",
