@@ -18,13 +18,19 @@
 //!   `numTotalSteps` are not part of the trajectory's shape);
 //! - a UUID is the 8-4-4-4-12 hex form in either case; a pure integer is one
 //!   or more ASCII digits (no sign);
-//! - `agyReader` is excluded wherever it appears as an object member;
+//! - the `agyReader` excluded is the member the reader adds: the one at the
+//!   top level of the walked trajectory (public-format-facts §5.1: the
+//!   sidecar is the bare trajectory plus that namespace); a member of that
+//!   name deeper in a daemon answer is the daemon's and is listed;
 //! - the types of one line are sorted bytewise (§5.2 names no order; every
 //!   published line has one type);
 //! - a listing read from a file must be canonical: every line `path\ttypes`
-//!   with known, distinct types, paths strictly ascending bytewise (so no
-//!   path twice), at most one final newline, no carriage return. Its
-//!   fingerprint is computed over its lines as written.
+//!   with known, distinct types in their bytewise order (`null|string`,
+//!   never `string|null`: one set, one line, one fingerprint), lines
+//!   strictly ascending bytewise (so no line and no path twice), at most
+//!   one final newline, no carriage return, no byte-order mark. Its
+//!   fingerprint is computed over its lines as written, which, canonical,
+//!   are the lines [`Listing::lines`] gives back.
 
 use crate::util::json_walk::{self, NoRepeatedKeys, Scalar, Visit, WalkError};
 use sha2::{Digest, Sha256};
@@ -70,10 +76,25 @@ pub enum ShapeError {
     NotAListing { file: PathBuf, detail: String },
 }
 
-/// A shape listing: path → the set of JSON types seen there.
+/// A shape listing: path → the set of JSON types seen there (one bit per
+/// [`TYPES`] entry: a 2 M-entry listing costs its paths, not a set each).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Listing {
-    entries: BTreeMap<String, BTreeSet<&'static str>>,
+    entries: BTreeMap<String, u8>,
+}
+
+/// The bit of a type in a [`Listing`]'s set.
+fn type_bit(ty: &str) -> u8 {
+    TYPES.iter().position(|t| *t == ty).map_or(0, |i| 1 << i)
+}
+
+/// The types of a set, in [`TYPES`] (bytewise) order.
+fn type_names(bits: u8) -> impl Iterator<Item = &'static str> {
+    TYPES
+        .iter()
+        .enumerate()
+        .filter(move |(i, _)| bits & (1 << i) != 0)
+        .map(|(_, t)| *t)
 }
 
 fn json_type(v: &serde_json::Value) -> &'static str {
@@ -200,14 +221,12 @@ impl Listing {
         Ok(())
     }
 
-    /// Records the type `ty` at `path`.
-    fn record(&mut self, path: &str, ty: &'static str) {
+    /// Records the types `bits` at `path`.
+    fn record(&mut self, path: &str, bits: u8) {
         match self.entries.get_mut(path) {
-            Some(types) => {
-                types.insert(ty);
-            }
+            Some(types) => *types |= bits,
             None => {
-                self.entries.insert(path.to_string(), BTreeSet::from([ty]));
+                self.entries.insert(path.to_string(), bits);
             }
         }
     }
@@ -216,14 +235,14 @@ impl Listing {
     /// shrinking in place (one buffer for the whole document; an entry
     /// already present is found without building its key).
     fn walk(&mut self, path: &mut String, v: &serde_json::Value) {
-        self.record(path, json_type(v));
+        self.record(path, type_bit(json_type(v)));
         if OPAQUE.contains(&path.as_str()) {
             return;
         }
         match v {
             serde_json::Value::Object(m) => {
                 for (k, child) in m {
-                    if k == EXCLUDED {
+                    if k == EXCLUDED && path.is_empty() {
                         continue;
                     }
                     let seg = if is_volatile_key(k) { "*" } else { k.as_str() };
@@ -246,10 +265,7 @@ impl Listing {
     /// Unions another listing into this one.
     pub fn union(&mut self, other: &Listing) {
         for (p, t) in &other.entries {
-            self.entries
-                .entry(p.clone())
-                .or_default()
-                .extend(t.iter().copied());
+            *self.entries.entry(p.clone()).or_default() |= t;
         }
     }
 
@@ -262,14 +278,17 @@ impl Listing {
         self.entries.is_empty()
     }
 
-    /// The types seen at `path`.
-    pub fn types(&self, path: &str) -> Option<&BTreeSet<&'static str>> {
-        self.entries.get(path)
+    /// The types seen at `path`, in bytewise order.
+    pub fn types(&self, path: &str) -> Option<Vec<&'static str>> {
+        self.entries.get(path).map(|t| type_names(*t).collect())
     }
 
-    /// Every `(path, types)`, sorted bytewise by path.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &BTreeSet<&'static str>)> {
-        self.entries.iter().map(|(p, t)| (p.as_str(), t))
+    /// Every `(path, types)`, sorted bytewise by path, the types in
+    /// bytewise order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, Vec<&'static str>)> {
+        self.entries
+            .iter()
+            .map(|(p, t)| (p.as_str(), type_names(*t).collect()))
     }
 
     /// The lines, `path\ttype1|type2`, sorted bytewise.
@@ -279,7 +298,7 @@ impl Listing {
         let mut lines: Vec<String> = self
             .entries
             .iter()
-            .map(|(p, t)| format!("{p}\t{}", t.iter().copied().collect::<Vec<_>>().join("|")))
+            .map(|(p, t)| format!("{p}\t{}", type_names(*t).collect::<Vec<_>>().join("|")))
             .collect();
         lines.sort_unstable();
         lines
@@ -303,21 +322,28 @@ impl Listing {
             line,
             rule,
         };
+        if text.starts_with('\u{feff}') {
+            return Err(bad(
+                1,
+                "a byte-order mark at the start: a listing is UTF-8 without one".into(),
+            ));
+        }
         if text.contains('\r') {
             let line = text[..text.find('\r').unwrap_or(0)].matches('\n').count() + 1;
             return Err(bad(line, "carriage return: lines end with \\n only".into()));
         }
         let body = text.strip_suffix('\n').unwrap_or(text);
         let mut listing = Listing::new();
-        let mut lines: Vec<String> = Vec::new();
+        // the fingerprint of the lines as written, taken as they are read
+        // (no copy of them is kept)
+        let mut h = Sha256::new();
         if body.is_empty() {
             if text.is_empty() {
-                return Ok((listing, fingerprint_of(&lines)));
+                return Ok((listing, fingerprint_of(&[])));
             }
             return Err(bad(1, "empty line".into()));
         }
-        let mut previous: Option<&str> = None;
-        let mut seen: BTreeSet<&str> = BTreeSet::new();
+        let mut previous: Option<(&str, &str)> = None;
         for (i, line) in body.split('\n').enumerate() {
             let n = i + 1;
             let Some((path, types)) = line.split_once('\t') else {
@@ -326,29 +352,62 @@ impl Listing {
             if types.contains('\t') {
                 return Err(bad(n, "more than one TAB".into()));
             }
-            if previous.is_some_and(|p| p.as_bytes() >= line.as_bytes()) {
-                return Err(bad(n, "lines are not sorted bytewise".into()));
+            if let Some((before, before_path)) = previous {
+                // Lines of one path share the prefix `path\t`, so sorted
+                // lines hold a path's lines together: a path twice is two
+                // neighbouring lines.
+                if before == line {
+                    return Err(bad(
+                        n,
+                        format!("line repeated (line {} is the same)", n - 1),
+                    ));
+                }
+                if before_path == path {
+                    return Err(bad(
+                        n,
+                        format!("path `{path}` twice (lines {} and {n})", n - 1),
+                    ));
+                }
+                if before.as_bytes() > line.as_bytes() {
+                    return Err(bad(n, "lines are not sorted bytewise".into()));
+                }
             }
-            if !seen.insert(path) {
-                return Err(bad(n, format!("path `{path}` twice")));
-            }
-            let mut set = BTreeSet::new();
+            let mut set = 0u8;
+            let mut in_order = true;
             for t in types.split('|') {
-                let Some(known) = TYPES.iter().find(|k| **k == t) else {
+                let Some(k) = TYPES.iter().position(|k| *k == t) else {
                     return Err(bad(
                         n,
                         format!("type `{t}` is not one of {}", TYPES.join(", ")),
                     ));
                 };
-                if !set.insert(*known) {
+                if set & (1 << k) != 0 {
                     return Err(bad(n, format!("type `{t}` twice")));
                 }
+                // a later type's bit above every earlier one's
+                in_order &= u32::from(set) < (1u32 << k);
+                set |= 1 << k;
+            }
+            if !in_order {
+                return Err(bad(
+                    n,
+                    format!(
+                        "types `{types}` out of their bytewise order (`{}`): a set has one line",
+                        type_names(set).collect::<Vec<_>>().join("|")
+                    ),
+                ));
             }
             listing.entries.insert(path.to_string(), set);
-            lines.push(line.to_string());
-            previous = Some(line);
+            if n > 1 {
+                h.update(b"\n");
+            }
+            h.update(line.as_bytes());
+            previous = Some((line, path));
         }
-        Ok((listing, fingerprint_of(&lines)))
+        Ok((
+            listing,
+            format!("sha256:{}", crate::util::hex(&h.finalize())),
+        ))
     }
 
     /// Reads a listing file ([`Listing::parse`]): a regular file, read
@@ -425,10 +484,8 @@ impl<'l> ListingWalk<'l> {
     /// Writes the paths and types met into the listing.
     pub fn finish(self) {
         for n in &self.nodes {
-            for (i, ty) in TYPES.iter().enumerate() {
-                if n.types & (1 << i) != 0 {
-                    self.listing.record(&n.path, ty);
-                }
+            if n.types != 0 {
+                self.listing.record(&n.path, n.types);
             }
         }
     }
@@ -528,7 +585,9 @@ impl Visit for ListingWalk<'_> {
         if self.muted > 0 {
             return Ok(());
         }
-        if key == EXCLUDED {
+        // only the reader's own namespace: a member of the walked
+        // trajectory's top level (node 0 is the root)
+        if key == EXCLUDED && matches!(self.stack.last(), Some(&(0, false))) {
             self.skip_next = true;
         } else if let Some(&(parent, false)) = self.stack.last() {
             self.member = self.member_node(parent, key);
@@ -880,6 +939,64 @@ mod tests {
             "a\tstring\r\n",
         ] {
             assert!(Listing::parse(Path::new("t"), bad).is_err(), "{bad:?}");
+        }
+    }
+
+    /// Each near-miss of a canonical listing is refused with its own rule
+    /// (issue 45 item 4): not "not sorted" for a repeated line or a BOM, and
+    /// a type set out of its bytewise order is refused, not fingerprinted
+    /// apart from the same set in order.
+    #[test]
+    fn each_non_canonical_listing_is_named() {
+        let rule = |text: &str| match Listing::parse(Path::new("t"), text) {
+            Err(ShapeError::Listing { line, rule, .. }) => (line, rule),
+            other => panic!("{text:?}: {other:?}"),
+        };
+        let (line, r) = rule("a\tstring|number|null|boolean\n");
+        assert_eq!(line, 1);
+        assert!(
+            r.contains("out of their bytewise order") && r.contains("boolean|null|number|string"),
+            "{r}"
+        );
+        let (line, r) = rule("a\tstring\na\tstring\n");
+        assert_eq!(
+            (line, r.as_str()),
+            (2, "line repeated (line 1 is the same)")
+        );
+        let (line, r) = rule("\u{feff}a\tstring\n");
+        assert_eq!(line, 1);
+        assert!(r.contains("byte-order mark"), "{r}");
+        let (line, r) = rule("a\tnumber\na\tstring\n");
+        assert_eq!(line, 2);
+        assert!(r.contains("path `a` twice"), "{r}");
+        let (_, r) = rule("b\tstring\na\tstring\n");
+        assert!(r.contains("not sorted"), "{r}");
+        // the canonical order reads, and is the fingerprint the listing gives
+        let (l, fp) = Listing::parse(Path::new("t"), "a\tboolean|null|number|string\n").unwrap();
+        assert_eq!(fp, l.fingerprint());
+        assert_eq!(
+            l.types("a").unwrap(),
+            ["boolean", "null", "number", "string"]
+        );
+    }
+
+    /// The `agyReader` excluded is the reader's own, at the trajectory's top
+    /// level (public-format-facts §5.1/§5.2); the same name deeper is the
+    /// daemon's and is listed, by both walks.
+    #[test]
+    fn only_the_top_level_agy_reader_is_excluded() {
+        for text in [
+            r#"{"agyReader":{"z":1},"steps":[{"agyReader":{"x":1}}],"m":{"agyReader":2}}"#,
+            r#"{"trajectory":{"agyReader":{"z":1},"steps":[{"agyReader":{"x":1}}],"m":{"agyReader":2}}}"#,
+        ] {
+            let mut l = Listing::new();
+            l.add_text(text).unwrap();
+            assert_eq!(
+                l.text(),
+                "\tobject\nm\tobject\nm.agyReader\tnumber\nsteps\tarray\nsteps.[]\tobject\nsteps.[].agyReader\tobject\nsteps.[].agyReader.x\tnumber",
+                "{text}"
+            );
+            assert_same_listing(text);
         }
     }
 
