@@ -454,7 +454,10 @@ pub fn comparison_throughput(
             continue;
         }
         let view = views.join(format!("{}.full.json", prepared.source.file_id));
-        let Ok(text) = std::fs::read_to_string(&view) else {
+        let Ok(Ok(text)) =
+            crate::util::bounded::read_regular(&view, crate::util::bounded::InputKind::Answer)
+                .map(String::from_utf8)
+        else {
             continue;
         };
         let Some(persisted) = prepared.source.materialize() else {

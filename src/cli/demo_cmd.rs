@@ -133,8 +133,9 @@ fn fresh_temp_dir() -> anyhow::Result<PathBuf> {
 /// know is an error, never a silent disagreement.
 pub fn agreement(m: &Manifest, store: &Path) -> anyhow::Result<(usize, usize, Vec<String>)> {
     let path = store.join(".truth").join("expected.jsonl");
+    let bytes = crate::util::bounded::read_regular(&path, crate::util::bounded::InputKind::Record)?;
     let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        String::from_utf8(bytes).with_context(|| format!("{}: not UTF-8", path.display()))?;
     let mut truth = std::collections::HashMap::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let v: serde_json::Value = serde_json::from_str(line)?;

@@ -72,10 +72,14 @@ fn report_wal_tail(db: &std::path::Path) -> Option<String> {
     if crate::source::Format::of(db) != Some(crate::source::Format::Sqlite) {
         return None;
     }
-    let (Ok(main), Ok(log)) = (std::fs::read(db), std::fs::read(&wal)) else {
-        return None;
-    };
-    let t = crate::source::wal::tail(&main, &log)?;
+    // the database's header (its page size) and the log read frame by
+    // frame: neither is held whole
+    use crate::util::bounded::{open_plain, InputKind};
+    let (main, _) = open_plain(db, InputKind::Conversation).ok()?;
+    let (log, _) = open_plain(&wal, InputKind::Wal).ok()?;
+    let mut header = [0u8; 100];
+    crate::source::wal::LogBytes::read_at(&main, 0, &mut header).ok()?;
+    let t = crate::source::wal::tail_of(crate::source::wal::page_size(&header), &log).ok()??;
     if t.ignored() == 0 && t.torn_bytes == 0 {
         return None;
     }

@@ -253,7 +253,7 @@ fn run_extract(a: ExtractArgs) -> anyhow::Result<i32> {
     }
     let t0 = Instant::now();
     let bytes =
-        std::fs::read(&a.binary).with_context(|| format!("reading {}", a.binary.display()))?;
+        crate::util::bounded::read_regular(&a.binary, crate::util::bounded::InputKind::Binary)?;
     let read_s = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
     let x = extract::extract(&bytes)
@@ -318,7 +318,7 @@ fn records_line(x: &extract::Extraction) -> String {
 fn run_verify(a: VerifyArgs) -> anyhow::Result<i32> {
     let m = extract::read_manifest(&a.manifest)?;
     let bytes =
-        std::fs::read(&a.binary).with_context(|| format!("reading {}", a.binary.display()))?;
+        crate::util::bounded::read_regular(&a.binary, crate::util::bounded::InputKind::Binary)?;
     let bad = extract::verify(&m, &bytes);
     if bad.is_empty() {
         outln!(

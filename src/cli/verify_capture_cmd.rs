@@ -59,7 +59,10 @@ pub fn run(a: VerifyCaptureArgs) -> anyhow::Result<i32> {
         check_outputs(&[out.as_path()], &inputs)?;
     }
     let (schema, key) = a.decode.load()?;
-    let read = |p: &PathBuf| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
+    let read = |p: &PathBuf| {
+        crate::util::bounded::read_regular(p, crate::util::bounded::InputKind::Answer)
+            .with_context(|| format!("reading {}", p.display()))
+    };
     let captured = Captured {
         full: (a.full.display().to_string(), read(&a.full)?),
         ordinary: (a.ordinary.display().to_string(), read(&a.ordinary)?),

@@ -586,15 +586,15 @@ fn write_shapes(
 /// whose manifest names the same store root and shard.
 fn resumed_manifest(opts: &SweepOptions, root: &str) -> Result<Manifest> {
     let path = opts.out.join(MANIFEST_FILE);
-    let bytes = match std::fs::read(&path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    use crate::util::bounded::{read_if_present, InputKind};
+    let bytes = match read_if_present(&path, InputKind::Manifest)? {
+        Some(b) => b,
+        None => {
             return Err(UsageError::ResumeNotASweep {
                 out: opts.out.clone(),
             }
             .into())
         }
-        Err(e) => return Err(Error::io(&path, e)),
     };
     let m = crate::manifest::read::parse_strict(&bytes)
         .map_err(|e| Error::corrupt(&path, "manifest", e.to_string()))?;

@@ -142,10 +142,11 @@ fn step_facts(
     let mut f = StepFacts::default();
     for s in sessions {
         let file = corpus.join(format!("{}.full.json", s.file_id));
-        let bytes = match std::fs::read(&file) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(input(&file, crate::util::io_text(&e))),
+        use crate::util::bounded::{read_if_present, InputKind};
+        let bytes = match read_if_present(&file, InputKind::Answer) {
+            Ok(Some(b)) => b,
+            Ok(None) => continue,
+            Err(e) => return Err(input(&file, crate::util::io_text(&e.into_io()))),
         };
         let v: Value =
             serde_json::from_slice(&bytes).map_err(|e| input(&file, format!("not JSON: {e}")))?;

@@ -485,9 +485,10 @@ fn own_fdp(b: &[u8], starts: &[usize]) -> Option<prost_reflect::MessageDescripto
 
 /// Reads `path` into memory once (read-only) and extracts.
 pub fn extract_file(path: &Path) -> Result<Extraction, ExtractError> {
-    let bytes = std::fs::read(path).map_err(|source| ExtractError::Io {
+    use crate::util::bounded::{read_regular, InputKind};
+    let bytes = read_regular(path, InputKind::Binary).map_err(|e| ExtractError::Io {
         path: path.to_path_buf(),
-        source,
+        source: e.into_io(),
     })?;
     extract(&bytes)
 }
@@ -850,9 +851,10 @@ impl std::fmt::Display for Mismatch {
 
 /// Reads an extraction manifest.
 pub fn read_manifest(path: &Path) -> Result<ExtractManifest, ExtractError> {
-    let text = std::fs::read(path).map_err(|source| ExtractError::Io {
+    use crate::util::bounded::{read_regular, InputKind};
+    let text = read_regular(path, InputKind::Record).map_err(|e| ExtractError::Io {
         path: path.to_path_buf(),
-        source,
+        source: e.into_io(),
     })?;
     let m: ExtractManifest = serde_json::from_slice(&text).map_err(|e| ExtractError::Manifest {
         path: path.to_path_buf(),

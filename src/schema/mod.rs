@@ -197,7 +197,11 @@ pub fn read_set_file(path: &Path) -> Result<Vec<u8>, SchemaError> {
         path: path.to_path_buf(),
         source,
     };
-    let file = std::fs::File::open(path).map_err(io)?;
+    // a regular file only (a FIFO is refused without blocking); the cap is
+    // checked below, after a gunzip too
+    let file =
+        crate::util::bounded::open_regular(path, crate::util::bounded::InputKind::DescriptorSet)
+            .map_err(|e| io(e.into_io()))?;
     let mut raw = Vec::new();
     file.take(MAX_SET_BYTES + 1)
         .read_to_end(&mut raw)

@@ -82,13 +82,14 @@ fn is_hex64(s: &str) -> bool {
 /// Reads the pin manifest beside `set`, if there is one.
 pub fn read_pin_manifest(set: &Path) -> Result<Option<(PathBuf, PinManifest)>, PinError> {
     let path = manifest_path(set);
-    let text = match std::fs::read(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+    use crate::util::bounded::{read_if_present, InputKind};
+    let text = match read_if_present(&path, InputKind::Record) {
+        Ok(Some(t)) => t,
+        Ok(None) => return Ok(None),
         Err(e) => {
             return Err(PinError::Manifest {
                 path,
-                detail: e.to_string(),
+                detail: crate::util::io_text(&e.into_io()),
             })
         }
     };

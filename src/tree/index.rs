@@ -119,8 +119,13 @@ impl ParentIndex {
 
     fn read_sidecar(&mut self, stem: &str, path: &Path, root: &Path, needles: &[Vec<u8>]) {
         let id = stem.to_ascii_lowercase();
-        let doc = match std::fs::read(path) {
-            Err(e) => Err(e.to_string()),
+        // bounded like every sidecar read (the default response cap's
+        // sidecar cap: the index has no response cap of its own); a FIFO or
+        // a file past the cap is named, never read
+        let read =
+            crate::util::bounded::read_regular(path, crate::util::bounded::InputKind::Sidecar);
+        let doc = match read {
+            Err(e) => Err(crate::util::io_text(&e.into_io())),
             Ok(bytes)
                 if !needles.is_empty()
                     && !needles

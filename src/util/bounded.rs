@@ -296,6 +296,19 @@ fn read_up_to(
     Ok(bytes)
 }
 
+/// [`read_regular`], `None` when nothing is at `path`.
+pub fn read_if_present(path: &Path, kind: InputKind) -> Result<Option<Vec<u8>>, BoundedReadError> {
+    match read_regular(path, kind) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(BoundedReadError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// [`read_regular`], or standard input, read once and boundedly, when
 /// `path` is `-`.
 pub fn read_input(path: &Path, kind: InputKind) -> Result<Vec<u8>, BoundedReadError> {
