@@ -3,6 +3,10 @@
 //! `verify-capture` (the whole verification on captured files, no daemon)
 //! and `export-check` (offline exports against the sweep's saved answers).
 
+// Tests read the files they wrote directly: the bounded-read rule
+// (clippy.toml) is for the tool's own inputs.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::{bin, output_text as text, read_manifest as manifest};

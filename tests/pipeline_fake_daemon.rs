@@ -2,6 +2,10 @@
 //! 127.0.0.1 that answers from the fixture sources (full = the persisted
 //! trajectory, ordinary = its presentation), with a few faults.
 
+// Tests read the files they wrote directly: the bounded-read rule
+// (clippy.toml) is for the tool's own inputs.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use agy_audit::schema::{to_daemon_json, Schema};

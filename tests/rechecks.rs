@@ -2,6 +2,10 @@
 //! yields: the verdict kind and the source-only record of a saved
 //! attestation (sidecar) or manifest session; a missing sidecar is unknown.
 
+// Tests read the files they wrote directly: the bounded-read rule
+// (clippy.toml) is for the tool's own inputs.
+#![allow(clippy::disallowed_methods)]
+
 use agy_corpus::corpus::{generate, GenerateOptions, PlanOptions};
 use agy_corpus::sim::{DaemonSim, SimOptions};
 use serde_json::Value;

@@ -3,6 +3,10 @@
 //! in the IDE's line formats, and the daemon refuses requests without the
 //! token (401) or with another one (403).
 
+// Tests read the files they wrote directly: the bounded-read rule
+// (clippy.toml) is for the tool's own inputs.
+#![allow(clippy::disallowed_methods)]
+
 use agy_corpus::corpus::{generate_home, PlanOptions, HOME_CLI_ROOT, HOME_IDE_ROOT};
 use agy_corpus::sim::{DaemonSim, SimOptions};
 use std::path::{Path, PathBuf};

@@ -231,8 +231,9 @@ fn check_one(
     let (Some(json), Some(mut projection)) = (json, projection) else {
         anyhow::bail!("{}: the source does not decode", path.display());
     };
-    let body = std::fs::read(answer_path)
-        .with_context(|| format!("reading the saved answer {}", answer_path.display()))?;
+    let body =
+        crate::util::bounded::read_regular(answer_path, crate::util::bounded::InputKind::Answer)
+            .with_context(|| format!("reading the saved answer {}", answer_path.display()))?;
     let answer = TrajectoryResponse::parse_captured(body)
         .map_err(|d| anyhow::anyhow!("{}: {d}", answer_path.display()))?;
     let answer_text = match crate::compare::parse_value(answer.trajectory()) {

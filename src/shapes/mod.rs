@@ -757,16 +757,17 @@ pub fn from_corpus<'a>(
             ("full", &mut full, &mut n_full),
         ] {
             let file = corpus.join(format!("{id}.{suffix}.json"));
-            match std::fs::read(&file) {
-                Ok(bytes) => {
+            use crate::util::bounded::{read_if_present, InputKind};
+            match read_if_present(&file, InputKind::Answer) {
+                Ok(Some(bytes)) => {
                     listing.add_bytes(&file, &bytes)?;
                     *n += 1;
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Ok(None) => {}
                 Err(e) => {
                     return Err(ShapeError::Io {
                         file,
-                        detail: crate::util::io_text(&e),
+                        detail: crate::util::io_text(&e.into_io()),
                     })
                 }
             }

@@ -413,14 +413,14 @@ fn build_spilled(db: &Path, spill: Spill) -> Result<Snapshot> {
     let mut header = [0u8; 100];
     {
         use std::io::Read;
-        let mut f = fs::File::open(&spill.copy).map_err(|e| Error::io(&spill.copy, e))?;
+        let mut f = bounded::open_regular(&spill.copy, InputKind::Conversation)?;
         let n = f.read(&mut header).map_err(|e| Error::io(&spill.copy, e))?;
         if n < 100 || !header.starts_with(b"SQLite format 3\0") {
             return Err(Error::corrupt(db, "header", "not a SQLite 3 database"));
         }
     }
     let wal_copy = sibling(&spill.copy, "-wal");
-    if let Ok(f) = fs::File::open(&wal_copy) {
+    if let Ok(f) = bounded::open_regular(&wal_copy, InputKind::Wal) {
         let t = super::wal::tail_of(super::wal::page_size(&header), &f)
             .map_err(|e| Error::io(&wal_copy, e))?;
         check_tail(db, t)?;

@@ -102,6 +102,10 @@ impl Tail {
 pub trait LogBytes {
     /// The log's length in bytes.
     fn len(&self) -> u64;
+    /// Whether the log holds no byte.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
     /// Fills `buf` from `off` (the caller keeps `off + buf.len() <= len()`).
     fn read_at(&self, off: u64, buf: &mut [u8]) -> std::io::Result<()>;
 }

@@ -151,6 +151,8 @@ pub fn write_file_unsynced_dir(
 /// folder that cannot be opened or synced as a file (Windows, some
 /// filesystems) is not an error.
 pub fn sync_dir(dir: &Path) {
+    // a folder opened only to be synced, never read
+    #[allow(clippy::disallowed_methods)]
     if let Ok(d) = fs::File::open(dir) {
         let _ = d.sync_all();
     }
@@ -233,6 +235,8 @@ fn write_file_synced(
         })?;
     }
     if sync_parent {
+        // a folder opened only to be synced, never read
+        #[allow(clippy::disallowed_methods)]
         if let Ok(d) = fs::File::open(dir) {
             let _ = d.sync_all();
         }

@@ -109,10 +109,12 @@ pub fn status(root: &Path) -> Status {
     let Some(dir) = state_dir() else {
         return Status::Unknown;
     };
-    let Some(state) = std::fs::read(state_file(&dir, root))
-        .ok()
-        .and_then(|b| serde_json::from_slice::<WatchState>(&b).ok())
-    else {
+    let Some(state) = crate::util::bounded::read_regular(
+        &state_file(&dir, root),
+        crate::util::bounded::InputKind::Record,
+    )
+    .ok()
+    .and_then(|b| serde_json::from_slice::<WatchState>(&b).ok()) else {
         return Status::Unknown;
     };
     judge(&state, unix_now(), pid_alive)
