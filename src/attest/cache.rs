@@ -225,6 +225,13 @@ pub fn attested_at(path: &Path, cascade: &str, cap: u64) -> Option<Box<Saved>> {
     }
 }
 
+/// Why what sits at `path` cannot even be read as a sidecar (a link, a
+/// FIFO or anything but a regular file, a file past `cap`, a read error):
+/// `None` when nothing is there or its bytes read (whatever they hold).
+pub fn unreadable_at(path: &Path, cap: u64) -> Option<NotASidecar> {
+    regular_file(path, cap).err()
+}
+
 /// [`classify`] of a file's bytes.
 pub fn classify_bytes(bytes: &[u8], schema: &Schema, cascade: &str) -> Existing {
     match read_saved(bytes, cascade) {

@@ -81,16 +81,38 @@ fn sqlite_steps(db: &Path) -> Option<u64> {
         .and_then(|n| u64::try_from(n).ok())
 }
 
-/// The verdict a sidecar records, or `none` (no sidecar, or nothing there
-/// that is this reader family's own sidecar for the conversation `id`: the
-/// ownership half of the one rule every command applies,
-/// [`crate::attest::cache::attested_at`], which reads the bytes strictly).
-fn sidecar_state(source: &Path, id: &str) -> &'static str {
-    // list has no response cap of its own: the default one's sidecar cap
-    let cap = crate::attest::cache::sidecar_cap(crate::rpc::DEFAULT_MAX_BODY);
-    crate::attest::cache::attested_at(&crate::attest::cache::sidecar_path(source), id, cap)
-        .map_or("none", |s| s.completeness.verdict.as_str())
+/// The most bytes list reads a sidecar at: list has no response cap of its
+/// own, so the default one's sidecar cap.
+fn sidecar_cap() -> u64 {
+    crate::attest::cache::sidecar_cap(crate::rpc::DEFAULT_MAX_BODY)
 }
+
+/// The verdict a sidecar records; `not a sidecar` when what sits at the
+/// sidecar path cannot be read as one at all (a FIFO, a link, a file past
+/// the sidecar cap: left alone, as watch and sync leave it); or `none` (no
+/// sidecar, or nothing there that is this reader family's own sidecar for
+/// the conversation `id`: the ownership half of the one rule every command
+/// applies, [`crate::attest::cache::attested_at`], which reads the bytes
+/// strictly).
+fn sidecar_state(source: &Path, id: &str) -> &'static str {
+    let side = crate::attest::cache::sidecar_path(source);
+    match crate::attest::cache::attested_at(&side, id, sidecar_cap()) {
+        Some(s) => s.completeness.verdict.as_str(),
+        None => unattested_state(&side),
+    }
+}
+
+/// [`sidecar_state`] of a sidecar path holding no attestation of ours.
+fn unattested_state(side: &Path) -> &'static str {
+    if crate::attest::cache::unreadable_at(side, sidecar_cap()).is_some() {
+        NOT_A_SIDECAR
+    } else {
+        "none"
+    }
+}
+
+/// The state of a sidecar path whose file cannot be read as a sidecar.
+const NOT_A_SIDECAR: &str = "not a sidecar";
 
 /// The titles agy stored for a root's conversations: the `title` column of
 /// `<root>/conversation_summaries.db`'s `conversation_summaries` table (the
@@ -164,7 +186,7 @@ fn rows_of(
                     fresh = Some(c.fresh);
                     sidecar = Some(saved.completeness.verdict.as_str());
                 } else {
-                    sidecar = Some("none");
+                    sidecar = Some(unattested_state(&side));
                 }
                 steps = steps.or(c.steps.map(|n| n as u64));
             }

@@ -107,11 +107,13 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
                 return Ok(exit::UNKNOWN);
             }
             // another conversation's file, or one that cannot be read as
-            // JSON: an error naming it (nothing to recheck)
+            // JSON (a FIFO, a file past the sidecar cap...): an error naming
+            // it (nothing to recheck)
             Existing::Foreign(
                 why @ (NotASidecar::OtherConversation { .. }
                 | NotASidecar::NotJson(_)
                 | NotASidecar::Unreadable(_)
+                | NotASidecar::TooLarge { .. }
                 | NotASidecar::Symlink
                 | NotASidecar::NotAFile),
             ) => anyhow::bail!(
