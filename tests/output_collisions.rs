@@ -296,3 +296,51 @@ fn audit_qualify_junit_onto_an_input_is_refused_before_any_line() {
     assert_eq!(snapshot(sweep), sweep_before);
     assert_eq!(snapshot(store), store_before);
 }
+
+/// A second output that its write would refuse (an existing file without
+/// --force, a symbolic link) is found before the first one is written or
+/// the report printed.
+#[cfg(unix)]
+#[test]
+fn a_refused_second_output_leaves_the_first_unwritten() {
+    let (_d, _store, sweep) = swept();
+    let m = sweep.join("manifest.json");
+    let work = tempfile::tempdir().unwrap();
+    let md = work.path().join("diff.md");
+    let existing = work.path().join("existing.xml");
+    std::fs::write(&existing, b"keep").unwrap();
+    let link = work.path().join("link.xml");
+    std::os::unix::fs::symlink(work.path().join("elsewhere.xml"), &link).unwrap();
+    for (junit, force, words) in [
+        (&existing, false, "use --force"),
+        (&link, true, "symbolic link"),
+    ] {
+        let mut args: Vec<&std::ffi::OsStr> = vec![
+            "audit-diff".as_ref(),
+            m.as_os_str(),
+            m.as_os_str(),
+            "--out".as_ref(),
+            md.as_os_str(),
+            "--junit".as_ref(),
+            junit.as_os_str(),
+        ];
+        if force {
+            args.push("--force".as_ref());
+        }
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        assert!(text(&o).contains(words), "{}", text(&o));
+        assert!(!md.exists(), "the first output is not written");
+    }
+    assert_eq!(std::fs::read(&existing).unwrap(), b"keep");
+    // audit-qualify: no recheck line before the refusal.
+    let o = run(&[
+        "audit-qualify".as_ref(),
+        m.as_os_str(),
+        "--junit".as_ref(),
+        existing.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(o.stdout.is_empty(), "{}", text(&o));
+    assert_eq!(std::fs::read(&existing).unwrap(), b"keep");
+}

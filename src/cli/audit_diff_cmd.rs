@@ -160,7 +160,7 @@ pub fn run(a: AuditDiffArgs) -> anyhow::Result<i32> {
     let mut inputs = vec![Named::new("OLD", &old_file), Named::new("NEW", &new_file)];
     inputs.extend(super::common::listing_inputs("OLD", &old_file, &old));
     inputs.extend(super::common::listing_inputs("NEW", &new_file, &new));
-    super::common::refuse_collisions(&outputs, &inputs)?;
+    super::common::refuse_collisions(&outputs, &inputs, a.force)?;
     let protected: Vec<PathBuf> = inputs.into_iter().map(|n| n.path).collect();
     let mut incomplete = Vec::new();
     for (file, m) in [(&old_file, &old), (&new_file, &new)] {

@@ -3,7 +3,7 @@
 use crate::schema::pin::{self, PinError, Use};
 use crate::schema::Schema;
 use crate::source::legacy::LegacyKey;
-use crate::util::atomic::{check_collisions, Collision, Named};
+use crate::util::atomic::{check_collisions, preflight, Collision, Named};
 use anyhow::Context;
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -309,10 +309,15 @@ pub fn listing_inputs(what: &str, file: &Path, m: &crate::manifest::Manifest) ->
 /// 2) naming both and the path. An output that is one of the inputs stays
 /// the error it is when `write_file` refuses it (exit 1, as for every
 /// command's `protected` inputs), now said before anything is written or
-/// printed and naming the argument that gave each file.
-pub fn refuse_collisions(outputs: &[Named], inputs: &[Named]) -> anyhow::Result<()> {
+/// printed and naming the argument that gave each file. Then each output
+/// as `write_file` would find it (`preflight`: a symbolic link, an existing
+/// file without `force`), so no refused output follows one written.
+pub fn refuse_collisions(outputs: &[Named], inputs: &[Named], force: bool) -> anyhow::Result<()> {
     match check_collisions(outputs, inputs) {
-        Ok(()) => Ok(()),
+        Ok(()) => {
+            let paths: Vec<&Path> = outputs.iter().map(|o| o.path.as_path()).collect();
+            Ok(preflight(&paths, force)?)
+        }
         // The CLI's usage error (exit 2) in the collision's own words, as
         // `schema`'s commands say theirs.
         Err(c @ Collision::Outputs { .. }) => Err(super::errors::Usage::Text(c.to_string()).into()),

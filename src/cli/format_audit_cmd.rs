@@ -82,7 +82,7 @@ pub fn run(a: FormatAuditArgs) -> anyhow::Result<i32> {
         ]
     });
     if let Some(outputs) = &outputs {
-        super::common::refuse_collisions(outputs, &inputs)?;
+        super::common::refuse_collisions(outputs, &inputs, a.force)?;
     }
     let against = match &a.against {
         Some(p) => Some((p.as_path(), crate::shapes::read_any(p)?)),

@@ -96,7 +96,7 @@ pub fn run(mut a: QualifyArgs) -> anyhow::Result<i32> {
     // printed: a refused --junit never follows the rechecks on stdout.
     let inputs = qualify_inputs(&a, &manifest, &root);
     if let Some(junit) = &a.junit {
-        super::common::refuse_collisions(&[Named::new("--junit", junit)], &inputs)?;
+        super::common::refuse_collisions(&[Named::new("--junit", junit)], &inputs, a.force)?;
     }
     let (schema, key) = a.decode.load()?;
     let ctx = AuditContext {

@@ -80,6 +80,7 @@ pub fn run(mut a: ReportArgs) -> anyhow::Result<i32> {
             refuse_collisions(
                 &[Named::new("--out", out), Named::new(CHART_BESIDE_OUT, &svg)],
                 &[Named::new("MANIFEST", &a.manifest)],
+                a.force,
             )?;
             let opts = WriteOptions {
                 force: a.force,
@@ -106,7 +107,7 @@ fn run_html(a: &ReportArgs, m: &Manifest) -> anyhow::Result<i32> {
     inputs.extend(a.decode.named_inputs());
     inputs.extend(super::common::source_inputs(m, &root));
     if let Some(out) = &a.out {
-        refuse_collisions(&[Named::new("--out", out)], &inputs)?;
+        refuse_collisions(&[Named::new("--out", out)], &inputs, a.force)?;
     }
     let (schema, key) = a.decode.load_inspect()?;
     let opts = ReadOptions {

@@ -262,12 +262,26 @@ pub fn sync_dir(dir: &Path) {
     }
 }
 
-fn write_file_synced(
-    path: &Path,
-    bytes: &[u8],
-    opts: &WriteOptions,
-    sync_parent: bool,
-) -> Result<(), WriteError> {
+/// Refuses, before anything is written, an output that [`write_file`]
+/// would refuse as it stands (no folder, a symbolic link, not a regular
+/// file, an existing file without `force`): a command with several outputs
+/// checks them all first, so a refused second output never leaves the
+/// first one written. A file that appears between this check and its
+/// write is still refused by the write.
+pub fn preflight(outputs: &[&Path], force: bool) -> Result<(), WriteError> {
+    let opts = WriteOptions {
+        force,
+        ..Default::default()
+    };
+    for out in outputs {
+        check_target(out, &opts)?;
+    }
+    Ok(())
+}
+
+/// The checks [`write_file`] makes before it writes `path`; its canonical
+/// target when they pass.
+fn check_target(path: &Path, opts: &WriteOptions) -> Result<PathBuf, WriteError> {
     let parent = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -305,6 +319,16 @@ fn write_file_synced(
         }
         Ok(_) | Err(_) => {}
     }
+    Ok(target)
+}
+
+fn write_file_synced(
+    path: &Path,
+    bytes: &[u8],
+    opts: &WriteOptions,
+    sync_parent: bool,
+) -> Result<(), WriteError> {
+    let target = check_target(path, opts)?;
     let dir = target.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::Builder::new()
         .prefix(TEMP_PREFIX)
@@ -447,11 +471,16 @@ mod tests {
                 Err(Collision::Outputs { .. })
             ));
         }
-        // A dangling link resolves to the name another output takes.
+        // A dangling link is not yet the file it names (the preflight
+        // refuses it as a link).
         let fresh = d.join("fresh.md");
         let dangling = d.join("dangling.md");
         std::os::unix::fs::symlink(&fresh, &dangling).unwrap();
-        assert!(same_file(&dangling, &fresh) && same_file(&fresh, &dangling));
+        assert!(!same_file(&dangling, &fresh));
+        assert!(matches!(
+            preflight(&[fresh.as_path(), dangling.as_path()], true),
+            Err(WriteError::Symlink { .. })
+        ));
         // Distinct files: no collision, in either list.
         let b = d.join("b.md");
         assert_eq!(
