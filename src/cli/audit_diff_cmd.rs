@@ -2,7 +2,7 @@
 
 use crate::manifest::Manifest;
 use crate::report::diff::{diff, render_markdown, Inputs, ShapesSection};
-use crate::util::atomic::{write_file, WriteOptions};
+use crate::util::atomic::{write_file, Named, WriteOptions};
 use crate::verdict::exit;
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -150,6 +150,18 @@ pub(crate) fn shapes_section(
 pub fn run(a: AuditDiffArgs) -> anyhow::Result<i32> {
     let (old_file, old) = read(&a.old)?;
     let (new_file, new) = read(&a.new)?;
+    // Both outputs checked against each other and every file read, before
+    // anything is written or printed: a --junit onto an input never follows
+    // a report already on standard output.
+    let outputs: Vec<Named> = [("--out", &a.out), ("--junit", &a.junit)]
+        .into_iter()
+        .filter_map(|(what, p)| p.as_ref().map(|p| Named::new(what, p)))
+        .collect();
+    let mut inputs = vec![Named::new("OLD", &old_file), Named::new("NEW", &new_file)];
+    inputs.extend(super::common::listing_inputs("OLD", &old_file, &old));
+    inputs.extend(super::common::listing_inputs("NEW", &new_file, &new));
+    super::common::refuse_collisions(&outputs, &inputs, a.force)?;
+    let protected: Vec<PathBuf> = inputs.into_iter().map(|n| n.path).collect();
     let mut incomplete = Vec::new();
     for (file, m) in [(&old_file, &old), (&new_file, &new)] {
         if !m.complete {
@@ -200,7 +212,7 @@ pub fn run(a: AuditDiffArgs) -> anyhow::Result<i32> {
                 &bytes,
                 &WriteOptions {
                     force: a.force,
-                    protected: vec![old_file.clone(), new_file.clone()],
+                    protected: protected.clone(),
                     ..Default::default()
                 },
             )?;
@@ -238,7 +250,7 @@ pub fn run(a: AuditDiffArgs) -> anyhow::Result<i32> {
             xml.as_bytes(),
             &WriteOptions {
                 force: a.force,
-                protected: vec![old_file.clone(), new_file.clone()],
+                protected: protected.clone(),
                 ..Default::default()
             },
         )?;

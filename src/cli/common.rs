@@ -3,9 +3,10 @@
 use crate::schema::pin::{self, PinError, Use};
 use crate::schema::Schema;
 use crate::source::legacy::LegacyKey;
+use crate::util::atomic::{check_collisions, preflight, Collision, Named};
 use anyhow::Context;
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Args)]
 pub struct DecodeArgs {
@@ -249,6 +250,78 @@ impl DecodeArgs {
         }
         v.extend(self.legacy_key_file.clone());
         v
+    }
+}
+
+impl DecodeArgs {
+    /// [`Self::inputs`], each named by the flag that gives it.
+    pub fn named_inputs(&self) -> Vec<Named> {
+        let mut v = Vec::new();
+        if let Some(s) = &self.schema {
+            v.push(Named::new("--schema", s));
+            v.push(Named::new(
+                "the pin manifest of --schema",
+                pin::manifest_path(s),
+            ));
+        }
+        if let Some(k) = &self.legacy_key_file {
+            v.push(Named::new("--legacy-key-file", k));
+        }
+        v
+    }
+}
+
+/// The sources a manifest records under `root`, each with its `-wal`,
+/// `-shm` and `-journal`: files a command that reads them never writes.
+pub fn source_inputs(m: &crate::manifest::Manifest, root: &Path) -> Vec<Named> {
+    let mut v = Vec::new();
+    for s in &m.sessions {
+        let p = s.source_path(root);
+        for c in crate::source::sqlite::companions(&p) {
+            v.push(Named::new(
+                "a companion of a source the manifest records",
+                c,
+            ));
+        }
+        v.push(Named::new("a source the manifest records", p));
+    }
+    v
+}
+
+/// The shape listings a manifest records beside `file` (its
+/// `shapes-ordinary.tsv` and `shapes-full.tsv`), named after `what`.
+pub fn listing_inputs(what: &str, file: &Path, m: &crate::manifest::Manifest) -> Vec<Named> {
+    let dir = file
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    m.shapes
+        .iter()
+        .flat_map(|sh| [&sh.ordinary.file, &sh.full.file])
+        .map(|f| Named::new(format!("a shape listing of {what}"), dir.join(f)))
+        .collect()
+}
+
+/// Refuses, before a command writes or prints anything, outputs that
+/// cannot all be written ([`check_collisions`], every output the command
+/// will write, derived ones included, against each other and against every
+/// file it reads). Two outputs that are one file are a usage error (exit
+/// 2) naming both and the path. An output that is one of the inputs stays
+/// the error it is when `write_file` refuses it (exit 1, as for every
+/// command's `protected` inputs), now said before anything is written or
+/// printed and naming the argument that gave each file. Then each output
+/// as `write_file` would find it (`preflight`: a symbolic link, an existing
+/// file without `force`), so no refused output follows one written.
+pub fn refuse_collisions(outputs: &[Named], inputs: &[Named], force: bool) -> anyhow::Result<()> {
+    match check_collisions(outputs, inputs) {
+        Ok(()) => {
+            let paths: Vec<&Path> = outputs.iter().map(|o| o.path.as_path()).collect();
+            Ok(preflight(&paths, force)?)
+        }
+        // The CLI's usage error (exit 2) in the collision's own words, as
+        // `schema`'s commands say theirs.
+        Err(c @ Collision::Outputs { .. }) => Err(super::errors::Usage::Text(c.to_string()).into()),
+        Err(c @ Collision::Input { .. }) => Err(c.into()),
     }
 }
 

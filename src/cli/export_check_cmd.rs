@@ -86,7 +86,61 @@ fn not_checked(s: &crate::manifest::SessionRecord) -> Option<NotChecked> {
     }
 }
 
-/// The first differing line of two texts, one-based, with both lines.
+/// A line of at most this many characters is shown whole in a difference.
+const WHOLE_LINE: usize = 100;
+/// Characters shown before where a long text first differs.
+const WINDOW_BEFORE: usize = 30;
+/// Characters shown from where a long text first differs.
+const WINDOW_AFTER: usize = 40;
+/// `compare::value` shows a value in at most this many characters of its
+/// JSON text: a longer one on each side may read the same in its
+/// difference, which then also shows where they first differ.
+const SHOWN_VALUE: usize = 60;
+
+/// The zero-based character position where `a` and `b` first differ (the
+/// shorter one's length when one is a prefix of the other); none when they
+/// are equal.
+fn first_difference(a: &str, b: &str) -> Option<usize> {
+    let mut n = 0;
+    let (mut x, mut y) = (a.chars(), b.chars());
+    loop {
+        match (x.next(), y.next()) {
+            (None, None) => return None,
+            (p, q) if p == q => n += 1,
+            _ => return Some(n),
+        }
+    }
+}
+
+/// `s` quoted for a terminal line: `"` and `\` escaped, control characters
+/// shown visibly (`report::escape::terminal`).
+fn quoted(s: &str) -> String {
+    let escaped = s.replace('\\', "\\\\").replace('"', "\\\"");
+    format!("\"{}\"", crate::report::escape::terminal(&escaped))
+}
+
+/// The characters of `s` around position `at`, quoted, with `…` outside
+/// the quotes where `s` goes on.
+fn window(s: &str, at: usize) -> String {
+    let from = at.saturating_sub(WINDOW_BEFORE);
+    let shown: String = s
+        .chars()
+        .skip(from)
+        .take(WINDOW_BEFORE + WINDOW_AFTER)
+        .collect();
+    let more = s.chars().count() > from + WINDOW_BEFORE + WINDOW_AFTER;
+    format!(
+        "{}{}{}",
+        if from > 0 { "…" } else { "" },
+        quoted(&shown),
+        if more { "…" } else { "" }
+    )
+}
+
+/// The first differing line of two texts, one-based, with both lines: whole
+/// when both fit in [`WHOLE_LINE`] characters, else the window of each
+/// around the first character where they differ (never two prefixes cut to
+/// the same text); the column (one-based, in characters) follows.
 fn first_line_difference(a: &str, b: &str) -> Option<String> {
     let (mut la, mut lb) = (a.lines(), b.lines());
     let mut n = 0;
@@ -95,12 +149,22 @@ fn first_line_difference(a: &str, b: &str) -> Option<String> {
         match (la.next(), lb.next()) {
             (None, None) => return None,
             (x, y) if x == y => continue,
+            (Some(x), Some(y)) => {
+                let at = first_difference(x, y).unwrap_or(0);
+                let whole = x.chars().count() <= WHOLE_LINE && y.chars().count() <= WHOLE_LINE;
+                let show = |l: &str| if whole { quoted(l) } else { window(l, at) };
+                return Some(format!(
+                    "markdown line {n}: offline {}, from the answer {} (first difference at column {})",
+                    show(x),
+                    show(y),
+                    at + 1
+                ));
+            }
             (x, y) => {
-                let show = |l: Option<&str>| {
-                    l.map_or_else(
-                        || "(end)".to_string(),
-                        |l| format!("{:?}", l.chars().take(100).collect::<String>()),
-                    )
+                let show = |l: Option<&str>| match l {
+                    None => "(end)".to_string(),
+                    Some(l) if l.chars().count() <= WHOLE_LINE => quoted(l),
+                    Some(l) => window(l, 0),
                 };
                 return Some(format!(
                     "markdown line {n}: offline {}, from the answer {}",
@@ -110,6 +174,81 @@ fn first_line_difference(a: &str, b: &str) -> Option<String> {
             }
         }
     }
+}
+
+/// The value at a `compare::value` difference path (`steps[3].x.y`, or
+/// `(root)`) in `v`; a member matched by its name as written, else by its
+/// lowerCamelCase form (a proto field name against its JSON name). None
+/// when the path does not resolve (a map key holding `.` or `[`).
+fn at_path<'v>(v: &'v Value, path: &str) -> Option<&'v Value> {
+    fn camel(k: &str) -> String {
+        let mut out = String::with_capacity(k.len());
+        let mut up = false;
+        for c in k.chars() {
+            match c {
+                '_' => up = true,
+                c if up => {
+                    out.extend(c.to_uppercase());
+                    up = false;
+                }
+                c => out.push(c),
+            }
+        }
+        out
+    }
+    if path == "(root)" {
+        return Some(v);
+    }
+    let mut cur = v;
+    for segment in path.split('.') {
+        let (name, mut rest) = match segment.find('[') {
+            Some(i) => (&segment[..i], &segment[i..]),
+            None => (segment, ""),
+        };
+        if !name.is_empty() {
+            let o = cur.as_object()?;
+            cur = match o.get(name) {
+                Some(x) => x,
+                None => {
+                    let want = camel(name);
+                    o.iter().find(|(k, _)| camel(k) == want).map(|(_, x)| x)?
+                }
+            };
+        }
+        while let Some(r) = rest.strip_prefix('[') {
+            let (index, after) = r.split_once(']')?;
+            cur = cur.as_array()?.get(index.parse::<usize>().ok()?)?;
+            rest = after;
+        }
+        if !rest.is_empty() {
+            return None;
+        }
+    }
+    Some(cur)
+}
+
+/// Where the two sides of a JSON difference first differ, when a side is
+/// too long for the difference to show whole ([`SHOWN_VALUE`]): `(first
+/// difference at character N: offline …"…"…, answer …"…"…)`, the
+/// characters of a string's text, else of the value's JSON text.
+fn json_position(diff: &str, offline: &Value, answer: &Value) -> Option<String> {
+    let path = diff.split_once(": ")?.0;
+    let (o, a) = (at_path(offline, path)?, at_path(answer, path)?);
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
+    };
+    let (o, a) = (text(o), text(a));
+    if o.chars().count() <= SHOWN_VALUE && a.chars().count() <= SHOWN_VALUE {
+        return None;
+    }
+    let at = first_difference(&o, &a)?;
+    Some(format!(
+        " (first difference at character {}: offline {}, answer {})",
+        at + 1,
+        window(&o, at),
+        window(&a, at)
+    ))
 }
 
 /// `v` without `agyReader` and with `steps` explicit.
@@ -236,10 +375,11 @@ fn check_one(
             .with_context(|| format!("reading the saved answer {}", answer_path.display()))?;
     let answer = TrajectoryResponse::parse_captured(body)
         .map_err(|d| anyhow::anyhow!("{}: {d}", answer_path.display()))?;
-    let answer_text = match crate::compare::parse_value(answer.trajectory()) {
-        Ok(v) => comparable(v).to_string(),
+    let answer_value = match crate::compare::parse_value(answer.trajectory()) {
+        Ok(v) => comparable(v),
         Err(e) => anyhow::bail!("{}: {e}", answer_path.display()),
     };
+    let answer_text = answer_value.to_string();
     // Values, not text: the export as a message, the answer compared with
     // it under the proto3 JSON mapping (any member the schema does not know
     // is a difference here: the offline export cannot hold it).
@@ -279,7 +419,16 @@ fn check_one(
             }
         }
     }
-    diffs.extend(json_diffs.into_iter().map(|d| format!("json {d}")));
+    // Each difference as the comparison words it (its path as the answer
+    // spells it, shown visibly), then where long sides first differ.
+    let offline_value = match json_diffs.is_empty() {
+        true => Value::Null,
+        false => comparable(json.clone()),
+    };
+    diffs.extend(json_diffs.into_iter().map(|d| {
+        let position = json_position(&d, &offline_value, &answer_value).unwrap_or_default();
+        format!("json {}{position}", crate::report::escape::terminal(&d))
+    }));
     // Markdown: the bytes export-offline --format md --no-tree writes (the
     // presented form, whichever form the answer matched in) against the
     // transcript of the answer (normalized to the daemon's canonical
@@ -293,4 +442,65 @@ fn check_one(
         Err(e) => diffs.push(format!("markdown: the answer does not parse strictly: {e}")),
     }
     Ok((diffs, form))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn long_lines_show_where_they_differ_not_a_shared_prefix() {
+        let common: String = "word ".repeat(30);
+        let (a, b) = (
+            format!("{common}offline tail"),
+            format!("{common}answer tail"),
+        );
+        let d = first_line_difference(&format!("same\n{a}\n"), &format!("same\n{b}\n")).unwrap();
+        assert!(d.starts_with("markdown line 2: offline …\""), "{d}");
+        assert!(d.contains("offline tail\", from the answer …\""), "{d}");
+        assert!(
+            d.ends_with("answer tail\" (first difference at column 151)"),
+            "{d}"
+        );
+        // Short lines are shown whole, as before.
+        let d = first_line_difference("a \"q\"\n", "a \"r\"\n").unwrap();
+        assert_eq!(
+            d,
+            "markdown line 1: offline \"a \\\"q\\\"\", from the answer \"a \\\"r\\\"\" (first difference at column 4)"
+        );
+        // A missing line, and control characters shown visibly.
+        let d = first_line_difference("x\n", "x\ny\u{1b}[2J\n").unwrap();
+        assert_eq!(
+            d,
+            "markdown line 2: offline (end), from the answer \"y\\u{1b}[2J\""
+        );
+        assert_eq!(first_line_difference("a\nb", "a\nb"), None);
+    }
+
+    #[test]
+    fn json_differences_past_the_shown_width_give_their_position() {
+        let long = "x".repeat(80);
+        let offline = json!({"steps": [{"plannerResponse": {"response": format!("{long}ab")}}]});
+        let answer = json!({"steps": [{"planner_response": {"response": format!("{long}aZ")}}]});
+        let diff = "steps[0].planner_response.response: \"xxx…\", expected \"xxx…\"";
+        assert_eq!(
+            json_position(diff, &offline, &answer).as_deref(),
+            Some(
+                " (first difference at character 82: offline …\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxab\", answer …\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxaZ\")"
+            )
+        );
+        // Short values are shown whole by the difference itself.
+        let (o, a) = (json!({"cascadeId": "a"}), json!({"cascadeId": "b"}));
+        assert_eq!(
+            json_position("cascadeId: \"b\", expected \"a\"", &o, &a),
+            None
+        );
+        // A path that does not resolve on both sides: nothing added.
+        assert_eq!(
+            json_position("steps[3].x: missing", &offline, &answer),
+            None
+        );
+        assert_eq!(at_path(&offline, "(root)"), Some(&offline));
+    }
 }

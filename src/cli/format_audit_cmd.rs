@@ -1,9 +1,15 @@
 //! `agy-audit format-audit`: a release's format-audit record.
 
+use crate::manifest::Manifest;
 use crate::report::format_audit::{record, render_markdown, Inputs};
-use crate::util::atomic::{check_outputs, write_file, WriteOptions};
+use crate::util::atomic::{write_file, Named, WriteOptions};
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+/// How the JSON record is named in a refusal: it is not given by a flag of
+/// its own.
+const JSON_BESIDE_OUT: &str =
+    "the JSON record written beside --out (its name with the extension .json)";
 
 const HELP: &str = "\
 The record (Markdown, and JSON beside it with the extension .json) holds:
@@ -41,8 +47,43 @@ pub struct FormatAuditArgs {
     pub force: bool,
 }
 
+/// The files format-audit reads: the manifest, `--against`, the shape
+/// listings beside the manifest, the full answers under its `corpus/` and
+/// the SQLite sources under its root (each with its companions).
+fn inputs(a: &FormatAuditArgs, file: &Path, m: &Manifest) -> Vec<Named> {
+    let mut v = vec![Named::new("MANIFEST", file)];
+    v.extend(a.against.as_ref().map(|p| Named::new("--against", p)));
+    v.extend(super::common::listing_inputs("MANIFEST", file, m));
+    let corpus = file
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .join("corpus");
+    v.extend(m.sessions.iter().map(|s| {
+        Named::new(
+            "a saved full answer of the sweep",
+            corpus.join(format!("{}.full.json", s.file_id)),
+        )
+    }));
+    v.extend(super::common::source_inputs(m, Path::new(&m.root)));
+    v
+}
+
 pub fn run(a: FormatAuditArgs) -> anyhow::Result<i32> {
     let (file, m) = crate::manifest::read::read(&a.manifest)?;
+    // Both records (the Markdown and the JSON beside it, `--out X.json`
+    // being one file) against each other and every file read, before the
+    // store is read or anything written.
+    let inputs = inputs(&a, &file, &m);
+    let outputs = a.out.as_ref().map(|out| {
+        [
+            Named::new("--out", out),
+            Named::new(JSON_BESIDE_OUT, out.with_extension("json")),
+        ]
+    });
+    if let Some(outputs) = &outputs {
+        super::common::refuse_collisions(outputs, &inputs, a.force)?;
+    }
     let against = match &a.against {
         Some(p) => Some((p.as_path(), crate::shapes::read_any(p)?)),
         None => None,
@@ -61,12 +102,9 @@ pub fn run(a: FormatAuditArgs) -> anyhow::Result<i32> {
         }
         Some(out) => {
             let json_out = out.with_extension("json");
-            let mut inputs = vec![file.clone()];
-            inputs.extend(a.against.clone());
-            check_outputs(&[out.as_path(), json_out.as_path()], &inputs)?;
             let opts = WriteOptions {
                 force: a.force,
-                protected: inputs,
+                protected: inputs.into_iter().map(|n| n.path).collect(),
                 ..Default::default()
             };
             let mut j = serde_json::to_vec_pretty(&r)?;

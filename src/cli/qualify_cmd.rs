@@ -4,6 +4,7 @@ use super::common::DecodeArgs;
 use crate::manifest::Manifest;
 use crate::pipeline::AuditContext;
 use crate::report::qualify::qualify;
+use crate::util::atomic::Named;
 use crate::verdict::{exit, ReasonClass, VerdictKind};
 use clap::Args;
 use std::path::PathBuf;
@@ -87,11 +88,17 @@ pub fn run(mut a: QualifyArgs) -> anyhow::Result<i32> {
         );
         return Ok(exit::ERROR);
     }
-    let (schema, key) = a.decode.load()?;
     let root = a
         .root
         .clone()
         .unwrap_or_else(|| PathBuf::from(&manifest.root));
+    // --junit against every file this command reads, before any line is
+    // printed: a refused --junit never follows the rechecks on stdout.
+    let inputs = qualify_inputs(&a, &manifest, &root);
+    if let Some(junit) = &a.junit {
+        super::common::refuse_collisions(&[Named::new("--junit", junit)], &inputs, a.force)?;
+    }
+    let (schema, key) = a.decode.load()?;
     let ctx = AuditContext {
         schema: &schema,
         key: &key,
@@ -116,7 +123,8 @@ pub fn run(mut a: QualifyArgs) -> anyhow::Result<i32> {
         }
     }
     if let Some(junit) = &a.junit {
-        write_junit(junit, &a, &manifest, &root, &results)?;
+        let protected = inputs.into_iter().map(|n| n.path).collect();
+        write_junit(junit, &a, &manifest, protected, &results)?;
     }
     let absent = absent_sources(&manifest, &root);
     let t = |k| totals.get(k).copied().unwrap_or(0);
@@ -192,12 +200,22 @@ pub fn run(mut a: QualifyArgs) -> anyhow::Result<i32> {
     })
 }
 
-/// `--junit FILE`: one testcase per rechecked session.
+/// The files audit-qualify reads (the manifest, the decode inputs, every
+/// source the manifest records under `root`): never its --junit.
+fn qualify_inputs(a: &QualifyArgs, m: &Manifest, root: &std::path::Path) -> Vec<Named> {
+    let mut v = vec![Named::new("MANIFEST", &a.manifest)];
+    v.extend(a.decode.named_inputs());
+    v.extend(super::common::source_inputs(m, root));
+    v
+}
+
+/// `--junit FILE`: one testcase per rechecked session (never over one of
+/// `protected`, the command's inputs).
 fn write_junit(
     out: &std::path::Path,
     a: &QualifyArgs,
     m: &Manifest,
-    root: &std::path::Path,
+    protected: Vec<PathBuf>,
     results: &[crate::report::qualify::Recheck],
 ) -> anyhow::Result<()> {
     use crate::report::junit::{render, Case};
@@ -227,13 +245,6 @@ fn write_junit(
             }),
         })
         .collect();
-    let mut protected = vec![a.manifest.clone()];
-    protected.extend(a.decode.inputs());
-    for s in &m.sessions {
-        let p = s.source_path(root);
-        protected.extend(crate::source::sqlite::companions(&p));
-        protected.push(p);
-    }
     let xml = render("agy-audit audit-qualify", "audit-qualify", &cases);
     crate::util::atomic::write_file(
         out,

@@ -1,12 +1,13 @@
 //! `agy-audit report`: the qualification report of a manifest, as Markdown
 //! with an SVG chart beside it, or as one self-contained HTML file.
 
+use super::common::refuse_collisions;
 use super::common::DecodeArgs;
 use crate::manifest::Manifest;
 use crate::report::html::{render_html, step_views};
 use crate::report::{render_report, verdict_chart};
 use crate::source::ReadOptions;
-use crate::util::atomic::{check_outputs, write_file, WriteOptions};
+use crate::util::atomic::{write_file, Named, WriteOptions};
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
@@ -57,6 +58,10 @@ pub struct ReportArgs {
     pub decode: DecodeArgs,
 }
 
+/// How the Markdown report's chart is named in a refusal: it is not given
+/// by a flag of its own.
+const CHART_BESIDE_OUT: &str = "the chart written beside --out (its name with the extension .svg)";
+
 pub fn run(mut a: ReportArgs) -> anyhow::Result<i32> {
     // A sweep folder names its manifest.json: from here on, the file.
     let (manifest_file, m) = crate::manifest::read::read(&a.manifest)?;
@@ -70,12 +75,16 @@ pub fn run(mut a: ReportArgs) -> anyhow::Result<i32> {
             let svg = out.with_extension("svg");
             let name = svg.file_name().map(|n| n.to_string_lossy().into_owned());
             // The manifest this command reads is never an output, whatever
-            // the flags; both outputs are checked before either is written.
-            let inputs = vec![a.manifest.clone()];
-            check_outputs(&[out.as_path(), svg.as_path()], &inputs)?;
+            // the flags, and the chart is never the report (`--out X.svg`):
+            // both outputs are checked before either is written.
+            refuse_collisions(
+                &[Named::new("--out", out), Named::new(CHART_BESIDE_OUT, &svg)],
+                &[Named::new("MANIFEST", &a.manifest)],
+                a.force,
+            )?;
             let opts = WriteOptions {
                 force: a.force,
-                protected: inputs,
+                protected: vec![a.manifest.clone()],
                 ..Default::default()
             };
             write_file(&svg, verdict_chart(&m).as_bytes(), &opts)?;
@@ -91,8 +100,16 @@ pub fn run(mut a: ReportArgs) -> anyhow::Result<i32> {
 }
 
 fn run_html(a: &ReportArgs, m: &Manifest) -> anyhow::Result<i32> {
-    let (schema, key) = a.decode.load_inspect()?;
     let root = a.root.clone().unwrap_or_else(|| PathBuf::from(&m.root));
+    // Never over the manifest, the decode inputs or any source read:
+    // checked before the sources are read.
+    let mut inputs = vec![Named::new("MANIFEST", &a.manifest)];
+    inputs.extend(a.decode.named_inputs());
+    inputs.extend(super::common::source_inputs(m, &root));
+    if let Some(out) = &a.out {
+        refuse_collisions(&[Named::new("--out", out)], &inputs, a.force)?;
+    }
+    let (schema, key) = a.decode.load_inspect()?;
     let opts = ReadOptions {
         schema: &schema,
         legacy_key: &key,
@@ -108,14 +125,7 @@ fn run_html(a: &ReportArgs, m: &Manifest) -> anyhow::Result<i32> {
     match &a.out {
         None => crate::util::term::out(html.as_bytes()),
         Some(out) => {
-            // Never over the manifest, the decode inputs or any source read.
-            let mut protected = vec![a.manifest.clone()];
-            protected.extend(a.decode.inputs());
-            for s in &m.sessions {
-                let p = s.source_path(&root);
-                protected.extend(crate::source::sqlite::companions(&p));
-                protected.push(p);
-            }
+            let protected = inputs.into_iter().map(|n| n.path).collect();
             write_file(
                 out,
                 html.as_bytes(),

@@ -89,8 +89,14 @@ pub struct SweepArgs {
     /// {"selected", "verified", "verifiedSourceOnly", "sqlite", "protobuf",
     /// "notVerified", "legacyUnverifiable", "unknown", "incomplete",
     /// "notFetched", "error"} (the manifest's counts), "countsByProfile",
-    /// "countsByFormat", "resume", "exitCode"} (see README, "Machine-readable
-    /// summaries"). The exit code is the same.
+    /// "countsByFormat", "resume", "error", "exitCode"} (see README,
+    /// "Machine-readable summaries"). The exit code is the same. Printed
+    /// also when the sweep cannot start (the daemon unreachable, the root
+    /// empty, a usage error): then "error" is {"kind", "message"} (kind
+    /// daemon-unreachable, daemon-unusable, empty-root, usage or error),
+    /// "daemonDown" the daemon's error when it is one, and what no manifest
+    /// recorded (manifest, sessions, skipped, profiles, pending, counts) is
+    /// null; otherwise "error" is null.
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
@@ -266,14 +272,41 @@ fn one_root(arg: &super::common::RootArg) -> anyhow::Result<std::path::PathBuf> 
     .into())
 }
 
+/// What a sweep had settled when it stopped before its summary: the
+/// members of `--json`'s object it can still fill.
+#[derive(Debug, Default)]
+struct Settled {
+    shard: Option<(usize, usize)>,
+    root: Option<PathBuf>,
+    endpoint: Option<String>,
+}
+
 pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
+    let (json, out) = (a.json, a.out.clone());
+    let mut settled = Settled::default();
+    let result = run_sweep(a, &mut settled);
+    // `--json` prints its object however the run ends: a sweep that could
+    // not start (an unreachable daemon, an empty root, a usage error) says
+    // so in it, with the exit code the command ends with.
+    if let (true, Err(e)) = (json, &result) {
+        let doc = failed_summary_json(&out, &settled, e);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
+    }
+    result
+}
+
+fn run_sweep(a: SweepArgs, settled: &mut Settled) -> anyhow::Result<i32> {
     let shard = resolve_shard(a.shard, a.shard_count, |k| std::env::var(k).ok())?;
+    settled.shard = shard;
     let (schema, key) = a.decode.load()?;
     let root = one_root(&a.root)?;
+    // As the manifest names it (`discover::store_root`), when it can.
+    settled.root = Some(crate::discover::store_root(&root).unwrap_or_else(|_| root.clone()));
     let surface = crate::roots::detect_surface(&root);
     let stop = interrupt_flag();
     let (found, client) = a.daemon.for_root(&root, surface, Some(stop.clone()))?;
     let endpoint = found.url;
+    settled.endpoint = Some(endpoint.clone());
     let opts = SweepOptions {
         root: root.clone(),
         out: a.out.clone(),
@@ -391,6 +424,110 @@ pub fn summary_json(
         "countsByProfile": m.counts_by_profile,
         "countsByFormat": m.counts_by_format,
         "resume": resume_command(summary, shard),
+        "error": null,
         "exitCode": code,
+    })
+}
+
+/// Why a sweep stopped before its summary, as `audit-sweep --json` names
+/// it (`error.kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartFailure {
+    /// Nothing accepts connections at the daemon's URL (checked once,
+    /// before any work): `daemon-unreachable`.
+    DaemonUnreachable,
+    /// The daemon could not be used otherwise: `daemon-unusable`.
+    DaemonUnusable,
+    /// The root selected no conversation (without --allow-empty):
+    /// `empty-root`.
+    EmptyRoot,
+    /// A usage error (exit 2): `usage`.
+    Usage,
+    /// Anything else (an unreadable input, an output not written): `error`.
+    Error,
+}
+
+impl StartFailure {
+    /// The public id (`error.kind`).
+    pub fn id(self) -> &'static str {
+        match self {
+            StartFailure::DaemonUnreachable => "daemon-unreachable",
+            StartFailure::DaemonUnusable => "daemon-unusable",
+            StartFailure::EmptyRoot => "empty-root",
+            StartFailure::Usage => "usage",
+            StartFailure::Error => "error",
+        }
+    }
+
+    /// The failure an error of the run is, from its typed causes.
+    pub fn of(e: &anyhow::Error) -> StartFailure {
+        use crate::rpc::error::RpcError;
+        let daemon = |r: &RpcError| match r {
+            RpcError::Unreachable { .. } => StartFailure::DaemonUnreachable,
+            _ => StartFailure::DaemonUnusable,
+        };
+        for c in e.chain() {
+            match c.downcast_ref::<crate::Error>() {
+                Some(crate::Error::Daemon(r)) => return daemon(r),
+                Some(crate::Error::EmptySelection { .. }) => return StartFailure::EmptyRoot,
+                _ => {}
+            }
+            if let Some(r) = c.downcast_ref::<RpcError>() {
+                return daemon(r);
+            }
+        }
+        if super::errors::usage(e) {
+            StartFailure::Usage
+        } else {
+            StartFailure::Error
+        }
+    }
+
+    /// The exit code the command ends with (`cli::main`'s mapping).
+    pub fn exit_code(self) -> i32 {
+        match self {
+            StartFailure::Usage => exit::USAGE,
+            _ => exit::ERROR,
+        }
+    }
+
+    fn daemon(self) -> bool {
+        matches!(
+            self,
+            StartFailure::DaemonUnreachable | StartFailure::DaemonUnusable
+        )
+    }
+}
+
+/// `audit-sweep --json` of a sweep that stopped before its summary (the
+/// daemon unreachable, the root empty, a usage error): the members of
+/// [`summary_json`], each one the run did not decide `null` (no manifest
+/// was written, so `manifest`, `sessions`, `skipped`, `profiles`,
+/// `pending` and the counts are `null`; `complete` and `interrupted` are
+/// `false`), `daemonDown` the daemon's error when it is one, `error`
+/// `{"kind", "message"}` ([`StartFailure`]), and `exitCode` the code the
+/// command ends with.
+fn failed_summary_json(out: &std::path::Path, s: &Settled, e: &anyhow::Error) -> serde_json::Value {
+    let failure = StartFailure::of(e);
+    let message = super::errors::chain_text(e);
+    serde_json::json!({
+        "manifest": null,
+        "out": out.display().to_string(),
+        "root": s.root.as_ref().map(|r| r.display().to_string()),
+        "endpoint": s.endpoint,
+        "complete": false,
+        "interrupted": false,
+        "daemonDown": failure.daemon().then_some(&message),
+        "pending": null,
+        "shard": s.shard.map(|(i, n)| format!("{i}/{n}")),
+        "sessions": null,
+        "skipped": null,
+        "profiles": null,
+        "counts": null,
+        "countsByProfile": null,
+        "countsByFormat": null,
+        "resume": null,
+        "error": {"kind": failure.id(), "message": message},
+        "exitCode": failure.exit_code(),
     })
 }

@@ -113,6 +113,112 @@ pub fn check_outputs(outputs: &[&Path], inputs: &[PathBuf]) -> Result<(), WriteE
     Ok(())
 }
 
+/// A file a command names, with how its user names it: the option or
+/// argument that gives it (`--out`, `--junit`, `MANIFEST`), or how it is
+/// derived from one (`the chart beside --out`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Named {
+    pub what: String,
+    pub path: PathBuf,
+}
+
+impl Named {
+    pub fn new(what: impl Into<String>, path: impl Into<PathBuf>) -> Named {
+        Named {
+            what: what.into(),
+            path: path.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Named {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.what, self.path.display())
+    }
+}
+
+/// Why a command's outputs cannot all be written: found by
+/// [`check_collisions`] before any of them is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Collision {
+    /// Two outputs of one command are one file: the second would replace
+    /// the first (with `--force`) or be refused after it was written.
+    #[error("{first} and {second} are the same file: each output of a command is a file of its own; name another for one of them")]
+    Outputs { first: Named, second: Named },
+    /// An output is one of the files the command reads.
+    #[error("{output}: refusing to write: it is {input} (the same file), an input of this command, never an output, even with --force")]
+    Input { output: Named, input: Named },
+}
+
+/// Whether `a` and `b` name one file: the same device and inode when both
+/// exist (links followed: a symbolic or hard link to it included), else the
+/// same canonical name (the parent folder canonicalized, the file name
+/// kept), or one of them a link that resolves to the other's name; two
+/// equal spellings are one file even where their folder does not exist.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    FileKey::of(a).same(&FileKey::of(b))
+}
+
+/// What [`same_file`] compares, computed once per path.
+struct FileKey<'a> {
+    raw: &'a Path,
+    id: Option<(u64, u64)>,
+    /// The parent canonicalized, the file name kept.
+    canonical: Option<PathBuf>,
+    /// The path with every link resolved, when it exists.
+    resolved: Option<PathBuf>,
+}
+
+impl<'a> FileKey<'a> {
+    fn of(raw: &'a Path) -> FileKey<'a> {
+        FileKey {
+            raw,
+            id: identity(raw),
+            canonical: canonical_target(raw),
+            resolved: fs::canonicalize(raw).ok(),
+        }
+    }
+
+    fn same(&self, o: &FileKey<'_>) -> bool {
+        let both = |x: &Option<PathBuf>, y: &Option<PathBuf>| x.is_some() && x == y;
+        self.raw == o.raw
+            || (self.id.is_some() && self.id == o.id)
+            || both(&self.canonical, &o.canonical)
+            || both(&self.resolved, &o.canonical)
+            || both(&o.resolved, &self.canonical)
+    }
+}
+
+/// Refuses, before anything is written or printed, a set of outputs that
+/// cannot all be written as given: two outputs that are one file (every
+/// pair, derived outputs included: a chart or a JSON record beside `--out`),
+/// or an output that is one of `inputs` ([`same_file`] for both). Outputs
+/// are compared among themselves first, in the order given, then with the
+/// inputs.
+pub fn check_collisions(outputs: &[Named], inputs: &[Named]) -> Result<(), Collision> {
+    // Each path's identity and names are read once, however many it meets
+    // (a manifest's every source is an input).
+    let outs: Vec<FileKey<'_>> = outputs.iter().map(|o| FileKey::of(&o.path)).collect();
+    for (k, first) in outs.iter().enumerate() {
+        if let Some(j) = (k + 1..outs.len()).find(|&j| first.same(&outs[j])) {
+            return Err(Collision::Outputs {
+                first: outputs[k].clone(),
+                second: outputs[j].clone(),
+            });
+        }
+    }
+    for (i, input) in inputs.iter().enumerate() {
+        let key = FileKey::of(&input.path);
+        if let Some(k) = outs.iter().position(|o| o.same(&key)) {
+            return Err(Collision::Input {
+                output: outputs[k].clone(),
+                input: inputs[i].clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The temp file name prefix and suffix of [`write_file`].
 const TEMP_PREFIX: &str = ".agy-audit-";
 const TEMP_SUFFIX: &str = ".tmp";
@@ -158,12 +264,26 @@ pub fn sync_dir(dir: &Path) {
     }
 }
 
-fn write_file_synced(
-    path: &Path,
-    bytes: &[u8],
-    opts: &WriteOptions,
-    sync_parent: bool,
-) -> Result<(), WriteError> {
+/// Refuses, before anything is written, an output that [`write_file`]
+/// would refuse as it stands (no folder, a symbolic link, not a regular
+/// file, an existing file without `force`): a command with several outputs
+/// checks them all first, so a refused second output never leaves the
+/// first one written. A file that appears between this check and its
+/// write is still refused by the write.
+pub fn preflight(outputs: &[&Path], force: bool) -> Result<(), WriteError> {
+    let opts = WriteOptions {
+        force,
+        ..Default::default()
+    };
+    for out in outputs {
+        check_target(out, &opts)?;
+    }
+    Ok(())
+}
+
+/// The checks [`write_file`] makes before it writes `path`; its canonical
+/// target when they pass.
+fn check_target(path: &Path, opts: &WriteOptions) -> Result<PathBuf, WriteError> {
     let parent = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -201,6 +321,16 @@ fn write_file_synced(
         }
         Ok(_) | Err(_) => {}
     }
+    Ok(target)
+}
+
+fn write_file_synced(
+    path: &Path,
+    bytes: &[u8],
+    opts: &WriteOptions,
+    sync_parent: bool,
+) -> Result<(), WriteError> {
+    let target = check_target(path, opts)?;
     let dir = target.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::Builder::new()
         .prefix(TEMP_PREFIX)
@@ -300,6 +430,99 @@ mod tests {
             WriteError::Protected { .. }
         ));
         assert_eq!(fs::read(&src).unwrap(), b"db");
+    }
+
+    fn named(what: &str, p: &Path) -> Named {
+        Named::new(what, p)
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn outputs_that_are_one_file_by_any_name_collide() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let a = d.join("a.md");
+        let sub = d.join("sub");
+        fs::create_dir(&sub).unwrap();
+        let alias = d.join("alias");
+        std::os::unix::fs::symlink(d, &alias).unwrap();
+        // Not yet existing: the same name however spelled.
+        for other in [a.clone(), sub.join("..").join("a.md"), alias.join("a.md")] {
+            let err =
+                check_collisions(&[named("--out", &a), named("--junit", &other)], &[]).unwrap_err();
+            assert_eq!(
+                err,
+                Collision::Outputs {
+                    first: named("--out", &a),
+                    second: named("--junit", &other)
+                },
+                "{}",
+                other.display()
+            );
+        }
+        // Equal spellings under a folder that does not exist.
+        let ghost = d.join("nowhere").join("x.md");
+        assert!(same_file(&ghost, &ghost));
+        // Existing: a hard link or a symbolic link to it.
+        fs::write(&a, b"x").unwrap();
+        let hard = d.join("hard.md");
+        fs::hard_link(&a, &hard).unwrap();
+        let soft = d.join("soft.md");
+        std::os::unix::fs::symlink(&a, &soft).unwrap();
+        for other in [&hard, &soft] {
+            assert!(matches!(
+                check_collisions(&[named("--out", other), named("--junit", &a)], &[]),
+                Err(Collision::Outputs { .. })
+            ));
+        }
+        // A dangling link is not yet the file it names (the preflight
+        // refuses it as a link).
+        let fresh = d.join("fresh.md");
+        let dangling = d.join("dangling.md");
+        std::os::unix::fs::symlink(&fresh, &dangling).unwrap();
+        assert!(!same_file(&dangling, &fresh));
+        assert!(matches!(
+            preflight(&[fresh.as_path(), dangling.as_path()], true),
+            Err(WriteError::Symlink { .. })
+        ));
+        // Distinct files: no collision, in either list.
+        let b = d.join("b.md");
+        assert_eq!(
+            check_collisions(
+                &[named("--out", &a), named("--junit", &b)],
+                &[named("OLD", &fresh)]
+            ),
+            Ok(())
+        );
+        // Outputs among themselves first, then against the inputs.
+        let err = check_collisions(
+            &[named("--out", &b), named("--junit", &a)],
+            &[named("NEW", &hard)],
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            Collision::Input {
+                output: named("--junit", &a),
+                input: named("NEW", &hard)
+            }
+        );
+        let text = err.to_string();
+        assert!(
+            text.contains("--junit") && text.contains("NEW") && text.contains("an input"),
+            "{text}"
+        );
+        let text = check_collisions(&[named("--out", &a), named("--junit", &a)], &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            text.starts_with(&format!(
+                "--out {} and --junit {} are the same file",
+                a.display(),
+                a.display()
+            )),
+            "{text}"
+        );
     }
 
     #[cfg(unix)]
