@@ -285,7 +285,7 @@ fn a_running_watch_catches_ctime_recovers_a_killed_daemon_and_drains_on_sigterm(
     let cli = home.join(HOME_CLI_ROOT);
     let (cli_daemon, ide_daemon) = (home_cli_sim(&home), home_ide_sim(&home));
     let mut child = in_home(&home)
-        .args(["watch", "--interval", "100ms", "--idle-timeout", "5m"])
+        .args(["watch", "--interval", "1s", "--idle-timeout", "5m"])
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()

@@ -21,8 +21,14 @@ a root's daemon becomes unavailable (once per failure streak) and one when it
 `recovered`, and a `pass N` summary after the first pass and after any pass
 that found a stale sidecar.
 
+A refused conversation is logged once per streak: while each native check
+ends in the same refusal (at every poll with --metadata-bound 0s) it is not
+logged again, and no pass line is printed for it.
+
 State for `doctor`: $XDG_STATE_HOME/agy-audit/watch-<root hash>.json
 (default ~/.local/state/agy-audit), one per root: pid, heartbeat, stop time.
+Never under a store root: a state folder inside a watched root (or equal to
+it, links followed) is a usage error, before anything is written.
 
 Exit codes:
   0    the idle timeout passed, SIGINT/SIGTERM drained the loop (the fetch
@@ -32,7 +38,8 @@ Exit codes:
   1    --once left a conversation without evidence: its daemon unavailable,
        not fetched, a source or sidecar unreadable or unwritable, or a file
        at its sidecar path that is not a trajectory sidecar
-  2    usage error";
+  2    usage error (an --interval under 1s among them; a state folder
+       inside a watched root)";
 
 /// Keep every root's sidecars verified: poll the roots, re-verify each
 /// stale sidecar (missing, unreadable, written by another reader without an
@@ -49,7 +56,9 @@ pub struct WatchArgs {
     /// again after every failure.
     #[arg(long = "root", value_name = "DIR")]
     pub roots: Vec<PathBuf>,
-    /// Time between polls (e.g. 30s, 2m, 500ms; a bare number is seconds).
+    /// Time between polls (e.g. 30s, 2m, 1.5s; a bare number is seconds):
+    /// at least 1s; a shorter one is a usage error (0s would poll in a busy
+    /// loop).
     #[arg(long, value_name = "D", default_value = "30s", value_parser = parse_duration)]
     pub interval: Duration,
     /// Exit 0 after this long without a stale sidecar (default: never).
@@ -94,6 +103,23 @@ impl WatchSink for MemorySink {
     }
 }
 
+/// The shortest `--interval`: below it the loop would poll as fast as it
+/// can (9,240 polls in 2 s at 0s).
+pub const MIN_INTERVAL: Duration = Duration::from_secs(1);
+
+/// `--interval` at least [`MIN_INTERVAL`]. Only `--max-polls` (hidden:
+/// `bench --watch-polls`, whose run that count ends) may go below it.
+fn check_interval(a: &WatchArgs) -> Result<(), super::errors::Usage> {
+    if a.interval < MIN_INTERVAL && a.max_polls.is_none() {
+        return Err(super::errors::Usage::Text(format!(
+            "--interval {}: at least {} (a shorter interval polls in a busy loop)",
+            duration_text(a.interval),
+            duration_text(MIN_INTERVAL)
+        )));
+    }
+    Ok(())
+}
+
 /// `--metadata-bound`: a duration of at most [`DEFAULT_BOUND`].
 fn metadata_bound(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
@@ -107,10 +133,18 @@ fn metadata_bound(s: &str) -> Result<Duration, String> {
 }
 
 pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
+    check_interval(&a)?;
     let (schema, key) = a.decode.load()?;
     let sel = crate::roots::select(&a.roots)?;
     for m in &sel.missing {
         crate::note!("watch: {} not present (default root)", m.display());
+    }
+    let state_dir = crate::watch::state::state_dir();
+    if let Some(dir) = &state_dir {
+        let roots: Vec<PathBuf> = sel.roots.iter().map(|r| r.path.clone()).collect();
+        crate::watch::state::check_outside(dir, &roots).map_err(|e| {
+            super::errors::Usage::Text(crate::report::escape::terminal(&e.to_string()).into_owned())
+        })?;
     }
     let stop = super::sweep_cmd::interrupt_flag();
     let opts = WatchOptions {
@@ -130,7 +164,7 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
         bracket_retries: a.daemon.bracket_retries,
         protected: a.decode.inputs(),
         max_polls: a.max_polls,
-        state_dir: crate::watch::state::state_dir(),
+        state_dir,
     };
     let roots: Vec<String> = opts
         .roots

@@ -21,7 +21,12 @@
 //! fetched while every sidecar holds. The `stop` flag (SIGINT/SIGTERM)
 //! abandons calls in flight (the client's cancel flag) and ends the loop
 //! between sessions; the idle timeout ends it after that long without a
-//! stale sidecar. Log lines go to standard error ([`crate::note!`]).
+//! stale sidecar. Log lines go to standard error ([`crate::note!`]). A
+//! refused conversation is logged once per refusal streak: while its native
+//! checks keep ending in the same refusal (at every poll under
+//! `--metadata-bound 0s`) it is counted, not logged again, and, like a
+//! refusal judged from unchanged metadata, it is not news (no pass line,
+//! not busy for the idle timeout).
 
 pub mod metadata;
 pub mod stale;
@@ -87,6 +92,12 @@ pub struct Pass {
     pub written: u64,
     /// Re-verified and refused (unknown or incomplete): no sidecar.
     pub refused: u64,
+    /// Of `refused`, those refused again with the refusal their previous
+    /// native check logged (a streak, as `--metadata-bound 0s` gives at
+    /// every poll): not logged again, and not news (they keep no pass line
+    /// coming and do not hold off the idle timeout, as a refusal judged
+    /// from unchanged metadata does not).
+    pub repeated: u64,
     /// Files at a sidecar path that are not sidecars, left alone.
     pub foreign: u64,
     /// Left without evidence: the daemon unavailable, not fetched, a
@@ -97,7 +108,12 @@ pub struct Pass {
 impl Pass {
     /// Something was stale (or could not be judged), so the watch is not idle.
     fn busy(&self) -> bool {
-        self.synced + self.refused + self.pending > 0
+        self.synced + self.news_refused() + self.pending > 0
+    }
+
+    /// Refusals that start a streak (logged in this pass).
+    fn news_refused(&self) -> u64 {
+        self.refused.saturating_sub(self.repeated)
     }
 }
 
@@ -245,6 +261,12 @@ struct Watcher<'a> {
     stop: &'a AtomicBool,
     profiles: u64,
     reuse: HashMap<PathBuf, Reuse<Judged>>,
+    /// The refusal each source in a refusal streak was logged with: its
+    /// native checks kept ending in this same refusal (file id, verdict,
+    /// reason). The streak ends, and the entry goes, at the first native
+    /// check that ends otherwise, or when the source is gone; a different
+    /// refusal starts a new streak and is logged.
+    refused: HashMap<PathBuf, String>,
     daemons: Vec<Daemon>,
 }
 
@@ -276,6 +298,7 @@ pub fn watch(
         stop: &stop,
         profiles,
         reuse: HashMap::new(),
+        refused: HashMap::new(),
         daemons: opts.roots.iter().map(|_| Daemon::default()).collect(),
     };
     let started = crate::util::time::now_rfc3339();
@@ -290,7 +313,7 @@ pub fn watch(
         let began = Instant::now();
         polls += 1;
         let pass = w.pass();
-        if polls == 1 || pass.synced + pass.refused > 0 || pass.pending != last.pending {
+        if polls == 1 || pass.synced + pass.news_refused() > 0 || pass.pending != last.pending {
             crate::note!(
                 "watch: pass {polls}: {} conversations: {} fresh, {} synced ({} written), {} refused, {} left alone (not sidecars), {} pending{}",
                 pass.sources,
@@ -394,6 +417,7 @@ impl Watcher<'_> {
         if !self.stop.load(Ordering::SeqCst) {
             let seen: std::collections::HashSet<&PathBuf> = seen.iter().collect();
             self.reuse.retain(|p, _| seen.contains(p));
+            self.refused.retain(|p, _| seen.contains(p));
         }
         pass
     }
@@ -433,6 +457,9 @@ impl Watcher<'_> {
             }
         }
         pass.checked += 1;
+        // A native check continues a refusal streak only by ending in the
+        // same refusal (below); any other end closes it.
+        let streak = self.refused.remove(&s.path);
         let offline = AuditContext {
             schema: self.schema,
             key: self.key,
@@ -529,11 +556,13 @@ impl Watcher<'_> {
                 Flow::Next
             }
             SessionOutcome::Refused(_) => {
-                crate::note!(
-                    "watch: checked {} {}{reason}: no sidecar written (was stale: {why})",
-                    rec.file_id,
-                    rec.verdict_str()
-                );
+                let refusal = format!("{} {}{reason}", rec.file_id, rec.verdict_str());
+                if streak.as_ref() == Some(&refusal) {
+                    pass.repeated += 1;
+                } else {
+                    crate::note!("watch: checked {refusal}: no sidecar written (was stale: {why})");
+                }
+                self.refused.insert(s.path.clone(), refusal);
                 pass.refused += 1;
                 self.remember(&s.path, observed, at, Judged::Refused);
                 Flow::Next

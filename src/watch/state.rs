@@ -13,6 +13,12 @@
 //! Linux, its pid is alive; anything else (no file, a stale or unreadable
 //! one) is *unknown*: never "not running", since a watcher without a state
 //! folder may still run.
+//!
+//! "Never under a store root" is checked, not assumed ([`check_outside`]):
+//! a `$XDG_STATE_HOME` (or `HOME`) that puts the state folder inside a
+//! watched root, or makes it the root itself, refuses the watch before it
+//! writes anything. The README promises no fallback place, so there is
+//! none. A root inside the state folder is fine.
 
 use crate::util::atomic::{write_file, WriteError, WriteOptions};
 use serde::{Deserialize, Serialize};
@@ -58,6 +64,64 @@ pub fn state_dir() -> Option<PathBuf> {
         .filter(|p| p.is_absolute())
         .or_else(|| env("HOME").map(|h| h.join(".local").join("state")))?;
     Some(base.join("agy-audit"))
+}
+
+/// The state folder would lie inside a watched store root (or be it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the state folder {} (from $XDG_STATE_HOME, else HOME/.local/state) is inside the store root {}: \
+     watch never writes its state under a store root; point XDG_STATE_HOME outside every root",
+    state.display(),
+    root.display()
+)]
+pub struct StateUnderRoot {
+    /// The state folder, resolved as it would be written.
+    pub state: PathBuf,
+    /// The root, resolved.
+    pub root: PathBuf,
+}
+
+/// Refuses a state folder `dir` inside (or equal to) any of `roots`, both
+/// resolved as the file system would resolve them when the state is
+/// written: symbolic links in what exists followed, and the folders still
+/// to be created (with any `.` and `..` among them) applied to that
+/// ([`resolved`]). Stricter than comparing the text of the paths: a link
+/// into a root, or `nonexistent/../root`, is caught.
+pub fn check_outside(dir: &Path, roots: &[PathBuf]) -> Result<(), StateUnderRoot> {
+    let state = resolved(dir);
+    for root in roots {
+        let root = resolved(root);
+        if state.starts_with(&root) {
+            return Err(StateUnderRoot { state, root });
+        }
+    }
+    Ok(())
+}
+
+/// `p` made absolute, with its longest existing prefix canonicalized (links
+/// followed) and the rest applied component by component: `.` dropped, `..`
+/// the parent of what precedes it (those folders do not exist yet, so no
+/// link can redirect them). What cannot be resolved at all stays as given.
+fn resolved(p: &Path) -> PathBuf {
+    use std::path::Component;
+    let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    for base in abs.ancestors() {
+        let Ok(mut out) = std::fs::canonicalize(base) else {
+            continue;
+        };
+        let rest = abs.strip_prefix(base).unwrap_or(Path::new(""));
+        for c in rest.components() {
+            match c {
+                Component::Normal(n) => out.push(n),
+                Component::ParentDir => {
+                    out.pop();
+                }
+                Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
+            }
+        }
+        return out;
+    }
+    abs
 }
 
 /// The state file of `root` in `dir`.
@@ -109,12 +173,12 @@ pub fn status(root: &Path) -> Status {
     let Some(dir) = state_dir() else {
         return Status::Unknown;
     };
-    let Some(state) = crate::util::bounded::read_regular(
-        &state_file(&dir, root),
-        crate::util::bounded::InputKind::Record,
-    )
-    .ok()
-    .and_then(|b| serde_json::from_slice::<WatchState>(&b).ok()) else {
+    let path = state_file(&dir, root);
+    let Some(state) =
+        crate::util::bounded::read_regular(&path, crate::util::bounded::InputKind::Record)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<WatchState>(&b).ok())
+    else {
         return Status::Unknown;
     };
     judge(&state, unix_now(), pid_alive)
@@ -187,5 +251,57 @@ mod tests {
             .starts_with("watch-"));
         let back: WatchState = serde_json::from_slice(&std::fs::read(f).unwrap()).unwrap();
         assert_eq!(back, r);
+    }
+
+    #[test]
+    fn the_state_folder_is_refused_inside_a_root_and_allowed_around_one() {
+        let d = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(d.path()).unwrap();
+        let root = base.join("store");
+        std::fs::create_dir_all(root.join("conversations")).unwrap();
+        let roots = [root.clone()];
+        // inside, or the root itself
+        for inside in [
+            root.join("agy-audit"),
+            root.join("conversations/x/agy-audit"),
+            root.clone(),
+            base.join("nowhere/../store/agy-audit"),
+            root.join("./a/../agy-audit"),
+        ] {
+            let e = check_outside(&inside, &roots).unwrap_err();
+            assert_eq!(e.root, root, "{}", inside.display());
+            assert!(e.state.starts_with(&root), "{}", e.state.display());
+            let text = e.to_string();
+            assert!(text.contains(&root.display().to_string()), "{text}");
+        }
+        // through a link to the root
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(&root, base.join("link")).unwrap();
+            let e = check_outside(&base.join("link/agy-audit"), &roots).unwrap_err();
+            assert_eq!(e.state, root.join("agy-audit"));
+            // the root named through the link is the same root
+            let e = check_outside(&root.join("agy-audit"), &[base.join("link")]).unwrap_err();
+            assert_eq!(e.root, root);
+        }
+        // beside it, a sibling whose name extends the root's, or around it
+        for outside in [
+            base.join("state/agy-audit"),
+            base.join("store-state/agy-audit"),
+            base.join("store/../elsewhere"),
+            base.clone(),
+        ] {
+            assert_eq!(
+                check_outside(&outside, &roots),
+                Ok(()),
+                "{}",
+                outside.display()
+            );
+        }
+        // a root inside the state folder is fine
+        let state = base.join("st/agy-audit");
+        let inner = state.join("store");
+        std::fs::create_dir_all(&inner).unwrap();
+        assert_eq!(check_outside(&state, &[inner]), Ok(()));
     }
 }

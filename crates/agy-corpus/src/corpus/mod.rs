@@ -230,7 +230,10 @@ pub struct HomeSummary {
 /// `cli.log`: the IDE announces its daemon in its own logs, which
 /// `daemon-sim --ide` writes) from the same plan with the next seed, so the
 /// two stores share no conversation id. Each holds legacy `.pb` sources
-/// and at least one `.pb` shadowed by a `.db` of the same id.
+/// and at least one `.pb` shadowed by a `.db` of the same id. Both roots
+/// are judged as targets (absent, empty, or with `force` a previous
+/// generation only) before either is written: a refusal leaves the home as
+/// it was.
 pub fn generate_home(
     home: &Path,
     plan: &PlanOptions,
@@ -244,6 +247,11 @@ pub fn generate_home(
     }
     let cli_root = home.join(HOME_CLI_ROOT);
     let ide_root = home.join(HOME_IDE_ROOT);
+    // Every target is judged before anything is written: a refused IDE root
+    // (a real store, say) must not find the CLI root already replaced.
+    for root in [&cli_root, &ide_root] {
+        check_out(root, force)?;
+    }
     let cli = generate_planned(
         &GenerateOptions {
             out: cli_root.clone(),
@@ -307,6 +315,27 @@ fn read_marker(out: &Path) -> Result<Marker, CorpusError> {
 /// marker lists (or a folder the generator creates); anything else stops the
 /// replacement before a single file is removed.
 fn remove_previous(out: &Path) -> Result<(), CorpusError> {
+    for p in removable(out)? {
+        std::fs::remove_file(&p).map_err(|e| io(&p, e))?;
+    }
+    let marker_path = out.join(MARKER);
+    std::fs::remove_file(&marker_path).map_err(|e| io(&marker_path, e))?;
+    for d in GENERATED_DIRS {
+        let p = out.join(d);
+        match std::fs::remove_dir(&p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(&p, e)),
+        }
+    }
+    Ok(())
+}
+
+/// The files a replacement of the previous generation in `out` removes
+/// (the marker aside), judged without touching anything: the folder must
+/// carry the generator's marker, and every entry in it must be one the
+/// marker lists (or a folder the generator creates).
+fn removable(out: &Path) -> Result<Vec<PathBuf>, CorpusError> {
     let marker = read_marker(out)?;
     let listed: std::collections::HashSet<PathBuf> =
         marker.files.iter().map(PathBuf::from).collect();
@@ -344,47 +373,50 @@ fn remove_previous(out: &Path) -> Result<(), CorpusError> {
         }
         to_remove.push(entry.path().to_path_buf());
     }
-    for p in to_remove {
-        std::fs::remove_file(&p).map_err(|e| io(&p, e))?;
-    }
-    let marker_path = out.join(MARKER);
-    std::fs::remove_file(&marker_path).map_err(|e| io(&marker_path, e))?;
-    for d in GENERATED_DIRS {
-        let p = out.join(d);
-        match std::fs::remove_dir(&p) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io(&p, e)),
-        }
+    Ok(to_remove)
+}
+
+/// Whether a generation may write `out`, judged without writing or removing
+/// anything: absent, an empty folder, or (with `force`) a folder holding
+/// only a previous generation's files ([`removable`]). What
+/// [`prepare_out`] then does to it, it does only after this held.
+fn check_out(out: &Path, force: bool) -> Result<(), CorpusError> {
+    if target_holds_files(out, force)? {
+        removable(out)?;
     }
     Ok(())
 }
 
-fn prepare_out(out: &Path, force: bool, plan: &CorpusPlan) -> Result<(), CorpusError> {
+/// `out`'s state as a target: `Ok(false)` when absent or empty, `Ok(true)`
+/// when a folder with entries that `force` allows replacing; refused when it
+/// is not a folder, or holds entries without `force`.
+fn target_holds_files(out: &Path, force: bool) -> Result<bool, CorpusError> {
     match std::fs::symlink_metadata(out) {
-        Ok(m) if !m.is_dir() => {
-            return Err(CorpusError::Usage(format!(
-                "{}: not a directory",
-                out.display()
-            )))
-        }
+        Ok(m) if !m.is_dir() => Err(CorpusError::Usage(format!(
+            "{}: not a directory",
+            out.display()
+        ))),
         Ok(_) => {
             let non_empty = std::fs::read_dir(out)
                 .map_err(|e| io(out, e))?
                 .next()
                 .is_some();
-            if non_empty {
-                if !force {
-                    return Err(CorpusError::Usage(format!(
-                        "{} is not empty; pass --force to replace a corpus this command generated",
-                        out.display()
-                    )));
-                }
-                remove_previous(out)?;
+            if non_empty && !force {
+                return Err(CorpusError::Usage(format!(
+                    "{} is not empty; pass --force to replace a corpus this command generated",
+                    out.display()
+                )));
             }
+            Ok(non_empty)
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(io(out, e)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(io(out, e)),
+    }
+}
+
+fn prepare_out(out: &Path, force: bool, plan: &CorpusPlan) -> Result<(), CorpusError> {
+    if target_holds_files(out, force)? {
+        remove_previous(out)?;
     }
     for d in ["conversations", "implicit", ".truth/daemon"] {
         let p = out.join(d);
