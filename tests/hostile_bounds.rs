@@ -421,3 +421,18 @@ fn the_first_signal_ends_a_sweep_within_ten_seconds() {
         assert_eq!(m["complete"], false, "{name}: {}", r.text);
     }
 }
+
+/// An error about an input from outside is one visible line on stderr
+/// (issue 45 item 2): a root path holding a newline and ESC is shown with
+/// `\u{a}` and `\u{1b}`, never sent raw.
+#[test]
+fn an_error_naming_outside_text_is_one_visible_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let evil = dir.path().join("no\nsuch\u{1b}[2J");
+    let o = bin().args(["list", "--root"]).arg(&evil).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err:?}");
+    assert!(err.contains("no\\u{a}such\\u{1b}[2J"), "{err:?}");
+    assert!(!err.contains('\u{1b}'), "{err:?}");
+}

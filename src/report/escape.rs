@@ -16,20 +16,10 @@ fn visible(out: &mut String, c: char) {
 }
 
 /// Text for a terminal line: control characters (a newline, ESC, NUL...)
-/// shown visibly, everything else as it is.
+/// shown visibly, everything else as it is ([`crate::util::term::visible`],
+/// which every `note!` line goes through too).
 pub fn terminal(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.chars().any(char::is_control) {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        if c.is_control() {
-            visible(&mut out, c);
-        } else {
-            out.push(c);
-        }
-    }
-    std::borrow::Cow::Owned(out)
+    crate::util::term::visible(s)
 }
 
 /// Text for Markdown running text or a table cell: no control character

@@ -120,9 +120,30 @@ pub fn out_line(args: std::fmt::Arguments<'_>) {
 
 /// One line on standard error; a write error is dropped (module doc).
 pub fn note(args: std::fmt::Arguments<'_>) {
-    let mut line = args.to_string();
+    // one line, whatever the text from outside it holds (a path with a
+    // newline, a reason with ESC): control characters shown, never sent
+    let mut line = visible(&args.to_string()).into_owned();
     line.push('\n');
     let _ = stderr().write_all(line.as_bytes());
+}
+
+/// Text for a terminal line: control characters (a newline, ESC, NUL...)
+/// shown visibly as `\u{1b}` (Rust's escape spelling), everything else as
+/// it is (issue 45 item 2).
+pub fn visible(s: &str) -> std::borrow::Cow<'_, str> {
+    use std::fmt::Write as _;
+    if !s.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c.is_control() {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// `eprintln!` that never panics nor fails: see the module doc.
@@ -136,6 +157,17 @@ macro_rules! note {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Control characters are shown, never sent; other text is unchanged
+    /// (and not copied).
+    #[test]
+    fn control_characters_are_shown_visibly() {
+        assert_eq!(visible("a\nb\u{1b}[2J\u{0}c"), "a\\u{a}b\\u{1b}[2J\\u{0}c");
+        assert!(matches!(
+            visible("plain é"),
+            std::borrow::Cow::Borrowed("plain é")
+        ));
+    }
 
     #[test]
     fn a_terminal_writer_reports_every_write_whole() {
