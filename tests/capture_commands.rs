@@ -36,20 +36,6 @@ fn session(store: &Path, sweep: &Path, verdict: &str) -> (String, PathBuf) {
     (id, path)
 }
 
-/// A copy of the sweep folder's manifest and saved answers, to change:
-/// (tempdir, the copy's sweep folder).
-fn copied_sweep(sweep: &Path) -> (tempfile::TempDir, PathBuf) {
-    let copy = tempfile::tempdir().unwrap();
-    let csweep = copy.path().join("sweep");
-    std::fs::create_dir_all(csweep.join("corpus")).unwrap();
-    std::fs::copy(sweep.join("manifest.json"), csweep.join("manifest.json")).unwrap();
-    for e in std::fs::read_dir(sweep.join("corpus")).unwrap() {
-        let p = e.unwrap().path();
-        std::fs::copy(&p, csweep.join("corpus").join(p.file_name().unwrap())).unwrap();
-    }
-    (copy, csweep)
-}
-
 /// `agy-audit export-check <sweep>/manifest.json` with `extra`.
 fn export_check(sweep: &Path, extra: &[&std::ffi::OsStr]) -> Output {
     bin()
@@ -224,7 +210,7 @@ fn export_check_compares_offline_exports_with_the_saved_answers() {
     assert!(out.contains(&format!("same={verified} differ=0")), "{out}");
 
     // A saved answer that differs from the export is named with its path.
-    let (_copy, csweep) = copied_sweep(sweep);
+    let (_copy, csweep) = common::copied_sweep(sweep);
     let (id, _) = session(store, sweep, "verified");
     let answer = csweep.join("corpus").join(format!("{id}.ordinary.json"));
     let mut body: serde_json::Value =
@@ -328,7 +314,7 @@ fn export_check_names_every_session_it_did_not_check_and_why() {
 fn export_check_compares_the_markdown_export_offline_writes() {
     let (_d, store, sweep) = swept();
     let (id, db) = session(store, sweep, "verified");
-    let (_copy, csweep) = copied_sweep(sweep);
+    let (_copy, csweep) = common::copied_sweep(sweep);
     let answer = csweep.join("corpus").join(format!("{id}.ordinary.json"));
     let mut body: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&answer).unwrap()).unwrap();
@@ -385,7 +371,7 @@ fn export_check_compares_a_subagents_parent_line() {
         offline_markdown(&db).contains(&format!("Subagent conversation of `{parent}`.")),
         "export-offline names the parent"
     );
-    let (_copy, csweep) = copied_sweep(sweep);
+    let (_copy, csweep) = common::copied_sweep(sweep);
     let answer = csweep.join("corpus").join(format!("{id}.ordinary.json"));
     let mut body: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&answer).unwrap()).unwrap();

@@ -12,20 +12,6 @@
 mod common;
 
 use common::{bin, output_text as text};
-use std::path::{Path, PathBuf};
-
-/// A copy of the sweep folder's manifest and saved answers, to change.
-fn copied_sweep(sweep: &Path) -> (tempfile::TempDir, PathBuf) {
-    let copy = tempfile::tempdir().unwrap();
-    let csweep = copy.path().join("sweep");
-    std::fs::create_dir_all(csweep.join("corpus")).unwrap();
-    std::fs::copy(sweep.join("manifest.json"), csweep.join("manifest.json")).unwrap();
-    for e in std::fs::read_dir(sweep.join("corpus")).unwrap() {
-        let p = e.unwrap().path();
-        std::fs::copy(&p, csweep.join("corpus").join(p.file_name().unwrap())).unwrap();
-    }
-    (copy, csweep)
-}
 
 /// A planner response of one line, long enough, and a position past 100
 /// characters whose neighbourhood is letters and spaces only (so its text
@@ -50,7 +36,7 @@ fn long_response(answer: &serde_json::Value) -> Option<(usize, Vec<char>, usize)
 fn differs_shows_where_long_sides_first_differ() {
     let (_d, store, sweep) = common::swept_store(12, 11);
     let m = common::read_manifest(&sweep);
-    let (copy, csweep) = copied_sweep(&sweep);
+    let (copy, csweep) = common::copied_sweep(&sweep);
     let _keep = copy;
     let (id, step, chars, at) = m["sessions"]
         .as_array()

@@ -148,91 +148,61 @@ fn audit_diff_junit_onto_an_input_is_refused_before_the_report_is_printed() {
     assert_eq!(snapshot(sweep), before, "the sweep is untouched");
 }
 
-#[test]
-fn report_refuses_out_beside_its_own_chart() {
+/// `COMMAND MANIFEST --out BESIDE` where `BESIDE` is the file the command
+/// derives from `--out` (`what`): refused with and without `--force`,
+/// nothing written, an existing file kept; then the accepted shape,
+/// `--out ACCEPTED`, writes both (its exit code is returned for the
+/// caller's own checks).
+fn refuses_out_beside_its_own(command: &str, beside: &Path, what: &str, accepted: &Path) {
     let (_d, _store, sweep) = swept();
     let m = sweep.join("manifest.json");
-    let work = tempfile::tempdir().unwrap();
-    let svg = work.path().join("report.svg");
-    for force in [false, true] {
+    let with = |out: &Path, force: bool| {
         let mut args: Vec<&std::ffi::OsStr> = vec![
-            "report".as_ref(),
+            command.as_ref(),
             m.as_os_str(),
             "--out".as_ref(),
-            svg.as_os_str(),
+            out.as_os_str(),
         ];
         if force {
             args.push("--force".as_ref());
         }
-        let o = run(&args);
-        assert_outputs_collide(&o, "--out", "the chart written beside --out", &svg);
-        assert!(!svg.exists(), "nothing written");
+        run(&args)
+    };
+    for force in [false, true] {
+        assert_outputs_collide(&with(beside, force), "--out", what, beside);
+        assert!(!beside.exists(), "nothing written");
     }
-    std::fs::write(&svg, b"keep").unwrap();
-    let o = run(&[
-        "report".as_ref(),
-        m.as_os_str(),
-        "--out".as_ref(),
-        svg.as_os_str(),
-        "--force".as_ref(),
-    ]);
-    assert_outputs_collide(&o, "--out", "the chart written beside --out", &svg);
-    assert_eq!(std::fs::read(&svg).unwrap(), b"keep");
-    // The accepted shape: the report and its chart beside it.
-    let md = work.path().join("report.md");
-    let o = run(&[
-        "report".as_ref(),
-        m.as_os_str(),
-        "--out".as_ref(),
-        md.as_os_str(),
-        "--force".as_ref(),
-    ]);
+    std::fs::write(beside, b"keep").unwrap();
+    assert_outputs_collide(&with(beside, true), "--out", what, beside);
+    assert_eq!(std::fs::read(beside).unwrap(), b"keep");
+    let o = with(accepted, true);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(accepted.is_file());
+}
+
+#[test]
+fn report_refuses_out_beside_its_own_chart() {
+    let work = tempfile::tempdir().unwrap();
+    let svg = work.path().join("report.svg");
+    let md = work.path().join("report.md");
+    refuses_out_beside_its_own("report", &svg, "the chart written beside --out", &md);
+    // the accepted shape: the report and its chart beside it
     assert!(std::fs::read_to_string(&md).unwrap().contains("report.svg"));
     assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
 }
 
 #[test]
 fn format_audit_refuses_out_beside_its_own_json() {
-    let (_d, _store, sweep) = swept();
-    let m = sweep.join("manifest.json");
     let work = tempfile::tempdir().unwrap();
     let json = work.path().join("record.json");
-    for force in [false, true] {
-        let mut args: Vec<&std::ffi::OsStr> = vec![
-            "format-audit".as_ref(),
-            m.as_os_str(),
-            "--out".as_ref(),
-            json.as_os_str(),
-        ];
-        if force {
-            args.push("--force".as_ref());
-        }
-        let o = run(&args);
-        assert_outputs_collide(&o, "--out", "the JSON record written beside --out", &json);
-        assert!(!json.exists(), "nothing written");
-    }
-    std::fs::write(&json, b"keep").unwrap();
-    let o = run(&[
-        "format-audit".as_ref(),
-        m.as_os_str(),
-        "--out".as_ref(),
-        json.as_os_str(),
-        "--force".as_ref(),
-    ]);
-    assert_outputs_collide(&o, "--out", "the JSON record written beside --out", &json);
-    assert_eq!(std::fs::read(&json).unwrap(), b"keep");
-    // The accepted shape: the Markdown record and its JSON beside it.
     let md = work.path().join("record.md");
-    let o = run(&[
-        "format-audit".as_ref(),
-        m.as_os_str(),
-        "--out".as_ref(),
-        md.as_os_str(),
-        "--force".as_ref(),
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert!(md.is_file());
+    refuses_out_beside_its_own(
+        "format-audit",
+        &json,
+        "the JSON record written beside --out",
+        &md,
+    );
+    // the accepted shape: the Markdown record and its JSON beside it
     let record: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&json).unwrap()).expect("the JSON record");
     assert!(record.is_object());

@@ -17,7 +17,7 @@
 //! the caller then counts on a full snapshot, or shows no count. The files
 //! are opened read-only and nothing is written beside them.
 
-use super::wal::{committed_of, Committed, FRAME_DATA};
+use super::wal::{committed_of, read_exact_at, Committed, FRAME_DATA};
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::Path;
@@ -52,25 +52,6 @@ impl Pages {
         read_exact_at(&self.file, &mut buf, off).ok()?;
         Some(buf)
     }
-}
-
-#[cfg(unix)]
-fn read_exact_at(f: &File, buf: &mut [u8], off: u64) -> std::io::Result<()> {
-    std::os::unix::fs::FileExt::read_exact_at(f, buf, off)
-}
-
-#[cfg(windows)]
-fn read_exact_at(f: &File, buf: &mut [u8], mut off: u64) -> std::io::Result<()> {
-    let mut done = 0;
-    while done < buf.len() {
-        let n = std::os::windows::fs::FileExt::seek_read(f, &mut buf[done..], off)?;
-        if n == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-        done += n;
-        off += n as u64;
-    }
-    Ok(())
 }
 
 fn be16(b: &[u8], at: usize) -> Option<usize> {

@@ -134,12 +134,16 @@ impl LogBytes for std::fs::File {
 }
 
 #[cfg(unix)]
-fn read_exact_at(f: &std::fs::File, buf: &mut [u8], off: u64) -> std::io::Result<()> {
+pub(crate) fn read_exact_at(f: &std::fs::File, buf: &mut [u8], off: u64) -> std::io::Result<()> {
     std::os::unix::fs::FileExt::read_exact_at(f, buf, off)
 }
 
 #[cfg(windows)]
-fn read_exact_at(f: &std::fs::File, buf: &mut [u8], mut off: u64) -> std::io::Result<()> {
+pub(crate) fn read_exact_at(
+    f: &std::fs::File,
+    buf: &mut [u8],
+    mut off: u64,
+) -> std::io::Result<()> {
     let mut done = 0;
     while done < buf.len() {
         let n = std::os::windows::fs::FileExt::seek_read(f, &mut buf[done..], off)?;

@@ -1106,3 +1106,17 @@ pub fn opt_in_files(test: &str, names: &[&str], purpose: &str) -> Option<Vec<Pat
     );
     Some(values.into_iter().flatten().map(PathBuf::from).collect())
 }
+
+/// A copy of a sweep folder's manifest and saved answers, to change:
+/// (tempdir, the copy's sweep folder).
+pub fn copied_sweep(sweep: &Path) -> (tempfile::TempDir, PathBuf) {
+    let copy = tempfile::tempdir().unwrap();
+    let csweep = copy.path().join("sweep");
+    std::fs::create_dir_all(csweep.join("corpus")).unwrap();
+    std::fs::copy(sweep.join("manifest.json"), csweep.join("manifest.json")).unwrap();
+    for e in std::fs::read_dir(sweep.join("corpus")).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, csweep.join("corpus").join(p.file_name().unwrap())).unwrap();
+    }
+    (copy, csweep)
+}
