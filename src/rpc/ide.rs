@@ -312,7 +312,7 @@ fn refused(from: &TokenSource, defect: TokenDefect) -> Error {
     Error::corrupt(
         path,
         "the CSRF token",
-        format!("a CSRF token is 1 to {MAX_TOKEN_LEN} printable ASCII characters: {defect}; it is not sent"),
+        format!("not a plain printable CSRF token (1 to {MAX_TOKEN_LEN} ASCII characters `!` to `~`): {defect}; it is not sent"),
     )
 }
 
@@ -663,6 +663,194 @@ mod tests {
         let fallback = format!("{}x --csrf_token --next\n", line("earlier"));
         assert_eq!(parse_csrf_token(&fallback), Some("earlier".into()));
         assert_eq!(parse_csrf_token(""), None);
+    }
+
+    #[test]
+    fn a_token_is_plain_printable_ascii_and_bounded() {
+        assert_eq!(check_token("6f1c2a9e-1b7d-4c4e-9a51-2f0c5d7e8b13"), Ok(()));
+        assert_eq!(check_token("!~"), Ok(()));
+        assert_eq!(check_token(&"a".repeat(MAX_TOKEN_LEN)), Ok(()));
+        assert_eq!(check_token(""), Err(TokenDefect::Empty));
+        assert_eq!(
+            check_token(&"a".repeat(MAX_TOKEN_LEN + 1)),
+            Err(TokenDefect::TooLong {
+                len: MAX_TOKEN_LEN + 1
+            })
+        );
+        for (bad, at, code) in [
+            ("a b", 1, 0x20),
+            ("ab\n", 2, 0x0A),
+            ("\tab", 0, 0x09),
+            ("a\u{7}b", 1, 0x07),
+            ("a\u{7f}", 1, 0x7F),
+            ("caf\u{e9}", 3, 0xE9),
+            ("a\u{fffd}", 1, 0xFFFD),
+        ] {
+            assert_eq!(
+                check_token(bad),
+                Err(TokenDefect::NotPrintable { at, code }),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_pinned_url_holds_no_whitespace_or_control_character() {
+        assert_eq!(
+            check_url("http://127.0.0.1:4100/").as_deref(),
+            Ok("http://127.0.0.1:4100")
+        );
+        for bad in [
+            "http://127.0.0.1:4100\n",
+            "http://127.0.0.1:41\n00",
+            "\thttp://127.0.0.1:4100",
+            " http://127.0.0.1:4100",
+            "http://127.0.0.1:4100\r",
+            "127.0.0.1:4100",
+            "http://127.0.0.1:99999",
+            "http://127.0.0.1:4100/path",
+            "http://u:pw@127.0.0.1:4100",
+            "ftp://127.0.0.1:4100",
+        ] {
+            let e = check_url(bad).unwrap_err();
+            assert!(!e.contains('\n'), "{bad:?}: the message is one line: {e}");
+        }
+    }
+
+    fn reply(status: u16, ct: &str, body: &str) -> ProbeReply {
+        ProbeReply {
+            status,
+            content_type: Some(ct.into()),
+            body: ProbeBody::Read(body.as_bytes().to_vec()),
+        }
+    }
+
+    #[test]
+    fn agy_like_answers_are_exactly_the_json_ones() {
+        let json = "application/json";
+        // accepted: a 2xx JSON object; >= 300 with agy's {message} or a
+        // Connect error (a Connect code, message absent or a string)
+        for (status, body) in [
+            (200, "{}"),
+            (200, r#"{"trajectory":{},"numTotalSteps":"0"}"#),
+        ] {
+            assert_eq!(
+                classify(&reply(status, json, body)),
+                Listener::Answer { status }
+            );
+        }
+        for (status, body) in [
+            (404, r#"{"message":"conversation not found"}"#),
+            (
+                401,
+                r#"{"code":"unauthenticated","message":"missing token"}"#,
+            ),
+            (404, r#"{"code":"not_found"}"#),
+            (500, r#"{"code":"internal","message":"x","details":[]}"#),
+            (400, r#"{"code":"invalid_argument","message":"x"}"#),
+            (302, r#"{"message":"moved"}"#),
+        ] {
+            assert_eq!(
+                classify(&reply(status, "text/plain", body)),
+                Listener::Error { status },
+                "{status} {body}"
+            );
+        }
+        // agy's gRPC-Web port, as the client judges it
+        for (status, ct, body) in [
+            (415, "text/plain", "unsupported"),
+            (400, "application/grpc-web+proto", "\u{0}"),
+            (400, json, r#"{"message":"no code"}"#),
+        ] {
+            assert_eq!(
+                classify(&reply(status, ct, body)),
+                Listener::GrpcWeb { status }
+            );
+        }
+        // near misses, each named
+        let other = |status: u16, ct: &str, body: &str| match classify(&reply(status, ct, body)) {
+            Listener::Other(o) => o,
+            l => panic!("{status} {ct} {body}: {l:?}"),
+        };
+        assert_eq!(
+            other(200, "text/html", "{}"),
+            Other::Html { status: 200 },
+            "an HTML content type is a page, whatever the body"
+        );
+        assert_eq!(
+            other(501, "text/plain", " <!DOCTYPE HTML><html>"),
+            Other::Html { status: 501 }
+        );
+        assert_eq!(other(501, "text/plain", ""), Other::NotJson { status: 501 });
+        assert_eq!(other(200, json, "[]"), Other::NotJson { status: 200 });
+        assert_eq!(other(200, json, "{"), Other::NotJson { status: 200 });
+        assert_eq!(
+            other(404, json, "\"message\""),
+            Other::NotJson { status: 404 }
+        );
+        for body in [
+            "{}",
+            r#"{"error":"not found"}"#,
+            r#"{"message":404}"#,
+            r#"{"message":null}"#,
+            r#"{"code":"teapot","message":"x"}"#,
+            r#"{"code":5}"#,
+            r#"{"code":"not_found","message":7}"#,
+        ] {
+            assert_eq!(
+                other(404, json, body),
+                Other::NotAgyError { status: 404 },
+                "{body}"
+            );
+        }
+        assert_eq!(
+            classify(&ProbeReply {
+                status: 200,
+                content_type: None,
+                body: ProbeBody::TooLarge
+            }),
+            Listener::Other(Other::TooLarge { status: 200 })
+        );
+        assert_eq!(
+            classify(&ProbeReply {
+                status: 403,
+                content_type: None,
+                body: ProbeBody::Unread
+            }),
+            Listener::TokenRefused { status: 403 }
+        );
+        // the named lines doctor prints
+        assert_eq!(
+            Other::NotJson { status: 501 }.to_string(),
+            "something else listens on this port: HTTP 501 without a JSON object body (agy's daemon answers JSON)"
+        );
+    }
+
+    #[test]
+    fn a_main_log_token_is_judged_where_it_is_read() {
+        let d = tempfile::tempdir().unwrap();
+        let log = d.path().join(IDE_MAIN_LOG);
+        assert_eq!(
+            main_log_token(d.path()),
+            MainLogToken::Absent { log: log.clone() }
+        );
+        std::fs::write(&log, "x --csrf_token good-1\nx --csrf_token bad\u{7}\n").unwrap();
+        // the newest value is refused; the older one is never used instead
+        assert_eq!(
+            main_log_token(d.path()),
+            MainLogToken::Refused(RefusedToken {
+                from: TokenSource::MainLog(log.clone()),
+                defect: TokenDefect::NotPrintable { at: 3, code: 7 },
+            })
+        );
+        std::fs::write(&log, "x --csrf_token bad\u{7}\nx --csrf_token good-2 --y\n").unwrap();
+        assert_eq!(
+            main_log_token(d.path()),
+            MainLogToken::Found {
+                token: "good-2".into(),
+                log
+            }
+        );
     }
 
     #[test]
