@@ -502,6 +502,8 @@ fn a_malformed_token_variable_is_refused_and_named() {
         assert_eq!(rec.token_seen().0, 0, "{:?}", rec.requests());
     }
     let o = bin()
+        .env("HOME", home.path())
+        .env_remove("XDG_CONFIG_HOME")
         .env("ANTIGRAVITY_CSRF_TOKEN", "line\nbreak")
         .env("ANTIGRAVITY_DAEMON_URL", rec.url())
         .args(["sync", "--root"])
@@ -552,6 +554,7 @@ fn a_malformed_pinned_url_is_a_usage_error_as_in_sync() {
         );
         let o = bin()
             .env("HOME", home.path())
+            .env_remove("XDG_CONFIG_HOME")
             .env("ANTIGRAVITY_DAEMON_URL", bad)
             .args(["sync", "--root"])
             .arg(&store)
@@ -598,10 +601,16 @@ fn main_log_is_read_without_a_usable_language_server_log() {
 /// error (exit 2): it could not be written to main.log and read back.
 #[test]
 fn daemon_sim_refuses_a_token_with_whitespace() {
-    let (_home, store) = store("simtoken", "cli");
+    let (home, store) = store("simtoken", "cli");
     for bad in ["a b", "ab\n", "\tab", "a\u{7}b"] {
+        // were the token accepted, the simulated daemon would announce it
+        // in the temporary home's logs and stop at once, never elsewhere
         let o = Command::new(env!("CARGO_BIN_EXE_agy-audit"))
-            .args(["daemon-sim", "--ide", "--duration", "0", "--store"])
+            .env("HOME", home.path())
+            .env_remove("XDG_CONFIG_HOME")
+            .args(["daemon-sim", "--ide", "--duration", "0", "--ide-logs"])
+            .arg(logs(home.path()))
+            .arg("--store")
             .arg(&store)
             .args(["--csrf-token", bad])
             .output()
