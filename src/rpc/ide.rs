@@ -454,7 +454,7 @@ fn is_html(content_type: Option<&str>, body: &[u8]) -> bool {
 /// * 415, or 400 without a Connect `code`, is agy's gRPC-Web port, as the
 ///   client judges it ([`super::RpcError::WrongListener`]);
 /// * 2xx is agy's only with a body that is a JSON object;
-/// * >= 300 is agy's only with a JSON object whose `message`, when present,
+/// * a status of 300 or more is agy's only with a JSON object whose `message`, when present,
 ///   is a string and whose `code`, when present, is one of the Connect
 ///   codes, holding at least one of the two. A JSON body with neither (`{}`,
 ///   `{"error": ...}`) is refused: agy's errors carry `message` (§4.1) and
