@@ -1,7 +1,7 @@
 //! Arguments for commands that talk to the daemon.
 
 use super::common::whole;
-use crate::rpc::{ClientOptions, CSRF_ENV, DAEMON_URL_ENV, DEFAULT_MAX_BODY};
+use crate::rpc::{ClientOptions, CSRF_ENV, DEFAULT_MAX_BODY};
 use clap::Args;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -20,14 +20,17 @@ pub struct DaemonArgs {
     /// on random port at N for HTTP` line of <root>/cli.log for a CLI root,
     /// of the IDE's language_server.log for an IDE root). Given, it is used
     /// for every root the command touches, so with several roots name the
-    /// root too. A malformed URL is a usage error.
+    /// root too. A malformed URL (either one) is a usage error, as is one
+    /// holding whitespace or a control character.
     #[arg(long, value_name = "URL", value_parser = parse_url)]
     pub daemon_url: Option<String>,
     /// CSRF token sent as x-codeium-csrf-token (default: for an IDE root
     /// whose daemon is found in the IDE's logs, the newest --csrf_token of
     /// the IDE's main.log; a CLI root, or a --daemon-url given, gets none).
-    /// Sent only when known.
-    #[arg(long, env = CSRF_ENV, value_name = "TOKEN")]
+    /// Sent only when known. A token is 1 to 256 printable ASCII characters
+    /// (no whitespace or control character); any other value, given or in
+    /// main.log, is refused, never sent.
+    #[arg(long, env = CSRF_ENV, value_name = "TOKEN", value_parser = parse_token)]
     pub csrf_token: Option<String>,
     /// Per-request timeout in seconds (1 to 3600).
     #[arg(long, default_value_t = 30, allow_negative_numbers = true, value_parser = whole::<u64>(1, MAX_TIMEOUT_SECS))]
@@ -45,7 +48,18 @@ pub struct DaemonArgs {
 }
 
 fn parse_url(s: &str) -> Result<String, String> {
-    crate::rpc::validate_endpoint(s)
+    crate::rpc::ide::check_url(s)
+}
+
+/// `--csrf-token` / `$ANTIGRAVITY_CSRF_TOKEN`: a plain printable token
+/// ([`crate::rpc::ide::check_token`]); empty means none, as before.
+fn parse_token(s: &str) -> Result<String, String> {
+    if s.is_empty() {
+        return Ok(String::new());
+    }
+    crate::rpc::ide::check_token(s)
+        .map(|()| s.to_string())
+        .map_err(|e| format!("not a plain printable CSRF token: {e}"))
 }
 
 impl DaemonArgs {
@@ -75,11 +89,9 @@ impl DaemonArgs {
         surface: crate::roots::Surface,
         cancel: Option<Arc<AtomicBool>>,
     ) -> anyhow::Result<(crate::rpc::ide::Endpoint, ClientOptions)> {
-        let explicit_url = self
-            .daemon_url
-            .clone()
-            .or_else(|| std::env::var(DAEMON_URL_ENV).ok())
-            .filter(|u| !u.is_empty());
+        // the flag (checked by its parser), else the environment, checked
+        // here: a malformed one is a usage error naming the variable
+        let explicit_url = crate::rpc::ide::pinned_url(self.daemon_url.as_deref())?;
         let found = crate::rpc::ide::endpoint_for(
             root,
             surface,
@@ -93,10 +105,7 @@ impl DaemonArgs {
     }
 
     pub fn endpoint(&self, root: &std::path::Path) -> anyhow::Result<String> {
-        let explicit = self
-            .daemon_url
-            .clone()
-            .or_else(|| std::env::var(DAEMON_URL_ENV).ok());
+        let explicit = crate::rpc::ide::pinned_url(self.daemon_url.as_deref())?;
         Ok(crate::rpc::discover_endpoint(root, explicit.as_deref())?)
     }
 }

@@ -18,9 +18,10 @@ pub struct DaemonSimArgs {
     /// Port on 127.0.0.1 (0 to 65535; 0: an ephemeral port, announced in DIR/cli.log).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = whole::<u16>(0, u16::MAX as u64))]
     pub port: u16,
-    /// Require this x-codeium-csrf-token header, like the IDE's daemon (not
-    /// empty: agy-audit sends no header for an empty token).
-    #[arg(long, value_name = "T", value_parser = non_empty)]
+    /// Require this x-codeium-csrf-token header, like the IDE's daemon: 1 to
+    /// 256 printable ASCII characters, no whitespace or control character
+    /// (agy-audit sends no other token, and an empty one not at all).
+    #[arg(long, value_name = "T", value_parser = plain_token)]
     pub csrf_token: Option<String>,
     /// A fault: ID:KIND[:ARG] or rate=R:KIND[:ARG] (repeatable). Kinds:
     /// stale-cache, same-step-stale, dropped-field, extra-rpc-field,
@@ -48,7 +49,7 @@ pub struct DaemonSimArgs {
     pub json_style: JsonStyle,
     /// IDE mode: behave like the Antigravity IDE's language server. Every
     /// request must carry x-codeium-csrf-token (401 without it, 403 for a
-    /// wrong one): --csrf-token, or a UUID-shaped token derived from --seed
+    /// wrong one, each with a JSON {"code", "message"} error body): --csrf-token, or a UUID-shaped token derived from --seed
     /// and the port. The port lines go to LOGS/language_server.log and the
     /// spawn line with `--csrf_token <token>` to LOGS/main.log (appended, in
     /// the IDE's formats) instead of DIR/cli.log.
@@ -66,12 +67,14 @@ pub struct DaemonSimArgs {
     pub duration: Option<u64>,
 }
 
-/// `--csrf-token`: a token the client can send.
-fn non_empty(s: &str) -> Result<String, String> {
-    if s.is_empty() {
-        return Err("must not be empty (an empty token is never sent)".into());
-    }
-    Ok(s.to_string())
+/// `--csrf-token`: a token the client can send, by the rule every reader of
+/// a token applies ([`crate::rpc::ide::check_token`]); a token with a space
+/// or a newline would be written into main.log's spawn line and read back
+/// as another token.
+fn plain_token(s: &str) -> Result<String, String> {
+    crate::rpc::ide::check_token(s)
+        .map(|()| s.to_string())
+        .map_err(|e| format!("not a plain printable CSRF token: {e}"))
 }
 
 /// `--store` must name a generated store: a missing folder, or one without

@@ -2,14 +2,26 @@
 //!
 //! Exit status (the reference's rules): 0 when nothing is actionable; 1 for
 //! stale or missing sidecars, version skew, or an unreachable pinned
-//! `$ANTIGRAVITY_DAEMON_URL`. A daemon that is simply not running is
-//! informational. A conversation without an attestation whose source this
-//! reader's rules refuse offline counts as unknown and `refused`, not as a
-//! missing sidecar: no sync can verify it, so there is nothing to act on (a
-//! source that does not decode, or that qualifies, is missing). Stricter than the reference's list, which does not name
-//! the case: a reachable daemon that refuses the tool (401/403, or the wrong
-//! listener: one read-only request, [`crate::rpc::DaemonClient::check_access`])
-//! is actionable too, since nothing can be verified through it. Sidecars are judged by rechecking every attestation
+//! `$ANTIGRAVITY_DAEMON_URL`; 2 for a malformed pinned URL (a usage error,
+//! as in `sync`). A daemon that is simply not running is informational. A
+//! conversation without an attestation whose source this reader's rules
+//! refuse offline counts as unknown and `refused`, not as a missing
+//! sidecar: no sync can verify it, so there is nothing to act on (a source
+//! that does not decode, or that qualifies, is missing).
+//!
+//! The daemon is reachable only when it answers like agy's
+//! ([`crate::rpc::ide::check_listener`]): one token-less read-only request
+//! first, whose answer must be one agy's daemon could give (a JSON object,
+//! or an error status with agy's JSON error body or a Connect error); only
+//! then is the CSRF token sent, in a second request whose answer must be
+//! agy's too. Anything else at the port is named (an HTML page, an HTTP
+//! status without agy's body, no HTTP at all, an `https://` URL at a
+//! plain-HTTP port) and never gets the token. Stricter than the reference's
+//! list, which does not name these cases: a daemon that refuses the tool
+//! (401/403), agy's wrong listener (415, or 400 without a Connect code),
+//! anything else at the port, and a token read and refused (not a plain
+//! printable token, [`crate::rpc::ide::check_token`]) are actionable, since
+//! nothing can be verified through them. Sidecars are judged by rechecking every attestation
 //! against its native source (profile, source digest and payload digest,
 //! never mtime): doctor always reads native content. What sits at a sidecar
 //! path is read and classified by the one rule `sync`, `watch` and `list`
@@ -21,8 +33,12 @@ use super::common::DecodeArgs;
 use crate::attest::cache::{classify, sidecar_path, Existing, Saved};
 use crate::attest::recheck::{self, Drift};
 use crate::pipeline::{prepare, AuditContext};
+use crate::report::escape::terminal;
 use crate::roots::{select, Root, Surface};
-use crate::rpc::ide::{dial, endpoint_for};
+use crate::rpc::ide::{
+    check_listener, check_token, dial, endpoint_for, ide_logs_dir, ide_url, main_log_token,
+    MainLogToken, Other, Reached, RefusedToken, TokenSource,
+};
 use clap::Args;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -39,8 +55,13 @@ pub struct DoctorArgs {
     #[arg(long = "root", value_name = "DIR")]
     pub roots: Vec<PathBuf>,
     /// Print {"healthy", "roots": [{"path", "surface", "daemon": {"url",
-    /// "reachable"}, "csrf", "sidecars": {"fresh", "stale", "total"},
-    /// "counts": {...}}], ...} instead of text.
+    /// "reachable", "state", "error"}, "csrf", "csrfToken": {"from",
+    /// "state", "sent", "error"}, "sidecars": {"fresh", "stale", "total"},
+    /// "counts": {...}}], ...} instead of text. The daemon is reachable only
+    /// when it answers like agy's (token-less first; the token goes only to
+    /// a listener that does); "state" names anything else (something else,
+    /// tls mismatch, wrong listener, unauthorized, not running, unreachable
+    /// pin, log unreadable).
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
@@ -132,20 +153,6 @@ pub(super) fn check(ctx: &AuditContext, source: &std::path::Path, id: &str) -> C
     c
 }
 
-/// One request that shows whether the daemon accepts this tool at all
-/// ([`crate::rpc::DaemonClient::check_access`]): a missing or refused token
-/// and the wrong listener are errors naming the root.
-fn access_check(root: &Root, ep: &crate::rpc::ide::Endpoint) -> Result<(), crate::rpc::RpcError> {
-    let options = crate::rpc::ClientOptions {
-        timeout: Duration::from_secs(5),
-        retries: 0,
-        csrf_token: ep.csrf_token.clone(),
-        daemon_of: Some(crate::rpc::ide::daemon_of(&root.path, root.surface)),
-        ..crate::rpc::ClientOptions::default()
-    };
-    crate::rpc::DaemonClient::new(&ep.url, options)?.check_access()
-}
-
 /// `running (pid N, heartbeat T)` when a watcher's state file says so
 /// ([`crate::watch::state`]), else `unknown`.
 fn watch_status(root: &std::path::Path) -> String {
@@ -175,55 +182,198 @@ fn log_absent(e: &crate::Error) -> bool {
     }
 }
 
-fn root_report(root: &Root, ctx: &AuditContext) -> anyhow::Result<(Value, bool)> {
-    let mut actionable = false;
-    let pinned = std::env::var(crate::rpc::DAEMON_URL_ENV)
-        .ok()
-        .filter(|u| !u.is_empty());
-    let token = std::env::var(crate::rpc::CSRF_ENV).ok();
-    let mut access: Option<String> = None;
-    let (url, reachable, state, csrf) = match endpoint_for(
-        &root.path,
-        root.surface,
-        pinned.as_deref(),
-        token.as_deref(),
-    ) {
-        Ok(ep) => {
-            let up = dial(&ep.url, Duration::from_secs(1));
-            let state = match (up, pinned.is_some()) {
-                (true, _) => match access_check(root, &ep) {
-                    Ok(()) => "reachable",
-                    Err(e) => {
-                        // a refused token or the wrong listener: the
-                        // daemon cannot be used as found (stricter than
-                        // the reference's list, which does not name it)
-                        actionable = true;
-                        access = Some(e.to_string());
-                        if matches!(e, crate::rpc::RpcError::Unauthorized { .. }) {
-                            "unauthorized"
-                        } else {
-                            "wrong listener"
-                        }
-                    }
+/// The CSRF token doctor would send a root's daemon, and where it was read.
+enum Token {
+    Found {
+        token: String,
+        from: TokenSource,
+    },
+    /// Read and refused ([`crate::rpc::ide::check_token`]): never sent.
+    Refused(RefusedToken),
+    /// None known (an IDE root whose main.log names none, a CLI root).
+    None,
+}
+
+/// `$ANTIGRAVITY_CSRF_TOKEN`, judged where it is read: unset or empty is
+/// none; anything but a plain printable token is refused (never sent).
+fn env_token() -> Token {
+    match std::env::var_os(crate::rpc::CSRF_ENV).filter(|t| !t.is_empty()) {
+        None => Token::None,
+        Some(t) => {
+            let t = t.to_string_lossy().into_owned();
+            match check_token(&t) {
+                Ok(()) => Token::Found {
+                    token: t,
+                    from: TokenSource::Env,
                 },
-                (false, true) => {
-                    actionable = true;
-                    "unreachable pin"
-                }
-                (false, false) => "not running",
-            };
-            (Some(ep.url), up, state, ep.csrf_token.is_some())
+                Err(defect) => Token::Refused(RefusedToken {
+                    from: TokenSource::Env,
+                    defect,
+                }),
+            }
         }
-        // No log or no port line: agy is simply not running. A log that
-        // cannot be read (a FIFO, a device, an I/O error) is named: it is
-        // not the same as no daemon, and the user must act on it.
-        Err(e) if log_absent(&e) => (None, false, "not running", false),
+    }
+}
+
+/// The token for `root`: `$ANTIGRAVITY_CSRF_TOKEN` when set (for any
+/// root, as `sync` sends it); else, for an IDE root whose daemon is not
+/// pinned, the IDE's main.log, read whether or not language_server.log
+/// names a port.
+fn root_token(root: &Root, pinned: bool, env: &Token) -> Token {
+    match env {
+        Token::Found { token, from } => Token::Found {
+            token: token.clone(),
+            from: from.clone(),
+        },
+        Token::Refused(r) => Token::Refused(r.clone()),
+        Token::None if root.surface == Surface::Ide && !pinned => {
+            match ide_logs_dir().map(|logs| main_log_token(&logs)) {
+                Some(MainLogToken::Found { token, log }) => Token::Found {
+                    token,
+                    from: TokenSource::MainLog(log),
+                },
+                Some(MainLogToken::Refused(r)) => Token::Refused(r),
+                Some(MainLogToken::Absent { .. }) | None => Token::None,
+            }
+        }
+        Token::None => Token::None,
+    }
+}
+
+/// The daemon's URL for `root`: the pin, else the root's own log (cli.log;
+/// for an IDE root, language_server.log, independently of main.log).
+fn root_url(root: &Root, pinned: Option<&str>) -> crate::Result<String> {
+    if root.surface == Surface::Ide && pinned.is_none() {
+        return ide_url(&root.path).map(|(url, _)| url);
+    }
+    endpoint_for(&root.path, root.surface, pinned, None).map(|e| e.url)
+}
+
+/// What doctor says of a root's daemon.
+struct DaemonState {
+    url: Option<String>,
+    /// agy's daemon answered (its answer, or its refusal of the token).
+    reachable: bool,
+    state: &'static str,
+    error: Option<String>,
+    actionable: bool,
+    token_sent: bool,
+}
+
+/// Finds the daemon of `root` and asks it, token-less first
+/// ([`check_listener`]): reachable only when the answer is one agy's daemon
+/// could give; anything else at the port is named, and the token is never
+/// sent to it.
+fn daemon_state(root: &Root, pinned: Option<&str>, token: Option<&str>) -> DaemonState {
+    let mut d = DaemonState {
+        url: None,
+        reachable: false,
+        state: "not running",
+        error: None,
+        actionable: false,
+        token_sent: false,
+    };
+    let url = match root_url(root, pinned) {
+        Ok(url) => url,
+        // No log or no port line: agy is simply not running.
+        Err(e) if log_absent(&e) => return d,
+        // A log that cannot be read (a FIFO, a device, an I/O error) is
+        // named: not the same as no daemon, and the user must act on it.
         Err(e) => {
-            actionable = true;
-            access = Some(e.to_string());
-            (None, false, "log unreadable", false)
+            d.state = "log unreadable";
+            d.error = Some(e.to_string());
+            d.actionable = true;
+            return d;
         }
     };
+    d.url = Some(url.clone());
+    let not_running = |mut d: DaemonState| {
+        if pinned.is_some() {
+            d.state = "unreachable pin";
+            d.actionable = true;
+        }
+        d
+    };
+    if !dial(&url, Duration::from_secs(1)) {
+        return not_running(d);
+    }
+    let options = crate::rpc::ClientOptions {
+        timeout: Duration::from_secs(5),
+        retries: 0,
+        daemon_of: Some(crate::rpc::ide::daemon_of(&root.path, root.surface)),
+        ..crate::rpc::ClientOptions::default()
+    };
+    // Stricter than the reference's list, which does not name these: a
+    // daemon that refuses the tool, agy's wrong listener, and anything else
+    // at the port are actionable, since nothing can be verified there.
+    match check_listener(&url, token, &options) {
+        Ok(Reached::Agy { token_sent }) => {
+            d.reachable = true;
+            d.state = "reachable";
+            d.token_sent = token_sent;
+        }
+        Ok(Reached::Unauthorized(e)) => {
+            d.reachable = true;
+            d.state = "unauthorized";
+            d.token_sent = matches!(
+                e,
+                crate::rpc::RpcError::Unauthorized {
+                    token_sent: true,
+                    ..
+                }
+            );
+            d.error = Some(e.to_string());
+            d.actionable = true;
+        }
+        Ok(Reached::WrongListener(e)) => {
+            d.state = "wrong listener";
+            d.error = Some(e.to_string());
+            d.actionable = true;
+        }
+        Ok(Reached::Other { other, token_sent }) => {
+            d.state = match other {
+                Other::TlsToPlainHttp | Other::TlsUnsupported => "tls mismatch",
+                _ => "something else",
+            };
+            d.error = Some(other.to_string());
+            d.token_sent = token_sent;
+            d.actionable = true;
+        }
+        Ok(Reached::Unreachable(_)) => return not_running(d),
+        Err(e) => {
+            d.state = "client error";
+            d.error = Some(e.to_string());
+            d.actionable = true;
+        }
+    }
+    d
+}
+
+fn root_report(
+    root: &Root,
+    ctx: &AuditContext,
+    pinned: Option<&str>,
+    env: &Token,
+) -> anyhow::Result<(Value, bool)> {
+    let token = root_token(root, pinned.is_some(), env);
+    let send = match &token {
+        Token::Found { token, .. } => Some(token.as_str()),
+        Token::Refused(_) | Token::None => None,
+    };
+    let daemon = daemon_state(root, pinned, send);
+    let mut actionable = daemon.actionable;
+    let csrf_token = match &token {
+        Token::Found { from, .. } => json!({
+            "from": from.to_string(), "state": "found", "sent": daemon.token_sent, "error": null,
+        }),
+        Token::Refused(r) => {
+            // a token read and refused: named, and nothing can use it
+            actionable = true;
+            json!({"from": r.from.to_string(), "state": "refused", "sent": false, "error": r.to_string()})
+        }
+        Token::None => json!({"from": null, "state": "none", "sent": false, "error": null}),
+    };
+    let found = matches!(token, Token::Found { .. });
     let d = crate::discover::discover(&root.path)?;
     let (mut fresh, mut stale, mut older, mut refused) = (0u64, 0u64, 0u64, 0u64);
     let mut counts: BTreeMap<&'static str, u64> = BTreeMap::new();
@@ -261,8 +411,9 @@ fn root_report(root: &Root, ctx: &AuditContext) -> anyhow::Result<(Value, bool)>
     let v = json!({
         "path": root.path.display().to_string(),
         "surface": root.surface.as_str(),
-        "daemon": {"url": url, "reachable": reachable, "state": state, "error": access},
-        "csrf": if root.surface == Surface::Ide { Value::Bool(csrf) } else { Value::Null },
+        "daemon": {"url": daemon.url, "reachable": daemon.reachable, "state": daemon.state, "error": daemon.error},
+        "csrf": if root.surface == Surface::Ide { Value::Bool(found) } else { Value::Null },
+        "csrfToken": csrf_token,
         "sidecars": {"fresh": fresh, "stale": stale, "missing": missing, "refused": refused, "total": total},
         "counts": {
             "verified": counts.get("verified").copied().unwrap_or(0),
@@ -276,8 +427,49 @@ fn root_report(root: &Root, ctx: &AuditContext) -> anyhow::Result<(Value, bool)>
     Ok((v, actionable))
 }
 
+/// The `csrf:` line of a root: for an IDE root always, for a CLI root only
+/// when `$ANTIGRAVITY_CSRF_TOKEN` is set (a CLI daemon is launched without
+/// a token, so sending one is worth saying).
+fn csrf_line(r: &Value) -> Option<String> {
+    let t = &r["csrfToken"];
+    let ide = r["surface"].as_str() == Some("ide");
+    let from = terminal(t["from"].as_str().unwrap_or("")).into_owned();
+    match t["state"].as_str() {
+        Some("found") => {
+            let cli = if ide {
+                ""
+            } else {
+                " (agy's CLI daemon is launched without a token)"
+            };
+            let sent = if t["sent"] == true {
+                "sent".to_string()
+            } else {
+                let why = match r["daemon"]["state"].as_str() {
+                    Some("something else" | "tls mismatch" | "wrong listener") => {
+                        "the listener's token-less answer was not agy's"
+                    }
+                    Some("reachable" | "unauthorized") => "the daemon asked for none",
+                    _ => "no daemon answered",
+                };
+                format!("not sent: {why}")
+            };
+            Some(format!("found ({from}), {sent}{cli}"))
+        }
+        Some("refused") => Some(format!(
+            "refused: {}",
+            terminal(t["error"].as_str().unwrap_or(""))
+        )),
+        _ if ide => Some("not found".into()),
+        _ => None,
+    }
+}
+
 /// Runs `agy-audit doctor`.
 pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
+    // A malformed pinned $ANTIGRAVITY_DAEMON_URL is a usage error (exit 2),
+    // by the rule and in the words `sync` uses, not a daemon "not running".
+    let pinned = crate::rpc::ide::pinned_url(None)?;
+    let env = env_token();
     let (schema, key) = a.decode.load()?;
     let ctx = AuditContext {
         schema: &schema,
@@ -292,7 +484,7 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
     let mut healthy = !skew;
     let mut roots = Vec::new();
     for r in &sel.roots {
-        let (v, actionable) = root_report(r, &ctx)?;
+        let (v, actionable) = root_report(r, &ctx, pinned.as_deref(), &env)?;
         healthy &= !actionable;
         roots.push(v);
     }
@@ -317,18 +509,24 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
             outln!("{}", r["path"].as_str().unwrap_or(""));
             outln!("  surface: {}", r["surface"].as_str().unwrap_or(""));
             let d = &r["daemon"];
+            let text = |v: &Value| terminal(v.as_str().unwrap_or("")).into_owned();
             match d["state"].as_str() {
-                Some("reachable") => {
-                    outln!("  daemon: reachable ({})", d["url"].as_str().unwrap_or(""))
-                }
-                Some(s @ ("unauthorized" | "wrong listener" | "log unreadable")) => {
-                    outln!("  daemon: {s} ({})", d["error"].as_str().unwrap_or(""))
+                Some("reachable") => outln!("  daemon: reachable ({})", text(&d["url"])),
+                Some("something else" | "tls mismatch") => outln!(
+                    "  daemon: not agy's ({}): {}",
+                    text(&d["url"]),
+                    text(&d["error"])
+                ),
+                Some(
+                    s @ ("unauthorized" | "wrong listener" | "log unreadable" | "client error"),
+                ) => {
+                    outln!("  daemon: {s} ({})", text(&d["error"]))
                 }
                 Some(s) => outln!("  daemon: {s}"),
                 None => {}
             }
-            if let Some(c) = r["csrf"].as_bool() {
-                outln!("  csrf: {}", if c { "found" } else { "not found" });
+            if let Some(line) = csrf_line(r) {
+                outln!("  csrf: {line}");
             }
             outln!("  agy version: {version}");
             let s = &r["sidecars"];

@@ -596,6 +596,82 @@ impl DaemonClient {
         }
     }
 
+    /// One probe of what listens at the endpoint ([`ide::check_listener`]):
+    /// the read-only [`ide::PROBE_METHOD`] of the nil conversation id, sent
+    /// with this client's CSRF token only when `send_token` (never
+    /// otherwise, whatever the options hold), no retry, under the client's
+    /// deadline; the raw answer, for [`ide::classify`] to judge. At most
+    /// [`ide::PROBE_MAX_BODY`] bytes of the body are read, and none of a
+    /// 401/403 to a request that carried the token (it may echo it). The
+    /// client's calls, pool and transport are untouched.
+    pub fn probe_answer(&self, send_token: bool) -> Result<ide::ProbeReply, ide::ProbeFailure> {
+        use ide::{ProbeBody, ProbeFailure, ProbeReply};
+        const NIL: &str = "00000000-0000-0000-0000-000000000000";
+        let url = format!("{}/{SERVICE}/{}", self.base, ide::PROBE_METHOD);
+        let body = serde_json::json!({ "cascadeId": NIL }).to_string();
+        let token = self.opts.csrf_token.as_ref().filter(|_| send_token);
+        let failed = |e: reqwest::Error| {
+            let mut detail = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                detail = s.to_string();
+                source = s.source();
+            }
+            if e.is_connect() {
+                ProbeFailure::Connect(detail)
+            } else {
+                ProbeFailure::NotHttp(detail)
+            }
+        };
+        let work = async {
+            let mut req = self
+                .shared
+                .http
+                .post(&url)
+                .header("content-type", "application/json")
+                .body(body);
+            if let Some(t) = token {
+                req = req.header(CSRF_HEADER, t);
+            }
+            let resp = req.send().await.map_err(failed)?;
+            let status = resp.status().as_u16();
+            let content_type = resp
+                .headers()
+                .get(reqwest::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            let body = if token.is_some() && matches!(status, 401 | 403) {
+                ProbeBody::Unread
+            } else {
+                let declared = resp.content_length();
+                if declared.is_some_and(|n| n > ide::PROBE_MAX_BODY) {
+                    ProbeBody::TooLarge
+                } else {
+                    match read_capped(resp, ide::PROBE_MAX_BODY, declared).await {
+                        Ok(b) => ProbeBody::Read(b),
+                        Err(BodyError::TooLarge) => ProbeBody::TooLarge,
+                        Err(BodyError::Failed(d)) => {
+                            return Err(ProbeFailure::NotHttp(format!("reading the body: {d}")))
+                        }
+                    }
+                }
+            };
+            Ok(ProbeReply {
+                status,
+                content_type,
+                body,
+            })
+        };
+        let seconds = self.opts.timeout.as_secs();
+        let timed = async {
+            Ok(tokio::time::timeout(self.opts.timeout, work)
+                .await
+                .unwrap_or(Err(ProbeFailure::NoAnswer(seconds))))
+        };
+        self.wait(ide::PROBE_METHOD, timed)
+            .unwrap_or_else(|e| Err(ProbeFailure::NotHttp(e.to_string())))
+    }
+
     /// `LoadTrajectory {cascadeId}`: must precede GetCascadeTrajectory.
     pub fn load_trajectory(&self, cascade_id: &str) -> Result<(), RpcError> {
         self.wait("LoadTrajectory", self.load(cascade_id))
