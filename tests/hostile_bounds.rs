@@ -254,6 +254,22 @@ fn a_two_gibibyte_sidecar_is_named_not_read() {
     );
     let row = text.lines().find(|l| l.starts_with(&ids[0])).unwrap_or("");
     assert!(row.contains("not a sidecar"), "{text}");
+    // doctor counts it apart, not as missing (as watch leaves it alone)
+    let text = case(
+        "doctor --json",
+        bin()
+            .args(["doctor", "--json", "--root", root])
+            .env_remove("ANTIGRAVITY_DAEMON_URL")
+            .env("HOME", dir.path()),
+        1,
+        &inputs,
+    );
+    // the pretty JSON object (stdout) ends at its first unindented `}`
+    let end = text.find("\n}").map_or(text.len(), |i| i + 2);
+    let v: serde_json::Value = serde_json::from_str(&text[..end]).unwrap_or_default();
+    let sidecars = &v["roots"][0]["sidecars"];
+    assert_eq!(sidecars["notSidecars"], 1, "{text}");
+    assert_eq!(sidecars["missing"], 0, "{text}");
     let text = case(
         "sync --recheck",
         bin().args(["sync", "--recheck", "--root", root, &ids[0]]),

@@ -56,7 +56,8 @@ pub struct DoctorArgs {
     pub roots: Vec<PathBuf>,
     /// Print {"healthy", "roots": [{"path", "surface", "daemon": {"url",
     /// "reachable", "state", "error"}, "csrf", "csrfToken": {"from",
-    /// "state", "sent", "error"}, "sidecars": {"fresh", "stale", "total"},
+    /// "state", "sent", "error"}, "sidecars": {"fresh", "stale", "missing", "notSidecars",
+    /// "refused", "total"},
     /// "counts": {...}}], ...} instead of text. The daemon is reachable only
     /// when it answers like agy's (token-less first; the token goes only to
     /// a listener that does); "state" names anything else (something else,
@@ -98,6 +99,11 @@ pub(super) struct Checked {
     pub steps: Option<usize>,
     /// This reader's rules refuse the source offline.
     pub refused: bool,
+    /// What sits at the sidecar path is not this conversation's sidecar
+    /// (another conversation's, not JSON, a FIFO, a file past the sidecar
+    /// cap...): left alone, as watch and sync leave it, never counted as
+    /// missing.
+    pub not_a_sidecar: bool,
 }
 
 /// Reads the source and classifies what sits at its sidecar path by the one
@@ -115,7 +121,9 @@ pub(super) fn check(ctx: &AuditContext, source: &std::path::Path, id: &str) -> C
         .map_or_else(|| id.to_string(), |p| p.source.cascade_id());
     // doctor has no response cap of its own: the default one's sidecar cap
     let cap = crate::attest::cache::sidecar_cap(crate::rpc::DEFAULT_MAX_BODY);
-    let saved = match classify(&sidecar_path(source), ctx.schema, &cascade, cap) {
+    let existing = classify(&sidecar_path(source), ctx.schema, &cascade, cap);
+    let not_a_sidecar = matches!(existing, Existing::Foreign(_));
+    let saved = match existing {
         Existing::Attested(saved) => Some(saved),
         _ => None,
     };
@@ -124,6 +132,7 @@ pub(super) fn check(ctx: &AuditContext, source: &std::path::Path, id: &str) -> C
         same_profile: true,
         steps: now.as_ref().map(|p| p.source.steps),
         refused: now.as_ref().is_some_and(|p| p.refusal().is_some()),
+        not_a_sidecar,
         saved: None,
     };
     if let (Some(now), Some(saved)) = (&now, &saved) {
@@ -376,6 +385,7 @@ fn root_report(
     let found = matches!(token, Token::Found { .. });
     let d = crate::discover::discover(&root.path)?;
     let (mut fresh, mut stale, mut older, mut refused) = (0u64, 0u64, 0u64, 0u64);
+    let mut not_sidecars = 0u64;
     let mut counts: BTreeMap<&'static str, u64> = BTreeMap::new();
     for s in &d.sources {
         let c = check(ctx, &s.path, &s.id);
@@ -386,6 +396,10 @@ fn root_report(
             if c.refused {
                 refused += 1;
                 *counts.entry("unknown").or_default() += 1;
+            } else if c.not_a_sidecar {
+                // something else at the path: named apart, never replaced
+                not_sidecars += 1;
+                *counts.entry("none").or_default() += 1;
             } else {
                 *counts.entry("none").or_default() += 1;
             }
@@ -404,8 +418,8 @@ fn root_report(
         }
     }
     let total = d.sources.len() as u64;
-    let missing = total - fresh - stale - refused;
-    if stale > 0 || missing > 0 {
+    let missing = total - fresh - stale - refused - not_sidecars;
+    if stale > 0 || missing > 0 || not_sidecars > 0 {
         actionable = true;
     }
     let v = json!({
@@ -414,7 +428,7 @@ fn root_report(
         "daemon": {"url": daemon.url, "reachable": daemon.reachable, "state": daemon.state, "error": daemon.error},
         "csrf": if root.surface == Surface::Ide { Value::Bool(found) } else { Value::Null },
         "csrfToken": csrf_token,
-        "sidecars": {"fresh": fresh, "stale": stale, "missing": missing, "refused": refused, "total": total},
+        "sidecars": {"fresh": fresh, "stale": stale, "missing": missing, "notSidecars": not_sidecars, "refused": refused, "total": total},
         "counts": {
             "verified": counts.get("verified").copied().unwrap_or(0),
             "verifiedSourceOnly": counts.get("verified-source-only").copied().unwrap_or(0),
@@ -531,11 +545,12 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
             outln!("  agy version: {version}");
             let s = &r["sidecars"];
             outln!(
-                "  sidecars: {}/{} fresh ({} stale, {} missing, {} refused offline by this reader's rules: unknown, nothing to sync)",
+                "  sidecars: {}/{} fresh ({} stale, {} missing, {} left alone (not sidecars), {} refused offline by this reader's rules: unknown, nothing to sync)",
                 s["fresh"],
                 s["total"],
                 s["stale"],
                 s["missing"],
+                s["notSidecars"],
                 s["refused"]
             );
             let c = &r["counts"];
