@@ -62,6 +62,14 @@ fn bad_url(origin: UrlOrigin, detail: String) -> Error {
 ///
 /// Returns the base URL without a trailing slash.
 pub fn validate_endpoint(url: &str) -> Result<String, String> {
+    // the URL parser drops a newline or a tab silently: refused here, so
+    // every caller (sync, doctor, watch, audit-sweep) refuses it
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!(
+            "`{}`: the daemon URL holds whitespace or a control character",
+            crate::util::term::visible(url)
+        ));
+    }
     let parsed = reqwest::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(format!(
@@ -87,6 +95,20 @@ pub fn validate_endpoint(url: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_url_with_whitespace_or_a_control_character_is_refused() {
+        assert!(validate_endpoint("http://127.0.0.1:4100").is_ok());
+        for bad in [
+            "http://127.0.0.1:4100\n",
+            "http://127.0.\t0.1:4100",
+            " http://127.0.0.1:1",
+        ] {
+            let e = validate_endpoint(bad).unwrap_err();
+            assert!(e.contains("whitespace or a control character"), "{e}");
+            assert!(!e.contains('\n') && !e.contains('\t'), "{e}");
+        }
+    }
 
     #[test]
     fn newest_http_line_wins_and_https_is_ignored() {

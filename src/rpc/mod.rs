@@ -22,6 +22,7 @@ mod endpoint;
 pub mod envelope;
 pub mod error;
 pub mod ide;
+pub mod probe;
 
 pub use endpoint::{discover_endpoint, parse_cli_log, validate_endpoint, DAEMON_URL_ENV};
 pub use envelope::ResponseDefect;
@@ -596,18 +597,18 @@ impl DaemonClient {
         }
     }
 
-    /// One probe of what listens at the endpoint ([`ide::check_listener`]):
-    /// the read-only [`ide::PROBE_METHOD`] of the nil conversation id, sent
+    /// One probe of what listens at the endpoint (`ide::check_listener`):
+    /// the read-only [`probe::PROBE_METHOD`] of the nil conversation id, sent
     /// with this client's CSRF token only when `send_token` (never
     /// otherwise, whatever the options hold), no retry, under the client's
-    /// deadline; the raw answer, for [`ide::classify`] to judge. At most
-    /// [`ide::PROBE_MAX_BODY`] bytes of the body are read, and none of a
+    /// deadline; the raw answer, for `ide::classify` to judge. At most
+    /// [`probe::PROBE_MAX_BODY`] bytes of the body are read, and none of a
     /// 401/403 to a request that carried the token (it may echo it). The
     /// client's calls, pool and transport are untouched.
-    pub fn probe_answer(&self, send_token: bool) -> Result<ide::ProbeReply, ide::ProbeFailure> {
-        use ide::{ProbeBody, ProbeFailure, ProbeReply};
+    pub fn probe_answer(&self, send_token: bool) -> Result<probe::ProbeReply, probe::ProbeFailure> {
+        use probe::{ProbeBody, ProbeFailure, ProbeReply};
         const NIL: &str = "00000000-0000-0000-0000-000000000000";
-        let url = format!("{}/{SERVICE}/{}", self.base, ide::PROBE_METHOD);
+        let url = format!("{}/{SERVICE}/{}", self.base, probe::PROBE_METHOD);
         let body = serde_json::json!({ "cascadeId": NIL }).to_string();
         let token = self.opts.csrf_token.as_ref().filter(|_| send_token);
         let failed = |e: reqwest::Error| {
@@ -644,10 +645,10 @@ impl DaemonClient {
                 ProbeBody::Unread
             } else {
                 let declared = resp.content_length();
-                if declared.is_some_and(|n| n > ide::PROBE_MAX_BODY) {
+                if declared.is_some_and(|n| n > probe::PROBE_MAX_BODY) {
                     ProbeBody::TooLarge
                 } else {
-                    match read_capped(resp, ide::PROBE_MAX_BODY, declared).await {
+                    match read_capped(resp, probe::PROBE_MAX_BODY, declared).await {
                         Ok(b) => ProbeBody::Read(b),
                         Err(BodyError::TooLarge) => ProbeBody::TooLarge,
                         Err(BodyError::Failed(d)) => {
@@ -668,7 +669,7 @@ impl DaemonClient {
                 .await
                 .unwrap_or(Err(ProbeFailure::NoAnswer(seconds))))
         };
-        self.wait(ide::PROBE_METHOD, timed)
+        self.wait(probe::PROBE_METHOD, timed)
             .unwrap_or_else(|e| Err(ProbeFailure::NotHttp(e.to_string())))
     }
 
