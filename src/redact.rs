@@ -207,6 +207,19 @@ impl Redactions {
         }
     }
 
+    /// Counts the markers `[REDACTED:<rule id>]` already in `text` (of this
+    /// ruleset's rules), as a text redacted earlier holds them.
+    pub fn count_markers(&mut self, text: &str) {
+        let mut rest = text;
+        while let Some(i) = rest.find("[REDACTED:") {
+            rest = &rest[i + "[REDACTED:".len()..];
+            let Some(end) = rest.find(']') else { break };
+            if let Some(id) = RULES.iter().map(|r| r.id).find(|id| *id == &rest[..end]) {
+                *self.by_rule.entry(id).or_insert(0) += 1;
+            }
+        }
+    }
+
     /// The tally as a JSON object: `{"ruleset", "total", "byRule"}`.
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
