@@ -22,6 +22,7 @@ pub mod outcome;
 pub mod pipeline;
 pub mod profile;
 pub mod project;
+pub mod redact;
 pub mod report;
 pub mod roots;
 pub mod rpc;

@@ -1,6 +1,7 @@
 //! `agy-audit audit-diff OLD NEW`: what changed between two sweeps.
 
 use crate::manifest::Manifest;
+use crate::redact::{Mode, Redactions};
 use crate::report::diff::{diff, render_markdown, Inputs, ShapesSection};
 use crate::util::atomic::{write_file, Named, WriteOptions};
 use crate::verdict::exit;
@@ -30,6 +31,11 @@ and shapes-full.tsv beside the manifest, fingerprints checked), the entries the
 new answers added and removed, per listing (`shapes` in --json; a section of
 the report); otherwise the section says which manifest has none. Shape changes
 alone never change the exit code.
+Secrets stay home: the reasons and locations shown (report, --json, --junit)
+pass through the redactor after the sessions are classified, each credential
+the ruleset finds becoming [REDACTED:<rule id>], and the output says how many
+it redacted, by which rules, and the ruleset's version; --no-redact turns
+that off (the report says so on its first line).
 
 Exit codes:
   0    no session regressed
@@ -82,6 +88,12 @@ pub struct AuditDiffArgs {
     /// first line.
     #[arg(long)]
     pub allow_incomplete: bool,
+    /// Do not redact credentials from the reasons the report, --json and
+    /// --junit show (a local look only: the report then says so on its
+    /// first line, --json as "redaction": {"redacted": false}, --junit as
+    /// the property agy-audit.redacted=false).
+    #[arg(long)]
+    pub no_redact: bool,
 }
 
 fn read(given: &Path) -> anyhow::Result<(PathBuf, Manifest)> {
@@ -180,6 +192,13 @@ pub fn run(a: AuditDiffArgs) -> anyhow::Result<i32> {
     }
     let mut d = diff(&old, &new);
     d.shapes = Some(shapes_section(&old_file, &old, &new_file, &new)?);
+    // Classified as recorded; only the reasons and locations shown are
+    // redacted, after every change and regression was decided.
+    let mode = Mode::from_no_redact(a.no_redact);
+    let mut tally = Redactions::default();
+    if mode.on() {
+        crate::report::redacted::diff(&mut d, &mut tally);
+    }
     let format = match (a.json, a.format) {
         (true, _) => DiffFormat::Json,
         (false, f) => f.unwrap_or(DiffFormat::Md),
@@ -197,12 +216,27 @@ pub fn run(a: AuditDiffArgs) -> anyhow::Result<i32> {
     };
     let bytes = match format {
         DiffFormat::Json => {
-            let mut v = serde_json::to_vec_pretty(&d.to_json(&incomplete))?;
+            let mut doc = d.to_json(&incomplete);
+            if let Some(o) = doc.as_object_mut() {
+                o.insert(
+                    "redaction".into(),
+                    crate::report::redacted::json_member(mode, &tally),
+                );
+            }
+            let mut v = serde_json::to_vec_pretty(&doc)?;
             v.push(b'\n');
             v
         }
-        DiffFormat::Md => render_markdown(&d, &inputs).into_bytes(),
-        DiffFormat::Html => crate::report::html::render_diff_html(&d, &inputs).into_bytes(),
+        DiffFormat::Md => {
+            crate::report::redacted::into_markdown(render_markdown(&d, &inputs), mode, &tally)
+                .into_bytes()
+        }
+        DiffFormat::Html => crate::report::redacted::into_html(
+            crate::report::html::render_diff_html(&d, &inputs),
+            mode,
+            &tally,
+        )
+        .into_bytes(),
     };
     match &a.out {
         None => crate::util::term::out(&bytes),
@@ -244,7 +278,12 @@ pub fn run(a: AuditDiffArgs) -> anyhow::Result<i32> {
                 }
             })
             .collect();
-        let xml = crate::report::junit::render("agy-audit audit-diff", "audit-diff", &cases);
+        let xml = crate::report::junit::render_with(
+            "agy-audit audit-diff",
+            "audit-diff",
+            &crate::report::redacted::junit_properties(mode, &tally),
+            &cases,
+        );
         write_file(
             junit,
             xml.as_bytes(),

@@ -2,8 +2,8 @@
 
 use super::common::{fraction, real, seed, whole};
 use agy_corpus::corpus::{
-    generate_home, generate_release, GenerateOptions, PlanOptions, Release, HOME_CLI_ROOT,
-    HOME_IDE_ROOT,
+    generate_home, generate_release, generate_with_secrets, GenerateOptions, PlanOptions, Release,
+    HOME_CLI_ROOT, HOME_IDE_ROOT,
 };
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -72,6 +72,16 @@ pub struct GenerateArgs {
     /// ordinary-response step. Sweep both and compare with audit-diff.
     #[arg(long)]
     pub next_release: bool,
+    /// Plant realistic fake credentials (an AWS access key id AKIA..., a
+    /// GitHub token ghp_..., a Slack bot token xoxb-..., a PEM private key
+    /// block, a URL with a password, a Google API key AIza...) at the start
+    /// of command outputs, file contents and user text, offending steps of
+    /// refused sessions included, each recorded with where it went in
+    /// .truth/secrets.jsonl (one object a line, the value under "value").
+    /// Verdicts are the planned store's; the same seed gives the same
+    /// values. For checking that shared reports redact them.
+    #[arg(long, conflicts_with_all = ["next_release", "home"])]
+    pub plant_secrets: bool,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
@@ -151,7 +161,11 @@ pub fn run(cmd: CorpusCommand) -> anyhow::Result<i32> {
             } else {
                 Release::Current
             };
-            let s = generate_release(&opts, which)?;
+            let s = if a.plant_secrets {
+                generate_with_secrets(&opts)?
+            } else {
+                generate_release(&opts, which)?
+            };
             if a.json {
                 outln!("{}", serde_json::to_string_pretty(&s)?);
                 return Ok(0);

@@ -3,6 +3,7 @@
 use super::common::DecodeArgs;
 use crate::manifest::Manifest;
 use crate::pipeline::AuditContext;
+use crate::redact::{Mode, Redactions};
 use crate::report::qualify::qualify;
 use crate::util::atomic::Named;
 use crate::verdict::{exit, ReasonClass, VerdictKind};
@@ -42,6 +43,13 @@ pub struct QualifyArgs {
     /// holds, are null when there is none). The exit code is the same.
     #[arg(long)]
     pub json: bool,
+    /// Do not redact credentials from the reasons printed, in --json and in
+    /// --junit (a local look only: the lines then say so first, --json as
+    /// "redaction": {"redacted": false}, --junit as the property
+    /// agy-audit.redacted=false). By default each credential the ruleset
+    /// finds becomes [REDACTED:<rule id>] and the output counts them.
+    #[arg(long)]
+    pub no_redact: bool,
     #[command(flatten)]
     pub decode: DecodeArgs,
 }
@@ -105,7 +113,19 @@ pub fn run(mut a: QualifyArgs) -> anyhow::Result<i32> {
         client: None,
         bracket_retries: 0,
     };
-    let results = qualify(&ctx, &manifest, &root);
+    let mut results = qualify(&ctx, &manifest, &root);
+    // Rechecked as recorded; only the reasons shown are redacted.
+    let mode = Mode::from_no_redact(a.no_redact);
+    let mut tally = Redactions::default();
+    if mode.on() {
+        for r in &mut results {
+            if let Some(t) = &mut r.reason {
+                tally.apply_owned(t);
+            }
+        }
+    } else if !a.json {
+        outln!("{}", crate::redact::NOT_REDACTED);
+    }
     let mut totals = std::collections::BTreeMap::<&str, usize>::new();
     let mut broken = 0;
     let mut incomplete = false;
@@ -124,7 +144,8 @@ pub fn run(mut a: QualifyArgs) -> anyhow::Result<i32> {
     }
     if let Some(junit) = &a.junit {
         let protected = inputs.into_iter().map(|n| n.path).collect();
-        write_junit(junit, &a, &manifest, protected, &results)?;
+        let props = crate::report::redacted::junit_properties(mode, &tally);
+        write_junit(junit, &a, &manifest, protected, &results, &props)?;
     }
     let absent = absent_sources(&manifest, &root);
     let t = |k| totals.get(k).copied().unwrap_or(0);
@@ -156,6 +177,7 @@ pub fn run(mut a: QualifyArgs) -> anyhow::Result<i32> {
                 "changed": broken,
             },
             "absent": absent,
+            "redaction": crate::report::redacted::json_member(mode, &tally),
         });
         outln!("{}", serde_json::to_string_pretty(&doc)?);
     } else if !absent.is_empty() {
@@ -190,6 +212,9 @@ pub fn run(mut a: QualifyArgs) -> anyhow::Result<i32> {
         broken,
         absent.len()
     );
+        if mode.on() {
+            outln!("audit-qualify: {tally}");
+        }
     }
     Ok(if broken == 0 {
         exit::OK
@@ -217,8 +242,9 @@ fn write_junit(
     m: &Manifest,
     protected: Vec<PathBuf>,
     results: &[crate::report::qualify::Recheck],
+    properties: &[(String, String)],
 ) -> anyhow::Result<()> {
-    use crate::report::junit::{render, Case};
+    use crate::report::junit::{render_with, Case};
     let profiles: std::collections::HashMap<&str, &str> = m
         .sessions
         .iter()
@@ -245,7 +271,12 @@ fn write_junit(
             }),
         })
         .collect();
-    let xml = render("agy-audit audit-qualify", "audit-qualify", &cases);
+    let xml = render_with(
+        "agy-audit audit-qualify",
+        "audit-qualify",
+        properties,
+        &cases,
+    );
     crate::util::atomic::write_file(
         out,
         xml.as_bytes(),

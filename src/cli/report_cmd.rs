@@ -4,7 +4,9 @@
 use super::common::refuse_collisions;
 use super::common::DecodeArgs;
 use crate::manifest::Manifest;
+use crate::redact::{Mode, Redactions};
 use crate::report::html::{render_html, step_views};
+use crate::report::redacted;
 use crate::report::{render_report, verdict_chart};
 use crate::source::ReadOptions;
 use crate::util::atomic::{write_file, Named, WriteOptions};
@@ -30,7 +32,14 @@ run), and for each refused session a drill-down with its rule, reason and
 location and the offending step rendered as the Markdown transcript
 (export-offline --format md) renders it, read from the source under the
 manifest's root (or --root) while it exists, else said to be gone.
-Same manifest and sources, same bytes.";
+Same manifest and sources, same bytes.
+
+Secrets stay home: every text from a conversation (reasons, the drill-down's
+step) passes through the redactor first, which replaces each credential the
+ruleset finds (gitleaks' rules by id, and a password in a URL) with
+[REDACTED:<rule id>]; the report says how many values it redacted, by which
+rules, and the ruleset's version. --no-redact turns that off for a local
+look, and the report then says so on its first line.";
 
 /// Write the qualification report of a manifest: Markdown with an SVG chart
 /// of verdicts per profile beside it, or one self-contained HTML file.
@@ -54,6 +63,10 @@ pub struct ReportArgs {
     /// Replace existing output files.
     #[arg(long)]
     pub force: bool,
+    /// Do not redact credentials from the conversations' text (a local
+    /// look only: the report then says so on its first line).
+    #[arg(long)]
+    pub no_redact: bool,
     #[command(flatten)]
     pub decode: DecodeArgs,
 }
@@ -69,8 +82,17 @@ pub fn run(mut a: ReportArgs) -> anyhow::Result<i32> {
     if a.format == ReportFormat::Html {
         return run_html(&a, &m);
     }
+    let mode = Mode::from_no_redact(a.no_redact);
+    let mut tally = Redactions::default();
+    let shown = if mode.on() {
+        redacted::manifest(&m, &mut tally)
+    } else {
+        m.clone()
+    };
+    let md =
+        |chart: Option<&str>| redacted::into_markdown(render_report(&shown, chart), mode, &tally);
     match &a.out {
-        None => crate::util::term::out(render_report(&m, None).as_bytes()),
+        None => crate::util::term::out(md(None).as_bytes()),
         Some(out) => {
             let svg = out.with_extension("svg");
             let name = svg.file_name().map(|n| n.to_string_lossy().into_owned());
@@ -87,8 +109,8 @@ pub fn run(mut a: ReportArgs) -> anyhow::Result<i32> {
                 protected: vec![a.manifest.clone()],
                 ..Default::default()
             };
-            write_file(&svg, verdict_chart(&m).as_bytes(), &opts)?;
-            write_file(out, render_report(&m, name.as_deref()).as_bytes(), &opts)?;
+            write_file(&svg, verdict_chart(&shown).as_bytes(), &opts)?;
+            write_file(out, md(name.as_deref()).as_bytes(), &opts)?;
             crate::util::term::note(format_args!(
                 "wrote {} and {}",
                 out.display(),
@@ -116,12 +138,22 @@ fn run_html(a: &ReportArgs, m: &Manifest) -> anyhow::Result<i32> {
         collect_all: true,
         fingerprint: false,
     };
-    let views = step_views(m, &root, &opts);
+    // The steps are found from the reasons as recorded; only what is shown
+    // is redacted, the whole step before the writer cuts or escapes it.
+    let mut views = step_views(m, &root, &opts);
+    let mode = Mode::from_no_redact(a.no_redact);
+    let mut tally = Redactions::default();
+    let shown = if mode.on() {
+        redacted::step_views(&mut views, &mut tally);
+        redacted::manifest(m, &mut tally)
+    } else {
+        m.clone()
+    };
     let note = format!(
         "offending steps read from the sources under {} (offline export, unverified)",
         root.display()
     );
-    let html = render_html(m, &views, &note);
+    let html = redacted::into_html(render_html(&shown, &views, &note), mode, &tally);
     match &a.out {
         None => crate::util::term::out(html.as_bytes()),
         Some(out) => {

@@ -468,6 +468,11 @@ pub struct Manifest {
     /// `.db`/`.pb`, not a regular file, no UUID name), with the reason.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<Skipped>,
+    /// How the sessions' reasons were redacted (issue 46): written when a
+    /// reason holds a redaction marker, else absent; recomputed from the
+    /// reasons at every write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redaction: Option<Redaction>,
     /// Sorted by fileId.
     pub sessions: Vec<SessionRecord>,
 }
@@ -508,6 +513,16 @@ pub struct Skipped {
     pub reason: String,
 }
 
+/// How a manifest's reasons were redacted: the ruleset, and the markers
+/// `[REDACTED:<rule id>]` its reasons hold, by rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Redaction {
+    pub ruleset: String,
+    pub total: u64,
+    pub by_rule: BTreeMap<String, u64>,
+}
+
 impl Manifest {
     pub fn new(root: &str, endpoint: &str, started: String) -> Manifest {
         Manifest {
@@ -531,8 +546,73 @@ impl Manifest {
             installed_agy_version: None,
             installed_agy_version_note: None,
             skipped: Vec::new(),
+            redaction: None,
             sessions: Vec::new(),
         }
+    }
+
+    /// This manifest as written: every session's reason passed through the
+    /// redactor ([`crate::redact`]) after its location, which is kept as
+    /// recorded (`audit-qualify`'s recheck compares the location, class and
+    /// rule, never the wording), and `redaction` counting the markers the
+    /// reasons hold. Borrowed as is when no reason holds a secret.
+    fn as_written(&self) -> std::borrow::Cow<'_, Manifest> {
+        let mut tally = crate::redact::Redactions::default();
+        let mut changed: Vec<(usize, SessionOutcome)> = Vec::new();
+        for (i, s) in self.sessions.iter().enumerate() {
+            let Some(text) = s.reason_text() else {
+                continue;
+            };
+            let keep = match &s.result {
+                SessionOutcome::Refused(r) if !r.refusal().location.is_empty() => {
+                    r.refusal().location.len() + 2
+                }
+                SessionOutcome::Refused(_) => text.find(": ").map(|i| i + 2).unwrap_or(0),
+                _ => 0,
+            };
+            let keep = keep.min(text.len());
+            let (head, detail) = match text.is_char_boundary(keep) {
+                true => text.split_at(keep),
+                false => ("", text),
+            };
+            let mut fresh = crate::redact::Redactions::default();
+            let shown = fresh.apply(detail);
+            tally.count_markers(&shown);
+            if let std::borrow::Cow::Owned(d) = shown {
+                let text = format!("{head}{d}");
+                changed.push((
+                    i,
+                    match &s.result {
+                        SessionOutcome::Refused(r) => SessionOutcome::Refused(
+                            crate::outcome::Refused::recorded(r.class(), text),
+                        ),
+                        SessionOutcome::NotFetched { .. } => {
+                            SessionOutcome::NotFetched { reason: text }
+                        }
+                        SessionOutcome::Error { .. } => SessionOutcome::Error { reason: text },
+                        other => other.clone(),
+                    },
+                ));
+            }
+        }
+        let redaction = (tally.total() > 0).then(|| Redaction {
+            ruleset: crate::redact::RULESET_VERSION.to_string(),
+            total: tally.total(),
+            by_rule: tally
+                .by_rule()
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
+        });
+        if changed.is_empty() && redaction == self.redaction {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        let mut m = self.clone();
+        for (i, o) in changed {
+            m.sessions[i].result = o;
+        }
+        m.redaction = redaction;
+        std::borrow::Cow::Owned(m)
     }
 
     /// Adds a session (replacing one with the same fileId) and recounts.
@@ -559,13 +639,14 @@ impl Manifest {
     }
 
     pub fn to_json(&self) -> Vec<u8> {
-        let mut v = serde_json::to_vec_pretty(self).unwrap_or_default();
+        let mut v = serde_json::to_vec_pretty(&*self.as_written()).unwrap_or_default();
         v.push(b'\n');
         v
     }
 
     /// The CSV companion: one row per session.
     pub fn to_csv(&self) -> Vec<u8> {
+        let written = self.as_written();
         let mut w = csv::Writer::from_writer(Vec::new());
         let _ = w.write_record([
             "fileId",
@@ -580,7 +661,7 @@ impl Manifest {
             "steps",
             "bytes",
         ]);
-        for s in &self.sessions {
+        for s in &written.sessions {
             let _ = w.write_record([
                 s.file_id.as_str(),
                 &s.cascade_id,
@@ -602,6 +683,52 @@ impl Manifest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 46: a reason quoting a credential is written redacted after
+    /// its location, in the manifest and the CSV, which name the count;
+    /// class, location and rule read back the same; a clean manifest
+    /// carries no `redaction` member.
+    #[test]
+    fn written_reasons_are_redacted_after_their_location() {
+        use crate::verdict::Refusal;
+        const KEY: &str = "AKIAQ3EGRSNDW5TKXM7P";
+        let mut m = Manifest::new("/store", "e", "2026-01-01T00:00:00Z".into());
+        m.add(SessionRecord::for_test(
+            1,
+            "sqlite-p",
+            SessionOutcome::Verified,
+        ));
+        let clean = String::from_utf8(m.to_json()).unwrap();
+        assert!(!clean.contains("redaction"), "{clean}");
+        let refusal = Refusal::new(
+            ReasonClass::UnknownField,
+            "steps[4].runCommand",
+            format!("value {KEY} (passthrough)"),
+        );
+        let original = SessionOutcome::refused(refusal);
+        m.add(SessionRecord::for_test(2, "sqlite-p", original.clone()));
+        let json = String::from_utf8(m.to_json()).unwrap();
+        let csv = String::from_utf8(m.to_csv()).unwrap();
+        for text in [&json, &csv] {
+            assert!(!text.contains(KEY), "{text}");
+            assert!(
+                text.contains(
+                    "steps[4].runCommand: value [REDACTED:aws-access-token] (passthrough)"
+                ),
+                "{text}"
+            );
+        }
+        let back: Manifest = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.redaction.as_ref().map(|r| r.total), Some(1));
+        let s = &back.sessions[1];
+        assert_eq!(s.class(), original.class());
+        assert_eq!(s.outcome(), original.kind());
+        let (a, b) = (s.result.refusal().unwrap(), original.refusal().unwrap());
+        assert_eq!(a.rule(), b.rule());
+        assert!(a.text().starts_with("steps[4].runCommand: "));
+        // Written again (a resumed sweep, a merge): the same bytes.
+        assert_eq!(back.to_json(), m.to_json());
+    }
 
     /// The captured default-corpus manifest (which CI re-qualifies) reads
     /// back and writes out byte for byte: the typed record changes nothing

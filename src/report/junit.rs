@@ -44,6 +44,17 @@ pub fn xml_esc(s: &str) -> String {
 /// The JUnit document: a `<testsuites>` named `suites` holding one
 /// `<testsuite>` named `suite` with every case in the order given.
 pub fn render(suites: &str, suite: &str, cases: &[Case]) -> String {
+    render_with(suites, suite, &[], cases)
+}
+
+/// [`render`] with `<properties>` on the suite (name, value), first in it
+/// as the schema places them: how the document was redacted (issue 46).
+pub fn render_with(
+    suites: &str,
+    suite: &str,
+    properties: &[(String, String)],
+    cases: &[Case],
+) -> String {
     let failures = cases.iter().filter(|c| c.failure.is_some()).count();
     let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let counts = format!(
@@ -52,6 +63,18 @@ pub fn render(suites: &str, suite: &str, cases: &[Case]) -> String {
     );
     let _ = writeln!(s, "<testsuites name=\"{}\" {counts}>", xml_esc(suites));
     let _ = writeln!(s, "  <testsuite name=\"{}\" {counts}>", xml_esc(suite));
+    if !properties.is_empty() {
+        s.push_str("    <properties>\n");
+        for (k, v) in properties {
+            let _ = writeln!(
+                s,
+                "      <property name=\"{}\" value=\"{}\"/>",
+                xml_esc(k),
+                xml_esc(v)
+            );
+        }
+        s.push_str("    </properties>\n");
+    }
     for c in cases {
         let head = format!(
             "    <testcase classname=\"{}\" name=\"{}\" time=\"0\"",

@@ -9,6 +9,7 @@ pub mod html;
 pub mod junit;
 pub mod markdown;
 pub mod qualify;
+pub mod redacted;
 pub mod svg;
 
 pub use markdown::render_report;

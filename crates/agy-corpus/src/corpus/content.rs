@@ -155,6 +155,9 @@ struct Ctx<'a> {
     turn_of: Vec<usize>,
     registrations: Vec<Vec<Value>>,
     scale: f64,
+    /// `--plant-secrets`: fake credentials put into outputs, file contents
+    /// and user text, from a random stream of their own.
+    plant: Option<super::secrets::Planter>,
 }
 
 fn status(s: &str) -> String {
@@ -596,6 +599,7 @@ impl<'a> Ctx<'a> {
             turn_of,
             registrations: vec![Vec::new(); turns.len()],
             scale: plan.scale.clamp(0.01, 4.0),
+            plant: None,
         }
     }
 
@@ -754,9 +758,18 @@ impl<'a> Ctx<'a> {
         }))
     }
 
+    /// `text` with a planted credential (`--plant-secrets`), else as is.
+    fn planted(&mut self, text: String, place: super::secrets::Place) -> String {
+        match &mut self.plant {
+            Some(p) => p.plant(text, place),
+            None => text,
+        }
+    }
+
     fn user_input(&mut self, idx: usize) -> StepJson {
         let n = self.r.range(1, 3) as usize;
         let text = text::paragraph(&mut self.r, n);
+        let text = self.planted(text, super::secrets::Place::UserText);
         let meta = self.meta(idx, "USER_EXPLICIT", None, &[], json!({}));
         let ws_uri = format!("file://{}", self.ws);
         let mut items = vec![json!({"text": text})];
@@ -1590,6 +1603,7 @@ impl<'a> Ctx<'a> {
         let lines = self.sized(5, 160);
         let start = self.r.below(40) as usize;
         let content = text::file_content(&mut self.r, lines);
+        let content = self.planted(content, super::secrets::Place::FileContent);
         let d = t.draw(
             self,
             vec![
@@ -1624,6 +1638,7 @@ impl<'a> Ctx<'a> {
         let p = t.plan(self, args);
         let n = self.sized(60, 4000);
         let out = text::output(&mut self.r, n);
+        let out = self.planted(out, super::secrets::Place::CommandOutput);
         let exit = if self.r.chance(0.1) { 1 } else { 0 };
         let d = p.meta(self);
         let mut rc = json!({"commandLine": cmd, "proposedCommandLine": cmd, "cwd": self.ws,
@@ -1930,6 +1945,7 @@ impl<'a> Ctx<'a> {
         );
         let n = self.sized(20, 2_000);
         let out = text::output(&mut self.r, n);
+        let out = self.planted(out, super::secrets::Place::CommandOutput);
         let cs = json!({"commandId": id, "outputCharacterCount": out.chars().count(), "waitDurationSeconds": wait});
         Body::new(d, Some(cs), None, truncate(&out, 300))
     }
@@ -1948,6 +1964,7 @@ impl<'a> Ctx<'a> {
             self.sized(40, 4000)
         };
         let out = text::output(&mut self.r, size);
+        let out = self.planted(out, super::secrets::Place::CommandOutput);
         let d = p.meta(self);
         let mut rc = json!({"commandLine": cmd, "proposedCommandLine": cmd, "cwd": self.ws,
             "waitMsBeforeAsync": wait, "blocking": !background,
@@ -1981,6 +1998,7 @@ impl<'a> Ctx<'a> {
 
     fn view_body(&mut self, path: &str, start1: usize, lines: usize) -> (Value, String) {
         let content = text::file_content(&mut self.r, lines);
+        let content = self.planted(content, super::secrets::Place::FileContent);
         let body = json!({"absolutePathUri": format!("file://{path}"), "startLine": start1 - 1,
             "endLine": start1 + lines - 2, "content": content, "numLines": lines, "numBytes": content.len()});
         (body, content)
@@ -3210,12 +3228,32 @@ fn planner_config(plan: &ConvPlan, r: &mut Rng) -> Value {
 
 /// Builds the JSON of every record of `plan`.
 pub fn build(plan: &ConvPlan, seed: u64) -> ConvJson {
+    build_planted(plan, seed, false).0
+}
+
+/// [`build`], with fake credentials planted when `plant` is set
+/// (`--plant-secrets`), and the values planted.
+pub fn build_planted(
+    plan: &ConvPlan,
+    seed: u64,
+    plant: bool,
+) -> (ConvJson, Vec<super::secrets::Planted>) {
     let mut cx = Ctx::new(plan, seed);
+    if plant {
+        cx.plant = Some(super::secrets::Planter::new(seed, &plan.id));
+    }
     let n = plan.steps.len();
     let mut steps: Vec<StepJson> = Vec::with_capacity(n);
     let mut checkpoints = 0usize;
     let mut i = 0;
     while i < n {
+        if let Some(p) = &mut cx.plant {
+            // A planner and its tool are built together: the tool's text.
+            p.step = match (plan.steps[i], plan.steps.get(i + 1)) {
+                (StepKind::Planner { tool_call: true }, Some(StepKind::Tool(_))) => i + 1,
+                _ => i,
+            };
+        }
         match plan.steps[i] {
             StepKind::UserInput => steps.push(cx.user_input(i)),
             StepKind::SystemMessage => steps.push(cx.system_message(i)),
@@ -3368,15 +3406,19 @@ pub fn build(plan: &ConvPlan, seed: u64) -> ConvJson {
     } else {
         Vec::new()
     };
-    ConvJson {
-        steps,
-        gens,
-        execs,
-        refs,
-        metadata,
-        prompt_pos,
-        snapshot_gen,
-    }
+    let planted = cx.plant.take().map(|p| p.planted).unwrap_or_default();
+    (
+        ConvJson {
+            steps,
+            gens,
+            execs,
+            refs,
+            metadata,
+            prompt_pos,
+            snapshot_gen,
+        },
+        planted,
+    )
 }
 
 /// The accepted field-50 payload shapes.

@@ -35,6 +35,7 @@ pub mod msg;
 pub mod plan;
 pub mod release;
 pub mod rng;
+pub mod secrets;
 pub mod sqlite;
 pub mod text;
 pub mod wire;
@@ -189,6 +190,7 @@ fn planned_files(plan: &CorpusPlan) -> Vec<String> {
         "scenario.json",
         "faults.txt",
         "families.json",
+        "secrets.jsonl",
         "generation.json",
     ] {
         files.push(format!(".truth/{f}"));
@@ -260,6 +262,7 @@ pub fn generate_home(
         },
         Release::Current,
         true,
+        false,
     )?;
     write(&cli_root.join(CLI_STATE), b"# agy CLI state (generated)\n")?;
     let mut ide_plan = plan.clone();
@@ -460,6 +463,7 @@ struct ConvStats {
     view_bytes: u64,
     largest: u64,
     wal: bool,
+    planted: Vec<secrets::Planted>,
 }
 
 fn generate_one(
@@ -469,8 +473,9 @@ fn generate_one(
     out: &Path,
     scratch: &Path,
     next: bool,
+    plant: bool,
 ) -> Result<ConvStats, CorpusError> {
-    let cj = content::build(cp, seed);
+    let (cj, planted) = content::build_planted(cp, seed, plant);
     let mut asm = assemble::assemble(b, cp, cj)?;
     if next {
         asm.ordinary =
@@ -522,6 +527,7 @@ fn generate_one(
         view_bytes,
         largest,
         wal,
+        planted,
     })
 }
 
@@ -599,7 +605,17 @@ pub fn generate(opts: &GenerateOptions) -> Result<Summary, CorpusError> {
 
 /// Generates a corpus, of the planned store or of its next release.
 pub fn generate_release(opts: &GenerateOptions, which: Release) -> Result<Summary, CorpusError> {
-    generate_planned(opts, which, false)
+    generate_planned(opts, which, false, false)
+}
+
+/// Generates the planned store with fake credentials planted in command
+/// outputs, file contents and user text (`corpus generate
+/// --plant-secrets`), each recorded in `.truth/secrets.jsonl` (one object
+/// a line: `value`, `kind`, `conversation`, `step`, `place`). Verdicts
+/// are those of the planned store; the bytes are not (never current for
+/// it: the stamp says `derived: secrets`).
+pub fn generate_with_secrets(opts: &GenerateOptions) -> Result<Summary, CorpusError> {
+    generate_planned(opts, Release::Current, false, true)
 }
 
 /// Generates a corpus; with `with_families`, the planned store plus the
@@ -608,6 +624,7 @@ fn generate_planned(
     opts: &GenerateOptions,
     which: Release,
     with_families: bool,
+    plant: bool,
 ) -> Result<Summary, CorpusError> {
     let started = Instant::now();
     if opts.plan.conversations == 0 {
@@ -657,7 +674,7 @@ fn generate_planned(
     let stats: Vec<ConvStats> = plan
         .conversations
         .par_iter()
-        .map(|cp| generate_one(&b, cp, seed, &opts.out, scratch.path(), next))
+        .map(|cp| generate_one(&b, cp, seed, &opts.out, scratch.path(), next, plant))
         .collect::<Result<_, _>>()?;
 
     let mut summary = Summary {
@@ -723,6 +740,15 @@ fn generate_planned(
         other_bytes += write(&truth.join("families.json"), &bytes)?;
     }
     summary.families = families;
+    if plant {
+        let mut lines = String::new();
+        for p in stats.iter().flat_map(|st| &st.planted) {
+            let line = serde_json::to_string(p).map_err(|e| CorpusError::Build(e.to_string()))?;
+            lines.push_str(&line);
+            lines.push('\n');
+        }
+        other_bytes += write(&truth.join("secrets.jsonl"), lines.as_bytes())?;
+    }
     // Last: the claim that the generation finished, and from what.
     let mut stamped = stamp(&opts.plan);
     if next {
@@ -732,6 +758,10 @@ fn generate_planned(
     if summary.families.is_some() {
         // A home's CLI root is not the planned store either.
         stamped = stamp_with(&opts.plan, "families");
+    }
+    if plant {
+        // Nor is a store with planted secrets.
+        stamped = stamp_with(&opts.plan, "secrets");
     }
     other_bytes += write(&opts.out.join(STAMP), &stamped)?;
     summary.total_bytes = summary.source_bytes + other_bytes;
