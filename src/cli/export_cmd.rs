@@ -48,6 +48,15 @@ pub struct ExportArgs {
     /// "exitCode"} (see README, "Machine-readable summaries").
     #[arg(long)]
     pub json: bool,
+    /// Redact credentials in the export (opt-in: an export is made for
+    /// fidelity, so by default its bytes are the conversation's): each
+    /// match of the ruleset (gitleaks rule ids, plus url-password) becomes
+    /// `[REDACTED:<rule id>]` inside the JSON strings or the Markdown text;
+    /// how many and by which rules is said on standard error (and as
+    /// "redaction" with --json). A redacted export no longer matches the
+    /// daemon's answer (export-check compares unredacted exports).
+    #[arg(long)]
+    pub redact: bool,
     /// Do not follow subagent links. By default the export reads the parent
     /// links of the known roots (the source's root and the CLI and IDE roots
     /// under HOME that exist): agyReader.parentCascadeId comes from the
@@ -161,16 +170,20 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
     }
     let Some(json) = json else {
         if a.json {
-            print_json(&a, &src, None, notes, code)?;
+            print_json(&a, &src, None, notes, code, None)?;
         }
         return Ok(code);
     };
     let mut json = json;
     let tree = (!a.no_tree).then(|| Tree::scan(&path, &known, &mut json));
+    let mut tally = crate::redact::Redactions::default();
     let bytes = match a.format {
         ExportFormat::Json => {
             if let Some(t) = &tree {
                 report_links(&t.index, &[]);
+            }
+            if a.redact {
+                redact_strings(&mut json, &mut tally);
             }
             let mut b = serde_json::to_vec_pretty(&json)?;
             b.push(b'\n');
@@ -204,6 +217,28 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
             }
         }
     };
+    let bytes = match (&a.format, a.redact) {
+        // the Markdown text whole, before anything is written
+        (ExportFormat::Md, true) => {
+            let mut text = String::from_utf8_lossy(&bytes).into_owned();
+            tally.apply_owned(&mut text);
+            text.into_bytes()
+        }
+        _ => bytes,
+    };
+    if a.redact {
+        note(format!(
+            "redacted {} value{} ({}; ruleset {})",
+            tally.total(),
+            if tally.total() == 1 { "" } else { "s" },
+            if tally.total() == 0 {
+                "none found".to_string()
+            } else {
+                tally.rules_text()
+            },
+            crate::redact::RULESET_VERSION
+        ));
+    }
     match &a.out {
         Some(out) => {
             let mut protected = vec![path.clone()];
@@ -221,9 +256,27 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
         None => crate::util::term::out(&bytes),
     }
     if a.json {
-        print_json(&a, &src, Some(&bytes), notes, code)?;
+        print_json(
+            &a,
+            &src,
+            Some(&bytes),
+            notes,
+            code,
+            a.redact.then_some(&tally),
+        )?;
     }
     Ok(code)
+}
+
+/// Every string of `v` through the redactor (keys are field names, not
+/// conversation text), counted in `tally`: the JSON stays JSON.
+fn redact_strings(v: &mut serde_json::Value, tally: &mut crate::redact::Redactions) {
+    match v {
+        serde_json::Value::String(s) => tally.apply_owned(s),
+        serde_json::Value::Array(a) => a.iter_mut().for_each(|x| redact_strings(x, tally)),
+        serde_json::Value::Object(o) => o.values_mut().for_each(|x| redact_strings(x, tally)),
+        _ => {}
+    }
 }
 
 /// `export-offline --json`: the source's verdict, what was exported and the
@@ -238,6 +291,7 @@ fn print_json(
     exported: Option<&[u8]>,
     notes: Vec<String>,
     code: i32,
+    redaction: Option<&crate::redact::Redactions>,
 ) -> anyhow::Result<()> {
     let export = match (exported, &a.out) {
         (Some(b), None) => match a.format {
@@ -265,6 +319,7 @@ fn print_json(
         "bytes": exported.map(<[u8]>::len),
         "export": export,
         "notes": notes,
+        "redaction": redaction.map(crate::redact::Redactions::to_json),
         "exitCode": code,
     });
     outln!("{}", serde_json::to_string_pretty(&doc)?);
