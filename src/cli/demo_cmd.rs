@@ -580,8 +580,9 @@ fn release_day(
         old_file.display().to_string(),
         new_file.display().to_string(),
     );
-    let report = crate::report::diff::render_markdown(
-        &d,
+    // the report audit-diff writes, redacted as it does
+    let report = crate::report::redacted::diff_markdown(
+        &mut d,
         &crate::report::diff::Inputs {
             old_name: &old_name,
             new_name: &new_name,
@@ -589,6 +590,7 @@ fn release_day(
             new: &new,
             incomplete: &[],
         },
+        crate::redact::Mode::from_no_redact(false),
     );
     write_file(
         &out.join(RELEASE_DIFF),

@@ -83,6 +83,25 @@ pub fn diff(d: &mut AuditDiff, r: &mut Redactions) {
     }
 }
 
+/// The diff report in Markdown as it is shared (`audit-diff`, the demo's
+/// `release-diff.md`): the reasons shown redacted after every change was
+/// classified, under the redaction line.
+pub fn diff_markdown(
+    d: &mut AuditDiff,
+    inputs: &crate::report::diff::Inputs<'_>,
+    mode: Mode,
+) -> String {
+    let mut tally = Redactions::default();
+    if mode.on() {
+        diff(d, &mut tally);
+    }
+    into_markdown(
+        crate::report::diff::render_markdown(d, inputs),
+        mode,
+        &tally,
+    )
+}
+
 /// The line a text output says its redaction with.
 pub fn line(mode: Mode, r: &Redactions) -> String {
     match mode {
