@@ -21,7 +21,7 @@ use common::{
     bin, generated_home, home_cli_sim, home_ide_sim, home_source_digests, output_text, root_ids,
 };
 use serde_json::Value;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
@@ -228,30 +228,9 @@ impl Recorder {
         std::thread::spawn(move || {
             for conn in l.incoming() {
                 let Ok(mut conn) = conn else { continue };
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                let head_end = loop {
-                    match conn.read(&mut chunk) {
-                        Ok(0) | Err(_) => break None,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    }
-                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        break Some(i + 4);
-                    }
+                let Some((head, _)) = common::read_http_request(&mut conn) else {
+                    continue;
                 };
-                let Some(head_end) = head_end else { continue };
-                let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
-                let len: usize = head
-                    .lines()
-                    .find_map(|l| l.strip_prefix("content-length:"))
-                    .and_then(|v| v.trim().parse().ok())
-                    .unwrap_or(0);
-                while buf.len() < head_end + len {
-                    match conn.read(&mut chunk) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    }
-                }
                 let token = head
                     .lines()
                     .find_map(|l| l.strip_prefix("x-codeium-csrf-token:"))

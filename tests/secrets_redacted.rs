@@ -15,8 +15,7 @@
 mod common;
 
 use common::{bin, generate_store, output_text, start_sim, sweep_command, truth_verdicts};
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The planted values (`value` of each `.truth/secrets.jsonl` line).
 fn planted(store: &Path) -> Vec<String> {
@@ -42,23 +41,6 @@ fn leaks<'a>(text: &str, values: &'a [String]) -> Vec<&'a str> {
         })
         .map(String::as_str)
         .collect()
-}
-
-/// Every file under `dir`, with its bytes.
-fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.insert(p.clone(), std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    out
 }
 
 /// Runs `agy-audit args`, expecting exit `code`; its stdout.
@@ -153,7 +135,7 @@ fn shared_outputs_carry_no_planted_secret_and_no_redact_shows_them() {
     }
     // The evidence holds the secrets as the daemon answered them: the
     // sweep's corpus/ answers are never redacted.
-    let evidence = files(&sweep);
+    let evidence = common::tree(&sweep);
     let answers: String = evidence
         .iter()
         .filter(|(p, _)| p.starts_with(sweep.join("corpus")))
@@ -256,5 +238,5 @@ fn shared_outputs_carry_no_planted_secret_and_no_redact_shows_them() {
     }
     // The evidence is untouched: the manifest, the CSV, every answer and
     // sidecar, byte for byte.
-    assert_eq!(files(&sweep), evidence);
+    assert_eq!(common::tree(&sweep), evidence);
 }
