@@ -451,4 +451,13 @@ fn an_error_naming_outside_text_is_one_visible_line() {
     assert_eq!(err.lines().count(), 1, "{err:?}");
     assert!(err.contains("no\\u{a}such\\u{1b}[2J"), "{err:?}");
     assert!(!err.contains('\u{1b}'), "{err:?}");
+    // the same for a value clap itself refuses and quotes
+    let o = bin()
+        .args(["audit-sweep", "--concurrency", "7\n# x\u{1b}[2J"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("'7\\u{a}# x\\u{1b}[2J'"), "{err:?}");
+    assert!(!err.contains('\u{1b}') && !err.contains("7\n#"), "{err:?}");
 }

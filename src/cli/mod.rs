@@ -172,18 +172,46 @@ where
         .map_err(|e| e.to_string())
 }
 
+/// clap's usage error as it reaches the terminal: a value the user gave
+/// that holds control characters (a newline, ESC) is shown visibly where
+/// clap quotes it, and no other control character but clap's own line ends
+/// is sent raw (issue 45 item 2).
+fn usage_text(rendered: &str) -> String {
+    // clap drops ANSI escape sequences from what it quotes when the stream
+    // is no terminal: a value is looked for as given and as clap shows it
+    let ansi = regex::Regex::new(r"\x1b(\[[0-?]*[ -/]*[@-~]|.)").ok();
+    let mut text = rendered.to_string();
+    for arg in std::env::args_os().skip(1) {
+        let arg = arg.to_string_lossy();
+        if !arg.chars().any(char::is_control) {
+            continue;
+        }
+        let shown = crate::util::term::visible(&arg).into_owned();
+        text = text.replace(&*arg, &shown);
+        if let Some(stripped) = ansi.as_ref().map(|re| re.replace_all(&arg, "")) {
+            if !stripped.is_empty() && stripped != arg {
+                text = text.replace(&*stripped, &shown);
+            }
+        }
+    }
+    text.split('\n')
+        .map(|l| crate::util::term::visible(l).into_owned())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Parses the process arguments, runs the command and returns the exit code.
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() {
-                exit::USAGE
-            } else {
-                exit::OK
-            };
-            let _ = e.print();
-            return code;
+            if !e.use_stderr() {
+                // --help, --version: on standard output, through util::term
+                crate::util::term::out(e.render().to_string().as_bytes());
+                return exit::OK;
+            }
+            crate::util::term::err(usage_text(&e.render().to_string()).as_bytes());
+            return exit::USAGE;
         }
     };
     let name = cli.command.name();

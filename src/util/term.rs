@@ -111,6 +111,11 @@ pub fn out(bytes: &[u8]) {
     let _ = stdout().write_all(bytes);
 }
 
+/// `bytes` on standard error; a write error is dropped (module doc).
+pub fn err(bytes: &[u8]) {
+    let _ = stderr().write_all(bytes);
+}
+
 /// One line on standard output; a write error is dropped (module doc).
 pub fn out_line(args: std::fmt::Arguments<'_>) {
     let mut line = args.to_string();
