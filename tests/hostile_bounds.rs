@@ -20,7 +20,7 @@
 
 mod common;
 
-use common::bin;
+use common::{bin, mkfifo};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -169,14 +169,6 @@ fn case(what: &str, cmd: &mut Command, want: i32, inputs: &[PathBuf]) -> String 
         r.peak_kib / 1024
     );
     r.text
-}
-
-/// A FIFO at `p` (whatever the generator put there removed first).
-fn mkfifo(p: &Path) {
-    let _ = std::fs::remove_file(p);
-    let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
-    // SAFETY: a plain mkfifo(3) on a path in a fresh temp folder.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
 }
 
 fn sparse(p: &Path, len: u64) {

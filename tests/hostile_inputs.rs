@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{bin, output_text, wait_with_deadline};
+use common::{bin, mkfifo, output_text, wait_with_deadline};
 use std::process::Stdio;
 
 /// Runs `c` to its end, failing the test past a minute (a command that
@@ -25,12 +25,6 @@ fn within_a_minute(c: &mut std::process::Command) -> (Option<i32>, String) {
     let status = wait_with_deadline(&mut child, 60, &format!("{c:?}"));
     let o = child.wait_with_output().unwrap();
     (status.code(), output_text(&o))
-}
-
-fn mkfifo(p: &std::path::Path) {
-    let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
-    // SAFETY: a plain mkfifo(3) on a path in a fresh temp folder.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
 }
 
 #[test]

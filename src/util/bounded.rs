@@ -434,14 +434,21 @@ mod tests {
         assert_eq!(read_tail(&p, InputKind::Log).unwrap(), b"newest line\n");
     }
 
+    /// A FIFO named `name` in the folder `dir`.
+    #[cfg(unix)]
+    fn fifo_in(dir: &Path, name: &str) -> std::path::PathBuf {
+        let p = dir.join(name);
+        let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+        // SAFETY: a plain mkfifo(3) on a path in a fresh temp folder.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        p
+    }
+
     #[cfg(unix)]
     #[test]
     fn a_fifo_log_is_refused_without_blocking() {
         let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("cli.log");
-        let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
-        // SAFETY: a plain mkfifo(3) on a path in a fresh temp folder.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let p = fifo_in(d.path(), "cli.log");
         let e = read_tail(&p, InputKind::Log).unwrap_err();
         assert!(
             e.to_string()
@@ -454,10 +461,7 @@ mod tests {
     #[test]
     fn a_fifo_is_refused_without_blocking() {
         let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("fifo");
-        let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
-        // SAFETY: a plain mkfifo(3) on a path in a fresh temp folder.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let p = fifo_in(d.path(), "fifo");
         let e = read_regular(&p, InputKind::Manifest).unwrap_err();
         assert!(
             matches!(e, BoundedReadError::NotAFile { what: "a FIFO", .. }),

@@ -1151,3 +1151,12 @@ pub fn read_http_request(conn: &mut std::net::TcpStream) -> Option<(String, Vec<
     }
     Some((head, buf))
 }
+
+/// A FIFO at `p` (whatever the generator put there removed first).
+#[cfg(unix)]
+pub fn mkfifo(p: &Path) {
+    let _ = std::fs::remove_file(p);
+    let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+    // SAFETY: a plain mkfifo(3) on a path in a fresh temp folder.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
