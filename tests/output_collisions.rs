@@ -56,6 +56,16 @@ fn assert_onto_input(o: &Output, output: &str, input: &str) {
     assert!(err.contains("an input of this command"), "{err}");
 }
 
+/// `audit-diff MANIFEST MANIFEST EXTRA... [--force]`.
+fn diff_of_itself(m: &Path, extra: &[&std::ffi::OsStr], force: bool) -> Output {
+    let mut args: Vec<&std::ffi::OsStr> = vec!["audit-diff".as_ref(), m.as_os_str(), m.as_os_str()];
+    args.extend_from_slice(extra);
+    if force {
+        args.push("--force".as_ref());
+    }
+    run(&args)
+}
+
 #[test]
 fn audit_diff_refuses_out_and_junit_naming_one_file() {
     let (_d, _store, sweep) = swept();
@@ -68,49 +78,46 @@ fn audit_diff_refuses_out_and_junit_naming_one_file() {
     let spelled = sub.join("..").join("diff.md");
     for other in [&f, &spelled] {
         for force in [false, true] {
-            let mut args: Vec<&std::ffi::OsStr> = vec![
-                "audit-diff".as_ref(),
-                m.as_os_str(),
-                m.as_os_str(),
-                "--out".as_ref(),
-                f.as_os_str(),
-                "--junit".as_ref(),
-                other.as_os_str(),
-            ];
-            if force {
-                args.push("--force".as_ref());
-            }
-            let o = run(&args);
+            let o = diff_of_itself(
+                &m,
+                &[
+                    "--out".as_ref(),
+                    f.as_os_str(),
+                    "--junit".as_ref(),
+                    other.as_os_str(),
+                ],
+                force,
+            );
             assert_outputs_collide(&o, "--out", "--junit", other);
             assert!(!f.exists(), "nothing written");
         }
     }
     // An existing file under --force: left as it was.
     std::fs::write(&f, b"keep").unwrap();
-    let o = run(&[
-        "audit-diff".as_ref(),
-        m.as_os_str(),
-        m.as_os_str(),
-        "--out".as_ref(),
-        f.as_os_str(),
-        "--junit".as_ref(),
-        f.as_os_str(),
-        "--force".as_ref(),
-    ]);
+    let o = diff_of_itself(
+        &m,
+        &[
+            "--out".as_ref(),
+            f.as_os_str(),
+            "--junit".as_ref(),
+            f.as_os_str(),
+        ],
+        true,
+    );
     assert_outputs_collide(&o, "--out", "--junit", &f);
     assert_eq!(std::fs::read(&f).unwrap(), b"keep");
     // The accepted shape: two files, both written.
     let junit = work.path().join("diff.xml");
-    let o = run(&[
-        "audit-diff".as_ref(),
-        m.as_os_str(),
-        m.as_os_str(),
-        "--out".as_ref(),
-        f.as_os_str(),
-        "--junit".as_ref(),
-        junit.as_os_str(),
-        "--force".as_ref(),
-    ]);
+    let o = diff_of_itself(
+        &m,
+        &[
+            "--out".as_ref(),
+            f.as_os_str(),
+            "--junit".as_ref(),
+            junit.as_os_str(),
+        ],
+        true,
+    );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(std::fs::read_to_string(&f)
         .unwrap()
@@ -129,17 +136,7 @@ fn audit_diff_junit_onto_an_input_is_refused_before_the_report_is_printed() {
     assert!(listing.is_file());
     for (target, named) in [(&m, "NEW"), (&listing, "a shape listing of OLD")] {
         for force in [false, true] {
-            let mut args: Vec<&std::ffi::OsStr> = vec![
-                "audit-diff".as_ref(),
-                m.as_os_str(),
-                m.as_os_str(),
-                "--junit".as_ref(),
-                target.as_os_str(),
-            ];
-            if force {
-                args.push("--force".as_ref());
-            }
-            let o = run(&args);
+            let o = diff_of_itself(&m, &["--junit".as_ref(), target.as_os_str()], force);
             // OLD and NEW are one file here: the first input named is OLD's.
             let named = if named == "NEW" { "OLD" } else { named };
             assert_onto_input(&o, "--junit", named);
