@@ -3,7 +3,6 @@
 //! same bytes, measured in the same run on one core, plus peak RSS.
 
 use crate::discover::discover;
-use crate::error::Result;
 use crate::pipeline::{prepare, AuditContext};
 use crate::schema::Schema;
 use crate::source::legacy::LegacyKey;
@@ -11,6 +10,47 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+/// What can stop a bench: the application's errors, and the generator's
+/// and the simulated daemon's (the bench's own corpus and daemon; a usage
+/// error, exit 2, as the folder is the user's to fix).
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error(transparent)]
+    App(#[from] crate::Error),
+    /// The bench corpus could not be generated in its folder.
+    #[error("generating the bench corpus in {}: {source}", root.display())]
+    Corpus {
+        root: PathBuf,
+        #[source]
+        source: agy_corpus::corpus::CorpusError,
+    },
+    /// The simulated daemon could not serve the bench corpus.
+    #[error("{}: cannot serve it: {source}", root.display())]
+    Serve {
+        root: PathBuf,
+        #[source]
+        source: agy_corpus::sim::SimError,
+    },
+}
+
+impl BenchError {
+    /// Whether the user must correct an input (exit 2).
+    pub fn is_usage(&self) -> bool {
+        match self {
+            BenchError::App(e) => e.is_usage(),
+            BenchError::Corpus { .. } | BenchError::Serve { .. } => true,
+        }
+    }
+}
+
+impl From<agy_engine::Error> for BenchError {
+    fn from(e: agy_engine::Error) -> BenchError {
+        BenchError::App(e.into())
+    }
+}
+
+type Result<T, E = BenchError> = std::result::Result<T, E>;
 
 /// Offline verify figures.
 #[derive(Debug, Clone, Serialize)]
@@ -278,7 +318,7 @@ pub fn watch_memory(exe: &Path, conversations: usize, polls: u64) -> Result<Vec<
         if ide {
             o.ide_logs = Some(home.join(".config").join("Antigravity").join("logs"));
         }
-        DaemonSim::start(o).map_err(|source| crate::error::UsageError::BenchServe { root, source })
+        DaemonSim::start(o).map_err(|source| BenchError::Serve { root, source })
     };
     let cli = serve(home.join(HOME_CLI_ROOT), false)?;
     let ide = serve(home.join(HOME_IDE_ROOT), true)?;
@@ -326,11 +366,11 @@ pub fn watch_memory(exe: &Path, conversations: usize, polls: u64) -> Result<Vec<
         };
         let (Some((rss_at_10, hwm_at_10)), Some((rss_at_last, hwm_at_last))) = (at(10), at(polls))
         else {
-            return Err(crate::Error::corrupt(
+            return Err(BenchError::App(crate::Error::corrupt(
                 exe,
                 "watch --max-polls",
                 format!("no memory lines in its log:\n{log}"),
-            ));
+            )));
         };
         let conversations = log
             .lines()
@@ -361,7 +401,7 @@ pub fn write_payloads(path: &Path, encodings: &[Vec<u8>]) -> Result<()> {
         out.extend_from_slice(&(e.len() as u32).to_le_bytes());
         out.extend_from_slice(e);
     }
-    std::fs::write(path, out).map_err(|e| crate::Error::io(path, e))
+    std::fs::write(path, out).map_err(|e| crate::Error::io(path, e).into())
 }
 
 /// What [`ensure_corpus`] found at the corpus root.
@@ -401,11 +441,9 @@ pub fn ensure_corpus(root: &Path, before: impl FnOnce(CorpusCache)) -> Result<Co
         plan,
         force: stale,
     };
-    agy_corpus::corpus::generate(&opts).map_err(|source| {
-        crate::error::UsageError::BenchCorpus {
-            root: root.to_path_buf(),
-            source,
-        }
+    agy_corpus::corpus::generate(&opts).map_err(|source| BenchError::Corpus {
+        root: root.to_path_buf(),
+        source,
     })?;
     Ok(outcome)
 }
@@ -576,11 +614,10 @@ pub fn serve_sim(
         target: FaultTarget::Rate(1.0),
         kind: FaultKind::Latency(latency_ms),
     }];
-    let sim =
-        DaemonSim::start(sim_opts).map_err(|source| crate::error::UsageError::BenchServe {
-            root: root.to_path_buf(),
-            source,
-        })?;
+    let sim = DaemonSim::start(sim_opts).map_err(|source| BenchError::Serve {
+        root: root.to_path_buf(),
+        source,
+    })?;
     ready(&sim.url());
     until();
     sim.stop();
@@ -710,10 +747,10 @@ fn scaling_row(setup: &ScalingSetup<'_>, concurrency: usize) -> Result<ScalingRo
     let (usage, wall) = match client {
         Some(r) => r.map_err(|e| bench_io("audit-sweep", e))?,
         None => {
-            return Err(crate::Error::io(
+            return Err(BenchError::App(crate::Error::io(
                 Path::new("bench --serve-sim"),
                 std::io::Error::other("the simulated daemon did not start"),
-            ))
+            )))
         }
     };
     let manifest_path = out.join(crate::manifest::MANIFEST_FILE);

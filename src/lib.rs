@@ -1,39 +1,18 @@
 //! agy-audit: audits Google Antigravity (`agy`) conversation stores.
 //!
-//! The pipeline, one module per stage (see ARCHITECTURE.md):
-//! [`discover`] → [`source`] (snapshot + strict decode) → `project` → `rpc` →
-//! `compare` → `attest` → `manifest` / `report`; [`export`] writes offline exports.
+//! This package is the command line: clap types and one thin module per
+//! command ([`cli`]), the progress bars, [`bench`], `demo` and the
+//! generator glue. The work is done by the application library
+//! (`agy_audit_app`) over the verdict engine (`agy_engine`); both are
+//! re-exported here under their module names, so `agy_audit::source`,
+//! `agy_audit::pipeline` and the rest name what they always named (see
+//! ARCHITECTURE.md).
 
 // Unit tests read the files they wrote directly; the bounded-read rule
 // (`clippy.toml`) is for the tool's inputs.
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
-pub mod attest;
+pub use agy_audit_app::*;
+
 pub mod bench;
 pub mod cli;
-pub mod compare;
-pub mod discover;
-pub mod error;
-pub mod export;
-#[doc(hidden)]
-pub mod fuzzing;
-pub mod manifest;
-pub mod outcome;
-pub mod pipeline;
-pub mod profile;
-pub mod project;
-pub mod redact;
-pub mod report;
-pub mod roots;
-pub mod rpc;
-pub mod rules;
-pub mod schema;
-pub mod shapes;
-pub mod source;
-pub mod tree;
-pub mod util;
-pub mod verdict;
-pub mod watch;
-pub mod well_known;
-
-pub use error::{Error, Result};

@@ -10,7 +10,7 @@ use agy_audit::schema::Schema;
 use agy_audit::source::legacy::LegacyKey;
 use agy_audit::source::{read_source, DecodedSource, ReadOptions};
 use agy_audit::verdict::ReasonClass;
-use agy_audit::Error;
+use agy_engine::Error;
 use common::*;
 use rusqlite::Connection;
 use std::path::Path;

@@ -7,7 +7,7 @@
 #![allow(clippy::disallowed_methods)]
 
 use agy_audit::manifest::Counts;
-use agy_audit::pipeline::{sweep_to, ProgressMode, SessionResult, SweepOptions, SweepSink};
+use agy_audit::pipeline::{sweep_to, SessionResult, SweepOptions, SweepSink};
 use agy_audit::rpc::ClientOptions;
 use agy_audit::schema::Schema;
 use agy_audit::source::legacy::LegacyKey;
@@ -73,7 +73,6 @@ fn a_sink_sees_every_session_once_in_contract_order() {
         resume: false,
         shard: None,
         bracket_retries: 0,
-        progress: ProgressMode::Quiet,
         allow_empty: false,
         installed_agy_version: None,
     };

@@ -13,9 +13,10 @@
 //! report, shapes section included, as `release-diff.md`).
 
 use super::common::{fraction, seed, whole, MAX_LATENCY_MS};
+use super::progress::sweep;
 use super::sweep_cmd::MAX_CONCURRENCY;
 use crate::manifest::Manifest;
-use crate::pipeline::{sweep, SweepOptions};
+use crate::pipeline::SweepOptions;
 use crate::report::{render_report, verdict_chart};
 use crate::rpc::ClientOptions;
 use crate::schema::Schema;
@@ -317,7 +318,13 @@ fn demo(a: &DemoArgs, ws: &Workspace, stop: &std::sync::Arc<AtomicBool>) -> anyh
     let key = LegacyKey::default();
     let sweep_dir = out.join("sweep");
     let opts = demo_sweep_options(a, &store, &sweep_dir, sim.url(), stop);
-    let result = sweep(&schema, &key, &opts, stop.clone());
+    let result = sweep(
+        &schema,
+        &key,
+        &opts,
+        stop.clone(),
+        super::sweep_cmd::progress_mode(a.quiet),
+    );
     sim.stop();
     let summary = result?;
     let m = summary.manifest;
@@ -516,7 +523,6 @@ fn demo_sweep_options(
         bracket_retries: 0,
         allow_empty: false,
         installed_agy_version: None,
-        progress: super::sweep_cmd::progress_mode(a.quiet),
     }
 }
 
@@ -562,7 +568,13 @@ fn release_day(
     let schema = Schema::modeled()?;
     let key = LegacyKey::default();
     let opts = demo_sweep_options(a, &store, &sweep_dir, sim.url(), stop);
-    let result = sweep(&schema, &key, &opts, stop.clone());
+    let result = sweep(
+        &schema,
+        &key,
+        &opts,
+        stop.clone(),
+        super::sweep_cmd::progress_mode(a.quiet),
+    );
     sim.stop();
     let summary = result?;
     if summary.interrupted {

@@ -137,7 +137,7 @@ pub(super) fn check(ctx: &AuditContext, source: &std::path::Path, id: &str) -> C
     };
     if let (Some(now), Some(saved)) = (&now, &saved) {
         let attested = &saved.completeness;
-        c.fresh = match recheck::recheck(now, saved) {
+        c.fresh = match recheck::recheck(&now.source, saved) {
             Ok(()) => true,
             // An attestation that is not a verified one needs no
             // qualifying source (a refused source stays refused).

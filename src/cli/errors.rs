@@ -46,10 +46,13 @@ pub(crate) enum Usage {
 /// library or the command can judge): exit 2, like clap's own.
 pub(crate) fn usage(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
-        matches!(
-            c.downcast_ref::<crate::Error>(),
-            Some(crate::Error::Usage(_))
-        ) || c.is::<crate::error::UsageError>()
+        c.downcast_ref::<crate::Error>()
+            .is_some_and(crate::Error::is_usage)
+            || c.downcast_ref::<agy_engine::Error>()
+                .is_some_and(agy_engine::Error::is_usage)
+            || c.downcast_ref::<crate::bench::BenchError>()
+                .is_some_and(crate::bench::BenchError::is_usage)
+            || c.is::<crate::error::UsageError>()
             || c.is::<Usage>()
             || matches!(
                 c.downcast_ref::<agy_corpus::corpus::CorpusError>(),

@@ -29,6 +29,7 @@ mod export_cmd;
 mod format_audit_cmd;
 mod list_cmd;
 mod manifest_cmd;
+pub mod progress;
 mod qualify_cmd;
 mod report_cmd;
 mod rules_cmd;

@@ -2,7 +2,8 @@
 
 use super::common::{DecodeArgs, RootArg};
 use super::daemon_args::DaemonArgs;
-use crate::pipeline::{sweep, ProgressMode, SweepOptions};
+use super::progress::{sweep, ProgressMode};
+use crate::pipeline::SweepOptions;
 use crate::verdict::exit;
 use clap::Args;
 use std::path::PathBuf;
@@ -322,11 +323,10 @@ fn run_sweep(a: SweepArgs, settled: &mut Settled) -> anyhow::Result<i32> {
         resume: a.resume,
         shard,
         bracket_retries: a.daemon.bracket_retries,
-        progress: progress_mode(a.quiet),
         allow_empty: a.allow_empty,
         installed_agy_version: super::common::installed_agy_version(),
     };
-    let summary = sweep(&schema, &key, &opts, stop)?;
+    let summary = sweep(&schema, &key, &opts, stop, progress_mode(a.quiet))?;
     let code = summary_exit(&summary);
     if a.json {
         let doc = summary_json(&summary, shard, code);

@@ -130,7 +130,7 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
                 return Ok(exit::UNKNOWN);
             }
         };
-        let checked = recheck(&now, &saved);
+        let checked = recheck(&now.source, &saved);
         let saved = &saved.completeness;
         let (status, code) = match checked {
             Err(Drift::NotStrict(d)) => (

@@ -1,0 +1,1082 @@
+//! Stage 4: the daemon client. Connect-RPC JSON over loopback HTTP:
+//! `POST <base>/exa.language_server_pb.LanguageServerService/<Method>`.
+//!
+//! Per-request timeout that bounds the whole request (connect, headers and
+//! every byte of the body: a daemon that drips its answer is cut off at the
+//! deadline), a response size cap that bounds memory (the buffer is reserved
+//! once and never grows past the cap, so a request in flight holds at most
+//! the cap), no redirects (an answer comes from the endpoint or is an
+//! error), and bounded retries with backoff on transport errors only (never
+//! on an HTTP status, never on a timeout). A GetCascadeTrajectory answer is
+//! parsed whole and strictly ([`envelope`]). Every error names the endpoint
+//! and method.
+//!
+//! The client is asynchronous inside and synchronous outside: one small
+//! tokio runtime per client (shared by its clones) drives every connection
+//! of one pool, and each public call blocks its caller until the answer,
+//! the deadline or Ctrl-C. No call starts a thread: a conversation's full
+//! and ordinary GetCascadeTrajectory are two futures of one wait
+//! ([`DaemonClient::get_trajectory_pair`]).
+
+mod endpoint;
+pub mod envelope;
+pub mod error;
+pub mod ide;
+pub mod probe;
+
+pub use endpoint::{discover_endpoint, parse_cli_log, validate_endpoint, DAEMON_URL_ENV};
+pub use envelope::ResponseDefect;
+pub use error::RpcError;
+
+use serde::Deserialize;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+use tokio::sync::watch;
+
+pub const SERVICE: &str = "exa.language_server_pb.LanguageServerService";
+pub const CSRF_HEADER: &str = "x-codeium-csrf-token";
+pub const CSRF_ENV: &str = "ANTIGRAVITY_CSRF_TOKEN";
+pub use crate::well_known::DEFAULT_MAX_BODY;
+
+/// How the client talks to the daemon.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    pub timeout: Duration,
+    pub max_body: u64,
+    /// Extra attempts after a transport error.
+    pub retries: u32,
+    pub backoff: Duration,
+    /// Sent as `x-codeium-csrf-token` only when set.
+    pub csrf_token: Option<String>,
+    /// When set (Ctrl-C), calls in flight return [`RpcError::Cancelled`] at
+    /// once instead of waiting for the daemon or the timeout.
+    pub cancel: Option<Arc<AtomicBool>>,
+    /// Whose daemon this is, for messages (e.g. `the daemon of the ide root
+    /// /home/u/.gemini/antigravity`, [`ide::daemon_of`]); default `the daemon`.
+    pub daemon_of: Option<String>,
+    /// Conversations fetched at once (the sweep's `--concurrency`): the
+    /// connection pool keeps up to twice this many idle connections, one for
+    /// each request a conversation has in flight (its full and ordinary
+    /// GetCascadeTrajectory), so a sweep reuses its connections instead of
+    /// opening new ones.
+    pub concurrency: usize,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            timeout: Duration::from_secs(30),
+            max_body: DEFAULT_MAX_BODY,
+            retries: 2,
+            backoff: Duration::from_millis(100),
+            csrf_token: None,
+            cancel: None,
+            daemon_of: None,
+            concurrency: 8,
+        }
+    }
+}
+
+/// How often the client looks at the cancel flag while calls are in flight.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
+/// The client runtime's worker threads, at most: they only move bytes
+/// between sockets and the waiting callers (who parse the answers on their
+/// own threads), so two keep up with any sweep this machine class runs.
+const MAX_WORKERS: usize = 2;
+/// The runtime's blocking threads, at most: only host name resolution uses
+/// them (an IP address, as every discovered endpoint is, needs none).
+const MAX_BLOCKING: usize = 4;
+
+/// Why a body read stopped short.
+enum BodyError {
+    /// More than the cap arrived.
+    TooLarge,
+    Failed(String),
+}
+
+/// Reads the body of `resp` as it arrives, at most `limit` bytes.
+///
+/// The buffer is reserved once, for the declared length when there is one
+/// (never more than the cap; the HTTP layer delivers no more than a declared
+/// length), else for the whole cap: reserving address space costs no memory
+/// until it is written, and a buffer that never reallocates never holds an
+/// old copy beside the new one. Each chunk is copied once, from the
+/// connection's buffer into this one; a chunk that would take the body past
+/// the cap is refused before it is copied, so the memory of one body is at
+/// most the cap whatever the daemon sends.
+async fn read_capped(
+    mut resp: reqwest::Response,
+    limit: u64,
+    declared: Option<u64>,
+) -> Result<Vec<u8>, BodyError> {
+    let cap = usize::try_from(limit).unwrap_or(usize::MAX);
+    let reserve = declared
+        .and_then(|d| usize::try_from(d).ok())
+        .map_or(cap, |d| d.min(cap));
+    let oom =
+        |e: std::collections::TryReserveError| BodyError::Failed(format!("out of memory: {e}"));
+    let mut bytes: Vec<u8> = Vec::new();
+    bytes.try_reserve_exact(reserve).map_err(oom)?;
+    loop {
+        let chunk = match resp.chunk().await {
+            Ok(Some(c)) => c,
+            Ok(None) => return Ok(bytes),
+            Err(e) => return Err(BodyError::Failed(e.to_string())),
+        };
+        if chunk.len() > cap - bytes.len() {
+            return Err(BodyError::TooLarge);
+        }
+        if chunk.len() > bytes.capacity() - bytes.len() {
+            // A body longer than it declared: grow to the cap, once.
+            bytes.try_reserve_exact(cap - bytes.len()).map_err(oom)?;
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+}
+
+/// Polls `a` and `b` together; both outputs once both are done (a join of
+/// two futures, without a task or a thread for either).
+async fn both<A: Future, B: Future>(a: A, b: B) -> (A::Output, B::Output) {
+    let (mut a, mut b) = (std::pin::pin!(a), std::pin::pin!(b));
+    let (mut ra, mut rb) = (None, None);
+    std::future::poll_fn(move |cx| {
+        if ra.is_none() {
+            if let Poll::Ready(v) = a.as_mut().poll(cx) {
+                ra = Some(v);
+            }
+        }
+        if rb.is_none() {
+            if let Poll::Ready(v) = b.as_mut().poll(cx) {
+                rb = Some(v);
+            }
+        }
+        match (ra.take(), rb.take()) {
+            (Some(x), Some(y)) => Poll::Ready((x, y)),
+            (x, y) => {
+                (ra, rb) = (x, y);
+                Poll::Pending
+            }
+        }
+    })
+    .await
+}
+
+/// `work`'s output, or `None` as soon as `stop` finishes first (`work` is
+/// then dropped: its connections are closed, its buffers freed).
+async fn unless<T>(work: impl Future<Output = T>, stop: impl Future<Output = ()>) -> Option<T> {
+    let (mut work, mut stop) = (std::pin::pin!(work), std::pin::pin!(stop));
+    std::future::poll_fn(move |cx| {
+        if let Poll::Ready(v) = work.as_mut().poll(cx) {
+            return Poll::Ready(Some(v));
+        }
+        stop.as_mut().poll(cx).map(|()| None)
+    })
+    .await
+}
+
+/// The client's tokio runtime, shut down without waiting when the last
+/// clone of the client goes.
+///
+/// Owned by the client rather than kept in a process-wide static, so that a
+/// command with no daemon starts no thread, and a client dropped (the watch
+/// loop drops a failing root's client and makes another) takes its threads
+/// and connections with it. `shutdown_background` never blocks and never
+/// panics, even when the last clone is dropped on a thread that is itself
+/// inside another runtime (a plain drop of a runtime there panics).
+#[derive(Debug)]
+struct OwnedRuntime(Option<tokio::runtime::Runtime>);
+
+impl Drop for OwnedRuntime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// What the clones of one client share.
+#[derive(Debug)]
+struct Shared {
+    /// Held for its `Drop`, and dropped first (fields drop in order): its
+    /// tasks and connections end before the pool that refers to them.
+    _runtime: OwnedRuntime,
+    handle: tokio::runtime::Handle,
+    http: reqwest::Client,
+    /// Turns `true` within [`CANCEL_POLL`] of the cancel flag being set
+    /// (one watcher task per client, not one timer per call).
+    cancelled: Option<watch::Receiver<bool>>,
+}
+
+/// One GetCascadeTrajectory answer, checked whole ([`envelope::parse`]).
+#[derive(Debug, Clone)]
+pub struct TrajectoryResponse {
+    /// The whole body, as received (checked UTF-8 once, here).
+    body: String,
+    envelope: envelope::Envelope,
+}
+
+impl TrajectoryResponse {
+    /// Checks `body` as a whole GetCascadeTrajectoryResponse.
+    pub fn parse(body: Vec<u8>) -> Result<TrajectoryResponse, ResponseDefect> {
+        let body = envelope::into_text(body)?;
+        let envelope = envelope::parse(&body)?;
+        Ok(TrajectoryResponse { body, envelope })
+    }
+
+    /// A captured answer: a whole response ([`Self::parse`]) when its top
+    /// level has a `trajectory` member, else a bare trajectory
+    /// ([`envelope::parse_bare`]).
+    pub fn parse_captured(body: Vec<u8>) -> Result<TrajectoryResponse, ResponseDefect> {
+        let body = envelope::into_text(body)?;
+        let envelope = if envelope::is_enveloped(&body) {
+            envelope::parse(&body)?
+        } else {
+            envelope::parse_bare(&body)?
+        };
+        Ok(TrajectoryResponse { body, envelope })
+    }
+
+    /// The exact text of the `trajectory` member.
+    pub fn trajectory(&self) -> &str {
+        // The envelope's range is a JSON value's extent in this text, so it
+        // lies on character boundaries.
+        self.body
+            .get(self.envelope.trajectory.clone())
+            .unwrap_or_default()
+    }
+
+    /// The whole body, as received.
+    pub fn into_body(self) -> Vec<u8> {
+        self.body.into_bytes()
+    }
+
+    /// The `CascadeRunStatus` name the answer carries.
+    pub fn status(&self) -> &'static str {
+        self.envelope.status
+    }
+
+    /// `numTotalSteps`, equal to the trajectory's step count.
+    pub fn num_total_steps(&self) -> u32 {
+        self.envelope.num_total_steps
+    }
+}
+
+#[derive(Deserialize)]
+struct ErrorEnvelope {
+    code: Option<String>,
+    message: Option<String>,
+}
+
+/// A client for one daemon endpoint: synchronous calls over one
+/// asynchronous connection pool. Clones share the pool and its runtime.
+///
+/// Each call blocks the calling thread until its answer, its deadline or
+/// Ctrl-C, and must not be made from a thread that is running a tokio
+/// runtime's tasks (no caller does); should one be, the call waits on a
+/// scoped thread of its own instead of panicking.
+#[derive(Debug, Clone)]
+pub struct DaemonClient {
+    base: String,
+    opts: ClientOptions,
+    shared: Arc<Shared>,
+}
+
+impl DaemonClient {
+    pub fn new(base: &str, opts: ClientOptions) -> Result<DaemonClient, RpcError> {
+        let base = base.trim_end_matches('/').to_string();
+        let failed = |detail: String| RpcError::Transport {
+            endpoint: base.clone(),
+            method: "connect",
+            detail,
+        };
+        let workers = std::thread::available_parallelism()
+            .map_or(1, std::num::NonZeroUsize::get)
+            .clamp(1, MAX_WORKERS);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .max_blocking_threads(MAX_BLOCKING)
+            .thread_name("agy-audit-rpc")
+            .enable_io()
+            .enable_time()
+            .build()
+            .map_err(|e| failed(format!("cannot start the client's runtime: {e}")))?;
+        let handle = runtime.handle().clone();
+        let http = {
+            let _in_runtime = runtime.enter();
+            reqwest::Client::builder()
+                .no_proxy()
+                // An answer comes from the endpoint itself: a redirect (to
+                // another host or not) is an HTTP status error, never followed.
+                .redirect(reqwest::redirect::Policy::none())
+                .pool_max_idle_per_host(opts.concurrency.max(1).saturating_mul(2))
+                .build()
+                .map_err(|e| failed(e.to_string()))?
+        };
+        let cancelled = opts.cancel.clone().map(|flag| {
+            let (tx, rx) = watch::channel(flag.load(Ordering::SeqCst));
+            runtime.spawn(async move {
+                loop {
+                    if flag.load(Ordering::SeqCst) {
+                        let _ = tx.send(true);
+                        return;
+                    }
+                    if tx.is_closed() {
+                        return;
+                    }
+                    tokio::time::sleep(CANCEL_POLL).await;
+                }
+            });
+            rx
+        });
+        Ok(DaemonClient {
+            base,
+            opts,
+            shared: Arc::new(Shared {
+                _runtime: OwnedRuntime(Some(runtime)),
+                handle,
+                http,
+                cancelled,
+            }),
+        })
+    }
+
+    pub fn endpoint(&self) -> &str {
+        &self.base
+    }
+
+    fn cancelled(&self) -> bool {
+        self.opts
+            .cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::SeqCst))
+    }
+
+    fn cancelled_error(&self, method: &'static str) -> RpcError {
+        RpcError::Cancelled {
+            endpoint: self.base.clone(),
+            method,
+        }
+    }
+
+    /// Finishes when the cancel flag is seen set (Ctrl-C); never without
+    /// a flag, or once the runtime is going away.
+    fn stopped(&self) -> impl Future<Output = ()> + Send + 'static {
+        let cancelled = self.shared.cancelled.clone();
+        async move {
+            let seen = match cancelled {
+                Some(mut rx) => rx.wait_for(|c| *c).await.is_ok(),
+                None => false,
+            };
+            if !seen {
+                // No flag, or a closed channel (the runtime going
+                // away): never a Ctrl-C.
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
+    /// `work`'s outcome, or [`RpcError::Cancelled`] as soon as the cancel
+    /// flag is seen set (`work` is then dropped with its calls in flight).
+    async fn cancellable<T>(
+        &self,
+        method: &'static str,
+        work: impl Future<Output = Result<T, RpcError>>,
+    ) -> Result<T, RpcError> {
+        unless(work, self.stopped())
+            .await
+            .unwrap_or_else(|| Err(self.cancelled_error(method)))
+    }
+
+    /// Runs `work` to its end on the calling thread (the runtime's workers
+    /// drive the sockets meanwhile), or returns [`RpcError::Cancelled`] as
+    /// soon as the cancel flag is seen set: the calls in flight are then
+    /// dropped, not waited for.
+    fn wait<T: Send>(
+        &self,
+        method: &'static str,
+        work: impl Future<Output = Result<T, RpcError>> + Send,
+    ) -> Result<T, RpcError> {
+        let work = self.cancellable(method, work);
+        let handle = &self.shared.handle;
+        if tokio::runtime::Handle::try_current().is_err() {
+            return handle.block_on(work);
+        }
+        // Inside some runtime's context `block_on` would panic: wait on a
+        // thread outside it (no caller does this today).
+        std::thread::scope(|s| {
+            std::thread::Builder::new()
+                .name("agy-audit-rpc-wait".into())
+                .spawn_scoped(s, || handle.block_on(work))
+                .map_err(|e| RpcError::Transport {
+                    endpoint: self.base.clone(),
+                    method,
+                    detail: format!("cannot start a thread to wait on: {e}"),
+                })?
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    }
+
+    /// Checks, once and up front, that something accepts connections at the
+    /// endpoint (a TCP connect, no request): an unreachable daemon is one
+    /// error, not one per conversation.
+    pub fn probe(&self) -> Result<(), RpcError> {
+        let unreachable = |detail: String| RpcError::Unreachable {
+            endpoint: self.base.clone(),
+            detail,
+        };
+        let url = reqwest::Url::parse(&self.base).map_err(|e| unreachable(e.to_string()))?;
+        let addrs = url
+            .socket_addrs(|| None)
+            .map_err(|e| unreachable(format!("cannot resolve the host: {e}")))?;
+        let wait = self.opts.timeout.min(Duration::from_secs(5));
+        let mut last = String::from("the host resolves to no address");
+        for a in addrs {
+            match std::net::TcpStream::connect_timeout(&a, wait) {
+                Ok(_) => return Ok(()),
+                Err(e) => last = format!("{a}: {}", crate::util::io_text(&e)),
+            }
+        }
+        Err(unreachable(last))
+    }
+
+    /// One call with its retries: a transport error is tried again after a
+    /// backoff that doubles, anything else (an answer, a status, a timeout)
+    /// is final.
+    async fn call(&self, method: &'static str, body: String) -> Result<Vec<u8>, RpcError> {
+        let url = format!("{}/{SERVICE}/{method}", self.base);
+        let body = bytes::Bytes::from(body);
+        let mut attempt = 0;
+        loop {
+            if self.cancelled() {
+                return Err(self.cancelled_error(method));
+            }
+            match self.call_once(method, &url, body.clone()).await {
+                Err(RpcError::Transport { .. }) if attempt < self.opts.retries => {
+                    attempt += 1;
+                    tokio::time::sleep(self.opts.backoff * (1 << (attempt - 1))).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// One attempt, under one deadline for the whole request: connect,
+    /// headers and every byte of the body.
+    async fn call_once(
+        &self,
+        method: &'static str,
+        url: &str,
+        body: bytes::Bytes,
+    ) -> Result<Vec<u8>, RpcError> {
+        let deadline = tokio::time::Instant::now() + self.opts.timeout;
+        tokio::time::timeout_at(deadline, self.exchange(method, url, body))
+            .await
+            .unwrap_or_else(|_| Err(self.timeout_error(method)))
+    }
+
+    fn timeout_error(&self, method: &'static str) -> RpcError {
+        RpcError::Timeout {
+            endpoint: self.base.clone(),
+            method,
+            seconds: self.opts.timeout.as_secs(),
+        }
+    }
+
+    /// The request and its answer, without a deadline ([`Self::call_once`]
+    /// gives it one).
+    async fn exchange(
+        &self,
+        method: &'static str,
+        url: &str,
+        body: bytes::Bytes,
+    ) -> Result<Vec<u8>, RpcError> {
+        let endpoint = self.base.clone();
+        let transport = |e: reqwest::Error| {
+            if e.is_timeout() {
+                self.timeout_error(method)
+            } else {
+                RpcError::Transport {
+                    endpoint: endpoint.clone(),
+                    method,
+                    detail: e.to_string(),
+                }
+            }
+        };
+        let mut req = self
+            .shared
+            .http
+            .post(url)
+            .header("content-type", "application/json")
+            .body(body);
+        if let Some(t) = &self.opts.csrf_token {
+            req = req.header(CSRF_HEADER, t);
+        }
+        let resp = req.send().await.map_err(transport)?;
+        let status = resp.status().as_u16();
+        let declared = resp.content_length();
+        let too_large = || RpcError::TooLarge {
+            endpoint: endpoint.clone(),
+            method,
+            limit: self.opts.max_body,
+        };
+        if declared.is_some_and(|n| n > self.opts.max_body) {
+            return Err(too_large());
+        }
+        let daemon = || {
+            self.opts
+                .daemon_of
+                .clone()
+                .unwrap_or_else(|| "the daemon".to_string())
+        };
+        if matches!(status, 401 | 403) {
+            // The body is never read, let alone kept: it may echo the token.
+            return Err(RpcError::Unauthorized {
+                endpoint: endpoint.clone(),
+                method,
+                status,
+                daemon: daemon(),
+                token_sent: self.opts.csrf_token.is_some(),
+            });
+        }
+        let bytes = read_capped(resp, self.opts.max_body, declared)
+            .await
+            .map_err(|e| match e {
+                BodyError::TooLarge => too_large(),
+                BodyError::Failed(detail) => RpcError::Transport {
+                    endpoint: endpoint.clone(),
+                    method,
+                    detail: format!("reading the body: {detail}"),
+                },
+            })?;
+        if !(200..300).contains(&status) {
+            let env: Option<ErrorEnvelope> = serde_json::from_slice(&bytes).ok();
+            let connect_code = env.as_ref().is_some_and(|e| e.code.is_some());
+            if status == 415 || (status == 400 && !connect_code) {
+                return Err(RpcError::WrongListener {
+                    endpoint,
+                    method,
+                    status,
+                    daemon: daemon(),
+                });
+            }
+            return Err(RpcError::Status {
+                endpoint,
+                method,
+                status,
+                code: env
+                    .as_ref()
+                    .and_then(|e| e.code.clone())
+                    .unwrap_or_default(),
+                message: env
+                    .and_then(|e| e.message)
+                    .unwrap_or_else(|| String::from_utf8_lossy(&bytes).chars().take(200).collect()),
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// Whether the daemon accepts this client's requests at all: one
+    /// read-only GetCascadeTrajectory for the nil conversation id (no
+    /// conversation is loaded or changed). `Err` only for a setup problem
+    /// ([`RpcError::setup_problem`]: 401/403, the wrong listener); any other
+    /// answer, a refusal of the id included, means the request was accepted,
+    /// and a transport error or timeout is left to the caller's own calls
+    /// and probe.
+    pub fn check_access(&self) -> Result<(), RpcError> {
+        const NIL: &str = "00000000-0000-0000-0000-000000000000";
+        let method = "GetCascadeTrajectory";
+        let body = serde_json::json!({ "cascadeId": NIL }).to_string();
+        match self.wait(method, self.call(method, body)) {
+            Err(e) if e.setup_problem() => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// One probe of what listens at the endpoint (`ide::check_listener`):
+    /// the read-only [`probe::PROBE_METHOD`] of the nil conversation id, sent
+    /// with this client's CSRF token only when `send_token` (never
+    /// otherwise, whatever the options hold), no retry, under the client's
+    /// deadline; the raw answer, for `ide::classify` to judge. At most
+    /// [`probe::PROBE_MAX_BODY`] bytes of the body are read, and none of a
+    /// 401/403 to a request that carried the token (it may echo it). The
+    /// client's calls, pool and transport are untouched.
+    pub fn probe_answer(&self, send_token: bool) -> Result<probe::ProbeReply, probe::ProbeFailure> {
+        use probe::{ProbeBody, ProbeFailure, ProbeReply};
+        const NIL: &str = "00000000-0000-0000-0000-000000000000";
+        let url = format!("{}/{SERVICE}/{}", self.base, probe::PROBE_METHOD);
+        let body = serde_json::json!({ "cascadeId": NIL }).to_string();
+        let token = self.opts.csrf_token.as_ref().filter(|_| send_token);
+        let failed = |e: reqwest::Error| {
+            let mut detail = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                detail = s.to_string();
+                source = s.source();
+            }
+            if e.is_connect() {
+                ProbeFailure::Connect(detail)
+            } else {
+                ProbeFailure::NotHttp(detail)
+            }
+        };
+        let work = async {
+            let mut req = self
+                .shared
+                .http
+                .post(&url)
+                .header("content-type", "application/json")
+                .body(body);
+            if let Some(t) = token {
+                req = req.header(CSRF_HEADER, t);
+            }
+            let resp = req.send().await.map_err(failed)?;
+            let status = resp.status().as_u16();
+            let content_type = resp
+                .headers()
+                .get(reqwest::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            let body = if token.is_some() && matches!(status, 401 | 403) {
+                ProbeBody::Unread
+            } else {
+                let declared = resp.content_length();
+                if declared.is_some_and(|n| n > probe::PROBE_MAX_BODY) {
+                    ProbeBody::TooLarge
+                } else {
+                    match read_capped(resp, probe::PROBE_MAX_BODY, declared).await {
+                        Ok(b) => ProbeBody::Read(b),
+                        Err(BodyError::TooLarge) => ProbeBody::TooLarge,
+                        Err(BodyError::Failed(d)) => {
+                            return Err(ProbeFailure::NotHttp(format!("reading the body: {d}")))
+                        }
+                    }
+                }
+            };
+            Ok(ProbeReply {
+                status,
+                content_type,
+                body,
+            })
+        };
+        let seconds = self.opts.timeout.as_secs();
+        let timed = async {
+            Ok(tokio::time::timeout(self.opts.timeout, work)
+                .await
+                .unwrap_or(Err(ProbeFailure::NoAnswer(seconds))))
+        };
+        self.wait(probe::PROBE_METHOD, timed)
+            .unwrap_or_else(|e| Err(ProbeFailure::NotHttp(e.to_string())))
+    }
+
+    /// `LoadTrajectory {cascadeId}`: must precede GetCascadeTrajectory.
+    pub fn load_trajectory(&self, cascade_id: &str) -> Result<(), RpcError> {
+        self.wait("LoadTrajectory", self.load(cascade_id))
+    }
+
+    /// One `LoadTrajectory {cascadeId}`.
+    async fn load(&self, cascade_id: &str) -> Result<(), RpcError> {
+        let body = serde_json::json!({ "cascadeId": cascade_id }).to_string();
+        self.call("LoadTrajectory", body).await.map(|_| ())
+    }
+
+    /// `GetCascadeTrajectory`: the full unrehydrated RPC (`full`: verbosity
+    /// FULL, disableRehydration true) or the ordinary one.
+    pub fn get_trajectory(
+        &self,
+        cascade_id: &str,
+        full: bool,
+    ) -> Result<TrajectoryResponse, RpcError> {
+        self.wait("GetCascadeTrajectory", self.trajectory(cascade_id, full))
+    }
+
+    /// The full and the ordinary `GetCascadeTrajectory` of a loaded
+    /// conversation, in flight together on two pooled connections, in one
+    /// wait of the calling thread (no thread per request). Both run to
+    /// their end (or Ctrl-C); when both fail, the full one's error is the
+    /// one returned.
+    pub fn get_trajectory_pair(
+        &self,
+        cascade_id: &str,
+    ) -> Result<(TrajectoryResponse, TrajectoryResponse), RpcError> {
+        self.wait("GetCascadeTrajectory", self.pair(cascade_id))
+    }
+
+    /// The full and the ordinary `GetCascadeTrajectory`, polled together;
+    /// when both fail, the full one's error.
+    async fn pair(
+        &self,
+        cascade_id: &str,
+    ) -> Result<(TrajectoryResponse, TrajectoryResponse), RpcError> {
+        let (full, ordinary) = both(
+            self.trajectory(cascade_id, true),
+            self.trajectory(cascade_id, false),
+        )
+        .await;
+        Ok((full?, ordinary?))
+    }
+
+    /// LoadTrajectory, then the full and the ordinary `GetCascadeTrajectory`
+    /// in flight together ([`Self::load_trajectory`] then
+    /// [`Self::get_trajectory_pair`]), started on the client's runtime
+    /// without any thread waiting for it: `done` gets the outcome on one of
+    /// the runtime's workers, so it must not block (a send on an unbounded
+    /// channel, say). Ctrl-C ends the call as [`RpcError::Cancelled`], as it
+    /// ends a waited one. Many of these in flight cost a task each, not a
+    /// thread: the sweep keeps `--concurrency` conversations in flight so.
+    pub fn fetch_detached<F>(&self, cascade_id: String, done: F)
+    where
+        F: FnOnce(Result<(TrajectoryResponse, TrajectoryResponse), RpcError>) + Send + 'static,
+    {
+        let this = self.clone();
+        self.shared.handle.spawn(async move {
+            let work = async {
+                this.load(&cascade_id).await?;
+                this.pair(&cascade_id).await
+            };
+            done(this.cancellable("GetCascadeTrajectory", work).await);
+        });
+    }
+
+    /// One `GetCascadeTrajectory`, its answer checked whole as soon as it
+    /// has arrived (on the waiting thread, while the other of a pair may
+    /// still be arriving).
+    async fn trajectory(
+        &self,
+        cascade_id: &str,
+        full: bool,
+    ) -> Result<TrajectoryResponse, RpcError> {
+        let body = if full {
+            serde_json::json!({
+                "cascadeId": cascade_id,
+                "trajectoryVerbosity": "CLIENT_TRAJECTORY_VERBOSITY_FULL",
+                "disableRehydration": true,
+            })
+        } else {
+            serde_json::json!({ "cascadeId": cascade_id })
+        };
+        let method = "GetCascadeTrajectory";
+        let bytes = self.call(method, body.to_string()).await?;
+        TrajectoryResponse::parse(bytes).map_err(|defect| RpcError::InvalidResponse {
+            endpoint: self.base.clone(),
+            method,
+            defect,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::{Condvar, Mutex};
+    use std::time::Instant;
+
+    /// A whole, consistent GetCascadeTrajectory answer with no steps.
+    const ANSWER: &str = r#"{"trajectory":{},"numTotalSteps":0}"#;
+
+    fn http(status: &str, body: &str) -> Vec<u8> {
+        format!(
+            "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
+    }
+
+    /// One request's body from `r`, `None` at the end of the connection.
+    fn request(r: &mut BufReader<TcpStream>) -> Option<String> {
+        let mut length = 0usize;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if r.read_line(&mut line).ok()? == 0 {
+                return None;
+            }
+            let l = line.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = l.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = value.trim().parse().ok()?;
+                }
+            }
+        }
+        let mut body = vec![0u8; length];
+        r.read_exact(&mut body).ok()?;
+        String::from_utf8(body).ok()
+    }
+
+    /// A loopback HTTP server (a thread per connection, keep-alive): each
+    /// request's body goes to `respond`, whose bytes are written back
+    /// (`None`: never answered, the connection held until the client
+    /// closes it). Its URL.
+    fn serve(respond: impl Fn(&str) -> Option<Vec<u8>> + Send + Sync + 'static) -> String {
+        serve_counting(respond).0
+    }
+
+    /// [`serve`], and the count of connections it has accepted.
+    fn serve_counting(
+        respond: impl Fn(&str) -> Option<Vec<u8>> + Send + Sync + 'static,
+    ) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let respond = Arc::new(respond);
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = accepted.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                counter.fetch_add(1, Ordering::SeqCst);
+                let respond = respond.clone();
+                std::thread::spawn(move || {
+                    let mut out = conn.try_clone().unwrap();
+                    let mut r = BufReader::new(conn);
+                    while let Some(body) = request(&mut r) {
+                        match respond(&body) {
+                            Some(bytes) => {
+                                if out.write_all(&bytes).is_err() {
+                                    return;
+                                }
+                            }
+                            None => {
+                                // held: wait for the client to go away
+                                let _ = r.read_to_end(&mut Vec::new());
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        (url, accepted)
+    }
+
+    fn options() -> ClientOptions {
+        ClientOptions {
+            timeout: Duration::from_secs(60),
+            retries: 0,
+            ..ClientOptions::default()
+        }
+    }
+
+    #[test]
+    fn a_pair_is_in_flight_together() {
+        // Each request is held until both have arrived: fetched one after
+        // the other, the first would never be answered (and the server
+        // gives up on it with a 500 after 20 s).
+        let arrived = Arc::new((Mutex::new(Vec::<String>::new()), Condvar::new()));
+        let seen = arrived.clone();
+        let url = serve(move |body| {
+            let (lock, cv) = &*seen;
+            let mut bodies = lock.lock().unwrap();
+            bodies.push(body.to_string());
+            cv.notify_all();
+            let (bodies, wait) = cv
+                .wait_timeout_while(bodies, Duration::from_secs(20), |b| b.len() < 2)
+                .unwrap();
+            drop(bodies);
+            Some(if wait.timed_out() {
+                http(
+                    "500 Internal Server Error",
+                    r#"{"code":"internal","message":"alone"}"#,
+                )
+            } else {
+                http("200 OK", ANSWER)
+            })
+        });
+        let client = DaemonClient::new(&url, options()).unwrap();
+        let (full, ordinary) = client
+            .get_trajectory_pair("c1")
+            .expect("both answers, in flight together");
+        assert_eq!((full.trajectory(), ordinary.trajectory()), ("{}", "{}"));
+        let bodies = arrived.0.lock().unwrap().clone();
+        assert_eq!(bodies.len(), 2, "{bodies:?}");
+        let fulls = bodies
+            .iter()
+            .filter(|b| b.contains("CLIENT_TRAJECTORY_VERBOSITY_FULL"))
+            .count();
+        assert_eq!(fulls, 1, "one full and one ordinary request: {bodies:?}");
+    }
+
+    #[test]
+    fn connections_are_pooled_across_calls() {
+        let (url, accepted) = serve_counting(|_| Some(http("200 OK", ANSWER)));
+        let client = DaemonClient::new(&url, options()).unwrap();
+        for i in 0..5 {
+            client.load_trajectory(&format!("c{i}")).unwrap();
+            client.get_trajectory_pair(&format!("c{i}")).unwrap();
+            // a clone shares the pool
+            client
+                .clone()
+                .get_trajectory(&format!("c{i}"), false)
+                .unwrap();
+        }
+        // one connection per request in flight at once (the pair's two),
+        // not one per call
+        let n = accepted.load(Ordering::SeqCst);
+        assert!((1..=2).contains(&n), "{n} connections for 20 calls");
+    }
+
+    #[test]
+    fn a_pair_reports_the_full_requests_error_first() {
+        let url = serve(|body| {
+            Some(if body.contains("FULL") {
+                http("404 Not Found", r#"{"code":"not_found","message":"full"}"#)
+            } else {
+                http(
+                    "500 Internal Server Error",
+                    r#"{"code":"internal","message":"ordinary"}"#,
+                )
+            })
+        });
+        let client = DaemonClient::new(&url, options()).unwrap();
+        match client.get_trajectory_pair("c1") {
+            Err(RpcError::Status {
+                status, message, ..
+            }) => assert_eq!((status, message.as_str()), (404, "full")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn ctrl_c_abandons_a_pair_in_flight_at_once() {
+        let url = serve(|_| None);
+        let flag = Arc::new(AtomicBool::new(false));
+        let client = DaemonClient::new(
+            &url,
+            ClientOptions {
+                cancel: Some(flag.clone()),
+                ..options()
+            },
+        )
+        .unwrap();
+        let setter = {
+            let flag = flag.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(200));
+                flag.store(true, Ordering::SeqCst);
+            })
+        };
+        let started = Instant::now();
+        let r = client.get_trajectory_pair("c1");
+        setter.join().unwrap();
+        assert!(matches!(r, Err(RpcError::Cancelled { .. })), "{r:?}");
+        // long before the 60 s deadline
+        assert!(started.elapsed() < Duration::from_secs(30));
+        // and a later call is refused without a request
+        assert!(matches!(
+            client.load_trajectory("c2"),
+            Err(RpcError::Cancelled { .. })
+        ));
+    }
+
+    #[test]
+    fn the_deadline_bounds_a_request_that_is_never_answered() {
+        let url = serve(|_| None);
+        let client = DaemonClient::new(
+            &url,
+            ClientOptions {
+                timeout: Duration::from_secs(1),
+                retries: 2,
+                ..options()
+            },
+        )
+        .unwrap();
+        // a timeout is never retried
+        match client.get_trajectory("c1", true) {
+            Err(RpcError::Timeout { seconds, .. }) => assert_eq!(seconds, 1),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_chunked_body_past_the_cap_is_refused_while_it_streams() {
+        let url = serve(|_| {
+            let mut r = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n".to_vec();
+            for _ in 0..8 {
+                r.extend_from_slice(format!("100\r\n{}\r\n", " ".repeat(256)).as_bytes());
+            }
+            r.extend_from_slice(b"0\r\n\r\n");
+            Some(r)
+        });
+        for (cap, too_large) in [(1000, true), (2048, false)] {
+            let client = DaemonClient::new(
+                &url,
+                ClientOptions {
+                    max_body: cap,
+                    ..options()
+                },
+            )
+            .unwrap();
+            match client.load_trajectory("c1") {
+                Err(RpcError::TooLarge { limit, .. }) => {
+                    assert!(too_large);
+                    assert_eq!(limit, cap);
+                }
+                Ok(()) => assert!(!too_large),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_declared_length_past_the_cap_is_refused_before_the_body() {
+        let url = serve(|_| Some(b"HTTP/1.1 200 OK\r\ncontent-length: 5000\r\n\r\n{".to_vec()));
+        let client = DaemonClient::new(
+            &url,
+            ClientOptions {
+                max_body: 4999,
+                ..options()
+            },
+        )
+        .unwrap();
+        assert!(matches!(
+            client.load_trajectory("c1"),
+            Err(RpcError::TooLarge { limit: 4999, .. })
+        ));
+    }
+
+    #[test]
+    fn a_refusal_of_the_token_keeps_nothing_of_its_body() {
+        let url = serve(|_| Some(http("401 Unauthorized", "echo: secret-token")));
+        let client = DaemonClient::new(
+            &url,
+            ClientOptions {
+                csrf_token: Some("secret-token".into()),
+                ..options()
+            },
+        )
+        .unwrap();
+        let e = client.check_access().unwrap_err();
+        assert!(matches!(
+            e,
+            RpcError::Unauthorized {
+                status: 401,
+                token_sent: true,
+                ..
+            }
+        ));
+        assert!(!e.to_string().contains("echo"), "{e}");
+    }
+
+    #[test]
+    fn the_client_works_and_drops_inside_another_runtime() {
+        // The simulated daemon runs its own runtime; a client used or
+        // dropped on one of that runtime's threads must neither panic nor
+        // hang.
+        let url = serve(|_| Some(http("200 OK", ANSWER)));
+        let other = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let client = DaemonClient::new(&url, options()).unwrap();
+        other.block_on(async move {
+            let (full, _) = client.get_trajectory_pair("c1").unwrap();
+            assert_eq!(full.num_total_steps(), 0);
+            drop(client);
+        });
+    }
+}
