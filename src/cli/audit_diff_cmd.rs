@@ -2,7 +2,7 @@
 
 use crate::manifest::Manifest;
 use crate::redact::{Mode, Redactions};
-use crate::report::diff::{diff, render_markdown, Inputs, ShapesSection};
+use crate::report::diff::{diff, render_markdown, Inputs};
 use crate::util::atomic::{write_file, Named, WriteOptions};
 use crate::verdict::exit;
 use clap::Args;
@@ -100,65 +100,6 @@ fn read(given: &Path) -> anyhow::Result<(PathBuf, Manifest)> {
     Ok(crate::manifest::read::read(given)?)
 }
 
-/// The shapes section: the listings beside both manifests compared, or why not.
-/// The first listing file `m` records that is not beside `file`.
-fn missing_listing(file: &Path, m: &Manifest) -> Option<std::path::PathBuf> {
-    let shapes = m.shapes.as_ref()?;
-    let dir = file
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    [&shapes.ordinary.file, &shapes.full.file]
-        .into_iter()
-        .map(|f| dir.join(f))
-        .find(|p| !p.exists())
-}
-
-pub(crate) fn shapes_section(
-    old_file: &Path,
-    old: &Manifest,
-    new_file: &Path,
-    new: &Manifest,
-) -> anyhow::Result<ShapesSection> {
-    // A manifest copied away from its sweep folder keeps its record of the
-    // listings but not the files: the section says so rather than failing
-    // the whole diff (a listing that is there but does not match its
-    // recorded fingerprint is still an error).
-    for (file, m) in [(old_file, old), (new_file, new)] {
-        if let Some(missing) = missing_listing(file, m) {
-            return Ok(ShapesSection::NotRecorded(format!(
-                "{}: the shape listing it records is not beside it ({})",
-                file.display(),
-                missing.display()
-            )));
-        }
-    }
-    let o = crate::shapes::of_manifest(old_file, old.shapes.as_ref())?;
-    let n = crate::shapes::of_manifest(new_file, new.shapes.as_ref())?;
-    Ok(match (o, n, &old.shapes, &new.shapes) {
-        (Some((oo, of)), Some((no, nf)), Some(os), Some(ns)) => ShapesSection::Compared {
-            ordinary: oo.diff(&no),
-            full: of.diff(&nf),
-            fingerprints: [
-                (
-                    os.ordinary.fingerprint.clone(),
-                    ns.ordinary.fingerprint.clone(),
-                ),
-                (os.full.fingerprint.clone(), ns.full.fingerprint.clone()),
-            ],
-        },
-        _ => ShapesSection::NotRecorded(format!(
-            "{} records no shape listings (a sweep by an older agy-audit)",
-            if old.shapes.is_none() {
-                old_file
-            } else {
-                new_file
-            }
-            .display()
-        )),
-    })
-}
-
 pub fn run(a: AuditDiffArgs) -> anyhow::Result<i32> {
     let (old_file, old) = read(&a.old)?;
     let (new_file, new) = read(&a.new)?;
@@ -191,7 +132,9 @@ pub fn run(a: AuditDiffArgs) -> anyhow::Result<i32> {
         return Ok(exit::ERROR);
     }
     let mut d = diff(&old, &new);
-    d.shapes = Some(shapes_section(&old_file, &old, &new_file, &new)?);
+    d.shapes = Some(crate::report::diff::shapes_section(
+        &old_file, &old, &new_file, &new,
+    )?);
     // Classified as recorded; only the reasons and locations shown are
     // redacted, after every change and regression was decided.
     let mode = Mode::from_no_redact(a.no_redact);

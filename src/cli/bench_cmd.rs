@@ -1,7 +1,7 @@
 //! `agy-audit bench`: decode throughput against the hash limit and a peer.
 
+use super::common::MAX_CONCURRENCY;
 use super::common::{whole, DecodeArgs, MAX_LATENCY_MS};
-use super::sweep_cmd::MAX_CONCURRENCY;
 use crate::bench::{
     comparison_throughput, ensure_corpus, largest_expected_message, offline_verify,
     offline_verify_passes, peak_rss_bytes, serve_sim, sources, sweep_scaling, targets,

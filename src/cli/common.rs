@@ -360,6 +360,35 @@ pub fn installed_agy_version() -> Option<String> {
     Some(line.chars().take(200).collect())
 }
 
+/// The most conversations fetched at once.
+pub const MAX_CONCURRENCY: usize = 256;
+/// The most decode threads.
+pub const MAX_JOBS: usize = 256;
+
+/// The most conversations a generated corpus holds.
+pub const MAX_CONVERSATIONS: usize = 100_000;
+/// `--conversations`: 1 to [`MAX_CONVERSATIONS`].
+pub fn conversations_value(s: &str) -> Result<usize, String> {
+    whole::<usize>(1, MAX_CONVERSATIONS as u64)(s)
+}
+
+/// `--shard i/n`: 1 <= i <= n.
+pub fn parse_shard(s: &str) -> Result<(usize, usize), String> {
+    let (i, n) = s
+        .split_once('/')
+        .ok_or_else(|| format!("`{s}`: takes i/n, e.g. 1/4"))?;
+    let num = |x: &str| {
+        x.trim()
+            .parse::<usize>()
+            .map_err(|_| format!("`{s}`: takes i/n with whole numbers, e.g. 1/4"))
+    };
+    let (i, n) = (num(i)?, num(n)?);
+    if n == 0 || i == 0 || i > n {
+        return Err(format!("`{s}`: need 1 <= i <= n"));
+    }
+    Ok((i, n))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,6 @@
 //! `agy-audit corpus generate`: the synthetic agy store generator.
 
-use super::common::{fraction, real, seed, whole};
+use super::common::{conversations_value, fraction, real, seed};
 use agy_corpus::corpus::{
     generate_home, generate_release, generate_with_secrets, GenerateOptions, PlanOptions, Release,
     HOME_CLI_ROOT, HOME_IDE_ROOT,
@@ -87,17 +87,10 @@ pub struct GenerateArgs {
     pub json: bool,
 }
 
-/// The most conversations a generated corpus holds.
-pub const MAX_CONVERSATIONS: usize = 100_000;
 /// The largest `--near-miss-rate`: at least half of the corpus stays clean.
 pub const MAX_NEAR_MISS_RATE: f64 = 0.5;
 /// The largest `--scale`.
 pub const MAX_SCALE: f64 = 4.0;
-
-/// `--conversations`: 1 to [`MAX_CONVERSATIONS`].
-pub fn conversations_value(s: &str) -> Result<usize, String> {
-    whole::<usize>(1, MAX_CONVERSATIONS as u64)(s)
-}
 
 /// Runs a corpus subcommand.
 pub fn run(cmd: CorpusCommand) -> anyhow::Result<i32> {

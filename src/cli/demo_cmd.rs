@@ -12,9 +12,9 @@
 //! against its own truth and compared with the first sweep (audit-diff's
 //! report, shapes section included, as `release-diff.md`).
 
+use super::common::MAX_CONCURRENCY;
 use super::common::{fraction, seed, whole, MAX_LATENCY_MS};
 use super::progress::sweep;
-use super::sweep_cmd::MAX_CONCURRENCY;
 use crate::manifest::Manifest;
 use crate::pipeline::SweepOptions;
 use crate::report::{render_report, verdict_chart};
@@ -79,7 +79,7 @@ pub struct DemoArgs {
     #[arg(long)]
     pub keep: bool,
     /// Conversations to generate (1 to 100000).
-    #[arg(long, default_value_t = 405, allow_negative_numbers = true, value_parser = super::corpus_cmd::conversations_value)]
+    #[arg(long, default_value_t = 405, allow_negative_numbers = true, value_parser = super::common::conversations_value)]
     pub conversations: usize,
     /// Seed of the corpus and of the simulated daemon (a whole number, 0 or more).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = seed())]
@@ -204,7 +204,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
         },
     };
     // Ctrl-C and SIGTERM are handled from here on, generation included.
-    let stop = super::sweep_cmd::interrupt_flag();
+    let stop = super::signals::interrupt_flag();
     match demo(&a, &ws, &stop) {
         Ok(code) => Ok(code),
         Err(e) => {
@@ -285,7 +285,7 @@ fn demo(a: &DemoArgs, ws: &Workspace, stop: &std::sync::Arc<AtomicBool>) -> anyh
         stop,
     )?;
     let Some(generated) = generated else {
-        let code = super::sweep_cmd::interrupted_exit();
+        let code = super::signals::interrupted_exit();
         outln!(
             "demo: interrupted ({}) while generating the corpus: {} holds a partial corpus ({} of {} written, {}); everything is kept in {}",
             signal_name(code),
@@ -323,7 +323,7 @@ fn demo(a: &DemoArgs, ws: &Workspace, stop: &std::sync::Arc<AtomicBool>) -> anyh
         &key,
         &opts,
         stop.clone(),
-        super::sweep_cmd::progress_mode(a.quiet),
+        super::progress::progress_mode(a.quiet),
     );
     sim.stop();
     let summary = result?;
@@ -340,7 +340,7 @@ fn demo(a: &DemoArgs, ws: &Workspace, stop: &std::sync::Arc<AtomicBool>) -> anyh
     let (agree, false_verified, off) = agreement(&m, &store)?;
     let c = &m.counts;
     let mut code = if summary.interrupted {
-        super::sweep_cmd::interrupted_exit()
+        super::signals::interrupted_exit()
     } else if !m.complete {
         exit::ERROR
     } else if off.is_empty() {
@@ -517,7 +517,7 @@ fn demo_sweep_options(
         jobs: std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(2)
-            .min(super::sweep_cmd::MAX_JOBS),
+            .min(super::common::MAX_JOBS),
         resume: false,
         shard: None,
         bracket_retries: 0,
@@ -542,7 +542,7 @@ fn release_day(
     let store = out.join(NEXT_STORE);
     let sweep_dir = out.join(NEXT_SWEEP);
     let interrupted = |what: &str| {
-        let code = super::sweep_cmd::interrupted_exit();
+        let code = super::signals::interrupted_exit();
         ReleaseDay {
             lines: vec![format!(
                 "demo: interrupted ({}) during release day ({what}); everything is kept in {}",
@@ -573,7 +573,7 @@ fn release_day(
         &key,
         &opts,
         stop.clone(),
-        super::sweep_cmd::progress_mode(a.quiet),
+        super::progress::progress_mode(a.quiet),
     );
     sim.stop();
     let summary = result?;
@@ -585,7 +585,7 @@ fn release_day(
     let mut d = crate::report::diff::diff(old, &new);
     let old_file = old_sweep.join(crate::manifest::MANIFEST_FILE);
     let new_file = sweep_dir.join(crate::manifest::MANIFEST_FILE);
-    d.shapes = Some(super::audit_diff_cmd::shapes_section(
+    d.shapes = Some(crate::report::diff::shapes_section(
         &old_file, old, &new_file, &new,
     )?);
     let (old_name, new_name) = (

@@ -30,15 +30,14 @@
 //! conversation's sidecar counts as a missing one.
 
 use super::common::DecodeArgs;
-use crate::attest::cache::{classify, sidecar_path, Existing, Saved};
-use crate::attest::recheck::{self, Drift};
-use crate::pipeline::{prepare, AuditContext};
+use crate::pipeline::AuditContext;
 use crate::report::escape::terminal;
 use crate::roots::{select, Root, Surface};
 use crate::rpc::ide::{
     check_listener, check_token, dial, endpoint_for, ide_logs_dir, ide_url, main_log_token,
     MainLogToken, Other, Reached, RefusedToken, TokenSource,
 };
+use crate::sidecars::check;
 use clap::Args;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -84,82 +83,6 @@ fn installed_agy() -> Option<String> {
         .map(|w| w.trim_start_matches('v'))
         .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()) && w.contains('.'))
         .map(str::to_string)
-}
-
-/// One conversation's sidecar as `doctor` and `list --check` judge it.
-pub(super) struct Checked {
-    /// The attestation, when what sits at the sidecar path is this reader
-    /// family's own sidecar for this conversation.
-    pub saved: Option<Box<Saved>>,
-    /// Its attestation still holds (false without one).
-    pub fresh: bool,
-    /// Attested under the current profile (true without an attestation).
-    pub same_profile: bool,
-    /// The source's step count, when it was read.
-    pub steps: Option<usize>,
-    /// This reader's rules refuse the source offline.
-    pub refused: bool,
-    /// What sits at the sidecar path is not this conversation's sidecar
-    /// (another conversation's, not JSON, a FIFO, a file past the sidecar
-    /// cap...): left alone, as watch and sync leave it, never counted as
-    /// missing.
-    pub not_a_sidecar: bool,
-}
-
-/// Reads the source and classifies what sits at its sidecar path by the one
-/// rule every command applies ([`crate::attest::cache::classify`]: its strict
-/// read, ownership by attestation), then rechecks an attestation against
-/// the source. Fresh: the sidecar reads strictly, same profile, same source
-/// digest, the sidecar's payload still the attested one, and a verified
-/// source that still qualifies, by the shared recheck
-/// ([`crate::attest::recheck`]) read with this command's rule. `id` names
-/// the conversation when the source cannot be read.
-pub(super) fn check(ctx: &AuditContext, source: &std::path::Path, id: &str) -> Checked {
-    let now = prepare(ctx, source).ok();
-    let cascade = now
-        .as_ref()
-        .map_or_else(|| id.to_string(), |p| p.source.cascade_id());
-    // doctor has no response cap of its own: the default one's sidecar cap
-    let cap = crate::attest::cache::sidecar_cap(crate::rpc::DEFAULT_MAX_BODY);
-    let existing = classify(&sidecar_path(source), ctx.schema, &cascade, cap);
-    let not_a_sidecar = matches!(existing, Existing::Foreign(_));
-    let saved = match existing {
-        Existing::Attested(saved) => Some(saved),
-        _ => None,
-    };
-    let mut c = Checked {
-        fresh: false,
-        same_profile: true,
-        steps: now.as_ref().map(|p| p.source.steps),
-        refused: now.as_ref().is_some_and(|p| p.refusal().is_some()),
-        not_a_sidecar,
-        saved: None,
-    };
-    if let (Some(now), Some(saved)) = (&now, &saved) {
-        let attested = &saved.completeness;
-        c.fresh = match recheck::recheck(&now.source, saved) {
-            Ok(()) => true,
-            // An attestation that is not a verified one needs no
-            // qualifying source (a refused source stays refused).
-            Err(Drift::NoLongerQualifies(_)) => !recheck::is_verified(attested.verdict),
-            // A changed source-only record is incomplete, like a changed
-            // payload (the specification's recheck), and a changed verdict
-            // kind is no longer what was attested: both stale, as `watch`
-            // and `sync --recheck` judge them; so are bytes that do not
-            // read strictly (a repeated member).
-            Err(
-                Drift::NotStrict(_)
-                | Drift::SourceOnlyChanged
-                | Drift::KindChanged(_)
-                | Drift::OtherProfile
-                | Drift::SourceChanged
-                | Drift::PayloadChanged,
-            ) => false,
-        };
-        c.same_profile = now.source.profile == attested.profile;
-    }
-    c.saved = saved;
-    c
 }
 
 /// `running (pid N, heartbeat T)` when a watcher's state file says so

@@ -181,7 +181,7 @@ fn rows_of(
             // a SQLite source without anything at its sidecar path is not
             // read whole (its step count came from the b-tree pages)
             if s.format == Format::Protobuf || std::fs::symlink_metadata(&side).is_ok() {
-                let c = super::doctor_cmd::check(ctx, &s.path, &s.id);
+                let c = crate::sidecars::check(ctx, &s.path, &s.id);
                 if let Some(saved) = &c.saved {
                     fresh = Some(c.fresh);
                     sidecar = Some(saved.completeness.verdict.as_str());

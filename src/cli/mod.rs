@@ -35,6 +35,7 @@ mod report_cmd;
 mod rules_cmd;
 mod schema_cmd;
 mod shapes_cmd;
+mod signals;
 mod sweep_cmd;
 mod sync_cmd;
 mod verify_capture_cmd;

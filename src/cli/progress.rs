@@ -154,6 +154,19 @@ impl SweepSink for Progress {
     }
 }
 
+/// How progress is shown: bars on a capable terminal, a line per session
+/// on a dumb terminal or when standard error is not a terminal.
+pub fn progress_mode(quiet: bool) -> ProgressMode {
+    let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
+    if quiet {
+        ProgressMode::Quiet
+    } else if crate::util::term::stderr_is_terminal() && !dumb {
+        ProgressMode::Bars
+    } else {
+        ProgressMode::Lines
+    }
+}
+
 /// Runs the sweep with the terminal display `mode` asks for; `stop` (set
 /// by Ctrl-C or SIGTERM) drains in-flight work and leaves a valid
 /// `complete: false` manifest.

@@ -300,7 +300,7 @@ fn absent_sources(m: &Manifest, root: &std::path::Path) -> Vec<String> {
     let shard = m
         .shard
         .as_deref()
-        .and_then(|s| super::sweep_cmd::parse_shard(s).ok());
+        .and_then(|s| super::common::parse_shard(s).ok());
     let recorded: std::collections::HashSet<&str> =
         m.sessions.iter().map(|s| s.file_id.as_str()).collect();
     found

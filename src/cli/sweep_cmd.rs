@@ -1,19 +1,14 @@
 //! `agy-audit audit-sweep`: requalify a whole store.
 
+use super::common::{parse_shard, MAX_CONCURRENCY, MAX_JOBS};
 use super::common::{DecodeArgs, RootArg};
 use super::daemon_args::DaemonArgs;
-use super::progress::{sweep, ProgressMode};
+use super::progress::{progress_mode, sweep};
+use super::signals::{interrupt_flag, interrupted_exit};
 use crate::pipeline::SweepOptions;
 use crate::verdict::exit;
 use clap::Args;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-
-/// The most conversations fetched at once.
-pub const MAX_CONCURRENCY: usize = 256;
-/// The most decode threads.
-pub const MAX_JOBS: usize = 256;
 
 const SWEEP_EXIT: &str = "\
 Exit codes:
@@ -164,87 +159,6 @@ pub fn resolve_shard(
             .map(Some)
             .map_err(|e| crate::Error::Usage(e.into())),
     }
-}
-
-/// `--shard i/n`: 1 <= i <= n.
-pub fn parse_shard(s: &str) -> Result<(usize, usize), String> {
-    let (i, n) = s
-        .split_once('/')
-        .ok_or_else(|| format!("`{s}`: takes i/n, e.g. 1/4"))?;
-    let num = |x: &str| {
-        x.trim()
-            .parse::<usize>()
-            .map_err(|_| format!("`{s}`: takes i/n with whole numbers, e.g. 1/4"))
-    };
-    let (i, n) = (num(i)?, num(n)?);
-    if n == 0 || i == 0 || i > n {
-        return Err(format!("`{s}`: need 1 <= i <= n"));
-    }
-    Ok((i, n))
-}
-
-/// How progress is shown: bars on a capable terminal, a line per session
-/// on a dumb terminal or when standard error is not a terminal.
-pub fn progress_mode(quiet: bool) -> ProgressMode {
-    let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
-    if quiet {
-        ProgressMode::Quiet
-    } else if crate::util::term::stderr_is_terminal() && !dumb {
-        ProgressMode::Bars
-    } else {
-        ProgressMode::Lines
-    }
-}
-
-/// The signal that interrupted the run: 0 none, else its number (SIGINT 2,
-/// SIGTERM 15); the exit code is 128 + it.
-static SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
-
-/// The exit code of an interrupted run: 130 after Ctrl-C (SIGINT), 143
-/// after SIGTERM.
-pub fn interrupted_exit() -> i32 {
-    match SIGNAL.load(Ordering::SeqCst) {
-        0 => exit::INTERRUPTED,
-        n => 128 + n,
-    }
-}
-
-/// Installs the Ctrl-C and SIGTERM handler: the first signal sets `stop`
-/// (in-flight fetches are abandoned, the manifest stays resumable), a second
-/// aborts at once. SIGTERM (a CI job cancelled, `kill`, a pod stopped) is
-/// handled exactly like Ctrl-C.
-pub fn interrupt_flag() -> Arc<AtomicBool> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let on_signal = {
-        let flag = stop.clone();
-        move |signal: i32| {
-            let by = if signal == 15 { " after SIGTERM" } else { "" };
-            if flag.swap(true, Ordering::SeqCst) {
-                crate::note!("agy-audit: aborted");
-                std::process::exit(interrupted_exit());
-            }
-            SIGNAL.store(signal, Ordering::SeqCst);
-            crate::note!("agy-audit: interrupted: draining{by} (in-flight fetches are abandoned; interrupt again to abort)");
-        }
-    };
-    #[cfg(unix)]
-    {
-        use signal_hook::consts::{SIGINT, SIGTERM};
-        if let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) {
-            let _ = std::thread::Builder::new()
-                .name("agy-audit-signals".into())
-                .spawn(move || {
-                    for s in signals.forever() {
-                        on_signal(s);
-                    }
-                });
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrlc::set_handler(move || on_signal(2));
-    }
-    stop
 }
 
 /// The one root a sweep covers (its manifest names one root): `--root`, or

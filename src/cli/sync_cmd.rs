@@ -3,12 +3,11 @@
 
 use super::common::{DecodeArgs, RootsArg};
 use super::daemon_args::DaemonArgs;
-use crate::attest::cache::{
-    classify, keep_reader_fields, sidecar_path, write_sidecar, Existing, NotASidecar,
-};
+use crate::attest::cache::{classify, sidecar_path, Existing, NotASidecar};
 use crate::attest::recheck::{recheck, Drift};
 use crate::pipeline::{audit_prepared, prepare, AuditContext};
 use crate::rpc::DaemonClient;
+use crate::sidecars::{Publication, PublishError};
 use crate::verdict::{exit, VerdictKind};
 use anyhow::Context;
 use clap::Args;
@@ -56,15 +55,18 @@ pub struct SyncArgs {
 /// members kept; anything else is refused unless `--force` (sync only:
 /// `watch` never replaces it).
 fn check_existing(out: &Path, existing: &Existing, force: bool) -> anyhow::Result<()> {
-    if let Existing::Foreign(why) = existing {
-        if !force {
-            anyhow::bail!(super::errors::Usage::Text(format!(
-                "{}: refusing to replace a file that is not this conversation's trajectory sidecar ({why}); pass --force to replace it",
-                out.display()
-            )));
-        }
+    match existing {
+        Existing::Foreign(why) if !force => Err(not_replaced(out, why)),
+        _ => Ok(()),
     }
-    Ok(())
+}
+
+/// The usage error of a sidecar path holding something else (exit 2).
+fn not_replaced(out: &Path, why: &NotASidecar) -> anyhow::Error {
+    anyhow::Error::new(super::errors::Usage::Text(format!(
+        "{}: refusing to replace a file that is not this conversation's trajectory sidecar ({why}); pass --force to replace it",
+        out.display()
+    )))
 }
 
 pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
@@ -216,19 +218,22 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
     let verdict = s.verdict_str();
     match &r.sidecar {
         Some(bytes) => {
-            // A subagent its metadata does not name as one: its parent from
-            // a sibling parent's INVOKE_SUBAGENT results.
-            let stamped = crate::tree::nest::root_of(&path)
-                .and_then(|root| crate::tree::stamp_from_siblings(bytes, &root));
-            let bytes = stamped.as_deref().unwrap_or(bytes);
-            let mut protected = vec![path.clone()];
-            protected.extend(crate::source::sqlite::companions(&path));
-            protected.extend(a.decode.inputs());
-            // what is there now, not what was there before the fetch
-            let now = classify(&out, &schema, &s.cascade_id, cap);
-            check_existing(&out, &now, a.force)?;
-            let bytes = keep_reader_fields(bytes, now.doc());
-            write_sidecar(&out, &bytes, protected)?;
+            let inputs = a.decode.inputs();
+            let published = crate::sidecars::publish(&Publication {
+                source: &path,
+                sidecar: &out,
+                bytes,
+                schema: &schema,
+                cascade: &s.cascade_id,
+                cap,
+                protected: &inputs,
+                replace_foreign: a.force,
+            });
+            match published {
+                Ok(_) => {}
+                Err(PublishError::Foreign { path, why }) => return Err(not_replaced(&path, &why)),
+                Err(PublishError::Write(e)) => return Err(e.into()),
+            }
             outln!(
                 "synced {} {verdict}{} wrote {}",
                 s.file_id,

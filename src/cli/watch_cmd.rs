@@ -146,7 +146,7 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
             super::errors::Usage::Text(crate::report::escape::terminal(&e.to_string()).into_owned())
         })?;
     }
-    let stop = super::sweep_cmd::interrupt_flag();
+    let stop = super::signals::interrupt_flag();
     let opts = WatchOptions {
         roots: sel.roots,
         interval: a.interval,
@@ -207,7 +207,7 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
             0
         }
         Ended::Stopped => {
-            let by = if super::sweep_cmd::interrupted_exit() == 143 {
+            let by = if super::signals::interrupted_exit() == 143 {
                 "SIGTERM"
             } else {
                 "SIGINT"

@@ -34,6 +34,7 @@ pub mod redact;
 pub mod report;
 pub mod roots;
 pub mod rpc;
+pub mod sidecars;
 pub mod tree;
 pub mod util;
 pub mod watch;

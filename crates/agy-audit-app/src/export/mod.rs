@@ -67,7 +67,7 @@ pub fn export_json(
     };
     let mut v = daemon_json(t);
     // The subagent's parent, from its own metadata (`agyReader.parentCascadeId`).
-    let parent = crate::tree::links::parent_cascade_id(&v);
+    let parent = agy_engine::tree::links::parent_cascade_id(&v);
     let obj = v.as_object_mut()?;
     let mut reader = Map::new();
     reader.insert("offline".into(), offline_record(src));
@@ -79,7 +79,7 @@ pub fn export_json(
     }
     if let Some(parent) = parent {
         reader.insert(
-            crate::tree::links::PARENT_STAMP.into(),
+            agy_engine::tree::links::PARENT_STAMP.into(),
             Value::String(parent),
         );
     }
@@ -164,11 +164,11 @@ pub fn offline_markdown(src: &DecodedSource, json: &Value) -> String {
 /// do.
 pub fn answer_markdown(trajectory: &prost_reflect::DynamicMessage, notice: &str) -> String {
     let mut v = daemon_json(trajectory);
-    if let Some(parent) = crate::tree::links::parent_cascade_id(&v) {
+    if let Some(parent) = agy_engine::tree::links::parent_cascade_id(&v) {
         if let Some(obj) = v.as_object_mut() {
             let mut reader = Map::new();
             reader.insert(
-                crate::tree::links::PARENT_STAMP.into(),
+                agy_engine::tree::links::PARENT_STAMP.into(),
                 Value::String(parent),
             );
             obj.insert("agyReader".into(), Value::Object(reader));

@@ -28,6 +28,7 @@ use crate::verdict::{Outcome, VerdictKind};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
+use std::path::{Path, PathBuf};
 
 /// One session's change between the two manifests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -771,6 +772,66 @@ pub fn transition_chart(d: &AuditDiff) -> String {
     );
     s.push_str("</svg>\n");
     s
+}
+
+/// The first listing file `m` records that is not beside `file`.
+fn missing_listing(file: &Path, m: &Manifest) -> Option<PathBuf> {
+    let shapes = m.shapes.as_ref()?;
+    let dir = file
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    [&shapes.ordinary.file, &shapes.full.file]
+        .into_iter()
+        .map(|f| dir.join(f))
+        .find(|p| !p.exists())
+}
+
+/// The shapes section of `audit-diff`'s report (and demo's): the listings
+/// beside both manifests compared, or why not.
+pub fn shapes_section(
+    old_file: &Path,
+    old: &Manifest,
+    new_file: &Path,
+    new: &Manifest,
+) -> crate::Result<ShapesSection> {
+    // A manifest copied away from its sweep folder keeps its record of the
+    // listings but not the files: the section says so rather than failing
+    // the whole diff (a listing that is there but does not match its
+    // recorded fingerprint is still an error).
+    for (file, m) in [(old_file, old), (new_file, new)] {
+        if let Some(missing) = missing_listing(file, m) {
+            return Ok(ShapesSection::NotRecorded(format!(
+                "{}: the shape listing it records is not beside it ({})",
+                file.display(),
+                missing.display()
+            )));
+        }
+    }
+    let o = crate::shapes::of_manifest(old_file, old.shapes.as_ref())?;
+    let n = crate::shapes::of_manifest(new_file, new.shapes.as_ref())?;
+    Ok(match (o, n, &old.shapes, &new.shapes) {
+        (Some((oo, of)), Some((no, nf)), Some(os), Some(ns)) => ShapesSection::Compared {
+            ordinary: oo.diff(&no),
+            full: of.diff(&nf),
+            fingerprints: [
+                (
+                    os.ordinary.fingerprint.clone(),
+                    ns.ordinary.fingerprint.clone(),
+                ),
+                (os.full.fingerprint.clone(), ns.full.fingerprint.clone()),
+            ],
+        },
+        _ => ShapesSection::NotRecorded(format!(
+            "{} records no shape listings (a sweep by an older agy-audit)",
+            if old.shapes.is_none() {
+                old_file
+            } else {
+                new_file
+            }
+            .display()
+        )),
+    })
 }
 
 #[cfg(test)]

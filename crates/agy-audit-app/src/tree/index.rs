@@ -22,7 +22,7 @@
 //! Walking up ([`ParentIndex::ancestors`]) is bounded by [`MAX_DEPTH`] and a
 //! visited set, so no damaged store is followed forever.
 
-use super::links::{self, Diagnostic, Named};
+use agy_engine::tree::links::{self, Diagnostic, Named};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

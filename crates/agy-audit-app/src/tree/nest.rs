@@ -12,9 +12,9 @@
 //! line saying why instead of a transcript.
 
 use super::index::{ParentIndex, MAX_DEPTH};
-use super::links::{self, Diagnostic};
 use crate::export::{offline_export, render_transcript_steps};
 use crate::source::ReadOptions;
+use agy_engine::tree::links::{self, Diagnostic};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::fmt::Write;

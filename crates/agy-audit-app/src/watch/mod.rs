@@ -32,7 +32,7 @@ pub mod metadata;
 pub mod stale;
 pub mod state;
 
-use crate::attest::cache::{classify, keep_reader_fields, sidecar_path, write_sidecar, Existing};
+use crate::attest::cache::{classify, sidecar_path, Existing};
 use crate::discover::SourceRef;
 use crate::outcome::SessionOutcome;
 use crate::pipeline::{audit_prepared, prepare, AuditContext};
@@ -577,26 +577,25 @@ impl Watcher<'_> {
                     pass.pending += 1;
                     return Flow::Next;
                 };
-                // What is there now, not what was there before the fetch.
-                let now = classify(&side, self.schema, &rec.cascade_id, self.sidecar_cap());
-                if let Existing::Foreign(why) = &now {
-                    crate::note!(
-                        "watch: refusing {}: not a trajectory sidecar ({why}); left alone, never overwritten",
-                        side.display()
-                    );
-                    pass.foreign += 1;
-                    return Flow::Next;
-                }
-                // A subagent its metadata does not name as one: its parent
-                // from a sibling parent's INVOKE_SUBAGENT results, as `sync`.
-                let stamped = crate::tree::nest::root_of(&s.path)
-                    .and_then(|root| crate::tree::stamp_from_siblings(bytes, &root));
-                let bytes = stamped.as_deref().unwrap_or(bytes);
-                let bytes = keep_reader_fields(bytes, now.doc());
-                let mut protected = vec![s.path.clone()];
-                protected.extend(crate::source::sqlite::companions(&s.path));
-                protected.extend(opts.protected.iter().cloned());
-                match write_sidecar(&side, &bytes, protected) {
+                let published = crate::sidecars::publish(&crate::sidecars::Publication {
+                    source: &s.path,
+                    sidecar: &side,
+                    bytes,
+                    schema: self.schema,
+                    cascade: &rec.cascade_id,
+                    cap: self.sidecar_cap(),
+                    protected: &opts.protected,
+                    replace_foreign: false,
+                });
+                match published {
+                    Err(crate::sidecars::PublishError::Foreign { why, .. }) => {
+                        crate::note!(
+                            "watch: refusing {}: not a trajectory sidecar ({why}); left alone, never overwritten",
+                            side.display()
+                        );
+                        pass.foreign += 1;
+                        return Flow::Next;
+                    }
                     Ok(written) => {
                         pass.synced += 1;
                         let what = match written {
@@ -609,7 +608,7 @@ impl Watcher<'_> {
                         crate::note!("watch: {what} {} {verdict}{reason}", side.display());
                         self.remember(&s.path, observed.with_sidecar(&side), at, Judged::Fresh);
                     }
-                    Err(e) => {
+                    Err(crate::sidecars::PublishError::Write(e)) => {
                         crate::note!("watch: cannot write {}: {e}", side.display());
                         pass.pending += 1;
                     }
