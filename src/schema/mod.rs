@@ -10,6 +10,7 @@ pub mod bundle;
 pub mod diff;
 pub mod error;
 pub mod extract;
+pub mod installed;
 mod names;
 pub mod pin;
 
