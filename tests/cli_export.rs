@@ -185,7 +185,8 @@ fn unknown_sources_are_refused_unless_allow_unknown() {
     assert!(stdout(&o).is_empty());
     assert!(
         stderr(&o).contains("steps[1].metadata: unknown field 61 (varint) in exa.cortex_pb.CortexStepMetadata: \
-             the schema in use does not define it; if your agy build does, audit with its descriptors (--schema FILE) [unknown-field]"),
+             the schema in use does not define it; if your agy build does, audit with its descriptors (--schema FILE); \
+             the embedded schema models public descriptors only: `agy-audit schema extract --installed` [unknown-field]"),
         "{}",
         stderr(&o)
     );

@@ -417,11 +417,33 @@ fn unknown_field_inside_a_step_names_its_path() {
     let src = read(&s, &p);
     let r = src.reason().unwrap();
     assert_eq!(r.class, ReasonClass::UnknownField);
+    let said = "steps[2].metadata.toolCall: unknown field 41 (varint) in exa.codeium_common_pb.ChatToolCall: \
+         the schema in use does not define it; if your agy build does, audit with its descriptors (--schema FILE)";
+    // Made with the embedded schema: the hint follows the location and rule,
+    // which stay as they are.
     assert_eq!(
         r.to_string(),
-        "steps[2].metadata.toolCall: unknown field 41 (varint) in exa.codeium_common_pb.ChatToolCall: \
-         the schema in use does not define it; if your agy build does, audit with its descriptors (--schema FILE)"
+        format!(
+            "{said}; the embedded schema models public descriptors only: \
+             `agy-audit schema extract --installed`"
+        )
     );
+    assert_eq!(r.location, "steps[2].metadata.toolCall");
+    assert!(said.ends_with(&r.detail), "{}", r.detail);
+    // The same set loaded as a pinned file: the same refusal, no hint.
+    let dir = tempfile::tempdir().unwrap();
+    let set = dir.path().join("modeled.pb");
+    std::fs::write(&set, agy_audit::schema::MODELED_SET).unwrap();
+    let pinned = agy_audit::schema::pin::load(
+        Some(&set),
+        Some(&s.sha256_hex()),
+        agy_audit::schema::pin::Use::Verify,
+    )
+    .unwrap();
+    let src = read(&pinned, &p);
+    let r = src.reason().unwrap();
+    assert_eq!(r.class, ReasonClass::UnknownField);
+    assert_eq!(r.to_string(), said);
 }
 
 /// The bracket's second snapshot: byte-identical files are unchanged at once;

@@ -31,9 +31,10 @@ fn refused(src: &DecodedSource, class: ReasonClass, display: &str) {
 }
 
 /// An unknown-field refusal: `head` (location, number, wire type, message)
-/// and the suggestion to load the user's own build's descriptors.
+/// and the suggestion to load the user's own build's descriptors, then the
+/// embedded schema's hint.
 fn hint(head: &str) -> String {
-    format!("{head}: the schema in use does not define it; if your agy build does, audit with its descriptors (--schema FILE)")
+    format!("{head}: the schema in use does not define it; if your agy build does, audit with its descriptors (--schema FILE); the embedded schema models public descriptors only: `agy-audit schema extract --installed`")
 }
 
 fn tnum(s: &Schema, f: &str) -> u32 {

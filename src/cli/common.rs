@@ -16,6 +16,10 @@ pub struct DecodeArgs {
     /// pinned: by --schema-sha256, or by the manifest `schema extract` or
     /// `schema bundle` wrote beside it (FILE.manifest.json). Inspection
     /// (export-offline, bench) loads an unpinned set, labelled `unpinned`.
+    /// The word `installed` names the set `schema extract --installed`
+    /// stored for the agy found now (its profile names that agy's release
+    /// and binary); an error names that command when none is stored (a file
+    /// called `installed`: ./installed).
     #[arg(long, env = "AGY_AUDIT_SCHEMA", value_name = "FILE")]
     pub schema: Option<PathBuf>,
     /// Pin --schema to this SHA-256 (64 hex digits, of the set after gunzip,
@@ -44,7 +48,8 @@ impl DecodeArgs {
     }
 
     fn load_for(&self, use_: Use) -> anyhow::Result<(Schema, LegacyKey)> {
-        let schema = match pin::load(self.schema.as_deref(), self.schema_sha256.as_deref(), use_) {
+        let set = super::schema_installed::resolve(self.schema.as_deref())?;
+        let schema = match pin::load(set.as_deref(), self.schema_sha256.as_deref(), use_) {
             Ok(s) => s,
             Err(e @ (PinError::Unpinned { .. } | PinError::BadHex(_))) => {
                 return Err(anyhow::Error::new(super::errors::Usage::Pin(e)))

@@ -34,6 +34,7 @@ mod qualify_cmd;
 mod report_cmd;
 mod rules_cmd;
 mod schema_cmd;
+mod schema_installed;
 mod shapes_cmd;
 mod signals;
 mod sweep_cmd;

@@ -35,7 +35,20 @@ Annotation-only files are dropped with the imports and extensions that refer
 to them: google/api/annotations.proto, google/api/client.proto,
 google/api/field_behavior.proto, google/api/http.proto,
 google/api/launch_stage.proto, google/api/resource.proto. Any other missing
-import stops extraction (exit 1).";
+import stops extraction (exit 1).
+
+--installed (instead of BINARY and --out): finds agy (the first executable
+`agy` on PATH, then ~/.local/bin/agy, /usr/local/bin/agy and, on macOS,
+/opt/homebrew/bin/agy), copies it into a private 0700 temporary folder, asks
+the copy for `--version` (its first version-looking word is the release;
+--release overrides it), extracts the copy's descriptors, verifies every
+record against the copy's bytes and stores the set with its manifest (which
+pins it) as agy-<release>-<sha256 12 hex>.pb in the user's data folder:
+$XDG_DATA_HOME/agy-audit/schemas (else ~/.local/share/agy-audit/schemas; on
+macOS ~/Library/Application Support/agy-audit/schemas). A second run for the
+same binary writes nothing and says so. Verifying commands then take
+`--schema installed`: the stored set of the agy found at that moment, its
+profile naming the release and binary (agy-<release>-<sha12>).";
 
 const DIFF_HELP: &str = "\
 OLD and NEW are FileDescriptorSet files (raw or gzip) or the word `modeled`
@@ -88,14 +101,22 @@ pub enum SchemaCommand {
 #[derive(Debug, Args)]
 pub struct ExtractArgs {
     /// The binary to read (read-only, once).
-    pub binary: PathBuf,
+    #[arg(required_unless_present = "installed")]
+    pub binary: Option<PathBuf>,
     /// Where to write the FileDescriptorSet (atomically).
-    #[arg(long, value_name = "FILE")]
-    pub out: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "installed")]
+    pub out: Option<PathBuf>,
     /// Where to write the JSON manifest (default: OUT.manifest.json, which
     /// also pins OUT for --schema).
     #[arg(long, value_name = "FILE")]
     pub manifest: Option<PathBuf>,
+    /// Extract from the installed agy (PATH, then ~/.local/bin/agy and
+    /// /usr/local/bin/agy) and store the pinned set in the user's data
+    /// folder, named by its release (`agy --version`) and SHA-256, for
+    /// `--schema installed`; nothing is written when that binary's set is
+    /// stored already.
+    #[arg(long, conflicts_with_all = ["binary", "out", "manifest", "force"])]
+    pub installed: bool,
     /// The agy release the binary is (e.g. 1.4.7), recorded in the manifest
     /// and named in the profile of a set pinned by it.
     #[arg(long, value_name = "VERSION")]
@@ -229,13 +250,17 @@ fn run_extract(a: ExtractArgs) -> anyhow::Result<i32> {
             )));
         }
     }
+    let (Some(binary), Some(out)) = (a.binary.clone(), a.out.clone()) else {
+        return super::schema_installed::run_extract_installed(a.release.as_deref());
+    };
+    let (a_binary, a_out) = (binary, out);
     let manifest_path = a
         .manifest
         .clone()
-        .unwrap_or_else(|| pin::manifest_path(&a.out));
-    let inputs = vec![a.binary.clone()];
+        .unwrap_or_else(|| pin::manifest_path(&a_out));
+    let inputs = vec![a_binary.clone()];
     refuse_overlaps(
-        &[("--out", &a.out), ("--manifest", &manifest_path)],
+        &[("--out", &a_out), ("--manifest", &manifest_path)],
         &inputs,
     )?;
     let opts = WriteOptions {
@@ -243,7 +268,7 @@ fn run_extract(a: ExtractArgs) -> anyhow::Result<i32> {
         protected: inputs,
         ..Default::default()
     };
-    for p in [&a.out, &manifest_path] {
+    for p in [&a_out, &manifest_path] {
         if !a.force && p.symlink_metadata().is_ok() {
             bail!(usage(format!(
                 "{}: refusing to overwrite an existing file (use --force)",
@@ -253,15 +278,15 @@ fn run_extract(a: ExtractArgs) -> anyhow::Result<i32> {
     }
     let t0 = Instant::now();
     let bytes =
-        crate::util::bounded::read_regular(&a.binary, crate::util::bounded::InputKind::Binary)?;
+        crate::util::bounded::read_regular(&a_binary, crate::util::bounded::InputKind::Binary)?;
     let read_s = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
     let x = extract::extract(&bytes)
-        .with_context(|| format!("extracting from {}", a.binary.display()))?;
+        .with_context(|| format!("extracting from {}", a_binary.display()))?;
     let scan_s = t1.elapsed().as_secs_f64();
     drop(bytes);
     let m = x.manifest(a.release.as_deref());
-    outln!("binary: {}", a.binary.display());
+    outln!("binary: {}", a_binary.display());
     outln!("sha256: {}", m.binary_sha256);
     outln!("bytes: {}", m.binary_bytes);
     if let Some(r) = &m.release {
@@ -281,12 +306,12 @@ fn run_extract(a: ExtractArgs) -> anyhow::Result<i32> {
         p.all_messages().count(),
         p.all_enums().count()
     );
-    write_file(&a.out, &x.set, &opts)?;
+    write_file(&a_out, &x.set, &opts)?;
     let value = serde_json::to_value(&m)?;
     write_json(&manifest_path, &value, &opts)?;
     outln!(
         "wrote {} (sha256 {}, {} bytes)",
-        a.out.display(),
+        a_out.display(),
         m.schema_sha256,
         x.set.len()
     );
@@ -302,7 +327,7 @@ fn run_extract(a: ExtractArgs) -> anyhow::Result<i32> {
 }
 
 /// `N extracted, M skipped (k reason, ...)`.
-fn records_line(x: &extract::Extraction) -> String {
+pub(super) fn records_line(x: &extract::Extraction) -> String {
     let mut by: std::collections::BTreeMap<&str, usize> = Default::default();
     for s in &x.skipped {
         *by.entry(s.reason.kind()).or_default() += 1;

@@ -28,6 +28,7 @@ pub use agy_engine::{
 pub mod discover;
 pub mod error;
 pub mod export;
+pub mod installed;
 pub mod manifest;
 pub mod pipeline;
 pub mod redact;

@@ -180,6 +180,10 @@ pub struct Refusal {
     pub location: String,
     /// What rule was broken, in the specification's words.
     pub detail: String,
+    /// Advice said after the location and rule; never part of what a
+    /// recheck compares (class, location, rule).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<Hint>,
 }
 
 impl Refusal {
@@ -188,6 +192,7 @@ impl Refusal {
             class,
             location: location.into(),
             detail: detail.into(),
+            hint: None,
         }
     }
 }
@@ -195,9 +200,33 @@ impl Refusal {
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.location.is_empty() {
-            write!(f, "{}", self.detail)
+            write!(f, "{}", self.detail)?;
         } else {
-            write!(f, "{}: {}", self.location, self.detail)
+            write!(f, "{}: {}", self.location, self.detail)?;
+        }
+        match &self.hint {
+            Some(h) => write!(f, "; {h}"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Advice a refusal carries, said after its location and rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Hint {
+    /// An `unknown-field` refusal made with the embedded (modeled) schema:
+    /// real agy steps carry members no public descriptor declares
+    /// (proto/CONFORMANCE.md), which the installed agy's own descriptors do.
+    ExtractInstalled,
+}
+
+impl fmt::Display for Hint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Hint::ExtractInstalled => write!(
+                f,
+                "the embedded schema models public descriptors only: `agy-audit schema extract --installed`"
+            ),
         }
     }
 }

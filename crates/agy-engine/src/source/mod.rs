@@ -352,6 +352,9 @@ pub(crate) fn decode_into(out: &mut DecodedSource, opts: &ReadOptions<'_>) {
     scanner.scan_root(&out.encoding, traj_desc);
     let scan_ok = !scanner.refused();
     take_scan(out, &mut scanner);
+    if schema.origin == crate::schema::SchemaOrigin::Modeled {
+        hint_extract_installed(&mut out.refusals);
+    }
     if !scan_ok && !opts.collect_all {
         return;
     }
@@ -377,6 +380,18 @@ pub(crate) fn decode_into(out: &mut DecodedSource, opts: &ReadOptions<'_>) {
             out.wire = Some(w);
         }
         Err(e) => out.refusals.push(undecodable(&e)),
+    }
+}
+
+/// Under the embedded schema, each `unknown-field` refusal says that it
+/// models public descriptors only and names the command that pins the
+/// installed agy's own ([`crate::verdict::Hint::ExtractInstalled`]).
+fn hint_extract_installed(refusals: &mut [Refusal]) {
+    for r in refusals
+        .iter_mut()
+        .filter(|r| r.class == ReasonClass::UnknownField)
+    {
+        r.hint = Some(crate::verdict::Hint::ExtractInstalled);
     }
 }
 
