@@ -76,6 +76,7 @@ fn a_sink_sees_every_session_once_in_contract_order() {
         progress: ProgressMode::Quiet,
         allow_empty: false,
         installed_agy_version: None,
+        redaction: agy_audit::redact::Mode::Redact,
     };
     let sink = Recorder::default();
     let schema = Schema::modeled().unwrap();
