@@ -65,7 +65,7 @@ fn decided(manifest: &Value) -> Vec<Value> {
 fn csv_redaction_cells(csv: &str) -> Vec<String> {
     let mut r = csv::Reader::from_reader(csv.as_bytes());
     let header = r.headers().unwrap().clone();
-    assert_eq!(header.iter().last(), Some("redaction"), "{header:?}");
+    assert_eq!(header.iter().next_back(), Some("redaction"), "{header:?}");
     r.records()
         .map(|rec| {
             let rec = rec.expect("a CSV record");
