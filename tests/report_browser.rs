@@ -22,6 +22,11 @@
 //!   `docs/report-screenshot.png`, the one README shows (a test run never
 //!   changes a tracked file otherwise).
 //!
+//! A second test renders the HTML report of a store with planted fake
+//! credentials (issue 46): no planted value in the rendered DOM or its
+//! text, the redaction statement shown; with `--no-redact` (the control)
+//! planted values shown and the page saying NOT REDACTED.
+//!
 //! Where no Chromium is found (`chromium`, `chromium-browser` on PATH, or
 //! `AGY_AUDIT_CHROMIUM`), the test prints one skip line and passes;
 //! `.ci/run` installs Debian's `chromium` first.
@@ -411,4 +416,109 @@ fn the_html_report_renders_counts_filters_and_offline_in_chromium() {
         std::fs::write(&kept, &png).unwrap();
         println!("kept as {}", kept.display());
     }
+}
+
+/// The text a page shows: the DOM without its tags, comments, scripts and
+/// styles, HTML's entities read back.
+fn dom_text(dom: &str) -> String {
+    let mut out = String::with_capacity(dom.len());
+    let mut rest = dom;
+    while let Some(i) = rest.find('<') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        let skip_to = |r: &str, end: &str| r.find(end).map(|e| e + end.len()).unwrap_or(r.len());
+        let n = if rest.starts_with("<!--") {
+            skip_to(rest, "-->")
+        } else if rest.starts_with("<script") {
+            skip_to(rest, "</script>")
+        } else if rest.starts_with("<style") {
+            skip_to(rest, "</style>")
+        } else {
+            skip_to(rest, ">")
+        };
+        rest = &rest[n..];
+        out.push(' ');
+    }
+    out.push_str(rest);
+    out.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&#x27;", "'")
+        .replace("&nbsp;", " ")
+        .replace("&amp;", "&")
+}
+
+/// Issue 46's done-when: the HTML report of a store with planted fake
+/// credentials (one refusal's reason quoting one too,
+/// `common::planted_mismatch`), rendered in headless Chromium, shows none
+/// of them, in its text or anywhere in its DOM, and shows its redaction
+/// statement; the control, `report --no-redact`, shows planted values and
+/// says NOT REDACTED.
+#[test]
+fn the_html_report_of_a_planted_store_shows_no_secret_in_chromium() {
+    let Some(exe) = find_chromium() else {
+        println!("skipped: report_browser (secrets): no chromium found (install Debian's chromium: apt-get install -y chromium)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    common::planted_store(&store);
+    let values = common::planted_values(&store);
+    let (quoted, _) = common::planted_mismatch(&store);
+    let sim = common::start_sim(&store, &["--no-fault-file"]);
+    let sweep = dir.path().join("sweep");
+    let o = common::sweep_command(&store, &sweep, &sim.url)
+        .output()
+        .unwrap();
+    drop(sim);
+    assert!(sweep.join("manifest.json").is_file(), "{}", output_text(&o));
+    let work = dir.path().join("browser");
+    std::fs::create_dir_all(&work).unwrap();
+    let browser = Browser::new(exe, &work);
+    let render = |tag: &str, flags: &[&str]| {
+        let page = dir.path().join(format!("{tag}.html"));
+        let o = bin()
+            .arg("report")
+            .arg(&sweep)
+            .args(["--format", "html", "--out"])
+            .arg(&page)
+            .args(flags)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", output_text(&o));
+        let run = browser.dump_dom(tag, &page, "", &[]);
+        assert_eq!(page_requests(&run.netlog), Vec::<String>::new());
+        run.stdout
+    };
+
+    let dom = render("redacted", &[]);
+    let text = dom_text(&dom);
+    assert!(
+        dom.contains(&quoted),
+        "the refused session is in the report"
+    );
+    assert_eq!(common::leaks(&dom, &values), Vec::<&str>::new(), "DOM");
+    assert_eq!(common::leaks(&text, &values), Vec::<&str>::new(), "text");
+    let statement = text
+        .split("Redacted ")
+        .nth(1)
+        .and_then(|t| t.split('\n').next())
+        .expect("the redaction statement is shown");
+    assert!(
+        statement.contains("ruleset gitleaks-v8.30.1") && text.contains("[REDACTED:"),
+        "{statement}"
+    );
+    println!("redacted report: Redacted {}", statement.trim());
+
+    let dom = render("not-redacted", &["--no-redact"]);
+    let text = dom_text(&dom);
+    assert!(
+        !common::leaks(&text, &values).is_empty(),
+        "the control shows planted values"
+    );
+    assert!(
+        text.contains("NOT REDACTED (--no-redact)"),
+        "the control says so"
+    );
 }

@@ -14,34 +14,11 @@
 
 mod common;
 
-use common::{bin, generate_store, output_text, start_sim, sweep_command, truth_verdicts};
+use common::{
+    bin, leaks, output_text, planted_store, planted_values, start_sim, sweep_command,
+    truth_verdicts,
+};
 use std::path::Path;
-
-/// The planted values (`value` of each `.truth/secrets.jsonl` line).
-fn planted(store: &Path) -> Vec<String> {
-    std::fs::read_to_string(store.join(".truth/secrets.jsonl"))
-        .expect("--plant-secrets writes .truth/secrets.jsonl")
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).expect("a JSON line");
-            v["value"].as_str().expect("a value").to_string()
-        })
-        .collect()
-}
-
-/// The planted values (or, of a multi-line value, any line of 16
-/// characters or more) found in `text`.
-fn leaks<'a>(text: &str, values: &'a [String]) -> Vec<&'a str> {
-    values
-        .iter()
-        .filter(|v| {
-            text.contains(v.as_str())
-                || v.lines()
-                    .any(|l| l.len() >= 16 && v.contains('\n') && text.contains(l))
-        })
-        .map(String::as_str)
-        .collect()
-}
 
 /// Runs `agy-audit args`, expecting exit `code`; its stdout.
 fn run(args: &[&str], code: i32) -> String {
@@ -101,19 +78,8 @@ fn outputs(sweep: &Path, sweep2: &Path, dir: &Path, no_redact: bool) -> Vec<(Str
 fn shared_outputs_carry_no_planted_secret_and_no_redact_shows_them() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
-    generate_store(
-        &store,
-        &[
-            "--conversations",
-            "40",
-            "--near-miss-rate",
-            "0.5",
-            "--scale",
-            "0.2",
-            "--plant-secrets",
-        ],
-    );
-    let values = planted(&store);
+    planted_store(&store);
+    let values = planted_values(&store);
     assert!(values.len() > 100, "{} values planted", values.len());
 
     let sim = start_sim(&store, &["--no-fault-file"]);

@@ -75,6 +75,7 @@ fn a_sink_sees_every_session_once_in_contract_order() {
         bracket_retries: 0,
         allow_empty: false,
         installed_agy_version: None,
+        redaction: agy_audit::redact::Mode::Redact,
     };
     let sink = Recorder::default();
     let schema = Schema::modeled().unwrap();

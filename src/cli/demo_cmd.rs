@@ -523,6 +523,7 @@ fn demo_sweep_options(
         bracket_retries: 0,
         allow_empty: false,
         installed_agy_version: None,
+        redaction: crate::redact::Mode::Redact,
     }
 }
 

@@ -49,6 +49,12 @@ pub struct MergeArgs {
     /// Replace an existing output file.
     #[arg(long)]
     pub force: bool,
+    /// Write the sessions' reasons as the shards hold them, for a local
+    /// look, recording `"redaction": {"redacted": false}`. By default the
+    /// merged manifest redacts every reason it writes, whichever shard it
+    /// came from (a shard swept with --no-redact too).
+    #[arg(long)]
+    pub no_redact: bool,
 }
 
 pub fn run(c: ManifestCommand) -> anyhow::Result<i32> {
@@ -63,6 +69,7 @@ fn run_merge(a: MergeArgs) -> anyhow::Result<i32> {
         shards.push(crate::manifest::read::read(given)?);
     }
     let mut merged = merge(&shards)?;
+    merged.set_redaction_mode(crate::redact::Mode::from_no_redact(a.no_redact));
     let mut inputs: Vec<PathBuf> = shards.iter().map(|(f, _)| f.clone()).collect();
     // The shards' shape listings, unioned when every shard has them.
     let mut listings = Some((Listing::new(), 0, Listing::new(), 0));

@@ -85,7 +85,8 @@ pub struct SweepArgs {
     /// {"selected", "verified", "verifiedSourceOnly", "sqlite", "protobuf",
     /// "notVerified", "legacyUnverifiable", "unknown", "incomplete",
     /// "notFetched", "error"} (the manifest's counts), "countsByProfile",
-    /// "countsByFormat", "resume", "error", "exitCode"} (see README,
+    /// "countsByFormat", "redaction", "resume", "error", "exitCode"} (see
+    /// README,
     /// "Machine-readable summaries"). The exit code is the same. Printed
     /// also when the sweep cannot start (the daemon unreachable, the root
     /// empty, a usage error): then "error" is {"kind", "message"} (kind
@@ -95,6 +96,18 @@ pub struct SweepArgs {
     /// null; otherwise "error" is null.
     #[arg(long)]
     pub json: bool,
+    /// Write the sessions' reasons in manifest.json and sessions.csv as the
+    /// audit worded them, for a local look: by default each credential the
+    /// ruleset finds in a reason (after its location) is replaced by
+    /// [REDACTED:<rule id>] and counted (manifest `redaction`, the CSV's
+    /// `redaction` column). With it the manifest records `"redaction":
+    /// {"redacted": false}`, every CSV row's `redaction` cell says NOT
+    /// REDACTED, and --json's "redaction" is {"redacted": false, "note"}.
+    /// A --resume writes the whole manifest in its own mode: without this
+    /// flag an earlier run's raw reasons are redacted too. Answers,
+    /// sidecars and digests are evidence and never redacted.
+    #[arg(long)]
+    pub no_redact: bool,
     #[command(flatten)]
     pub daemon: DaemonArgs,
     #[command(flatten)]
@@ -191,6 +204,8 @@ fn one_root(arg: &super::common::RootArg) -> anyhow::Result<std::path::PathBuf> 
 /// members of `--json`'s object it can still fill.
 #[derive(Debug, Default)]
 struct Settled {
+    /// `--no-redact` (the `redaction` member says the mode asked for).
+    no_redact: bool,
     shard: Option<(usize, usize)>,
     root: Option<PathBuf>,
     endpoint: Option<String>,
@@ -198,7 +213,10 @@ struct Settled {
 
 pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
     let (json, out) = (a.json, a.out.clone());
-    let mut settled = Settled::default();
+    let mut settled = Settled {
+        no_redact: a.no_redact,
+        ..Settled::default()
+    };
     let result = run_sweep(a, &mut settled);
     // `--json` prints its object however the run ends: a sweep that could
     // not start (an unreachable daemon, an empty root, a usage error) says
@@ -239,6 +257,7 @@ fn run_sweep(a: SweepArgs, settled: &mut Settled) -> anyhow::Result<i32> {
         bracket_retries: a.daemon.bracket_retries,
         allow_empty: a.allow_empty,
         installed_agy_version: super::common::installed_agy_version(),
+        redaction: crate::redact::Mode::from_no_redact(a.no_redact),
     };
     let summary = sweep(&schema, &key, &opts, stop, progress_mode(a.quiet))?;
     let code = summary_exit(&summary);
@@ -265,6 +284,12 @@ fn run_sweep(a: SweepArgs, settled: &mut Settled) -> anyhow::Result<i32> {
     }
     if let Some(why) = &summary.daemon_down {
         crate::note!("audit-sweep: the daemon could not be used: {why}");
+    }
+    if a.no_redact {
+        crate::note!(
+            "audit-sweep: {} (manifest.json, sessions.csv)",
+            crate::redact::NOT_REDACTED
+        );
     }
     if let Some(cmd) = resume_command(&summary, shard) {
         crate::note!(
@@ -337,6 +362,7 @@ pub fn summary_json(
         "counts": m.counts,
         "countsByProfile": m.counts_by_profile,
         "countsByFormat": m.counts_by_format,
+        "redaction": m.redaction_summary(),
         "resume": resume_command(summary, shard),
         "error": null,
         "exitCode": code,
@@ -440,6 +466,10 @@ fn failed_summary_json(out: &std::path::Path, s: &Settled, e: &anyhow::Error) ->
         "counts": null,
         "countsByProfile": null,
         "countsByFormat": null,
+        "redaction": crate::report::redacted::json_member(
+            crate::redact::Mode::from_no_redact(s.no_redact),
+            &crate::redact::Redactions::default(),
+        ),
         "resume": null,
         "error": {"kind": failure.id(), "message": message},
         "exitCode": failure.exit_code(),

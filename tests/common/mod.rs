@@ -831,6 +831,85 @@ pub fn swept_store(conversations: usize, seed: u64) -> (tempfile::TempDir, PathB
     (dir, store, sweep)
 }
 
+/// `store`: a generated store with planted fake credentials (issue 46,
+/// `corpus generate --plant-secrets`): 40 conversations, half of them near
+/// misses (so refused sessions quote their offending steps), at scale 0.2.
+pub fn planted_store(store: &Path) {
+    generate_store(
+        store,
+        &[
+            "--conversations",
+            "40",
+            "--near-miss-rate",
+            "0.5",
+            "--scale",
+            "0.2",
+            "--plant-secrets",
+        ],
+    );
+}
+
+/// The values planted in `store` (`value` of each `.truth/secrets.jsonl`
+/// line).
+pub fn planted_values(store: &Path) -> Vec<String> {
+    std::fs::read_to_string(store.join(".truth/secrets.jsonl"))
+        .expect("--plant-secrets writes .truth/secrets.jsonl")
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("a JSON line");
+            v["value"].as_str().expect("a value").to_string()
+        })
+        .collect()
+}
+
+/// The planted `values` (or, of a multi-line value, any line of 16
+/// characters or more) found in `text`.
+pub fn leaks<'a>(text: &str, values: &'a [String]) -> Vec<&'a str> {
+    values
+        .iter()
+        .filter(|v| {
+            text.contains(v.as_str())
+                || v.lines()
+                    .any(|l| l.len() >= 16 && v.contains('\n') && text.contains(l))
+        })
+        .map(String::as_str)
+        .collect()
+}
+
+/// Makes one conversation of a [`planted_store`] refused with a reason that
+/// quotes a planted value, as a mismatch on a command output holding a
+/// credential would: the first conversation the truth verifies whose
+/// command output starts with a one-line planted value gets " (changed)"
+/// after that value in its full daemon view, so the full comparison quotes
+/// both sides. Returns (conversation id, planted value).
+pub fn planted_mismatch(store: &Path) -> (String, String) {
+    let truth = truth_verdicts(store);
+    let text = std::fs::read_to_string(store.join(".truth/secrets.jsonl")).unwrap();
+    for line in text.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        let (id, value) = (
+            r["conversation"].as_str().unwrap(),
+            r["value"].as_str().unwrap(),
+        );
+        let verified = truth.get(id).is_some_and(|(v, _)| v == "verified");
+        if r["place"] != "command-output" || value.contains('\n') || !verified {
+            continue;
+        }
+        let view = store.join(".truth/daemon").join(format!("{id}.full.json"));
+        let answer = std::fs::read_to_string(&view).unwrap();
+        if !answer.contains(value) {
+            continue;
+        }
+        let changed = answer.replacen(value, &format!("{value} (changed)"), 1);
+        std::fs::write(&view, changed).unwrap();
+        return (id.to_string(), value.to_string());
+    }
+    panic!(
+        "{}: no verified conversation with a planted command output",
+        store.display()
+    );
+}
+
 /// The simulated daemon as a child process, killed on drop.
 pub struct Sim {
     child: Child,

@@ -480,4 +480,46 @@ mod tests {
             MergeError::NotAShard { .. }
         ));
     }
+
+    /// Issue 46: a merge of a shard swept with `--no-redact` and a redacted
+    /// one writes every reason redacted, counted; merged with `--no-redact`
+    /// it keeps them and says `redacted: false`: never a claim of redaction
+    /// over raw text.
+    #[test]
+    fn a_merge_of_a_raw_and_a_redacted_shard_writes_in_its_own_mode() {
+        use crate::manifest::Redaction;
+        use crate::redact::Mode;
+        const KEY: &str = "AKIAQ3EGRSNDW5TKXM7P";
+        let mut shards = split(8, 2);
+        for (k, (_, m)) in shards.iter_mut().enumerate() {
+            let s = m.sessions.first_mut().expect("a session in each shard");
+            s.result = SessionOutcome::refused(crate::verdict::Refusal::new(
+                crate::verdict::ReasonClass::FullMismatch,
+                "steps[1]",
+                format!("value {KEY} differs"),
+            ));
+            m.recount();
+            if k == 0 {
+                m.set_redaction_mode(Mode::Off);
+            }
+            let json = String::from_utf8(m.to_json()).unwrap();
+            assert_eq!(json.contains(KEY), k == 0, "{json}");
+            *m = crate::manifest::read::parse_strict(json.as_bytes()).unwrap();
+        }
+        assert_eq!(shards[0].1.redaction, Some(Redaction::NotRedacted));
+        let mut merged = merge(&shards).unwrap();
+        let json = String::from_utf8(merged.to_json()).unwrap();
+        assert!(!json.contains(KEY), "{json}");
+        let back = crate::manifest::read::parse_strict(json.as_bytes()).unwrap();
+        assert!(
+            matches!(back.redaction, Some(Redaction::Redacted { total: 2, .. })),
+            "{:?}",
+            back.redaction
+        );
+        merged.set_redaction_mode(Mode::Off);
+        let json = String::from_utf8(merged.to_json()).unwrap();
+        assert!(json.contains(KEY), "{json}");
+        let back = crate::manifest::read::parse_strict(json.as_bytes()).unwrap();
+        assert_eq!(back.redaction, Some(Redaction::NotRedacted));
+    }
 }

@@ -10,6 +10,9 @@ use std::collections::BTreeMap;
 
 pub mod merge;
 pub mod read;
+pub mod redaction;
+
+pub use redaction::Redaction;
 
 pub const MANIFEST_VERSION: u32 = 5;
 pub use crate::well_known::MANIFEST_FILE;
@@ -468,9 +471,10 @@ pub struct Manifest {
     /// `.db`/`.pb`, not a regular file, no UUID name), with the reason.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<Skipped>,
-    /// How the sessions' reasons were redacted (issue 46): written when a
-    /// reason holds a redaction marker, else absent; recomputed from the
-    /// reasons at every write.
+    /// How the sessions' reasons were written (issue 46, [`redaction`]):
+    /// redacted, counted when a reason holds a redaction marker, else
+    /// absent (recomputed from the reasons at every write); or
+    /// `{"redacted": false}` (`--no-redact`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redaction: Option<Redaction>,
     /// Sorted by fileId.
@@ -513,16 +517,6 @@ pub struct Skipped {
     pub reason: String,
 }
 
-/// How a manifest's reasons were redacted: the ruleset, and the markers
-/// `[REDACTED:<rule id>]` its reasons hold, by rule.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Redaction {
-    pub ruleset: String,
-    pub total: u64,
-    pub by_rule: BTreeMap<String, u64>,
-}
-
 impl Manifest {
     pub fn new(root: &str, endpoint: &str, started: String) -> Manifest {
         Manifest {
@@ -551,29 +545,47 @@ impl Manifest {
         }
     }
 
-    /// This manifest as written: every session's reason passed through the
-    /// redactor ([`crate::redact`]) after its location, which is kept as
-    /// recorded (`audit-qualify`'s recheck compares the location, class and
-    /// rule, never the wording), and `redaction` counting the markers the
-    /// reasons hold. Borrowed as is when no reason holds a secret.
+    /// The mode this manifest is written in (its `redaction` member).
+    pub fn redaction_mode(&self) -> crate::redact::Mode {
+        redaction::mode_of(self.redaction.as_ref())
+    }
+
+    /// Sets the mode the next writes use: `--no-redact` records
+    /// `{"redacted": false}` and leaves every reason as it is; otherwise
+    /// every reason (an earlier run's or another shard's too) is redacted
+    /// when written ([`redaction`]'s "later writers").
+    pub fn set_redaction_mode(&mut self, mode: crate::redact::Mode) {
+        self.redaction = match mode {
+            crate::redact::Mode::Off => Some(Redaction::NotRedacted),
+            crate::redact::Mode::Redact => self
+                .redaction
+                .take()
+                .filter(|r| *r != Redaction::NotRedacted),
+        };
+    }
+
+    /// `audit-sweep --json`'s `redaction` member: how this manifest's
+    /// reasons are written.
+    pub fn redaction_summary(&self) -> serde_json::Value {
+        redaction::summary_member(self.as_written().redaction.as_ref())
+    }
+
+    /// This manifest as written: with `--no-redact` (`redaction:
+    /// {"redacted": false}`) as it is; otherwise every session's reason
+    /// passed through the redactor ([`crate::redact`]) after its location,
+    /// which is kept as recorded (`audit-qualify`'s recheck compares the
+    /// location, class and rule, never the wording), and `redaction`
+    /// counting the markers the reasons hold. Borrowed as is when no reason
+    /// holds a secret.
     fn as_written(&self) -> std::borrow::Cow<'_, Manifest> {
+        if self.redaction_mode() == crate::redact::Mode::Off {
+            return std::borrow::Cow::Borrowed(self);
+        }
         let mut tally = crate::redact::Redactions::default();
         let mut changed: Vec<(usize, SessionOutcome)> = Vec::new();
         for (i, s) in self.sessions.iter().enumerate() {
-            let Some(text) = s.reason_text() else {
+            let Some((head, detail)) = redaction::split_reason(&s.result) else {
                 continue;
-            };
-            let keep = match &s.result {
-                SessionOutcome::Refused(r) if !r.refusal().location.is_empty() => {
-                    r.refusal().location.len() + 2
-                }
-                SessionOutcome::Refused(_) => text.find(": ").map(|i| i + 2).unwrap_or(0),
-                _ => 0,
-            };
-            let keep = keep.min(text.len());
-            let (head, detail) = match text.is_char_boundary(keep) {
-                true => text.split_at(keep),
-                false => ("", text),
             };
             let mut fresh = crate::redact::Redactions::default();
             let shown = fresh.apply(detail);
@@ -595,15 +607,7 @@ impl Manifest {
                 ));
             }
         }
-        let redaction = (tally.total() > 0).then(|| Redaction {
-            ruleset: crate::redact::RULESET_VERSION.to_string(),
-            total: tally.total(),
-            by_rule: tally
-                .by_rule()
-                .iter()
-                .map(|(k, v)| (k.to_string(), *v))
-                .collect(),
-        });
+        let redaction = Redaction::of_tally(&tally);
         if changed.is_empty() && redaction == self.redaction {
             return std::borrow::Cow::Borrowed(self);
         }
@@ -644,7 +648,8 @@ impl Manifest {
         v
     }
 
-    /// The CSV companion: one row per session.
+    /// The CSV companion: one row per session, its last column
+    /// (`redaction`) saying how the row's reason was written.
     pub fn to_csv(&self) -> Vec<u8> {
         let written = self.as_written();
         let mut w = csv::Writer::from_writer(Vec::new());
@@ -660,6 +665,7 @@ impl Manifest {
             "reason",
             "steps",
             "bytes",
+            redaction::CSV_COLUMN,
         ]);
         for s in &written.sessions {
             let _ = w.write_record([
@@ -674,6 +680,7 @@ impl Manifest {
                 s.reason_text().unwrap_or(""),
                 &s.steps.to_string(),
                 &s.bytes.to_string(),
+                &redaction::csv_cell(written.redaction_mode(), &s.result),
             ]);
         }
         w.into_inner().unwrap_or_default()
@@ -719,7 +726,11 @@ mod tests {
             );
         }
         let back: Manifest = serde_json::from_str(&json).unwrap();
-        assert_eq!(back.redaction.as_ref().map(|r| r.total), Some(1));
+        assert!(
+            matches!(back.redaction, Some(Redaction::Redacted { total: 1, .. })),
+            "{:?}",
+            back.redaction
+        );
         let s = &back.sessions[1];
         assert_eq!(s.class(), original.class());
         assert_eq!(s.outcome(), original.kind());

@@ -34,7 +34,10 @@
 //!   sessions, or a shard without sessions not marked `emptyShard`; under
 //!   [`SHARD_ASSIGNMENT`], a session whose id hashes to another shard;
 //! * a shape listing named by anything but a bare file name beside the
-//!   manifest.
+//!   manifest;
+//! * a `redaction` member of no shape a writer writes, or (unless
+//!   `{"redacted": false}`) other than the recount of the redaction markers
+//!   the reasons hold ([`super::redaction`]).
 
 use super::{Counts, Manifest, Recount, MANIFEST_FILE, MANIFEST_VERSION};
 use crate::outcome::SessionOutcome;
@@ -123,6 +126,8 @@ pub enum ManifestProblem {
     },
     #[error("`shapes.{which}.file` {file:?} is not a bare file name beside the manifest")]
     ShapesFile { which: &'static str, file: String },
+    #[error("`redaction` records {recorded}, but the sessions' reasons hold {recount}: a redacted manifest's `redaction` counts the markers its reasons hold")]
+    Redaction { recorded: String, recount: String },
 }
 
 /// `given`, or `given/manifest.json` when `given` is a sweep folder: a
@@ -196,6 +201,12 @@ pub fn check(m: &Manifest) -> Result<(), ManifestProblem> {
     check_counts(m)?;
     check_shard(m)?;
     check_complete(m)?;
+    super::redaction::recount(m.redaction.as_ref(), m.sessions.iter().map(|s| &s.result)).map_err(
+        |d| ManifestProblem::Redaction {
+            recorded: d.recorded,
+            recount: d.recount,
+        },
+    )?;
     if let Some(sh) = &m.shapes {
         for (which, rec) in [("ordinary", &sh.ordinary), ("full", &sh.full)] {
             if !bare_file_name(&rec.file) {

@@ -134,6 +134,10 @@ pub struct SweepOptions {
     /// (recorded as `installedAgyVersion`, with a note that it is not proof
     /// of which daemon answered); each run records its own observation.
     pub installed_agy_version: Option<String>,
+    /// How the manifest and `sessions.csv` write the sessions' reasons
+    /// (`--no-redact`: as they are, saying so); a `--resume` writes the
+    /// whole manifest in its own run's mode ([`crate::manifest::redaction`]).
+    pub redaction: crate::redact::Mode,
 }
 
 /// The note recorded beside `installedAgyVersion`.
@@ -276,6 +280,7 @@ pub fn sweep_to(
         manifest.reader_profiles = profiles;
     }
     manifest.skipped = skipped;
+    manifest.set_redaction_mode(opts.redaction);
     manifest.installed_agy_version = opts.installed_agy_version.clone();
     manifest.installed_agy_version_note = opts
         .installed_agy_version
