@@ -80,9 +80,13 @@ impl FolderKind {
     pub fn describe(self) -> &'static str {
         match self {
             FolderKind::Backup => "a backup of agy's store (~/.gemini/antigravity-backup)",
-            FolderKind::IdeChannel => "the Antigravity IDE channel's folder (~/.gemini/antigravity-ide)",
+            FolderKind::IdeChannel => {
+                "the Antigravity IDE channel's folder (~/.gemini/antigravity-ide)"
+            }
             FolderKind::AppDataEnv => "the desktop app's data folder ($ANTIGRAVITY_APP_DATA_DIR)",
-            FolderKind::AppData => "the desktop app's data folder (the platform's application data)",
+            FolderKind::AppData => {
+                "the desktop app's data folder (the platform's application data)"
+            }
         }
     }
 }

@@ -365,7 +365,10 @@ fn member_kinds(conn: &rusqlite::Connection, total: u64) -> Vec<(String, u64)> {
              total(length(permissions)) + total(length(task_details)) + \
              total(length(render_info)) + total(length(step_payload)) FROM steps",
         ),
-        ("gen_metadata", "SELECT total(length(data)) FROM gen_metadata"),
+        (
+            "gen_metadata",
+            "SELECT total(length(data)) FROM gen_metadata",
+        ),
         (
             "executor_metadata",
             "SELECT total(length(data)) FROM executor_metadata",

@@ -71,7 +71,12 @@ fn list_and_doctor_name_every_store_folder_and_write_none() {
         (BACKUP_DIR, "backup", "unknown surface", "backup"),
         (IDE_CHANNEL_DIR, "ide-channel", "ide", "ideChannel"),
         (APP_DATA_DIR, "app-data", "unknown surface", "appData"),
-        (APP_DATA_ENV_DIR, "app-data-env", "unknown surface", "appDataEnv"),
+        (
+            APP_DATA_ENV_DIR,
+            "app-data-env",
+            "unknown surface",
+            "appDataEnv",
+        ),
     ] {
         let found = of(dir);
         let mut got: Vec<String> = found
@@ -105,14 +110,20 @@ fn list_and_doctor_name_every_store_folder_and_write_none() {
     let text = output_text(&out);
     assert!(text.contains("a backup of agy's store"), "{text}");
     assert!(text.contains("unknown surface"), "{text}");
-    assert!(text.contains(&format!("a copy of {}'s", cli.display())), "{text}");
+    assert!(
+        text.contains(&format!("a copy of {}'s", cli.display())),
+        "{text}"
+    );
     assert!(text.contains("audit-sweep --root"), "{text}");
 
     // doctor: one block per folder, never actionable for them
     let out = in_home(&home).args(["doctor", "--json"]).output().unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).expect(&output_text(&out));
     let folders = v["storeFolders"].as_array().unwrap();
-    let kinds: Vec<&str> = folders.iter().map(|f| f["kind"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> = folders
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
     assert_eq!(kinds, ["backup", "ide-channel", "app-data-env", "app-data"]);
     let backup = &folders[0];
     assert_eq!(backup["surface"], "unknown surface");
@@ -122,7 +133,10 @@ fn list_and_doctor_name_every_store_folder_and_write_none() {
     assert_eq!(folders[1]["copies"], 0);
     let out = in_home(&home).arg("doctor").output().unwrap();
     let text = output_text(&out);
-    assert!(text.contains("3 copies of a live root's conversation"), "{text}");
+    assert!(
+        text.contains("3 copies of a live root's conversation"),
+        "{text}"
+    );
     assert!(text.contains("not a root: never written"), "{text}");
 
     // nothing written anywhere: no sidecar in any folder, no -shm/-journal
@@ -130,7 +144,10 @@ fn list_and_doctor_name_every_store_folder_and_write_none() {
     for dir in [BACKUP_DIR, IDE_CHANNEL_DIR, APP_DATA_DIR, APP_DATA_ENV_DIR] {
         for e in std::fs::read_dir(home.join(dir).join("conversations")).unwrap() {
             let n = e.unwrap().file_name().into_string().unwrap();
-            assert!(n.ends_with(".db") || n.ends_with(".pb") || n.ends_with(".db-wal"), "{n}");
+            assert!(
+                n.ends_with(".db") || n.ends_with(".pb") || n.ends_with(".db-wal"),
+                "{n}"
+            );
         }
     }
 }
@@ -190,7 +207,10 @@ fn a_backup_never_shadows_the_live_root_and_audit_sweep_takes_it() {
     // sync ID: the live root's conversation, its sidecar beside it
     let out = in_home(&home).args(["sync", &id]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
-    let side = |root: &Path| root.join("conversations").join(format!("{id}.trajectory.json"));
+    let side = |root: &Path| {
+        root.join("conversations")
+            .join(format!("{id}.trajectory.json"))
+    };
     assert!(side(&cli).is_file());
     assert!(!side(&backup).exists(), "a backup is never written");
 
@@ -216,7 +236,12 @@ fn a_backup_never_shadows_the_live_root_and_audit_sweep_takes_it() {
         .output()
         .unwrap();
     let m = common::read_manifest(&out_dir);
-    assert_eq!(m["sessions"].as_array().map(Vec::len), Some(3), "{}", output_text(&out));
+    assert_eq!(
+        m["sessions"].as_array().map(Vec::len),
+        Some(3),
+        "{}",
+        output_text(&out)
+    );
     assert!(!side(&backup).exists());
     assert_eq!(home_store_digests(&home), before);
 }

@@ -102,7 +102,12 @@ fn doctor_names_every_planted_trouble_and_changes_nothing() {
     }
     assert_eq!(t["oversized"], 1);
     // the IDE root has no index and no trouble
-    let ide = v["roots"].as_array().unwrap().iter().find(|r| r["surface"] == "ide").unwrap();
+    let ide = v["roots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["surface"] == "ide")
+        .unwrap();
     assert_eq!(ide["troubles"]["index"]["state"], "absent");
     assert_eq!(ide["troubles"]["zombieSteps"], 0);
 
@@ -139,7 +144,9 @@ fn list_check_names_them_and_plain_list_decodes_nothing() {
     };
     // plain list: no troubles, no index line
     let plain = lines(&["list", "--json"]);
-    assert!(plain.iter().all(|r| r.get("troubles").is_none() && r.get("index").is_none()));
+    assert!(plain
+        .iter()
+        .all(|r| r.get("troubles").is_none() && r.get("index").is_none()));
     // list --check: every row a state, one index line per root
     let checked = lines(&["list", "--check", "--json"]);
     let rows: Vec<&Value> = checked.iter().filter(|r| r.get("id").is_some()).collect();
@@ -147,7 +154,10 @@ fn list_check_names_them_and_plain_list_decodes_nothing() {
     assert!(rows.iter().all(|r| r.get("troubles").is_some()));
     let row = |id: &Value| rows.iter().find(|r| r["id"] == *id).unwrap();
     assert_eq!(row(&p["notIndexed"][0])["troubles"]["notIndexed"], true);
-    assert_eq!(row(&p["zombie"]["id"])["troubles"]["inFlight"]["activity"], "idle");
+    assert_eq!(
+        row(&p["zombie"]["id"])["troubles"]["inFlight"]["activity"],
+        "idle"
+    );
     assert!(row(&p["malformed"]["id"])["troubles"]["malformed"].is_string());
     assert!(row(&p["oversized"]["id"])["troubles"]["oversized"]["bytes"].is_u64());
     // none changes a verdict: the same sidecar states as plain list
@@ -155,9 +165,14 @@ fn list_check_names_them_and_plain_list_decodes_nothing() {
         let same = plain.iter().find(|q| q["path"] == r["path"]).unwrap();
         assert_eq!(r["sidecar"], same["sidecar"]);
     }
-    let index: Vec<&Value> = checked.iter().filter(|r| r.get("index").is_some()).collect();
+    let index: Vec<&Value> = checked
+        .iter()
+        .filter(|r| r.get("index").is_some())
+        .collect();
     assert_eq!(index.len(), 2);
-    assert!(index.iter().any(|i| i["index"]["withoutFile"][0] == GONE_ID));
+    assert!(index
+        .iter()
+        .any(|i| i["index"]["withoutFile"][0] == GONE_ID));
     // the text: a line under each row, the index's lines
     let out = in_home(&home).args(["list", "--check"]).output().unwrap();
     let text = output_text(&out);
@@ -171,7 +186,10 @@ fn list_check_names_them_and_plain_list_decodes_nothing() {
         assert!(text.contains(needle), "{needle}\n{text}");
     }
     let text = output_text(&in_home(&home).arg("list").output().unwrap());
-    assert!(!text.contains("zombie") && !text.contains("not indexed"), "{text}");
+    assert!(
+        !text.contains("zombie") && !text.contains("not indexed"),
+        "{text}"
+    );
     assert_eq!(home_store_digests(&home), before);
 }
 

@@ -2,8 +2,8 @@
 
 use super::common::{fraction, real, seed, whole};
 use agy_corpus::corpus::{
-    generate_home_with, generate_release, HomePlants, generate_with_secrets, GenerateOptions, PlanOptions, Release,
-    HOME_CLI_ROOT, HOME_IDE_ROOT,
+    generate_home_with, generate_release, generate_with_secrets, GenerateOptions, HomePlants,
+    PlanOptions, Release, HOME_CLI_ROOT, HOME_IDE_ROOT,
 };
 use clap::{Args, Subcommand};
 use std::path::PathBuf;

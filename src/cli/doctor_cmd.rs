@@ -46,7 +46,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Check every root: its surface, daemon, CSRF token (IDE), the installed
-/// agy version, and whether every conversation's sidecar is fresh.
+/// agy version, and whether every conversation's sidecar is fresh; the
+/// store's own troubles (not indexed, zombie steps, malformed, oversized;
+/// read-only, no verdict changed) and the store folders other tools read
+/// besides the default roots (backup, -ide, the desktop app's data), never
+/// written.
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// A store root (repeatable). Without it: every default root that
@@ -58,7 +62,9 @@ pub struct DoctorArgs {
     /// "reachable", "state", "error"}, "csrf", "csrfToken": {"from",
     /// "state", "sent", "error"}, "sidecars": {"fresh", "stale", "missing", "notSidecars",
     /// "refused", "total"},
-    /// "counts": {...}}], ...} instead of text. The daemon is reachable only
+    /// "counts": {...}, "troubles": {...}}], "storeFolders": [...], ...}
+    /// instead of text (troubles and store folders: see `list --help`;
+    /// informational, never actionable). The daemon is reachable only
     /// when it answers like agy's (token-less first; the token goes only to
     /// a listener that does); "state" names anything else (something else,
     /// tls mismatch, wrong listener, unauthorized, not running, unreachable

@@ -1180,8 +1180,7 @@ pub fn planted_home(
         fault_rate: 0.0,
         scale: 0.05,
     };
-    let (_, planted) =
-        agy_corpus::corpus::generate_home_with(&home, &plan, false, with).unwrap();
+    let (_, planted) = agy_corpus::corpus::generate_home_with(&home, &plan, false, with).unwrap();
     (home, planted)
 }
 

@@ -64,9 +64,7 @@ fn plain_dbs(root: &Path) -> Result<Vec<PathBuf>, CorpusError> {
         .map_err(|e| io(&dir, e))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "db"))
-        .filter(|p| {
-            !sibling(p, "-wal").exists() && !p.with_extension("pb").exists()
-        })
+        .filter(|p| !sibling(p, "-wal").exists() && !p.with_extension("pb").exists())
         .collect();
     out.sort();
     Ok(out)
@@ -164,8 +162,9 @@ fn plant_zombie(db: &Path) -> Result<Value, CorpusError> {
     };
     let mut planted = Vec::new();
     for ((idx, payload), status) in rows.into_iter().zip([2u64, 9]) {
-        let p = with_status(&payload, status)
-            .ok_or_else(|| CorpusError::Build(format!("{}: step {idx}: not a wire message", db.display())))?;
+        let p = with_status(&payload, status).ok_or_else(|| {
+            CorpusError::Build(format!("{}: step {idx}: not a wire message", db.display()))
+        })?;
         c.execute(
             "UPDATE steps SET status = ?1, step_payload = ?2 WHERE idx = ?3",
             rusqlite::params![status as i64, p, idx],
@@ -225,7 +224,12 @@ fn write_index(root: &Path, indexed: &[String]) -> Result<(), CorpusError> {
         "PRAGMA journal_mode=WAL; PRAGMA user_version=3; {SUMMARIES_DDL};"
     ))
     .map_err(|e| sql(&db, e))?;
-    for (i, id) in indexed.iter().map(String::as_str).chain([GONE_ID]).enumerate() {
+    for (i, id) in indexed
+        .iter()
+        .map(String::as_str)
+        .chain([GONE_ID])
+        .enumerate()
+    {
         c.execute(
             "INSERT INTO conversation_summaries (conversation_id, title, preview, step_count, \
              last_modified_time, workspace_uris, status, not_fully_idle, killed) \
@@ -339,9 +343,27 @@ pub fn plant_extra_roots(
         copied.push(stem(db));
     }
     copied.sort();
-    let ide = own_store(&home.join(IDE_CHANNEL_DIR), plan, plan.seed.wrapping_add(2), Some(IDE_STATE), force)?;
-    let app = own_store(&home.join(APP_DATA_DIR), plan, plan.seed.wrapping_add(3), None, force)?;
-    let env = own_store(&home.join(APP_DATA_ENV_DIR), plan, plan.seed.wrapping_add(4), None, force)?;
+    let ide = own_store(
+        &home.join(IDE_CHANNEL_DIR),
+        plan,
+        plan.seed.wrapping_add(2),
+        Some(IDE_STATE),
+        force,
+    )?;
+    let app = own_store(
+        &home.join(APP_DATA_DIR),
+        plan,
+        plan.seed.wrapping_add(3),
+        None,
+        force,
+    )?;
+    let env = own_store(
+        &home.join(APP_DATA_ENV_DIR),
+        plan,
+        plan.seed.wrapping_add(4),
+        None,
+        force,
+    )?;
     Ok(json!({
         "backup": {"path": BACKUP_DIR, "ids": copied, "copyOf": super::HOME_CLI_ROOT},
         "ideChannel": {"path": IDE_CHANNEL_DIR, "ids": ide, "surface": "ide"},
@@ -353,8 +375,8 @@ pub fn plant_extra_roots(
 /// Writes `.truth/plants.json` in the CLI root.
 pub fn record(cli_root: &Path, plants: &Value) -> Result<(), CorpusError> {
     let p = cli_root.join(".truth/plants.json");
-    let text = serde_json::to_string_pretty(plants)
-        .map_err(|e| CorpusError::Build(e.to_string()))?;
+    let text =
+        serde_json::to_string_pretty(plants).map_err(|e| CorpusError::Build(e.to_string()))?;
     std::fs::write(&p, text).map_err(|e| io(&p, e))
 }
 
