@@ -118,7 +118,8 @@ fn list_and_doctor_name_every_store_folder_and_write_none() {
 
     // doctor: one block per folder, never actionable for them
     let out = in_home(&home).args(["doctor", "--json"]).output().unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).expect(&output_text(&out));
+    let v: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", output_text(&out)));
     let folders = v["storeFolders"].as_array().unwrap();
     let kinds: Vec<&str> = folders
         .iter()
