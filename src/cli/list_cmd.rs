@@ -51,9 +51,10 @@ pub struct ListArgs {
     /// "activity": idle|locked|recent|unknown, "quietSeconds"}, "malformed",
     /// "oversized": {"bytes", "largest"}}); a conversation of a store
     /// folder besides the roots adds store (its kind) and copyOf (the live
-    /// root holding the same id, or null). With --check, one more line per
-    /// root: {"root", "index": {"state": absent|read|malformed|unreadable,
-    /// "notIndexed", "withoutFile", "message", "error"}}.
+    /// root holding the same id, or null). With --check, troubles also
+    /// holds "index": {"state": absent|read|malformed|unreadable,
+    /// "withoutFile": the count of the root's index entries without a file,
+    /// which the text output and doctor --json list}.
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
@@ -313,17 +314,26 @@ fn troubles_of(
     locks: Option<&crate::troubles::LockTable>,
 ) -> anyhow::Result<(String, crate::troubles::IndexState)> {
     let t = crate::troubles::probe(root, ctx.schema, locks)?;
+    // the root's index, on each of its rows (one kind of line in --json)
+    let index = serde_json::to_value(&t.index)?;
+    let index = serde_json::json!({
+        "state": index["state"],
+        "withoutFile": t.without_file().len(),
+    });
     for row in rows.iter_mut().filter(|r| !r.implicit) {
-        let Some(c) = t.of(&row.id) else {
-            row.troubles = Some(serde_json::json!({"notIndexed": false}));
-            continue;
+        let mut v = match t.of(&row.id) {
+            Some(c) => serde_json::to_value(c)?,
+            None => serde_json::json!({"notIndexed": false}),
         };
-        let mut v = serde_json::to_value(c)?;
         if let Some(o) = v.as_object_mut() {
             o.remove("id");
             o.remove("path");
+            o.insert("index".into(), index.clone());
         }
         row.troubles = Some(v);
+        let Some(c) = t.of(&row.id) else {
+            continue;
+        };
         row.trouble_lines = crate::troubles::conversation_lines(c);
     }
     Ok((root.path.display().to_string(), t.index))
@@ -434,16 +444,9 @@ pub fn run(a: ListArgs) -> anyhow::Result<i32> {
     }
     // each root's summaries index (--check): its state, the conversations
     // it misses and its entries without a file
-    for (root, index) in &indexes {
-        if a.json {
-            outln!(
-                "{}",
-                serde_json::to_string(&serde_json::json!({"root": root, "index": index}))?
-            );
-        } else {
-            for line in crate::troubles::index_lines(index) {
-                outln!("{}  {}", terminal(root), terminal(&line));
-            }
+    for (root, index) in indexes.iter().filter(|_| !a.json) {
+        for line in crate::troubles::index_lines(index) {
+            outln!("{}  {}", terminal(root), terminal(&line));
         }
     }
     Ok(0)
