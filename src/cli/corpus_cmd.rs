@@ -2,8 +2,8 @@
 
 use super::common::{conversations_value, fraction, real, seed};
 use agy_corpus::corpus::{
-    generate_home, generate_release, generate_with_secrets, GenerateOptions, PlanOptions, Release,
-    HOME_CLI_ROOT, HOME_IDE_ROOT,
+    generate_home_with, generate_release, generate_with_secrets, GenerateOptions, HomePlants,
+    PlanOptions, Release, HOME_CLI_ROOT, HOME_IDE_ROOT,
 };
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -82,6 +82,25 @@ pub struct GenerateArgs {
     /// values. For checking that shared reports redact them.
     #[arg(long, conflicts_with_all = ["next_release", "home"])]
     pub plant_secrets: bool,
+    /// With --home: plant the store troubles users report in the CLI
+    /// store: a conversation_summaries.db missing two conversations and
+    /// holding one entry without a file, a conversation whose last steps
+    /// are left RUNNING and WAITING an hour ago, one whose database SQLite
+    /// reports malformed, one over 100 MB (a sparse file). The three
+    /// conversations whose content changed leave .truth/expected.jsonl;
+    /// everything planted is listed in .truth/plants.json. For `list
+    /// --check` and `doctor`.
+    #[arg(long, requires = "home")]
+    pub plant_troubles: bool,
+    /// With --home: plant the store folders other tools read:
+    /// HOME/.gemini/antigravity-backup (copies of three CLI conversations),
+    /// HOME/.gemini/antigravity-ide (with the IDE's state file),
+    /// HOME/.config/Antigravity (the desktop app's data folder on Linux) and
+    /// HOME/antigravity-app-data (for $ANTIGRAVITY_APP_DATA_DIR), each with
+    /// a conversations/ folder; listed in the CLI store's
+    /// .truth/plants.json.
+    #[arg(long, requires = "home")]
+    pub extra_roots: bool,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
@@ -106,7 +125,11 @@ pub fn run(cmd: CorpusCommand) -> anyhow::Result<i32> {
             let out = match (&a.out, &a.home) {
                 (Some(out), _) => out.clone(),
                 (None, Some(home)) => {
-                    let s = generate_home(home, &plan, a.force)?;
+                    let with = HomePlants {
+                        troubles: a.plant_troubles,
+                        extra_roots: a.extra_roots,
+                    };
+                    let (s, planted) = generate_home_with(home, &plan, a.force, with)?;
                     if a.json {
                         outln!("{}", serde_json::to_string_pretty(&s)?);
                         return Ok(0);
@@ -122,6 +145,18 @@ pub fn run(cmd: CorpusCommand) -> anyhow::Result<i32> {
                             s.protobuf,
                             s.both,
                             home.join(rel).display()
+                        );
+                    }
+                    if a.plant_troubles || a.extra_roots {
+                        outln!(
+                            "planted {} in {}",
+                            planted
+                                .as_object()
+                                .map(|o| o.keys().cloned().collect::<Vec<_>>().join(" and "))
+                                .unwrap_or_default(),
+                            home.join(HOME_CLI_ROOT)
+                                .join(".truth/plants.json")
+                                .display()
                         );
                     }
                     if let Some(f) = &s.cli.families {

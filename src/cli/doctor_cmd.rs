@@ -45,7 +45,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Check every root: its surface, daemon, CSRF token (IDE), the installed
-/// agy version, and whether every conversation's sidecar is fresh.
+/// agy version, and whether every conversation's sidecar is fresh; the
+/// store's own troubles (not indexed, zombie steps, malformed, oversized;
+/// read-only, no verdict changed) and the store folders other tools read
+/// besides the default roots (backup, -ide, the desktop app's data), never
+/// written.
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// A store root (repeatable). Without it: every default root that
@@ -57,7 +61,9 @@ pub struct DoctorArgs {
     /// "reachable", "state", "error"}, "csrf", "csrfToken": {"from",
     /// "state", "sent", "error"}, "sidecars": {"fresh", "stale", "missing", "notSidecars",
     /// "refused", "total"},
-    /// "counts": {...}}], ...} instead of text. The daemon is reachable only
+    /// "counts": {...}, "troubles": {...}}], "storeFolders": [...], ...}
+    /// instead of text (troubles and store folders: see `list --help`;
+    /// informational, never actionable). The daemon is reachable only
     /// when it answers like agy's (token-less first; the token goes only to
     /// a listener that does); "state" names anything else (something else,
     /// tls mismatch, wrong listener, unauthorized, not running, unreachable
@@ -286,6 +292,7 @@ fn root_report(
     ctx: &AuditContext,
     pinned: Option<&str>,
     env: &Token,
+    locks: Option<&crate::troubles::LockTable>,
 ) -> anyhow::Result<(Value, bool)> {
     let token = root_token(root, pinned.is_some(), env);
     let send = match &token {
@@ -360,6 +367,8 @@ fn root_report(
             "olderProfile": older,
         },
         "watch": watch_status(&root.path),
+        // the store's own troubles: informational, no verdict changes
+        "troubles": crate::troubles::probe(root, ctx.schema, locks)?,
     });
     Ok((v, actionable))
 }
@@ -420,17 +429,20 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
     let skew = installed.as_deref().is_some_and(|v| v != release);
     let mut healthy = !skew;
     let mut roots = Vec::new();
+    let locks = crate::troubles::LockTable::read();
     for r in &sel.roots {
-        let (v, actionable) = root_report(r, &ctx, pinned.as_deref(), &env)?;
+        let (v, actionable) = root_report(r, &ctx, pinned.as_deref(), &env, locks.as_ref())?;
         healthy &= !actionable;
         roots.push(v);
     }
+    let extras = super::doctor_folders::reports(&sel, &ctx, locks.as_ref())?;
     if a.json {
         let v = json!({
             "healthy": healthy,
             "agyVersion": {"installed": installed, "profile": release, "skew": skew},
             "roots": roots,
             "missingRoots": sel.missing.iter().map(|m| m.display().to_string()).collect::<Vec<_>>(),
+            "storeFolders": extras,
         });
         outln!("{}", serde_json::to_string_pretty(&v)?);
     } else {
@@ -482,7 +494,9 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
                 c["verified"], c["verifiedSourceOnly"], c["unknown"], c["incomplete"], c["olderProfile"]
             );
             outln!("  watch: {}", r["watch"].as_str().unwrap_or("unknown"));
+            super::doctor_folders::trouble_lines(&r["troubles"]);
         }
+        super::doctor_folders::print(&extras);
         outln!("{}", if healthy { "healthy" } else { "action needed" });
     }
     Ok(if healthy { 0 } else { 1 })

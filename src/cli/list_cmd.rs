@@ -1,5 +1,6 @@
 //! `agy-audit list`: the conversations of every root, newest first.
 
+use crate::report::escape::terminal;
 use crate::roots::{select, Root};
 use crate::source::Format;
 use clap::Args;
@@ -10,7 +11,13 @@ use std::path::{Path, PathBuf};
 /// size, step count (SQLite: the steps table's rows, counted from its b-tree
 /// pages without reading the trajectory; legacy: with --check, after
 /// decryption), the state its sidecar records, and the title agy stored
-/// (the root's conversation_summaries.db), if any.
+/// (the root's conversation_summaries.db), if any. Beside the default roots,
+/// also the conversations of the store folders other tools read
+/// (~/.gemini/antigravity-backup, ~/.gemini/antigravity-ide,
+/// $ANTIGRAVITY_APP_DATA_DIR, the desktop app's data folder, e.g.
+/// ~/.config/Antigravity), each named with what it is (its surface, or
+/// "unknown surface") and never written; a backup's conversation is shown
+/// as a copy of the live root's. Audit one with `audit-sweep --root DIR`.
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// A store root (repeatable, used in order). Without it: every default
@@ -26,12 +33,28 @@ pub struct ListArgs {
     /// Recheck each attestation against its source (profile, source and
     /// payload digests, never mtime; reads every source whole) and show a
     /// stale one as `stale (<recorded state>)`; legacy step counts too
-    /// (after decryption).
+    /// (after decryption). Also name the store's troubles, read-only (no
+    /// -shm or -journal is ever created), none changing a verdict: a
+    /// conversation missing from the root's conversation_summaries.db ("not
+    /// indexed") and index entries without a file; steps left RUNNING or
+    /// WAITING in a conversation no process holds a lock on and unchanged
+    /// for 10 minutes ("zombie steps"); a database SQLite reports
+    /// malformed (never repair it in place; audit a copy made with
+    /// sqlite3's .recover); a conversation over 100 MB, with the member
+    /// kinds holding the most bytes.
     #[arg(long)]
     pub check: bool,
     /// One JSON object a line: id, root, surface, format, path, size,
     /// steps (null when not counted), modified (Unix seconds), sidecar,
-    /// title (null when none is stored), implicit, and with --check fresh.
+    /// title (null when none is stored), implicit, and with --check fresh
+    /// and troubles ({"notIndexed", "inFlight": {"running", "waiting",
+    /// "activity": idle|locked|recent|unknown, "quietSeconds"}, "malformed",
+    /// "oversized": {"bytes", "largest"}}); a conversation of a store
+    /// folder besides the roots adds store (its kind) and copyOf (the live
+    /// root holding the same id, or null). With --check, troubles also
+    /// holds "index": {"state": absent|read|malformed|unreadable,
+    /// "withoutFile": the count of the root's index entries without a file,
+    /// which the text output and doctor --json list}.
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
@@ -59,6 +82,21 @@ struct Row {
     #[serde(skip_serializing_if = "Option::is_none")]
     fresh: Option<bool>,
     implicit: bool,
+    /// A store folder besides the roots ([`crate::store_folders`]): its
+    /// kind (backup, ide-channel, app-data-env, app-data); absent for a
+    /// root's conversation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    store: Option<&'static str>,
+    /// In such a folder: the live root holding the same id (this one is
+    /// its copy); null when no live root does.
+    #[serde(rename = "copyOf", skip_serializing_if = "Option::is_none")]
+    copy_of: Option<Option<String>>,
+    /// With --check: the store's troubles for it ([`crate::troubles`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    troubles: Option<serde_json::Value>,
+    /// The text lines naming those troubles.
+    #[serde(skip)]
+    trouble_lines: Vec<String>,
 }
 
 fn mtime(p: &Path) -> u64 {
@@ -204,6 +242,10 @@ fn rows_of(
             steps,
             modified,
             implicit: false,
+            store: None,
+            copy_of: None,
+            troubles: None,
+            trouble_lines: Vec::new(),
         });
     }
     let implicit = root.path.join("implicit");
@@ -232,6 +274,10 @@ fn rows_of(
                 path: p.display().to_string(),
                 steps: None,
                 implicit: true,
+                store: None,
+                copy_of: None,
+                troubles: None,
+                trouble_lines: Vec::new(),
             });
         }
     }
@@ -258,6 +304,41 @@ fn format_name(f: Format) -> &'static str {
     }
 }
 
+/// The store's troubles ([`crate::troubles`]) for the rows of `root`,
+/// attached to each: a JSON state (every row under --check) and text lines;
+/// returns the root's summaries index state.
+fn troubles_of(
+    rows: &mut [Row],
+    root: &Root,
+    ctx: &crate::pipeline::AuditContext,
+    locks: Option<&crate::troubles::LockTable>,
+) -> anyhow::Result<(String, crate::troubles::IndexState)> {
+    let t = crate::troubles::probe(root, ctx.schema, locks)?;
+    // the root's index, on each of its rows (one kind of line in --json)
+    let index = serde_json::to_value(&t.index)?;
+    let index = serde_json::json!({
+        "state": index["state"],
+        "withoutFile": t.without_file().len(),
+    });
+    for row in rows.iter_mut().filter(|r| !r.implicit) {
+        let mut v = match t.of(&row.id) {
+            Some(c) => serde_json::to_value(c)?,
+            None => serde_json::json!({"notIndexed": false}),
+        };
+        if let Some(o) = v.as_object_mut() {
+            o.remove("id");
+            o.remove("path");
+            o.insert("index".into(), index.clone());
+        }
+        row.troubles = Some(v);
+        let Some(c) = t.of(&row.id) else {
+            continue;
+        };
+        row.trouble_lines = crate::troubles::conversation_lines(c);
+    }
+    Ok((root.path.display().to_string(), t.index))
+}
+
 /// Runs `agy-audit list`.
 pub fn run(a: ListArgs) -> anyhow::Result<i32> {
     let sel = select(&a.roots)?;
@@ -281,8 +362,47 @@ pub fn run(a: ListArgs) -> anyhow::Result<i32> {
         );
     }
     let mut rows = Vec::new();
+    let locks = ctx
+        .as_ref()
+        .and_then(|_| crate::troubles::LockTable::read());
+    let mut indexes = Vec::new();
     for r in &sel.roots {
-        rows.extend(rows_of(r, a.include_implicit, ctx.as_ref())?);
+        let mut found = rows_of(r, a.include_implicit, ctx.as_ref())?;
+        if let Some(ctx) = &ctx {
+            indexes.push(troubles_of(&mut found, r, ctx, locks.as_ref())?);
+        }
+        rows.extend(found);
+    }
+    // store folders besides the roots: only beside the default roots (a
+    // root the user names is all they asked for), read, never written
+    let explicit = sel.roots.iter().any(|r| r.explicit);
+    let extras = if explicit {
+        Vec::new()
+    } else {
+        crate::store_folders::find(&sel.roots)
+    };
+    for f in extras {
+        crate::note!(
+            "list: also found {} ({}, {}): not a root, never written; audit it with `agy-audit audit-sweep --root {}`",
+            terminal(&f.path.display().to_string()),
+            f.kind.describe(),
+            f.surface_label(),
+            terminal(&f.path.display().to_string())
+        );
+        let root = f.as_root();
+        let mut found = rows_of(&root, a.include_implicit, ctx.as_ref())?;
+        for row in &mut found {
+            row.surface = f.surface_label();
+            row.store = Some(f.kind.as_str());
+            row.copy_of = Some(
+                crate::store_folders::copy_of(&row.id, &sel.roots)
+                    .map(|r| r.path.display().to_string()),
+            );
+        }
+        if let Some(ctx) = &ctx {
+            indexes.push(troubles_of(&mut found, &root, ctx, locks.as_ref())?);
+        }
+        rows.extend(found);
     }
     // newest first; ties in root order, then by id (deterministic)
     rows.sort_by(|x, y| y.modified.cmp(&x.modified).then(x.id.cmp(&y.id)));
@@ -310,6 +430,23 @@ pub fn run(a: ListArgs) -> anyhow::Result<i32> {
                     .map(|t| format!("  {}", one_line(t)))
                     .unwrap_or_default()
             );
+            if let Some(kind) = r.store {
+                let copy = match &r.copy_of {
+                    Some(Some(live)) => format!(": a copy of {}'s", terminal(live)),
+                    _ => String::new(),
+                };
+                outln!("    in a store folder besides the roots ({kind}){copy}; never written");
+            }
+            for line in &r.trouble_lines {
+                outln!("    {}", terminal(line));
+            }
+        }
+    }
+    // each root's summaries index (--check): its state, the conversations
+    // it misses and its entries without a file
+    for (root, index) in indexes.iter().filter(|_| !a.json) {
+        for line in crate::troubles::index_lines(index) {
+            outln!("{}  {}", terminal(root), terminal(&line));
         }
     }
     Ok(0)

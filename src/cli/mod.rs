@@ -23,6 +23,7 @@ mod daemon_args;
 mod daemon_sim_cmd;
 mod demo_cmd;
 mod doctor_cmd;
+mod doctor_folders;
 mod errors;
 mod export_check_cmd;
 mod export_cmd;

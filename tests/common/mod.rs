@@ -663,7 +663,8 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
 /// The `agy-audit` binary, with none of the settings it reads from the
-/// environment (daemon URL, CLI root, CSRF token, schema, legacy key file).
+/// environment (daemon URL, CLI root, CSRF token, schema, legacy key file,
+/// the desktop app's data folder).
 pub fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_agy-audit"));
     c.env_remove("ANTIGRAVITY_DAEMON_URL")
@@ -671,7 +672,8 @@ pub fn bin() -> Command {
         .env_remove("ANTIGRAVITY_CSRF_TOKEN")
         .env_remove("AGY_AUDIT_SCHEMA")
         .env_remove("AGY_AUDIT_SCHEMA_SHA256")
-        .env_remove("AGY_AUDIT_LEGACY_KEY_FILE");
+        .env_remove("AGY_AUDIT_LEGACY_KEY_FILE")
+        .env_remove("ANTIGRAVITY_APP_DATA_DIR");
     c
 }
 
@@ -1238,4 +1240,50 @@ pub fn mkfifo(p: &Path) {
     let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
     // SAFETY: a plain mkfifo(3) on a path in a fresh temp folder.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// A generated two-root home (as [`generated_home`]) with `with`'s plants
+/// (`corpus generate --home --plant-troubles --extra-roots`): the home and
+/// what was planted (`.truth/plants.json`).
+pub fn planted_home(
+    name: &str,
+    seed: u64,
+    with: agy_corpus::corpus::HomePlants,
+) -> (PathBuf, serde_json::Value) {
+    let home = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&home);
+    let plan = agy_corpus::corpus::PlanOptions {
+        conversations: 20,
+        seed,
+        near_miss_rate: 0.0,
+        fault_rate: 0.0,
+        scale: 0.05,
+    };
+    let (_, planted) = agy_corpus::corpus::generate_home_with(&home, &plan, false, with).unwrap();
+    (home, planted)
+}
+
+/// The SHA-256 of every file of every store under `home`: each file under
+/// a `conversations/` folder (sidecars, agy-audit's outputs, excepted) and
+/// every `conversation_summaries.db*`. A `-shm`, `-wal` or `-journal` that
+/// appears, or a source that changes, changes the map.
+pub fn home_store_digests(home: &Path) -> std::collections::BTreeMap<PathBuf, String> {
+    walkdir::WalkDir::new(home)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .map(|e| e.path().to_path_buf())
+        .filter(|p| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            let in_store = p
+                .parent()
+                .is_some_and(|d| d.file_name().is_some_and(|n| n == "conversations"));
+            (in_store && !name.ends_with(".trajectory.json"))
+                || name.starts_with("conversation_summaries.db")
+        })
+        .map(|p| {
+            let digest = agy_audit::util::sha256_tagged(&std::fs::read(&p).unwrap());
+            (p, digest)
+        })
+        .collect()
 }

@@ -36,7 +36,9 @@ pub mod report;
 pub mod roots;
 pub mod rpc;
 pub mod sidecars;
+pub mod store_folders;
 pub mod tree;
+pub mod troubles;
 pub mod util;
 pub mod watch;
 

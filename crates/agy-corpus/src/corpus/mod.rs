@@ -33,6 +33,7 @@ pub mod families;
 pub mod legacy;
 pub mod msg;
 pub mod plan;
+pub mod plants;
 pub mod release;
 pub mod rng;
 pub mod secrets;
@@ -164,6 +165,8 @@ struct Marker {
 /// and `faults.txt` included), relative to the store root.
 fn planned_files(plan: &CorpusPlan) -> Vec<String> {
     let mut files = vec![
+        // written by a home's planted troubles (plants)
+        "conversation_summaries.db".to_string(),
         "cli.log".to_string(),
         CLI_STATE.to_string(),
         IDE_STATE.to_string(),
@@ -192,6 +195,7 @@ fn planned_files(plan: &CorpusPlan) -> Vec<String> {
         "families.json",
         "secrets.jsonl",
         "generation.json",
+        "plants.json",
     ] {
         files.push(format!(".truth/{f}"));
     }
@@ -279,6 +283,43 @@ pub fn generate_home(
         b"# Antigravity IDE state (generated)\n",
     )?;
     Ok(HomeSummary { cli, ide })
+}
+
+/// What [`generate_home_with`] plants besides the two roots ([`plants`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HomePlants {
+    /// The store troubles, in the CLI root.
+    pub troubles: bool,
+    /// The store folders besides the roots.
+    pub extra_roots: bool,
+}
+
+/// [`generate_home`], then the [`plants`] asked for (the store folders
+/// first, so the backup copies conversations the troubles leave alone),
+/// recorded in the CLI root's `.truth/plants.json`.
+pub fn generate_home_with(
+    home: &Path,
+    plan: &PlanOptions,
+    force: bool,
+    with: HomePlants,
+) -> Result<(HomeSummary, serde_json::Value), CorpusError> {
+    let summary = generate_home(home, plan, force)?;
+    let cli_root = home.join(HOME_CLI_ROOT);
+    let mut planted = serde_json::Map::new();
+    if with.extra_roots {
+        planted.insert(
+            "extraRoots".into(),
+            plants::plant_extra_roots(home, &cli_root, plan, force)?,
+        );
+    }
+    if with.troubles {
+        planted.insert("troubles".into(), plants::plant_troubles(&cli_root)?);
+    }
+    let planted = serde_json::Value::Object(planted);
+    if with.extra_roots || with.troubles {
+        plants::record(&cli_root, &planted)?;
+    }
+    Ok((summary, planted))
 }
 
 /// The folders a generation creates, children before parents.
