@@ -306,10 +306,10 @@ fn size(p: &Path) -> u64 {
 
 /// SQLite's message when the snapshot reader refuses a database as
 /// malformed; `Err` with the error text for any other failure.
-fn malformed_message(e: &crate::Error) -> Option<String> {
+fn malformed_message(e: &agy_engine::Error) -> Option<String> {
     match e {
-        crate::Error::Corrupt { location, rule, .. } => Some(format!("{location}: {rule}")),
-        crate::Error::Sqlite { detail, .. } => Some(detail.clone()),
+        agy_engine::Error::Corrupt { location, rule, .. } => Some(format!("{location}: {rule}")),
+        agy_engine::Error::Sqlite { detail, .. } => Some(detail.clone()),
         _ => None,
     }
 }

@@ -455,7 +455,7 @@ mod tests {
     fn the_strict_reader_holds_the_member() {
         use crate::manifest::read::{parse_strict, ManifestProblem};
         let mut v: serde_json::Value = serde_json::from_slice(include_bytes!(
-            "../../manifests/default-corpus.manifest.json"
+            "../../../../manifests/default-corpus.manifest.json"
         ))
         .unwrap();
         let read = |v: &serde_json::Value| parse_strict(&serde_json::to_vec(v).unwrap());

@@ -158,7 +158,7 @@ impl Schema {
         Self::from_bytes(&bytes, SchemaOrigin::File(path.to_path_buf()))
     }
 
-    pub(crate) fn from_bytes(bytes: &[u8], origin: SchemaOrigin) -> Result<Schema, SchemaError> {
+    pub fn from_bytes(bytes: &[u8], origin: SchemaOrigin) -> Result<Schema, SchemaError> {
         let label = origin.label();
         let pool = decode_pool(bytes).map_err(|e| e.at(&label))?;
         let struct_pool = decode_pool(STRUCT_SET).map_err(|e| e.at("<embedded struct.proto>"))?;
