@@ -415,12 +415,12 @@ pub fn extract_installed(release: Option<&str>) -> Result<Outcome, InstalledErro
                 .join("; "),
         });
     }
-    Schema::from_bytes(&x.set, crate::schema::SchemaOrigin::File(agy.clone())).map_err(|source| {
-        InstalledError::Unusable {
+    Schema::from_bytes(&x.set, crate::schema::SchemaOrigin::File(agy.clone())).map_err(
+        |source| InstalledError::Unusable {
             agy: agy.clone(),
             source,
-        }
-    })?;
+        },
+    )?;
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;
     let set = dir.join(set_name(&release, &sha));
     let mpath = crate::schema::pin::manifest_path(&set);
