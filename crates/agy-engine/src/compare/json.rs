@@ -58,13 +58,34 @@ pub(crate) fn kind(v: &Value) -> &'static str {
     }
 }
 
+/// A value as a mismatch reason quotes it: whole up to 60 characters, else
+/// its first 60 cut back to the last break, so the cut never leaves part of
+/// a word. Reasons are redacted downstream (`agy_audit_app::redact`), and a
+/// rule cannot recognize a fragment of a token: a token (or URL) that the
+/// 60th character would split is left out whole, never shown in part.
 pub(crate) fn short(v: &Value) -> String {
     let s = v.to_string();
-    if s.chars().count() > 60 {
-        format!("{}…", s.chars().take(60).collect::<String>())
-    } else {
-        s
+    if s.chars().count() <= 60 {
+        return s;
     }
+    let head: Vec<char> = s.chars().take(61).collect();
+    let mut end = 60;
+    if !is_break(head[60]) {
+        while end > 0 && !is_break(head[end - 1]) {
+            end -= 1;
+        }
+    }
+    format!("{}…", head[..end].iter().collect::<String>())
+}
+
+/// Where a quoted value may be cut without splitting a token: whitespace,
+/// quotes, and JSON's own punctuation.
+fn is_break(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(
+            c,
+            '"' | '\'' | ',' | ';' | '[' | ']' | '{' | '}' | '(' | ')' | '<' | '>'
+        )
 }
 
 /// The first `limit` paths where `actual` differs from `expected`.
@@ -155,5 +176,27 @@ fn walk(e: &Value, a: &Value, path: &mut String, out: &mut Vec<String>, limit: u
             short(e)
         )),
         _ => out.push(format!("{}: {}, expected {}", at(path), short(a), short(e))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cut never shows part of a token: the fragment a 60-character cut
+    /// would leave is dropped whole (issue 46: redaction cannot recognize a
+    /// fragment).
+    #[test]
+    fn a_long_value_is_cut_between_tokens() {
+        let token = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+        let v = Value::String(format!("export A=1; export GITHUB_TOKEN={token} # set"));
+        let s = short(&v);
+        assert_eq!(s, "\"export A=1; export …");
+        assert!(!s.contains("ghp_"), "{s}");
+        // a break at the cut keeps the whole head
+        let v = Value::String(format!("{} {}", "a".repeat(58), "tail"));
+        assert_eq!(short(&v), format!("\"{} …", "a".repeat(58)));
+        // short values are whole
+        assert_eq!(short(&Value::String("x".into())), "\"x\"");
     }
 }
