@@ -8,7 +8,7 @@
 //!
 //! A leaf: it imports only the field helpers, never a family.
 
-use super::fields::{text, Args};
+use super::fields::Args;
 use prost_reflect::DynamicMessage;
 use std::fmt;
 
@@ -19,9 +19,11 @@ use std::fmt;
 /// retained tool call) and requires a refusal.
 #[derive(Debug, Clone, Copy)]
 pub struct ArgBound {
-    /// Each argument the call must carry with the field (of the payload or
-    /// the native step the family names) whose text it must equal as a JSON
-    /// string.
+    /// Each argument the call must carry with the field whose value it must
+    /// equal as JSON: a dotted path (a map's key as its last step) into the
+    /// decoded result payload (a modern tool payload), the presented native
+    /// Step (a wrapper over an embedded native Step), or the wrapper's
+    /// `generic` (a payload-free wrapper); see `bounds::source`.
     pub equal: &'static [(&'static str, &'static str)],
     /// Further arguments the call must carry.
     pub required: &'static [&'static str],
@@ -51,6 +53,9 @@ pub enum ArgMiss {
         arg: &'static str,
         field: &'static str,
     },
+    /// The arguments are not exactly the members of the JSON object this
+    /// field holds (each the same JSON).
+    NotMembers { field: &'static str },
     /// The arguments differ from the retained tool call's (or there is none).
     NotInToolCall,
 }
@@ -62,6 +67,9 @@ impl fmt::Display for ArgMiss {
             ArgMiss::Missing(a) => write!(f, "missing argument {a}"),
             ArgMiss::Contradicts { arg, field } => {
                 write!(f, "argument {arg} is not the string of {field}")
+            }
+            ArgMiss::NotMembers { field } => {
+                write!(f, "arguments not exactly the members of {field}")
             }
             ArgMiss::NotInToolCall => {
                 f.write_str("arguments not repeated in the retained tool call")
@@ -145,17 +153,25 @@ impl ArgBound {
         n
     }
 
-    /// Checks `args` against the bound: `source` holds the fields named in
-    /// [`Self::equal`], `step` the retained tool call.
-    pub(crate) fn check(
+    /// Checks `args` against the bound's values: the required arguments are
+    /// present, those bound to a field equal it, and, when the bound says so,
+    /// they repeat the retained tool call. `field` resolves a declared field
+    /// (of [`Self::equal`], [`Self::equal_if_present`], [`Self::members_of`])
+    /// to its stored value as JSON (`None`: absent or not resolvable), and
+    /// `step` holds the retained tool call. The names are not checked here:
+    /// the dispatcher checks them against every bound that applies at once
+    /// (`bounds::enforce`).
+    ///
+    /// An argument bound to a field must be the same JSON as the field's
+    /// value: a string field's text as a JSON string, an integer field as a
+    /// JSON number, a bool field as a JSON literal. A field that does not
+    /// resolve contradicts every argument (fail closed).
+    pub(crate) fn check_values(
         &self,
         args: &Args,
-        source: &DynamicMessage,
+        field: &dyn Fn(&str) -> Option<serde_json::Value>,
         step: &DynamicMessage,
     ) -> Result<(), ArgMiss> {
-        if let Some(k) = args.extra_key(&self.names()) {
-            return Err(ArgMiss::Extra(k.to_string()));
-        }
         for arg in self.required_names() {
             if !args.has(arg) {
                 return Err(ArgMiss::Missing(arg));
@@ -165,14 +181,46 @@ impl ArgBound {
             .equal_if_present
             .iter()
             .filter(|(arg, _)| args.has(arg));
-        for (arg, field) in self.equal.iter().chain(present) {
-            if args.string(arg).as_deref() != Some(text(source, field).as_str()) {
-                return Err(ArgMiss::Contradicts { arg, field });
+        for (arg, f) in self.equal.iter().chain(present) {
+            let value = field(f);
+            if value.is_none() || args.json(arg) != value {
+                return Err(ArgMiss::Contradicts { arg, field: f });
             }
+        }
+        if let Some(f) = self.members_of {
+            members_are(args, f, field(f))?;
         }
         if self.repeat_tool_call && !args.repeat_tool_call(step) {
             return Err(ArgMiss::NotInToolCall);
         }
         Ok(())
+    }
+}
+
+/// The arguments are exactly the members of the JSON object that field `f`
+/// holds as text (`value`), each the same JSON.
+fn members_are(
+    args: &Args,
+    f: &'static str,
+    value: Option<serde_json::Value>,
+) -> Result<(), ArgMiss> {
+    let object = match value {
+        Some(serde_json::Value::String(t)) => serde_json::from_str::<serde_json::Value>(&t).ok(),
+        _ => None,
+    };
+    let Some(serde_json::Value::Object(members)) = object else {
+        return Err(ArgMiss::NotMembers { field: f });
+    };
+    if let Some(k) = args.keys().into_iter().find(|k| !members.contains_key(*k)) {
+        return Err(ArgMiss::Extra(k.to_string()));
+    }
+    let same = members.len() == args.0.len()
+        && members
+            .iter()
+            .all(|(k, v)| args.json(k).is_some_and(|a| a == *v));
+    if same {
+        Ok(())
+    } else {
+        Err(ArgMiss::NotMembers { field: f })
     }
 }

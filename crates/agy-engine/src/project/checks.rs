@@ -94,16 +94,16 @@ pub(crate) const WRAPPER_TOOLS: &[Args] = &[
 /// (the same keys, each the same JSON value).
 pub(crate) const MCP_TOOL_PREFIX: &str = "mcp_";
 
-/// The arguments a wrapper may carry besides its tool's allow-list: each is
-/// accepted only under its own rule, which refuses it on another tool.
-const OWN_RULE_ARGS: &[&str] = &["ContentOffset", "Append"];
-
 /// "Generic wrappers containing recognized [...] native Steps": the
-/// wrapper's tool must be the one qualified over the native type, and its
-/// arguments within that tool's allow-list ([`WRAPPER_TOOLS`], MCP tools by
-/// [`MCP_TOOL_PREFIX`]). A mismatch fails with [`Reason::WrapperTool`], any
-/// other argument with [`Reason::WrapperArgument`].
-pub(crate) fn check_tool_and_args(w: &Wrapper, ntype: &str, n: &DynamicMessage) -> R<()> {
+/// wrapper's tool must be the one qualified over the native type
+/// ([`WRAPPER_TOOLS`], MCP tools by [`MCP_TOOL_PREFIX`]); a mismatch fails
+/// with [`Reason::WrapperTool`]. Its arguments within that tool's
+/// allow-list (the MCP tool call's members) are the declared bound, which
+/// the dispatcher enforces (`bounds::enforce`: another argument fails with
+/// [`Reason::WrapperArgument`]); ContentOffset and Append are named only by
+/// their own rules' bounds, so they pass only where those rules presented
+/// the step.
+pub(crate) fn check_tool(w: &Wrapper, ntype: &str, n: &DynamicMessage) -> R<()> {
     let base = RuleId::EmbeddedNativeStep;
     if ntype == MCP_TOOL {
         let mcp = sub(n, "mcp_tool");
@@ -111,75 +111,34 @@ pub(crate) fn check_tool_and_args(w: &Wrapper, ntype: &str, n: &DynamicMessage) 
         let call = mcp.and_then(|m| sub(m, "tool_call"));
         let name = call.map(|c| text(c, "name")).unwrap_or_default();
         let want = format!("{MCP_TOOL_PREFIX}{server}_{name}");
-        ensure(
+        return ensure(
             !server.is_empty() && !name.is_empty() && w.tool == want,
             base,
             Reason::WrapperTool,
             || format!("{:?} over {ntype} (want {want:?})", w.tool),
-        )?;
-        let native_args = call.and_then(|c| {
-            match serde_json::from_str::<serde_json::Value>(&text(c, "arguments_json")) {
-                Ok(serde_json::Value::Object(o)) => Some(o),
-                _ => None,
-            }
-        });
-        let Some(native_args) = native_args else {
-            return reject(
-                Some(base),
-                Reason::WrapperArgument,
-                "the native MCP tool call has no argument object",
-            );
-        };
-        if let Some(k) = w.args.keys().into_iter().find(
-            |k| !matches!((native_args.get(*k), w.args.json(k)), (Some(a), Some(b)) if *a == b),
-        ) {
-            return reject(
-                Some(base),
-                Reason::WrapperArgument,
-                format!("{} argument {k} is not the native MCP tool call's", w.tool),
-            );
-        }
-        return ensure(
-            native_args.len() == w.args.0.len(),
-            base,
-            Reason::WrapperArgument,
-            || format!("{} lacks arguments of the native MCP tool call", w.tool),
         );
     }
-    let Some(a) = WRAPPER_TOOLS
+    if WRAPPER_TOOLS
         .iter()
-        .find(|a| a.over == Some(ntype) && a.tool == w.tool && ntype != MCP_TOOL)
-    else {
-        let want: Vec<&str> = WRAPPER_TOOLS
-            .iter()
-            .filter(|a| a.over == Some(ntype))
-            .map(|a| a.tool)
-            .collect();
-        let tool = if w.tool.is_empty() {
-            "(no tool name)"
-        } else {
-            w.tool.as_str()
-        };
-        return reject(
-            Some(base),
-            Reason::WrapperTool,
-            format!("{tool} over {ntype} (want one of {want:?})"),
-        );
-    };
-    let allowed = a.bound.names();
-    match w
-        .args
-        .keys()
-        .into_iter()
-        .find(|k| !allowed.contains(k) && !OWN_RULE_ARGS.contains(k))
+        .any(|a| a.over == Some(ntype) && a.tool == w.tool && ntype != MCP_TOOL)
     {
-        Some(k) => reject(
-            Some(base),
-            Reason::WrapperArgument,
-            format!("{} argument {k} (allowed: {allowed:?})", a.tool),
-        ),
-        None => Ok(()),
+        return Ok(());
     }
+    let want: Vec<&str> = WRAPPER_TOOLS
+        .iter()
+        .filter(|a| a.over == Some(ntype))
+        .map(|a| a.tool)
+        .collect();
+    let tool = if w.tool.is_empty() {
+        "(no tool name)"
+    } else {
+        w.tool.as_str()
+    };
+    reject(
+        Some(base),
+        Reason::WrapperTool,
+        format!("{tool} over {ntype} (want one of {want:?})"),
+    )
 }
 
 /// The outer-error rule's shared bounds, under `rule`: "The outer error may

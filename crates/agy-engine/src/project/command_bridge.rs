@@ -122,7 +122,10 @@ pub(crate) fn check(w: &Wrapper, n: &DynamicMessage) -> R<()> {
     )
 }
 
-/// The family's argument bounds (the command and working directory are the native command's; the wait is 5000; repeating the tool calls).
+/// The family's argument bounds (the command and working directory are the
+/// native command's; the wait is 5000; repeating the tool calls). Exactly
+/// these three: the embedded allow-list of run_command over RUN_COMMAND
+/// (`checks::WRAPPER_TOOLS`) bounds this route too, and names no other.
 const ARGS: &[Args] = &[Args::of(
     RuleId::CommandBridgeFormatFailure,
     "run_command",
@@ -132,8 +135,8 @@ const ARGS: &[Args] = &[Args::of(
             ("Cwd", "run_command.cwd"),
         ])
         .required(&["WaitMsBeforeAsync"])
-        .optional(&["toolAction", "toolSummary"])
         .repeating(),
+    Reason::BridgeCommand,
 )];
 
 /// The family: a run_command bridge formatting failure (an ERROR wrapper

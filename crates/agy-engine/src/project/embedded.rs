@@ -5,7 +5,7 @@
 //! type-specific mappings (bridge failure, failed list_resources, images)
 //! are checked from here but live in their own files.
 
-use super::checks::{check_tool_and_args, outer_error_matches, WRAPPER_TOOLS};
+use super::checks::{check_tool, outer_error_matches, WRAPPER_TOOLS};
 use super::doc::RuleDoc;
 use super::family::{has_records, Claim, Ctx, Family, Hook, Presented, STEP_URL};
 use super::fields::{
@@ -180,8 +180,9 @@ pub(crate) const DOCS: &[RuleDoc] = &[
 /// list_resources, failed generate_image or the outer-error rule; without
 /// one, the image mapping, equal statuses, or the CANCELED command cases.
 /// Last, whatever the route: the wrapper's tool is the one qualified over
-/// the native type and its arguments are within that tool's allow-list
-/// ([`check_tool_and_args`], `checks::WRAPPER_TOOLS`).
+/// the native type ([`check_tool`]). Its arguments are held to that tool's
+/// allow-list (`checks::WRAPPER_TOOLS`, this family's declared bounds) by
+/// the dispatcher, after the route (`bounds::enforce`).
 fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     let base = RuleId::EmbeddedNativeStep;
     let n = DynamicMessage::decode(ctx.schema.names.step.clone(), bytes.clone())
@@ -350,7 +351,7 @@ fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     // After the type-specific rules, so their named reasons (another tool
     // for Append or ContentOffset, a record for another tool, arguments that
     // do not repeat the native tool call) come first.
-    check_tool_and_args(w, &ntype, &n)?;
+    check_tool(w, &ntype, &n)?;
 
     let mut step = n;
     if let Some(td) = wt {

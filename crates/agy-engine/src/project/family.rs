@@ -47,6 +47,12 @@ pub struct Args {
     /// rules (`None` elsewhere).
     pub over: Option<&'static str>,
     pub bound: ArgBound,
+    /// The reason a call outside the bound is refused with, under `rule`
+    /// (the dispatcher enforces the bound, [`super::bounds`]).
+    pub refuse: Reason,
+    /// The reason for arguments that do not repeat the retained tool call
+    /// (`refuse` unless a rule names another).
+    pub refuse_repeat: Reason,
 }
 
 impl Args {
@@ -58,17 +64,36 @@ impl Args {
             tool,
             over: Some(over),
             bound,
+            refuse: Reason::WrapperArgument,
+            refuse_repeat: Reason::WrapperArgument,
         }
     }
 
-    /// The bound of `rule` over calls of `tool`.
-    pub const fn of(rule: RuleId, tool: &'static str, bound: ArgBound) -> Args {
+    /// The bound of `rule` over calls of `tool`, refused with `refuse`.
+    pub const fn of(rule: RuleId, tool: &'static str, bound: ArgBound, refuse: Reason) -> Args {
         Args {
             rule,
             tool,
             over: None,
             bound,
+            refuse,
+            refuse_repeat: refuse,
         }
+    }
+
+    /// With arguments that do not repeat the retained tool call refused
+    /// with `reason`.
+    pub const fn repeat_refused(self, reason: Reason) -> Args {
+        Args {
+            refuse_repeat: reason,
+            ..self
+        }
+    }
+
+    /// Whether the bound names `tool`: exactly, or, for a bound whose tool
+    /// ends in `_` (MCP tools, `mcp_<server>_<tool>`), as a prefix.
+    pub fn names_tool(&self, tool: &str) -> bool {
+        self.tool == tool || (self.tool.ends_with('_') && tool.starts_with(self.tool))
     }
 }
 
@@ -206,6 +231,16 @@ impl<'a> Ctx<'a> {
             around,
             families,
         }
+    }
+
+    /// Every registered claim, in the registry's order.
+    pub fn claims(&self) -> impl Iterator<Item = &'a Claim> {
+        self.families.iter().flat_map(|f| f.claims.iter())
+    }
+
+    /// Every registered argument bound, in the registry's order.
+    pub fn bounds(&self) -> impl Iterator<Item = &'a Args> {
+        self.families.iter().flat_map(|f| f.args.iter())
     }
 
     /// Every registered hook, in the registry's order.

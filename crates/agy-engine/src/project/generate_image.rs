@@ -28,16 +28,22 @@ const PAYLOAD_FIELDS: &[&str] = &[
     "model_name",
     "image_uri",
 ];
-/// The generate_image arguments and the fields (of the native step, or of
-/// the GenerateImage payload) that repeat them.
+/// The generate_image arguments and the GenerateImage payload fields that
+/// repeat them.
 const IMAGE_ARGS: &[(&str, &str)] = &[
     ("AspectRatio", "aspect_ratio"),
     ("ImageName", "image_name"),
     ("Prompt", "prompt"),
 ];
+/// The same arguments and the native image Step's fields that repeat them.
+const NATIVE_IMAGE_ARGS: &[(&str, &str)] = &[
+    ("AspectRatio", "generate_image.aspect_ratio"),
+    ("ImageName", "generate_image.image_name"),
+    ("Prompt", "generate_image.prompt"),
+];
 
 /// A failed call's arguments: exactly the three, each the native field's.
-const FAILED_ARGS: ArgBound = ArgBound::NONE.equal(IMAGE_ARGS);
+const FAILED_ARGS: ArgBound = ArgBound::NONE.equal(NATIVE_IMAGE_ARGS);
 
 /// The GenerateImage Any's arguments: exactly the three, each the payload's
 /// field, repeating the retained tool call. The specification bounds every
@@ -93,9 +99,6 @@ pub(crate) fn check_failed(w: &Wrapper, n: &DynamicMessage) -> R<()> {
         Reason::FailedImage,
         || format!("tool {}", w.tool),
     )?;
-    if let Err(miss) = FAILED_ARGS.check(&w.args, gi, w.step) {
-        return reject(Some(rule), Reason::FailedImage, miss.to_string());
-    }
     let media = w
         .result
         .as_ref()
@@ -167,9 +170,6 @@ pub(crate) fn project_any(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presen
     ensure(step_ok, rule, Reason::ImagePayloadStep, || {
         format!("{} {}", w.tool, w.status)
     })?;
-    if let Err(miss) = ANY_ARGS.check(&w.args, &payload, w.step) {
-        return reject(Some(rule), Reason::ImagePayloadArgs, miss.to_string());
-    }
     let media = w
         .result
         .as_ref()
@@ -237,7 +237,17 @@ pub(crate) const FAMILY: Family = Family {
         },
     ],
     args: &[
-        Args::of(RuleId::FailedGenerateImage, "generate_image", FAILED_ARGS),
-        Args::of(RuleId::GenerateImageAny, "generate_image", ANY_ARGS),
+        Args::of(
+            RuleId::FailedGenerateImage,
+            "generate_image",
+            FAILED_ARGS,
+            Reason::FailedImage,
+        ),
+        Args::of(
+            RuleId::GenerateImageAny,
+            "generate_image",
+            ANY_ARGS,
+            Reason::ImagePayloadArgs,
+        ),
     ],
 };

@@ -88,6 +88,7 @@ const ARGS: &[Args] = &[Args::of(
     ArgBound::NONE
         .equal(&[("ServerName", "list_resources.server_name")])
         .repeating(),
+    Reason::ListResourcesArguments,
 )];
 
 /// The family: a failed list_resources call.

@@ -83,8 +83,7 @@ fn project(_ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
     let a = &w.args;
     let shape_ok = match w.tool.as_str() {
         "run_command" => {
-            a.keys_are(COMMAND_SHAPE)
-                && a.string("CommandLine").is_some()
+            a.string("CommandLine").is_some()
                 && a.string("Cwd").is_some()
                 && a.canonical_uint("WaitMsBeforeAsync").is_some()
                 && a.raw("IsDaemon") == Some("false")
@@ -92,23 +91,19 @@ fn project(_ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
                 && a.string("toolAction").is_some()
         }
         "view_file" => {
-            a.keys_are(READ_SHAPE)
-                && a.string("AbsolutePath").is_some()
+            a.string("AbsolutePath").is_some()
                 && a.canonical_uint("StartLine").is_some()
                 && a.canonical_uint("EndLine").is_some()
                 && a.string("toolAction").is_some()
         }
         _ => false,
     };
+    // The values of the declared shapes; the names (exactly the shape) and
+    // the repeat of the tool call are the declared bound ([`ARGS`]), which
+    // the dispatcher enforces.
     ensure(shape_ok, rule, Reason::MissingSummaryArguments, || {
         format!("{} arguments {:?}", w.tool, a.keys())
     })?;
-    ensure(
-        a.repeat_tool_call(w.step),
-        rule,
-        Reason::ArgumentsRepeatToolCall,
-        String::new,
-    )?;
     Ok(Presented::unchanged(rule))
 }
 
@@ -118,12 +113,16 @@ const ARGS: &[Args] = &[
         RuleId::MissingToolSummary,
         "run_command",
         ArgBound::NONE.required(COMMAND_SHAPE).repeating(),
-    ),
+        Reason::MissingSummaryArguments,
+    )
+    .repeat_refused(Reason::ArgumentsRepeatToolCall),
     Args::of(
         RuleId::MissingToolSummary,
         "view_file",
         ArgBound::NONE.required(READ_SHAPE).repeating(),
-    ),
+        Reason::MissingSummaryArguments,
+    )
+    .repeat_refused(Reason::ArgumentsRepeatToolCall),
 ];
 
 /// The family: resultless run_command and view_file calls rejected for

@@ -19,7 +19,10 @@
 //! lends others, its argument bounds) and imports only the leaf modules
 //! (`family.rs`: the step context and the family's shape; `fields.rs`,
 //! `args.rs`, `checks.rs`, `native.rs`, `doc.rs`, `reasons.rs`,
-//! `projection.rs`, `modern/common.rs`), never another family.
+//! `projection.rs`, `modern/common.rs`), never another family. A family's
+//! argument bounds are data the dispatcher executes (`bounds.rs`): a step is
+//! accepted only when its arguments are within the bounds declared for the
+//! rules it is presented under, whatever the family's own code reads.
 //!
 //! | file | rules |
 //! |---|---|
@@ -44,6 +47,7 @@
 //! takes.
 
 pub(crate) mod args;
+mod bounds;
 pub(crate) mod checks;
 mod command_bridge;
 pub(crate) mod doc;
@@ -168,10 +172,10 @@ fn with_extra(mut p: Presented, extra: &[RuleId]) -> Presented {
     p
 }
 
-/// Hands a generic step to the family that claims it: a payload Any by its
-/// exact type URL; a wrapper without a result to the resultless family; a
-/// payload-less one with a result to the first `PayloadlessWhen` that
-/// recognizes it, else the payload-free family.
+/// Hands a generic step to the family that claims it ([`claim_step`]), then
+/// holds the presentation to the argument bounds the families declare for
+/// the rules it is presented under ([`bounds::enforce`]): no family accepts
+/// an argument its declaration does not name.
 fn project_step(ctx: &Ctx<'_>, step: &DynamicMessage) -> R<Presented> {
     let is_generic_type = step_type(step) == "CORTEX_STEP_TYPE_GENERIC";
     let generic = sub(step, "generic");
@@ -184,53 +188,63 @@ fn project_step(ctx: &Ctx<'_>, step: &DynamicMessage) -> R<Presented> {
         (true, Some(g)) => g,
     };
     let w = Wrapper::new(step, generic);
-    let claims = || registry::claims();
-    match w.payload() {
+    let payload = w.payload();
+    let p = claim_step(ctx, &w, payload.as_ref())?;
+    bounds::enforce(ctx, &w, payload.as_ref(), &p)?;
+    Ok(p)
+}
+
+/// The family that claims a generic wrapper projects it: a payload Any by
+/// its exact type URL; a wrapper without a result to the resultless family;
+/// a payload-less one with a result to the first `PayloadlessWhen` that
+/// recognizes it, else the payload-free family.
+fn claim_step(ctx: &Ctx<'_>, w: &Wrapper, payload: bounds::Payload) -> R<Presented> {
+    match payload {
         Some((url, bytes)) => {
-            for claim in claims() {
+            for claim in ctx.claims() {
                 if let Claim::Payload {
                     url: claimed,
                     project,
                     extra,
                 } = claim
                 {
-                    if *claimed == url {
-                        return project(ctx, &w, &bytes).map(|p| with_extra(p, extra));
+                    if claimed == url {
+                        return project(ctx, w, bytes).map(|p| with_extra(p, extra));
                     }
                 }
             }
             if url.starts_with(TOOLS_URL_PREFIX) {
-                reject(None, Reason::ModernToolPayload, url)
+                reject(None, Reason::ModernToolPayload, url.clone())
             } else {
-                reject(None, Reason::UnsupportedAnyType, url)
+                reject(None, Reason::UnsupportedAnyType, url.clone())
             }
         }
-        None if w.result.is_none() => match claims().find_map(|c| match c {
+        None if w.result.is_none() => match ctx.claims().find_map(|c| match c {
             Claim::Resultless(project) => Some(*project),
             _ => None,
         }) {
-            Some(project) => project(ctx, &w),
+            Some(project) => project(ctx, w),
             None => reject(None, Reason::ResultlessTool, w.tool.clone()),
         },
         None => {
-            for claim in claims() {
+            for claim in ctx.claims() {
                 if let Claim::PayloadlessWhen {
                     when,
                     project,
                     extra,
                 } = claim
                 {
-                    if when(&w) {
-                        return project(ctx, &w).map(|p| with_extra(p, extra));
+                    if when(w) {
+                        return project(ctx, w).map(|p| with_extra(p, extra));
                     }
                 }
             }
-            match claims().find_map(|c| match c {
+            match ctx.claims().find_map(|c| match c {
                 Claim::Payloadless(project) => Some(*project),
                 _ => None,
             }) {
-                Some(project) => project(ctx, &w),
-                None => family::unqualified(&w),
+                Some(project) => project(ctx, w),
+                None => family::unqualified(w),
             }
         }
     }

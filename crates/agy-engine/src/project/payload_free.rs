@@ -208,6 +208,10 @@ fn manage_task(w: &Wrapper) -> R<Presented> {
     } else {
         !w.args.0.is_empty() && w.args.extra_key(&["ConversationId", "Message"]).is_none()
     };
+    // The names repeat the declared bound ([`ARGS`]), which the dispatcher
+    // also enforces: checked here too so that a send_input-like call under
+    // another Action (Input is not named) is refused for its arguments
+    // before its send_input metadata keys are.
     ensure(args_ok, rule, Reason::PayloadFreeArguments, || {
         format!("{} arguments {:?}", w.tool, w.args.keys())
     })?;
@@ -242,11 +246,11 @@ fn send_input(w: &Wrapper) -> R<Presented> {
     )?;
     let task = w.args.string("TaskId").filter(|s| !s.is_empty());
     let input = w.args.string("Input").filter(|s| !s.is_empty());
+    // Exactly Action, TaskId and Input, the last two the result metadata's,
+    // repeating the tool call: the declared bound ([`ARGS`]), which the
+    // dispatcher enforces; here that both are nonempty strings.
     ensure(
-        w.args.keys_are(&["Action", "TaskId", "Input"])
-            && task.is_some()
-            && input.is_some()
-            && w.args.repeat_tool_call(w.step),
+        task.is_some() && input.is_some(),
         rule,
         Reason::SendInputArguments,
         || format!("arguments {:?}", w.args.keys()),
@@ -259,12 +263,6 @@ fn send_input(w: &Wrapper) -> R<Presented> {
         rule,
         Reason::SendInputMetadata,
         || format!("{:?}", md.keys().collect::<Vec<_>>()),
-    )?;
-    ensure(
-        md.get("input") == input.as_ref() && md.get("task_id") == task.as_ref(),
-        rule,
-        Reason::SendInputArguments,
-        || "metadata input or task_id differs from the arguments".into(),
     )?;
     ensure(
         md.get("tool_name").map(String::as_str) == Some("run_command"),
@@ -300,13 +298,10 @@ fn schedule_subagents(w: &Wrapper) -> R<Presented> {
     let schedule = w.tool == "schedule";
     records(rule, w, schedule)?;
     let args_ok = match w.tool.as_str() {
-        "schedule" => {
-            !w.args.0.is_empty()
-                && w.args
-                    .extra_key(&["DurationSeconds", "Prompt", "TimerCondition"])
-                    .is_none()
-        }
-        "manage_subagents" => w.args.keys_are(&["Action"]),
+        // Their names are the declared bounds ([`ARGS`]), which the
+        // dispatcher enforces; schedule carries at least one.
+        "schedule" => !w.args.0.is_empty(),
+        "manage_subagents" => true,
         _ => {
             w.args.keys_are(&["definition"])
                 || (w.args.has("name") && w.args.extra_key(DEFINE_SUBAGENT_FIELDS).is_none())
@@ -332,12 +327,7 @@ fn schedule_subagents(w: &Wrapper) -> R<Presented> {
 fn list_permissions(w: &Wrapper) -> R<Presented> {
     let rule = RuleId::PayloadFreeListPermissions;
     records(rule, w, false)?;
-    ensure(
-        w.args.0.is_empty(),
-        rule,
-        Reason::PayloadFreeArguments,
-        || format!("{:?}", w.args.keys()),
-    )?;
+    // No arguments: its declared bound ([`ARGS`]) names none.
     result_fields(rule, w, RESULT_TEXT_RENDER)?;
     status_and_error(rule, w, false, false)?;
     Ok(Presented::unchanged(rule))
@@ -351,12 +341,7 @@ fn list_permissions(w: &Wrapper) -> R<Presented> {
 fn ask_permission(w: &Wrapper) -> R<Presented> {
     let rule = RuleId::PayloadFreeAskPermission;
     records(rule, w, false)?;
-    ensure(
-        w.args.keys_are(&["Action", "Reason", "Target"]),
-        rule,
-        Reason::PayloadFreeArguments,
-        || format!("{:?}", w.args.keys()),
-    )?;
+    // Exactly Action, Reason and Target: its declared bound ([`ARGS`]).
     result_fields(rule, w, RESULT_TEXT_RENDER)?;
     status_and_error(rule, w, false, false)?;
     Ok(Presented::unchanged(rule))
@@ -368,11 +353,13 @@ const ARGS: &[Args] = &[
         RuleId::PayloadFreeManageTask,
         "manage_task",
         ArgBound::NONE.required(&["Action"]).optional(&["TaskId"]),
+        Reason::PayloadFreeArguments,
     ),
     Args::of(
         RuleId::PayloadFreeManageTask,
         "send_message",
         ArgBound::NONE.optional(&["ConversationId", "Message"]),
+        Reason::PayloadFreeArguments,
     ),
     Args::of(
         RuleId::ManageTaskSendInput,
@@ -384,31 +371,37 @@ const ARGS: &[Args] = &[
             ])
             .required(&["Action"])
             .repeating(),
+        Reason::SendInputArguments,
     ),
     Args::of(
         RuleId::PayloadFreeScheduleSubagents,
         "schedule",
         ArgBound::NONE.optional(&["DurationSeconds", "Prompt", "TimerCondition"]),
+        Reason::PayloadFreeArguments,
     ),
     Args::of(
         RuleId::PayloadFreeScheduleSubagents,
         "manage_subagents",
         ArgBound::NONE.required(&["Action"]),
+        Reason::PayloadFreeArguments,
     ),
     Args::of(
         RuleId::PayloadFreeScheduleSubagents,
         "define_subagent",
         ArgBound::NONE.optional(DEFINE_SUBAGENT_ARGS),
+        Reason::PayloadFreeArguments,
     ),
     Args::of(
         RuleId::PayloadFreeListPermissions,
         "list_permissions",
         ArgBound::NONE,
+        Reason::PayloadFreeArguments,
     ),
     Args::of(
         RuleId::PayloadFreeAskPermission,
         "ask_permission",
         ArgBound::NONE.required(&["Action", "Reason", "Target"]),
+        Reason::PayloadFreeArguments,
     ),
 ];
 

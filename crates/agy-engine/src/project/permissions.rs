@@ -260,13 +260,17 @@ fn check_answer(rule: RuleId, ci: &DynamicMessage) -> R<()> {
     )
 }
 
-/// The family's argument bounds (the view-file record: its grant target is the AbsolutePath argument).
+/// The family's argument bounds (the view-file record): AbsolutePath is
+/// required; that the grant's target and resource target are that path is
+/// the grant's own bound (`check_grant`), a check of the record rather than
+/// of a stored field the argument repeats.
 const ARGS: &[Args] = &[Args::of(
     RuleId::PermissionViewFile,
     "view_file",
     ArgBound::NONE
-        .equal(&[("AbsolutePath", "permissions.grant target")])
+        .required(&["AbsolutePath"])
         .optional(&["StartLine", "EndLine"]),
+    Reason::PermissionGrant,
 )];
 
 /// The family: permission records on embedded run-command and view-file

@@ -10,7 +10,7 @@
 //! for the order embedded-only arguments are checked in (Append before
 //! ContentOffset).
 
-use super::family::{Args, Claim, Family};
+use super::family::{Args, Family};
 use super::modern;
 use super::{
     command_bridge, embedded, engine, generate_image, history2, list_resources,
@@ -43,11 +43,6 @@ pub(crate) const FAMILIES: &[Family] = &[
     modern::image_read::FAMILY,
     modern::replay_wait::FAMILY,
 ];
-
-/// Every claim of every family, in registry order.
-pub(crate) fn claims() -> impl Iterator<Item = &'static Claim> {
-    FAMILIES.iter().flat_map(|f| f.claims.iter())
-}
 
 /// Every registered family's argument bounds, in registry order: one per
 /// rule and tool whose arguments a family reads.

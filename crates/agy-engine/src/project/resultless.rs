@@ -60,6 +60,7 @@ pub(crate) const ARGS: &[Args] = &[
             "toolAction",
             "toolSummary",
         ]),
+        Reason::ResultlessArguments,
     ),
     Args::of(
         RuleId::ResultlessFailedBeforeRun,
@@ -70,6 +71,7 @@ pub(crate) const ARGS: &[Args] = &[
             "toolAction",
             "toolSummary",
         ]),
+        Reason::ResultlessArguments,
     ),
     Args::of(
         RuleId::ResultlessFailedBeforeRun,
@@ -85,6 +87,7 @@ pub(crate) const ARGS: &[Args] = &[
                 "toolAction",
                 "toolSummary",
             ]),
+        Reason::ResultlessArguments,
     ),
     Args::of(
         RuleId::ResultlessFailedBeforeRun,
@@ -92,21 +95,25 @@ pub(crate) const ARGS: &[Args] = &[
         ArgBound::NONE
             .required(&["DirectoryPath"])
             .optional(&["toolAction", "toolSummary"]),
+        Reason::ResultlessArguments,
     ),
     Args::of(
         RuleId::ResultlessFailedBeforeRun,
         "schedule",
         ArgBound::NONE.optional(&["DurationSeconds", "Prompt", "TimerCondition"]),
+        Reason::ResultlessArguments,
     ),
     Args::of(
         RuleId::ResultlessFailedBeforeRun,
         "generate_image",
         ArgBound::NONE.required(&["AspectRatio", "ImageName", "Prompt"]),
+        Reason::ResultlessArguments,
     ),
     Args::of(
         RuleId::ResultlessHookDenied,
         "run_command",
         ArgBound::NONE.required(COMMAND_ARGS),
+        Reason::ResultlessArguments,
     ),
     Args::of(
         RuleId::ResultlessRejectedPermission,
@@ -115,12 +122,16 @@ pub(crate) const ARGS: &[Args] = &[
             .required(COMMAND_ARGS)
             .optional(&["BypassSandbox"])
             .repeating(),
-    ),
+        Reason::ResultlessArguments,
+    )
+    .repeat_refused(Reason::ArgumentsRepeatToolCall),
     Args::of(
         RuleId::ResultlessCanceledPrompt,
         "run_command",
         ArgBound::NONE.required(COMMAND_ARGS).repeating(),
-    ),
+        Reason::ResultlessArguments,
+    )
+    .repeat_refused(Reason::ArgumentsRepeatToolCall),
 ];
 
 const COMMAND_ARGS: &[&str] = &["CommandLine", "Cwd", "WaitMsBeforeAsync"];
@@ -301,14 +312,9 @@ fn short_full_error(rule: RuleId, w: &Wrapper) -> R<DynamicMessage> {
 /// [`Reason::ResultlessFullError`].
 fn failed_before_run(w: &Wrapper) -> R<Presented> {
     let rule = RuleId::ResultlessFailedBeforeRun;
-    let (Some(&(tool, statuses)), Some(bound)) = (
-        FAILED_BEFORE_RUN.iter().find(|b| b.0 == w.tool),
-        ARGS.iter().find(|a| a.rule == rule && a.tool == w.tool),
-    ) else {
+    let Some(&(tool, statuses)) = FAILED_BEFORE_RUN.iter().find(|b| b.0 == w.tool) else {
         return reject(Some(rule), Reason::ResultlessTool, w.tool.clone());
     };
-    let required = bound.bound.required_names();
-    let allowed = bound.bound.names();
     only_resultless_fields(rule, w, &[])?;
     let err = short_full_error(rule, w)?;
     ensure(
@@ -317,23 +323,14 @@ fn failed_before_run(w: &Wrapper) -> R<Presented> {
         Reason::ResultlessStatus,
         || format!("{tool} {}", w.status),
     )?;
-    if let Some(k) = w.args.extra_key(&allowed) {
-        return reject(
-            Some(rule),
-            Reason::ResultlessArguments,
-            format!("{tool} argument {k}"),
-        );
-    }
-    let missing: Vec<&str> = required
-        .iter()
-        .copied()
-        .filter(|k| !w.args.has(k))
-        .collect();
+    // The names, required and allowed, are the declared bound's ([`ARGS`]),
+    // which the dispatcher enforces; a call carries at least one (schedule
+    // allows each of its three and requires none).
     ensure(
-        missing.is_empty() && !w.args.0.is_empty(),
+        !w.args.0.is_empty(),
         rule,
         Reason::ResultlessArguments,
-        || format!("{tool} without {missing:?}"),
+        || format!("{tool} without arguments"),
     )?;
     if tool == "generate_image" {
         let (short, full) = (text(&err, "short_error"), text(&err, "full_error"));
@@ -436,12 +433,6 @@ fn hook_denied(w: &Wrapper) -> R<Presented> {
     let rule = RuleId::ResultlessHookDenied;
     only_resultless_fields(rule, w, &[])?;
     let err = short_full_error(rule, w)?;
-    ensure(
-        w.args.keys_are(COMMAND_ARGS),
-        rule,
-        Reason::ResultlessArguments,
-        || format!("{:?}", w.args.keys()),
-    )?;
     let (cmd, cwd) = command_args(rule, w)?;
     let (short, full) = (text(&err, "short_error"), text(&err, "full_error"));
     let h = hooks(w.step);
@@ -552,17 +543,6 @@ fn rejected_permission(ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
             || "the trajectory metadata names no parent conversation".into(),
         )?;
     }
-    let keys: &[&str] = if with_bypass {
-        &["CommandLine", "Cwd", "WaitMsBeforeAsync", "BypassSandbox"]
-    } else {
-        COMMAND_ARGS
-    };
-    ensure(
-        w.args.keys_are(keys),
-        rule,
-        Reason::ResultlessArguments,
-        || format!("{:?}", w.args.keys()),
-    )?;
     let (cmd, cwd) = command_call_with_allow_hook(rule, w)?;
     let (short, full) = (text(&err, "short_error"), text(&err, "full_error"));
     let lines: Vec<&str> = short.split('\n').collect();
@@ -673,12 +653,6 @@ fn canceled_prompt(w: &Wrapper) -> R<Presented> {
         })?;
     }
     only_resultless_fields(rule, w, &[])?;
-    ensure(
-        w.args.keys_are(COMMAND_ARGS),
-        rule,
-        Reason::ResultlessArguments,
-        || format!("{:?}", w.args.keys()),
-    )?;
     let (cmd, cwd) = command_call_with_allow_hook(rule, w)?;
     let h = history(w.step);
     ensure(
@@ -696,16 +670,11 @@ fn canceled_prompt(w: &Wrapper) -> R<Presented> {
 }
 
 /// The command line and working directory of a resultless command whose
-/// arguments repeat the tool call and whose metadata records exactly one
-/// allow hook (the rejected-permission and canceled-prompt shapes).
+/// metadata records exactly one allow hook (the rejected-permission and
+/// canceled-prompt shapes; that the arguments repeat the tool call is their
+/// declared bound, [`ARGS`], which the dispatcher enforces).
 fn command_call_with_allow_hook(rule: RuleId, w: &Wrapper) -> R<(String, String)> {
     let (cmd, cwd) = command_args(rule, w)?;
-    ensure(
-        w.args.repeat_tool_call(w.step),
-        rule,
-        Reason::ArgumentsRepeatToolCall,
-        String::new,
-    )?;
     ensure(
         single_allow_hook(w.step),
         rule,

@@ -202,6 +202,7 @@ const ARGS: &[Args] = &[
         ArgBound::NONE
             .optional(&["AbsolutePath", "StartLine", "EndLine"])
             .equal_if_present(&[("ContentOffset", "view_file.content_offset")]),
+        Reason::ContentOffset,
     ),
     Args::of(
         RuleId::ResultlessBuiltinViewFile,
@@ -210,6 +211,7 @@ const ARGS: &[Args] = &[
             .required(&["AbsolutePath"])
             .optional(&["StartLine", "EndLine"])
             .repeating(),
+        Reason::ResultlessViewFile,
     ),
 ];
 

@@ -75,6 +75,7 @@ const ARGS: &[Args] = &[Args::of(
     ArgBound::NONE
         .optional(&["TargetFile", "CodeContent"])
         .equal_if_present(&[("Append", "code_action.action_spec.create_file.append")]),
+    Reason::WriteToFileAppend,
 )];
 
 /// The family: the Append argument of an embedded write_to_file.

@@ -197,6 +197,7 @@ const ARGS: &[Args] = &[
         ArgBound::NONE
             .equal(&[("TargetFile", "path")])
             .required(&["CodeContent"]),
+        Reason::ModernArguments,
     ),
     Args::of(
         RuleId::ModernFileEdit,
@@ -204,6 +205,7 @@ const ARGS: &[Args] = &[
         ArgBound::NONE
             .equal(&[("TargetFile", "path")])
             .required(&["Instruction", "ReplacementContent"]),
+        Reason::ModernArguments,
     ),
 ];
 

@@ -150,14 +150,18 @@ const ARGS: &[Args] = &[
         RuleId::ModernFinish,
         "finish",
         ArgBound::NONE.members_of("result_json").repeating(),
-    ),
+        Reason::FinishResult,
+    )
+    .repeat_refused(Reason::ModernToolCallRepeat),
     Args::of(
         RuleId::ModernMissingFileRead,
         "read_file",
         ArgBound::NONE
             .equal(&[("AbsolutePath", "path")])
             .repeating(),
-    ),
+        Reason::ModernArguments,
+    )
+    .repeat_refused(Reason::ModernToolCallRepeat),
 ];
 
 /// The family: finish147's Finish calls and missing-file reads (a ReadFile

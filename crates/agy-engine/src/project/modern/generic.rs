@@ -281,6 +281,7 @@ const ARGS: &[Args] = &[
         RuleId::ModernManageTask,
         "manage_task",
         ArgBound::NONE.required(&["Action"]).optional(&["TaskId"]),
+        Reason::ModernArguments,
     ),
     Args::of(
         RuleId::ModernSchedule,
@@ -288,11 +289,13 @@ const ARGS: &[Args] = &[
         ArgBound::NONE
             .required(&["DurationSeconds"])
             .equal_if_present(&[("Prompt", "prompt")]),
+        Reason::ModernArguments,
     ),
     Args::of(
         RuleId::ModernManageSubagentsList,
         "manage_subagents",
         ArgBound::NONE.required(&["Action"]),
+        Reason::ModernArguments,
     ),
 ];
 

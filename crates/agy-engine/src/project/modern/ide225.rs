@@ -205,7 +205,9 @@ const ARGS: &[Args] = &[
             .required(&["ByteOffset"])
             .optional(&["StartLine", "EndLine"])
             .repeating(),
-    ),
+        Reason::Ide225ByteOffset,
+    )
+    .repeat_refused(Reason::ModernToolCallRepeat),
     Args::of(
         RuleId::ModernIde225Artifact,
         "write_to_file",
@@ -214,7 +216,9 @@ const ARGS: &[Args] = &[
             .required(&["CodeContent"])
             .optional(&["ArtifactMetadata"])
             .repeating(),
-    ),
+        Reason::Ide225ArtifactMetadata,
+    )
+    .repeat_refused(Reason::ModernToolCallRepeat),
 ];
 
 /// The family: ide225's read records, ByteOffset=0 reads and artifact

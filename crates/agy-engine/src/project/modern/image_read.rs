@@ -139,6 +139,7 @@ const ARGS: &[Args] = &[Args::of(
     RuleId::ModernImageRead,
     "read_file",
     ArgBound::NONE.equal(&[("AbsolutePath", "path")]),
+    Reason::ModernArguments,
 )];
 
 /// The family: replay147's image reads (a ReadFile payload with media,

@@ -118,6 +118,7 @@ const ARGS: &[Args] = &[
         RuleId::ModernInvokeSubagent,
         "invoke_subagent",
         ArgBound::NONE.required(&["Prompt"]),
+        Reason::ModernArguments,
     ),
     Args::of(
         RuleId::ModernSubagentInheritWorkspace,
@@ -126,6 +127,7 @@ const ARGS: &[Args] = &[
             .required(&["Prompt"])
             .optional(&["Workspace"])
             .repeating(),
+        Reason::ModernWorkspace,
     ),
 ];
 

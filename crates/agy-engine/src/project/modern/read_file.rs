@@ -193,6 +193,7 @@ const ARGS: &[Args] = &[Args::of(
     ArgBound::NONE
         .equal(&[("AbsolutePath", "path")])
         .optional(&["StartLine", "EndLine"]),
+    Reason::ModernArguments,
 )];
 
 /// The family: tools143 ReadFile (with skill146's path rule); the reads

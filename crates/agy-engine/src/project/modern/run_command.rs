@@ -214,11 +214,13 @@ const ARGS: &[Args] = &[
         ArgBound::NONE
             .equal(&[("CommandLine", "command_line"), ("Cwd", "cwd")])
             .optional(&["WaitMsBeforeAsync"]),
+        Reason::ModernArguments,
     ),
     Args::of(
         RuleId::ModernCanceledBackgroundCommand,
         "run_command",
         ArgBound::NONE.required(&["CommandLine", "Cwd", "WaitMsBeforeAsync"]),
+        Reason::BackgroundWait,
     ),
 ];
 
