@@ -77,7 +77,7 @@ pub fn markdown() -> String {
     out.push_str("# Qualified rules\n\n");
     out.push_str("Generated from the code by `agy-audit rules --markdown > docs/rules.md`; a test keeps this file equal to the output. ");
     out.push_str(&format!(
-        "{} rules, each declared by one family registered in `src/project/registry.rs` (the family column names its file under `src/project/`). Each rule's bounds are quoted from the specification in its doc comment under `src/project/`; a step outside them refuses with one of the listed reasons.\n\n",
+        "{} rules, each declared by one family registered in `crates/agy-engine/src/project/registry.rs` (the family column names its file under `crates/agy-engine/src/project/`). Each rule's bounds are quoted from the specification in its doc comment under `crates/agy-engine/src/project/`; a step outside them refuses with one of the listed reasons.\n\n",
         docs.len()
     ));
     out.push_str("| rule | suffix | family | specification name | accepts | refusal reasons |\n");
