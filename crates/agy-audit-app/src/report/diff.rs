@@ -484,6 +484,18 @@ use crate::report::escape::{md_code, md_text};
 /// The Markdown report, the transition chart inline.
 pub fn render_markdown(d: &AuditDiff, inputs: &Inputs<'_>) -> String {
     let mut s = String::new();
+    md_heading(&mut s, d, inputs);
+    md_changes(&mut s, d);
+    md_classes(&mut s, d);
+    md_rules(&mut s, d);
+    md_shapes(&mut s, d);
+    md_sessions(&mut s, d);
+    s
+}
+
+/// The incomplete-input warning, the title, the two inputs and the verdict
+/// on regressions.
+fn md_heading(s: &mut String, d: &AuditDiff, inputs: &Inputs<'_>) {
     if !inputs.incomplete.is_empty() {
         let _ = writeln!(
             s,
@@ -523,6 +535,10 @@ pub fn render_markdown(d: &AuditDiff, inputs: &Inputs<'_>) -> String {
             crate::util::count(d.regressed, "session")
         );
     }
+}
+
+/// The counts per change and the verdict transitions, chart and table.
+fn md_changes(s: &mut String, d: &AuditDiff) {
     let _ = writeln!(s, "## Changes\n\n| change | sessions |\n|---|---|");
     for c in Change::ALL {
         let _ = writeln!(
@@ -538,6 +554,10 @@ pub fn render_markdown(d: &AuditDiff, inputs: &Inputs<'_>) -> String {
     for ((o, n), k) in &d.transitions {
         let _ = writeln!(s, "| {o} | {n} | {k} |");
     }
+}
+
+/// The refusal classes that gained or lost sessions.
+fn md_classes(s: &mut String, d: &AuditDiff) {
     let _ = writeln!(s, "\n## Refusal classes that gained or lost sessions\n");
     if d.classes.is_empty() {
         let _ = writeln!(s, "None.");
@@ -554,6 +574,10 @@ pub fn render_markdown(d: &AuditDiff, inputs: &Inputs<'_>) -> String {
             );
         }
     }
+}
+
+/// The projection rules that gained or lost sessions, verified or refused.
+fn md_rules(s: &mut String, d: &AuditDiff) {
     let _ = writeln!(s, "\n## Projection rules that gained or lost sessions\n");
     if d.rules.is_empty() {
         let _ = writeln!(s, "None.");
@@ -576,6 +600,10 @@ pub fn render_markdown(d: &AuditDiff, inputs: &Inputs<'_>) -> String {
             );
         }
     }
+}
+
+/// The response shapes compared, when either manifest records them.
+fn md_shapes(s: &mut String, d: &AuditDiff) {
     match &d.shapes {
         None => {}
         Some(ShapesSection::NotRecorded(why)) => {
@@ -607,6 +635,10 @@ pub fn render_markdown(d: &AuditDiff, inputs: &Inputs<'_>) -> String {
             }
         }
     }
+}
+
+/// The changed sessions, one table per change in order of precedence.
+fn md_sessions(s: &mut String, d: &AuditDiff) {
     for c in PRECEDENCE {
         let listed: Vec<&SessionDiff> = d.sessions.iter().filter(|x| x.change == c).collect();
         if listed.is_empty() {
@@ -636,7 +668,6 @@ pub fn render_markdown(d: &AuditDiff, inputs: &Inputs<'_>) -> String {
             );
         }
     }
-    s
 }
 
 /// The outcomes in the chart's order, with their colours (those of the

@@ -270,6 +270,16 @@ fn n(v: &Value, p: &str) -> String {
 /// The record as Markdown.
 pub fn render_markdown(r: &Value) -> String {
     let mut o = String::new();
+    md_heading(r, &mut o);
+    md_facts(r, &mut o);
+    md_sqlite(r, &mut o);
+    md_step_types(r, &mut o);
+    md_against(r, &mut o);
+    o
+}
+
+/// The partial-sweep warning, the title and the manifest's provenance line.
+fn md_heading(r: &Value, o: &mut String) {
     let complete = r.get("complete").and_then(Value::as_bool) == Some(true);
     if !complete {
         o.push_str(
@@ -284,6 +294,10 @@ pub fn render_markdown(r: &Value) -> String {
         md_text(&n(r, "/started")),
         md_text(&n(r, "/finished"))
     ));
+}
+
+/// The table of the sweep's figures and the installed-version note.
+fn md_facts(r: &Value, o: &mut String) {
     o.push_str("| fact | value |\n|---|---|\n");
     let rows = [
         ("selected", n(r, "/selected")),
@@ -360,6 +374,10 @@ pub fn render_markdown(r: &Value) -> String {
         "\nInstalled agy version: {}.\n",
         md_text(&n(r, "/installedAgyVersionNote"))
     ));
+}
+
+/// The SQLite section: user versions, DDL fingerprints and failed checks.
+fn md_sqlite(r: &Value, o: &mut String) {
     o.push_str("\n## SQLite schema\n\n| user_version | sources |\n|---|---|\n");
     for u in r
         .get("userVersions")
@@ -408,6 +426,10 @@ pub fn render_markdown(r: &Value) -> String {
             md_text(&n(f, "/detail"))
         ));
     }
+}
+
+/// The step types with their step counts.
+fn md_step_types(r: &Value, o: &mut String) {
     o.push_str("\n## Step types\n\n| type | steps |\n|---|---|\n");
     for (t, c) in r
         .get("stepTypes")
@@ -417,6 +439,10 @@ pub fn render_markdown(r: &Value) -> String {
     {
         o.push_str(&format!("| {} | {c} |\n", md_text(t)));
     }
+}
+
+/// The shapes compared against a reference list, when one was given.
+fn md_against(r: &Value, o: &mut String) {
     if let Some(a) = r.get("against").filter(|a| !a.is_null()) {
         let added = a
             .get("added")
@@ -445,5 +471,4 @@ pub fn render_markdown(r: &Value) -> String {
             ));
         }
     }
-    o
 }

@@ -224,7 +224,16 @@ fn truncated(md: &str) -> String {
 pub fn render_html(m: &Manifest, steps: &BTreeMap<String, StepView>, source_note: &str) -> String {
     let mut s = String::new();
     open_page(&mut s, "agy-audit qualification report");
-    let c = &m.counts;
+    html_provenance(&mut s, m, source_note);
+    html_summary(&mut s, m);
+    html_sessions(&mut s, m);
+    html_refused(&mut s, m, steps);
+    close_page(&mut s, true);
+    s
+}
+
+/// The incomplete-run warning and the list of where the manifest comes from.
+fn html_provenance(s: &mut String, m: &Manifest, source_note: &str) {
     if !m.complete {
         s.push_str("<p class=\"warn\"><strong>Incomplete run:</strong> this manifest is not complete (complete: false); it is not a finished audit.</p>\n");
     }
@@ -243,6 +252,11 @@ pub fn render_html(m: &Manifest, steps: &BTreeMap<String, StepView>, source_note
         let _ = writeln!(s, "<li>shard {}</li>", esc(sh));
     }
     let _ = writeln!(s, "<li>{}</li>\n</ul>", esc(source_note));
+}
+
+/// The summary: verdict counts, the chart, and counts per profile and format.
+fn html_summary(s: &mut String, m: &Manifest) {
+    let c = &m.counts;
     s.push_str("<h2 id=\"summary\">Summary</h2>\n<table id=\"verdicts\"><tr><th>verdict</th><th>sessions</th></tr>\n");
     for (v, n) in [
         ("selected", c.selected),
@@ -288,8 +302,10 @@ pub fn render_html(m: &Manifest, steps: &BTreeMap<String, StepView>, source_note
         let _ = writeln!(s, "<tr><td>{}</td>{}</tr>", esc(f), counts_cells(c));
     }
     s.push_str("</table>\n");
+}
 
-    // The session table and its filters.
+/// The session table and its filters.
+fn html_sessions(s: &mut String, m: &Manifest) {
     let mut verdicts = BTreeSet::new();
     let mut classes = BTreeSet::new();
     let mut rules = BTreeSet::new();
@@ -307,10 +323,10 @@ pub fn render_html(m: &Manifest, steps: &BTreeMap<String, StepView>, source_note
         s,
         "<h2 id=\"sessions-title\">Sessions</h2>\n<form id=\"filters\" hidden>"
     );
-    select(&mut s, "verdict", "verdict", &verdicts);
-    select(&mut s, "class", "refusal class", &classes);
-    select(&mut s, "rule", "rule", &rules);
-    select(&mut s, "profile", "profile", &profiles);
+    select(s, "verdict", "verdict", &verdicts);
+    select(s, "class", "refusal class", &classes);
+    select(s, "rule", "rule", &rules);
+    select(s, "profile", "profile", &profiles);
     s.push_str("<label>id <input name=\"q\" type=\"search\" placeholder=\"search by id\"></label>\n</form>\n");
     let _ = writeln!(
         s,
@@ -339,8 +355,10 @@ pub fn render_html(m: &Manifest, steps: &BTreeMap<String, StepView>, source_note
         );
     }
     s.push_str("</tbody></table>\n");
+}
 
-    // Drill-downs.
+/// The drill-downs: each refused session's refusal and its step view.
+fn html_refused(s: &mut String, m: &Manifest, steps: &BTreeMap<String, StepView>) {
     let refused: Vec<&SessionRecord> = m.sessions.iter().filter(|s| drills_down(s)).collect();
     let _ = writeln!(
         s,
@@ -372,33 +390,36 @@ pub fn render_html(m: &Manifest, steps: &BTreeMap<String, StepView>, source_note
                 .unwrap_or_else(|| "none given".into()),
             profile = esc(&sess.profile),
         );
-        match steps.get(&sess.file_id) {
-            Some(StepView::Rendered { index, markdown }) => {
-                let _ = writeln!(
+        html_step_view(s, steps.get(&sess.file_id));
+        s.push_str("</details>\n");
+    }
+}
+
+/// A refused session's step view (`None`: no source root was given).
+fn html_step_view(s: &mut String, view: Option<&StepView>) {
+    match view {
+        Some(StepView::Rendered { index, markdown }) => {
+            let _ = writeln!(
                     s,
                     "<p>Step {index} as the Markdown transcript renders it (offline export, unverified):</p>\n<pre>{}</pre>",
                     esc(&truncated(markdown))
                 );
-            }
-            Some(StepView::NoStep) => {
-                s.push_str("<p>The refusal names no step: it concerns the source as a whole.</p>\n")
-            }
-            Some(StepView::Gone { path }) => {
-                let _ = writeln!(
+        }
+        Some(StepView::NoStep) => {
+            s.push_str("<p>The refusal names no step: it concerns the source as a whole.</p>\n")
+        }
+        Some(StepView::Gone { path }) => {
+            let _ = writeln!(
                     s,
                     "<p>The source is gone: <code>{}</code> no longer exists, so its step cannot be shown.</p>",
                     esc(path)
                 );
-            }
-            Some(StepView::Unavailable { reason }) => {
-                let _ = writeln!(s, "<p>The step cannot be shown: {}</p>", esc(reason));
-            }
-            None => s.push_str("<p>The step was not read (no source root given).</p>\n"),
         }
-        s.push_str("</details>\n");
+        Some(StepView::Unavailable { reason }) => {
+            let _ = writeln!(s, "<p>The step cannot be shown: {}</p>", esc(reason));
+        }
+        None => s.push_str("<p>The step was not read (no source root given).</p>\n"),
     }
-    close_page(&mut s, true);
-    s
 }
 
 /// The drill-down view of every refused session of `m`: its source under

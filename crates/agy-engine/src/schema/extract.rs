@@ -503,135 +503,29 @@ struct Found {
 /// Extracts the descriptor set embedded in `b`.
 pub fn extract(b: &[u8]) -> Result<Extraction, ExtractError> {
     let binary_sha256: [u8; 32] = Sha256::digest(b).into();
-    let mut starts = Vec::new();
-    for hit in memmem::find_iter(b, b".proto") {
-        starts_for(b, hit + ".proto".len(), &mut starts);
-    }
-    starts.sort_unstable();
-    starts.dedup();
+    let starts = record_starts(b);
     let fdp = match own_fdp(b, &starts) {
         Some(d) => d,
         None => DescriptorPool::global()
             .get_message_by_name("google.protobuf.FileDescriptorProto")
             .ok_or_else(|| ExtractError::Pool("no google.protobuf.FileDescriptorProto".into()))?,
     };
-    let mut found: Vec<Found> = Vec::new();
-    let mut covered = 0usize;
-    for s in starts {
-        if s < covered {
-            continue;
-        }
-        for &e in candidate_ends(b, s).iter().rev() {
-            if let Some(file) = strict(&b[s..e], &fdp) {
-                found.push(Found {
-                    name: file.name.clone().unwrap_or_default(),
-                    offset: s,
-                    end: e,
-                    file,
-                });
-                covered = e;
-                break;
-            }
-        }
-    }
-    let skip = |f: &Found, reason: SkipReason| Skipped {
-        name: Some(f.name.clone()).filter(|n| !n.is_empty()),
-        offset: f.offset as u64,
-        length: (f.end - f.offset) as u64,
-        sha256: crate::util::hex(&Sha256::digest(&b[f.offset..f.end])),
-        reason,
-    };
+    let found = strict_records(b, starts, &fdp);
     // Records that neither declare nor import anything are listed apart:
     // they take no part in the one-record-per-name rule below.
     let (found, empty): (Vec<Found>, Vec<Found>) = found.into_iter().partition(|f| useful(&f.file));
-    // One record per name.
-    let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
-    let mut keep = vec![true; found.len()];
-    let mut truncated = Vec::new();
-    let mut duplicates = Vec::new();
-    let mut skipped = Vec::new();
-    for i in 0..found.len() {
-        let Some(&j) = by_name.get(&found[i].name) else {
-            by_name.insert(found[i].name.clone(), i);
-            continue;
-        };
-        let (a, c) = (
-            &b[found[j].offset..found[j].end],
-            &b[found[i].offset..found[i].end],
-        );
-        let of = |k: usize| found[k].offset as u64;
-        if a == c {
-            keep[i] = false;
-            duplicates.push((found[i].name.clone(), of(i)));
-            skipped.push(skip(&found[i], SkipReason::Duplicate { of: of(j) }));
-        } else if a.starts_with(c) {
-            keep[i] = false;
-            truncated.push((found[i].name.clone(), of(i)));
-            skipped.push(skip(&found[i], SkipReason::Truncated { of: of(j) }));
-        } else if c.starts_with(a) {
-            keep[j] = false;
-            truncated.push((found[j].name.clone(), of(j)));
-            skipped.push(skip(&found[j], SkipReason::Truncated { of: of(i) }));
-            by_name.insert(found[i].name.clone(), i);
-        } else {
-            return Err(ExtractError::Conflict {
-                name: found[i].name.clone(),
-                first: found[j].offset as u64,
-                second: found[i].offset as u64,
-            });
-        }
-    }
-    let found: Vec<Found> = found
-        .into_iter()
-        .zip(keep)
-        .filter_map(|(f, k)| k.then_some(f))
-        .collect();
-    // A record the pool cannot load is skipped, unless a kept file needs it.
-    let mut unsupported: BTreeMap<String, (u64, String)> = BTreeMap::new();
-    let mut kept = Vec::with_capacity(found.len());
-    for f in found {
-        match check_file_syntax(&f.file) {
-            Ok(()) => kept.push(f),
-            Err(e) => {
-                unsupported.insert(f.name.clone(), (f.offset as u64, e.syntax.clone()));
-                skipped.push(skip(&f, SkipReason::UnsupportedSyntax { syntax: e.syntax }));
-            }
-        }
-    }
-    let found = kept;
-    for f in &empty {
-        // A cut-short copy of a record found whole says so.
-        let whole = found
-            .iter()
-            .find(|g| g.name == f.name && b[g.offset..g.end].starts_with(&b[f.offset..f.end]));
-        let reason = match whole {
-            Some(g) => {
-                truncated.push((f.name.clone(), f.offset as u64));
-                SkipReason::Truncated {
-                    of: g.offset as u64,
-                }
-            }
-            None => SkipReason::DeclaresNothing,
-        };
-        skipped.push(skip(f, reason));
-    }
+    let mut aside = SetAside::default();
+    let found = one_per_name(b, found, &mut aside)?;
+    let (found, unsupported) = loadable(b, found, &mut aside);
+    skip_empty(b, &empty, &found, &mut aside);
+    let SetAside {
+        mut skipped,
+        mut truncated,
+        duplicates,
+    } = aside;
     skipped.sort_by_key(|s| s.offset);
     truncated.sort_by_key(|t| t.1);
-    for f in &found {
-        for d in &f.file.dependency {
-            if ANNOTATION_ONLY.contains(&d.as_str()) {
-                continue;
-            }
-            if let Some((offset, syntax)) = unsupported.get(d) {
-                return Err(ExtractError::UnsupportedImport {
-                    file: f.name.clone(),
-                    import: d.clone(),
-                    offset: *offset,
-                    syntax: syntax.clone(),
-                });
-            }
-        }
-    }
+    check_imports(&found, &unsupported)?;
     if found.is_empty() {
         return Err(if skipped.is_empty() {
             ExtractError::NoRecords
@@ -664,6 +558,186 @@ pub fn extract(b: &[u8]) -> Result<Extraction, ExtractError> {
         files: names,
         dropped,
     })
+}
+
+/// Where a record may start: before each `.proto` file name, sorted, once.
+fn record_starts(b: &[u8]) -> Vec<usize> {
+    let mut starts = Vec::new();
+    for hit in memmem::find_iter(b, b".proto") {
+        starts_for(b, hit + ".proto".len(), &mut starts);
+    }
+    starts.sort_unstable();
+    starts.dedup();
+    starts
+}
+
+/// The records that decode strictly, in offset order: at each start not
+/// inside a record already found, the longest candidate that does.
+fn strict_records(
+    b: &[u8],
+    starts: Vec<usize>,
+    fdp: &prost_reflect::MessageDescriptor,
+) -> Vec<Found> {
+    let mut found: Vec<Found> = Vec::new();
+    let mut covered = 0usize;
+    for s in starts {
+        if s < covered {
+            continue;
+        }
+        for &e in candidate_ends(b, s).iter().rev() {
+            if let Some(file) = strict(&b[s..e], fdp) {
+                found.push(Found {
+                    name: file.name.clone().unwrap_or_default(),
+                    offset: s,
+                    end: e,
+                    file,
+                });
+                covered = e;
+                break;
+            }
+        }
+    }
+    found
+}
+
+/// The records not extracted, in the order they were set aside.
+#[derive(Default)]
+struct SetAside {
+    /// Every record not extracted, with its reason.
+    skipped: Vec<Skipped>,
+    /// Truncated copies, as (name, offset).
+    truncated: Vec<(String, u64)>,
+    /// Identical repeats, as (name, offset).
+    duplicates: Vec<(String, u64)>,
+}
+
+/// The skipped entry for record `f` of `b`.
+fn skip(b: &[u8], f: &Found, reason: SkipReason) -> Skipped {
+    Skipped {
+        name: Some(f.name.clone()).filter(|n| !n.is_empty()),
+        offset: f.offset as u64,
+        length: (f.end - f.offset) as u64,
+        sha256: crate::util::hex(&Sha256::digest(&b[f.offset..f.end])),
+        reason,
+    }
+}
+
+/// One record per name: an identical repeat or a cut-short copy is set
+/// aside; two different records of one name refuse the extraction.
+fn one_per_name(
+    b: &[u8],
+    found: Vec<Found>,
+    aside: &mut SetAside,
+) -> Result<Vec<Found>, ExtractError> {
+    let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
+    let mut keep = vec![true; found.len()];
+    for i in 0..found.len() {
+        let Some(&j) = by_name.get(&found[i].name) else {
+            by_name.insert(found[i].name.clone(), i);
+            continue;
+        };
+        let (a, c) = (
+            &b[found[j].offset..found[j].end],
+            &b[found[i].offset..found[i].end],
+        );
+        let of = |k: usize| found[k].offset as u64;
+        if a == c {
+            keep[i] = false;
+            aside.duplicates.push((found[i].name.clone(), of(i)));
+            aside
+                .skipped
+                .push(skip(b, &found[i], SkipReason::Duplicate { of: of(j) }));
+        } else if a.starts_with(c) {
+            keep[i] = false;
+            aside.truncated.push((found[i].name.clone(), of(i)));
+            aside
+                .skipped
+                .push(skip(b, &found[i], SkipReason::Truncated { of: of(j) }));
+        } else if c.starts_with(a) {
+            keep[j] = false;
+            aside.truncated.push((found[j].name.clone(), of(j)));
+            aside
+                .skipped
+                .push(skip(b, &found[j], SkipReason::Truncated { of: of(i) }));
+            by_name.insert(found[i].name.clone(), i);
+        } else {
+            return Err(ExtractError::Conflict {
+                name: found[i].name.clone(),
+                first: found[j].offset as u64,
+                second: found[i].offset as u64,
+            });
+        }
+    }
+    Ok(found
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(f, k)| k.then_some(f))
+        .collect())
+}
+
+/// The unsupported records of each name, as (offset, syntax).
+type Unsupported = BTreeMap<String, (u64, String)>;
+
+/// A record the pool cannot load (its syntax) is set aside; returns the
+/// rest and the names set aside, which a kept file may not import.
+fn loadable(b: &[u8], found: Vec<Found>, aside: &mut SetAside) -> (Vec<Found>, Unsupported) {
+    let mut unsupported: Unsupported = BTreeMap::new();
+    let mut kept = Vec::with_capacity(found.len());
+    for f in found {
+        match check_file_syntax(&f.file) {
+            Ok(()) => kept.push(f),
+            Err(e) => {
+                unsupported.insert(f.name.clone(), (f.offset as u64, e.syntax.clone()));
+                aside.skipped.push(skip(
+                    b,
+                    &f,
+                    SkipReason::UnsupportedSyntax { syntax: e.syntax },
+                ));
+            }
+        }
+    }
+    (kept, unsupported)
+}
+
+/// Sets aside the records that declare nothing: a cut-short copy of a
+/// record found whole says so.
+fn skip_empty(b: &[u8], empty: &[Found], found: &[Found], aside: &mut SetAside) {
+    for f in empty {
+        let whole = found
+            .iter()
+            .find(|g| g.name == f.name && b[g.offset..g.end].starts_with(&b[f.offset..f.end]));
+        let reason = match whole {
+            Some(g) => {
+                aside.truncated.push((f.name.clone(), f.offset as u64));
+                SkipReason::Truncated {
+                    of: g.offset as u64,
+                }
+            }
+            None => SkipReason::DeclaresNothing,
+        };
+        aside.skipped.push(skip(b, f, reason));
+    }
+}
+
+/// Refuses a kept file importing a record skipped for its syntax (an
+/// annotation-only import aside, which is dropped anyway).
+fn check_imports(found: &[Found], unsupported: &Unsupported) -> Result<(), ExtractError> {
+    for f in found {
+        for d in &f.file.dependency {
+            if ANNOTATION_ONLY.contains(&d.as_str()) {
+                continue;
+            }
+            if let Some((offset, syntax)) = unsupported.get(d) {
+                return Err(ExtractError::UnsupportedImport {
+                    file: f.name.clone(),
+                    import: d.clone(),
+                    offset: *offset,
+                    syntax: syntax.clone(),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Full names (with a leading dot) of the types a file declares.
