@@ -20,7 +20,7 @@
 //! from the sessions.
 
 use super::read::{check, parse_shard, ManifestProblem};
-use super::{Manifest, Merged, MergedShard, MANIFEST_VERSION};
+use super::{Manifest, Merged, MergedShard, SessionRecord, MANIFEST_VERSION};
 use crate::outcome::SessionOutcome;
 use crate::pipeline::shard::{in_shard, SHARD_ASSIGNMENT};
 
@@ -83,10 +83,28 @@ fn shard_complete(m: &Manifest) -> bool {
             .any(|s| matches!(s.result, SessionOutcome::NotFetched { .. }))
 }
 
+/// The shards by index, each with the file it was read from.
+type ByIndex<'a> = BTreeMap<usize, (&'a Path, &'a Manifest)>;
+
 /// Merges `shards` (each a manifest with the file it was read from).
 pub fn merge(shards: &[(PathBuf, Manifest)]) -> Result<Manifest, MergeError> {
-    // Every input is a shard; all share n; no index twice.
-    let mut by_index: BTreeMap<usize, (&Path, &Manifest)> = BTreeMap::new();
+    let (by_index, n) = index_shards(shards)?;
+    let mut problems = Vec::new();
+    let mut sessions = collect_sessions(&by_index, n, &mut problems)?;
+    let missing = missing_shards(&by_index, n, &mut problems);
+    let first = compare_to_first(&by_index, &mut problems)?;
+    sessions.sort_by(|a, b| a.file_id.cmp(&b.file_id));
+    let mut out = assemble(&by_index, first, sessions);
+    unfinished_problems(&out, &mut problems);
+    out.complete = problems.is_empty();
+    out.merged = Some(merged_record(&by_index, n, missing, problems));
+    Ok(out)
+}
+
+/// Every input checked strictly and a shard; all share n; no index twice:
+/// the shards by index, and n.
+fn index_shards(shards: &[(PathBuf, Manifest)]) -> Result<(ByIndex<'_>, usize), MergeError> {
+    let mut by_index: ByIndex<'_> = BTreeMap::new();
     let mut count: Option<(usize, &Path, &str)> = None;
     for (file, m) in shards {
         check(m).map_err(|problem| MergeError::Invalid {
@@ -124,11 +142,20 @@ pub fn merge(shards: &[(PathBuf, Manifest)]) -> Result<Manifest, MergeError> {
     let Some((n, _, _)) = count else {
         return Err(MergeError::Nothing);
     };
-    // No session twice, each in its own shard.
+    Ok((by_index, n))
+}
+
+/// Every shard's sessions, no session twice and each in its own shard,
+/// with each shard's own problems (listing position, not complete, no
+/// reader profiles) added to `problems`.
+fn collect_sessions(
+    by_index: &ByIndex<'_>,
+    n: usize,
+    problems: &mut Vec<String>,
+) -> Result<Vec<SessionRecord>, MergeError> {
     let mut owner: BTreeMap<&str, &Path> = BTreeMap::new();
     let mut sessions = Vec::new();
-    let mut problems = Vec::new();
-    for (&i, (file, m)) in &by_index {
+    for (&i, (file, m)) in by_index {
         let assigned = m.shard_by.as_deref() == Some(SHARD_ASSIGNMENT);
         for s in &m.sessions {
             if let Some(other) = owner.insert(&s.file_id, file) {
@@ -147,25 +174,43 @@ pub fn merge(shards: &[(PathBuf, Manifest)]) -> Result<Manifest, MergeError> {
             }
             sessions.push(s.clone());
         }
-        if !assigned {
-            problems.push(format!(
-                "{}: shard {i}/{n} was assigned by listing position (no shardBy {SHARD_ASSIGNMENT}): its sessions may overlap or miss another shard's",
-                file.display()
-            ));
-        }
-        if !shard_complete(m) {
-            problems.push(format!(
-                "{}: shard {i}/{n} is not complete (complete: false, unfinished, or a session not fetched)",
-                file.display()
-            ));
-        }
-        if m.reader_profiles.is_empty() {
-            problems.push(format!(
-                "{}: shard {i}/{n} records no readerProfiles: which reader ran it is unproven",
-                file.display()
-            ));
-        }
+        shard_problems(file, m, i, n, assigned, problems);
     }
+    Ok(sessions)
+}
+
+/// One shard's own problems: assigned by listing position, not complete,
+/// or no reader profiles.
+fn shard_problems(
+    file: &Path,
+    m: &Manifest,
+    i: usize,
+    n: usize,
+    assigned: bool,
+    problems: &mut Vec<String>,
+) {
+    if !assigned {
+        problems.push(format!(
+            "{}: shard {i}/{n} was assigned by listing position (no shardBy {SHARD_ASSIGNMENT}): its sessions may overlap or miss another shard's",
+            file.display()
+        ));
+    }
+    if !shard_complete(m) {
+        problems.push(format!(
+            "{}: shard {i}/{n} is not complete (complete: false, unfinished, or a session not fetched)",
+            file.display()
+        ));
+    }
+    if m.reader_profiles.is_empty() {
+        problems.push(format!(
+            "{}: shard {i}/{n} records no readerProfiles: which reader ran it is unproven",
+            file.display()
+        ));
+    }
+}
+
+/// The indexes of 1..=n no shard holds, named in `problems` when any.
+fn missing_shards(by_index: &ByIndex<'_>, n: usize, problems: &mut Vec<String>) -> Vec<usize> {
     let missing: Vec<usize> = (1..=n).filter(|i| !by_index.contains_key(i)).collect();
     if !missing.is_empty() {
         problems.push(format!(
@@ -178,7 +223,15 @@ pub fn merge(shards: &[(PathBuf, Manifest)]) -> Result<Manifest, MergeError> {
                 .join(", ")
         ));
     }
-    // The same store and the same reader: the first shard's, compared.
+    missing
+}
+
+/// The first shard, every other compared with it: the same store root and
+/// the same reader profiles, else a problem each.
+fn compare_to_first<'a>(
+    by_index: &ByIndex<'a>,
+    problems: &mut Vec<String>,
+) -> Result<&'a Manifest, MergeError> {
     let (first_file, first) = by_index
         .values()
         .next()
@@ -205,13 +258,25 @@ pub fn merge(shards: &[(PathBuf, Manifest)]) -> Result<Manifest, MergeError> {
             ));
         }
     }
-    sessions.sort_by(|a, b| a.file_id.cmp(&b.file_id));
+    Ok(first)
+}
+
+/// Every shard's skipped entries, sorted by path and reason, each once.
+fn merged_skipped(by_index: &ByIndex<'_>) -> Vec<super::Skipped> {
     let mut skipped: Vec<super::Skipped> = by_index
         .values()
         .flat_map(|(_, m)| m.skipped.iter().cloned())
         .collect();
     skipped.sort_by(|a, b| (&a.path, &a.reason).cmp(&(&b.path, &b.reason)));
     skipped.dedup();
+    skipped
+}
+
+/// The merged manifest before its verdict: the first shard's root and
+/// endpoint, the earliest start, the latest finish (none while a shard is
+/// unfinished), the longest timing, the sorted `sessions`, recounted.
+fn assemble(by_index: &ByIndex<'_>, first: &Manifest, sessions: Vec<SessionRecord>) -> Manifest {
+    let skipped = merged_skipped(by_index);
     let all_finished = by_index.values().all(|(_, m)| m.finished.is_some());
     let mut out = Manifest::new(
         &first.root,
@@ -233,6 +298,14 @@ pub fn merge(shards: &[(PathBuf, Manifest)]) -> Result<Manifest, MergeError> {
     };
     out.skipped = skipped;
     out.sessions = sessions;
+    merge_timing(by_index, &mut out);
+    out.recount();
+    out
+}
+
+/// The merged timing: the longest wall time, the highest concurrency and
+/// jobs of any shard.
+fn merge_timing(by_index: &ByIndex<'_>, out: &mut Manifest) {
     out.timing.wall_seconds = by_index
         .values()
         .map(|(_, m)| m.timing.wall_seconds)
@@ -247,7 +320,11 @@ pub fn merge(shards: &[(PathBuf, Manifest)]) -> Result<Manifest, MergeError> {
         .map(|(_, m)| m.timing.jobs)
         .max()
         .unwrap_or(0);
-    out.recount();
+}
+
+/// The merged manifest's own problems: sessions not fetched, a shard not
+/// finished.
+fn unfinished_problems(out: &Manifest, problems: &mut Vec<String>) {
     if let Some(s) = out
         .sessions
         .iter()
@@ -261,8 +338,16 @@ pub fn merge(shards: &[(PathBuf, Manifest)]) -> Result<Manifest, MergeError> {
     if out.finished.is_none() {
         problems.push("a shard has not finished".to_string());
     }
-    out.complete = problems.is_empty();
-    out.merged = Some(Merged {
+}
+
+/// The `merged` record: n, each shard given, the missing, the problems.
+fn merged_record(
+    by_index: &ByIndex<'_>,
+    n: usize,
+    missing: Vec<usize>,
+    problems: Vec<String>,
+) -> Merged {
+    Merged {
         shard_count: n,
         shards: by_index
             .iter()
@@ -275,8 +360,7 @@ pub fn merge(shards: &[(PathBuf, Manifest)]) -> Result<Manifest, MergeError> {
             .collect(),
         missing,
         problems,
-    });
-    Ok(out)
+    }
 }
 
 #[cfg(test)]

@@ -34,13 +34,15 @@ pub mod state;
 
 use crate::attest::cache::{classify, sidecar_path, Existing};
 use crate::discover::SourceRef;
+use crate::manifest::SessionRecord;
 use crate::outcome::SessionOutcome;
-use crate::pipeline::{audit_prepared, prepare, AuditContext};
+use crate::pipeline::{audit_prepared, prepare, AuditContext, Prepared, SessionResult};
 use crate::roots::Root;
 use crate::rpc::{ClientOptions, DaemonClient};
 use crate::schema::Schema;
 use crate::source::legacy::LegacyKey;
 use metadata::{Observed, Reuse};
+use stale::Stale;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -433,190 +435,300 @@ impl Watcher<'_> {
         );
     }
 
+    /// [`Watcher::remember`] of what `met` observed.
+    fn remember_met(&mut self, met: Met<'_>, judgement: Judged) {
+        self.remember(met.path, met.observed, met.at, judgement);
+    }
+
     /// One conversation: reuse, or a native check and, when stale, a
     /// re-verification.
     fn source(&mut self, ri: usize, s: &SourceRef, pass: &mut Pass) -> Flow {
-        let opts = self.opts;
-        let root = &opts.roots[ri];
         let side = sidecar_path(&s.path);
         let observed = Observed::of(&s.path, &side, self.profiles);
-        let at = Instant::now();
-        if !opts.once {
-            if let Some(j) = self
-                .reuse
-                .get(&s.path)
-                .and_then(|e| e.get(&observed, at, opts.metadata_bound))
-            {
-                pass.reused += 1;
-                match j {
-                    Judged::Fresh => pass.fresh += 1,
-                    Judged::AwaitingDaemon => pass.pending += 1,
-                    _ => {}
-                }
-                return Flow::Next;
-            }
+        let met = Met {
+            path: &s.path,
+            side,
+            observed,
+            at: Instant::now(),
+        };
+        if self.reused(&met, pass) {
+            return Flow::Next;
         }
         pass.checked += 1;
         // A native check continues a refusal streak only by ending in the
         // same refusal (below); any other end closes it.
         let streak = self.refused.remove(&s.path);
+        let (mut prepared, why) = match self.native_check(&met, pass) {
+            Ok(stale) => stale,
+            Err(judged) => {
+                self.remember_met(met, judged);
+                return Flow::Next;
+            }
+        };
+        let client = match self.client_for(ri, &mut prepared, pass) {
+            Ok(client) => client,
+            Err(judged) => {
+                self.remember_met(met, judged);
+                return Flow::Next;
+            }
+        };
+        let ctx = AuditContext {
+            schema: self.schema,
+            key: self.key,
+            client: client.as_ref().map(|c| c as &dyn crate::pipeline::Answers),
+            bracket_retries: self.opts.bracket_retries,
+        };
+        let r = audit_prepared(&ctx, prepared);
+        if r.abandoned || self.stop.load(Ordering::SeqCst) {
+            // Stopped mid-fetch: nothing is known about this session.
+            pass.pending += 1;
+            return Flow::StopRoot;
+        }
+        let recheck = Recheck {
+            why: &why,
+            client: client.as_ref(),
+            streak,
+        };
+        self.settle(ri, met, &r, recheck, pass);
+        Flow::Next
+    }
+
+    /// The judgement kept from the last native check, when not `--once`
+    /// and the metadata and the bound still hold: counted in `pass`.
+    fn reused(&self, met: &Met<'_>, pass: &mut Pass) -> bool {
+        let opts = self.opts;
+        if opts.once {
+            return false;
+        }
+        let Some(j) = self
+            .reuse
+            .get(met.path)
+            .and_then(|e| e.get(&met.observed, met.at, opts.metadata_bound))
+        else {
+            return false;
+        };
+        pass.reused += 1;
+        match j {
+            Judged::Fresh => pass.fresh += 1,
+            Judged::AwaitingDaemon => pass.pending += 1,
+            _ => {}
+        }
+        true
+    }
+
+    /// The source read offline and its sidecar classified and judged:
+    /// `Ok` the source and why its sidecar is stale, `Err` the judgement
+    /// the check settled on (unreadable, foreign, fresh), counted in `pass`.
+    fn native_check(&self, met: &Met<'_>, pass: &mut Pass) -> Result<(Prepared, Stale), Judged> {
         let offline = AuditContext {
             schema: self.schema,
             key: self.key,
             client: None,
             bracket_retries: 0,
         };
-        let mut prepared = match prepare(&offline, &s.path) {
+        let prepared = match prepare(&offline, met.path) {
             Ok(p) => p,
             Err(e) => {
-                crate::note!("watch: cannot read {}: {e}", s.path.display());
+                crate::note!("watch: cannot read {}: {e}", met.path.display());
                 pass.pending += 1;
-                self.remember(&s.path, observed, at, Judged::Unreadable);
-                return Flow::Next;
+                return Err(Judged::Unreadable);
             }
         };
         let cascade = prepared.source.cascade_id();
-        let existing = classify(&side, self.schema, &cascade, self.sidecar_cap());
+        let existing = classify(&met.side, self.schema, &cascade, self.sidecar_cap());
         if let Existing::Foreign(why) = &existing {
             crate::note!(
                 "watch: refusing {}: not a trajectory sidecar ({why}); left alone, never overwritten",
-                side.display()
+                met.side.display()
             );
             pass.foreign += 1;
-            self.remember(&s.path, observed, at, Judged::Foreign);
-            return Flow::Next;
+            return Err(Judged::Foreign);
         }
-        let why = match stale::judge(&prepared, &existing) {
+        match stale::judge(&prepared, &existing) {
             Ok(_) => {
                 pass.fresh += 1;
-                self.remember(&s.path, observed, at, Judged::Fresh);
-                return Flow::Next;
+                Err(Judged::Fresh)
             }
-            Err(why) => why,
-        };
-        drop(existing);
-        let mut client = None;
-        if prepared.refusal().is_none() {
-            match self.daemons[ri].client(root, opts) {
-                Some(c) => client = Some(c.clone()),
-                None => {
-                    pass.pending += 1;
-                    self.remember(&s.path, observed, at, Judged::AwaitingDaemon);
-                    return Flow::Next;
-                }
-            }
-            prepared.source.materialize();
+            Err(why) => Ok((prepared, why)),
         }
-        let ctx = AuditContext {
-            schema: self.schema,
-            key: self.key,
-            client: client.as_ref().map(|c| c as &dyn crate::pipeline::Answers),
-            bracket_retries: opts.bracket_retries,
+    }
+
+    /// The root's daemon client for a stale source the daemon can verify
+    /// (`Ok(None)`: refused before any fetch, re-verified offline), its
+    /// source materialized; `Err` when the daemon cannot be used (counted
+    /// pending).
+    fn client_for(
+        &mut self,
+        ri: usize,
+        prepared: &mut Prepared,
+        pass: &mut Pass,
+    ) -> Result<Option<DaemonClient>, Judged> {
+        if prepared.refusal().is_some() {
+            return Ok(None);
+        }
+        let opts = self.opts;
+        let Some(c) = self.daemons[ri].client(&opts.roots[ri], opts) else {
+            pass.pending += 1;
+            return Err(Judged::AwaitingDaemon);
         };
-        let r = audit_prepared(&ctx, prepared);
+        let client = c.clone();
+        prepared.source.materialize();
+        Ok(Some(client))
+    }
+
+    /// What a re-verification ended in, logged, counted and remembered.
+    fn settle(
+        &mut self,
+        ri: usize,
+        met: Met<'_>,
+        r: &SessionResult,
+        recheck: Recheck<'_>,
+        pass: &mut Pass,
+    ) {
         let rec = &r.record;
         let reason = rec
             .reason_text()
             .map(|x| format!(" ({x})"))
             .unwrap_or_default();
-        if r.abandoned || self.stop.load(Ordering::SeqCst) {
-            // Stopped mid-fetch: nothing is known about this session.
-            pass.pending += 1;
-            return Flow::StopRoot;
-        }
         match &rec.result {
             SessionOutcome::NotFetched { .. } => {
-                pass.pending += 1;
-                let Some(c) = client.as_ref() else {
-                    return Flow::Next;
-                };
-                // The daemon, or this conversation? A failed probe or a
-                // setup status (token, listener) is the daemon's: a streak.
-                let setup = match c.probe() {
-                    Err(e) => Some(e.to_string()),
-                    Ok(()) => match c.load_trajectory(&rec.cascade_id) {
-                        Err(e) if e.setup_problem() => Some(e.to_string()),
-                        Err(_) => None,
-                        Ok(()) => None,
-                    },
-                };
-                if let Some(why) = setup {
-                    self.daemons[ri].fail(root, why);
-                    self.remember(&s.path, observed, at, Judged::AwaitingDaemon);
-                    return Flow::Next;
-                }
-                crate::note!("watch: not fetched {}{reason}", rec.file_id);
-                self.remember(&s.path, observed, at, Judged::NotFetched);
-                Flow::Next
+                self.not_fetched(ri, met, rec, recheck.client, &reason, pass)
             }
             SessionOutcome::Error { .. } => {
                 crate::note!("watch: error {}{reason}", rec.file_id);
                 pass.pending += 1;
-                self.remember(&s.path, observed, at, Judged::Unreadable);
-                Flow::Next
+                self.remember_met(met, Judged::Unreadable);
             }
             SessionOutcome::Refused(_) => {
                 let refusal = format!("{} {}{reason}", rec.file_id, rec.verdict_str());
-                if streak.as_ref() == Some(&refusal) {
+                if recheck.streak.as_ref() == Some(&refusal) {
                     pass.repeated += 1;
                 } else {
-                    crate::note!("watch: checked {refusal}: no sidecar written (was stale: {why})");
+                    crate::note!(
+                        "watch: checked {refusal}: no sidecar written (was stale: {})",
+                        recheck.why
+                    );
                 }
-                self.refused.insert(s.path.clone(), refusal);
+                self.refused.insert(met.path.to_path_buf(), refusal);
                 pass.refused += 1;
-                self.remember(&s.path, observed, at, Judged::Refused);
-                Flow::Next
+                self.remember_met(met, Judged::Refused);
             }
             SessionOutcome::Verified | SessionOutcome::VerifiedSourceOnly(_) => {
-                let verdict = rec.verdict_str();
-                crate::note!(
-                    "watch: synced {} {verdict}{reason} (was stale: {why})",
-                    rec.file_id
-                );
-                let Some(bytes) = &r.sidecar else {
-                    pass.pending += 1;
-                    return Flow::Next;
-                };
-                let published = crate::sidecars::publish(&crate::sidecars::Publication {
-                    source: &s.path,
-                    sidecar: &side,
-                    bytes,
-                    schema: self.schema,
-                    cascade: &rec.cascade_id,
-                    cap: self.sidecar_cap(),
-                    protected: &opts.protected,
-                    replace_foreign: false,
-                });
-                match published {
-                    Err(crate::sidecars::PublishError::Foreign { why, .. }) => {
-                        crate::note!(
-                            "watch: refusing {}: not a trajectory sidecar ({why}); left alone, never overwritten",
-                            side.display()
-                        );
-                        pass.foreign += 1;
-                        return Flow::Next;
-                    }
-                    Ok(written) => {
-                        pass.synced += 1;
-                        let what = match written {
-                            crate::attest::cache::Written::Unchanged => "kept (equal bytes)",
-                            _ => {
-                                pass.written += 1;
-                                "wrote"
-                            }
-                        };
-                        crate::note!("watch: {what} {} {verdict}{reason}", side.display());
-                        self.remember(&s.path, observed.with_sidecar(&side), at, Judged::Fresh);
-                    }
-                    Err(crate::sidecars::PublishError::Write(e)) => {
-                        crate::note!("watch: cannot write {}: {e}", side.display());
-                        pass.pending += 1;
-                    }
-                }
-                Flow::Next
+                self.synced(met, r, recheck.why, &reason, pass)
             }
         }
     }
+
+    /// Not fetched: the daemon's failure (a failed probe or a setup status,
+    /// a streak of the root's) or this conversation's (logged).
+    fn not_fetched(
+        &mut self,
+        ri: usize,
+        met: Met<'_>,
+        rec: &SessionRecord,
+        client: Option<&DaemonClient>,
+        reason: &str,
+        pass: &mut Pass,
+    ) {
+        pass.pending += 1;
+        let Some(c) = client else {
+            return;
+        };
+        // The daemon, or this conversation? A failed probe or a
+        // setup status (token, listener) is the daemon's: a streak.
+        let setup = match c.probe() {
+            Err(e) => Some(e.to_string()),
+            Ok(()) => match c.load_trajectory(&rec.cascade_id) {
+                Err(e) if e.setup_problem() => Some(e.to_string()),
+                Err(_) => None,
+                Ok(()) => None,
+            },
+        };
+        if let Some(why) = setup {
+            self.daemons[ri].fail(&self.opts.roots[ri], why);
+            self.remember_met(met, Judged::AwaitingDaemon);
+            return;
+        }
+        crate::note!("watch: not fetched {}{reason}", rec.file_id);
+        self.remember_met(met, Judged::NotFetched);
+    }
+
+    /// Verified: the sidecar published beside the source (equal bytes
+    /// kept), unless what sits there now is foreign or cannot be written.
+    fn synced(
+        &mut self,
+        met: Met<'_>,
+        r: &SessionResult,
+        why: &Stale,
+        reason: &str,
+        pass: &mut Pass,
+    ) {
+        let rec = &r.record;
+        let verdict = rec.verdict_str();
+        crate::note!(
+            "watch: synced {} {verdict}{reason} (was stale: {why})",
+            rec.file_id
+        );
+        let Some(bytes) = &r.sidecar else {
+            pass.pending += 1;
+            return;
+        };
+        let side = &met.side;
+        let published = crate::sidecars::publish(&crate::sidecars::Publication {
+            source: met.path,
+            sidecar: side,
+            bytes,
+            schema: self.schema,
+            cascade: &rec.cascade_id,
+            cap: self.sidecar_cap(),
+            protected: &self.opts.protected,
+            replace_foreign: false,
+        });
+        match published {
+            Err(crate::sidecars::PublishError::Foreign { why, .. }) => {
+                crate::note!(
+                    "watch: refusing {}: not a trajectory sidecar ({why}); left alone, never overwritten",
+                    side.display()
+                );
+                pass.foreign += 1;
+            }
+            Ok(written) => {
+                pass.synced += 1;
+                let what = match written {
+                    crate::attest::cache::Written::Unchanged => "kept (equal bytes)",
+                    _ => {
+                        pass.written += 1;
+                        "wrote"
+                    }
+                };
+                crate::note!("watch: {what} {} {verdict}{reason}", side.display());
+                let observed = met.observed.with_sidecar(side);
+                self.remember(met.path, observed, met.at, Judged::Fresh);
+            }
+            Err(crate::sidecars::PublishError::Write(e)) => {
+                crate::note!("watch: cannot write {}: {e}", side.display());
+                pass.pending += 1;
+            }
+        }
+    }
+}
+
+/// One conversation as a pass met it: its source, its sidecar's path, what
+/// was observed of both and when (the key a judgement is kept under).
+struct Met<'s> {
+    path: &'s Path,
+    side: PathBuf,
+    observed: Observed,
+    at: Instant,
+}
+
+/// What settling a re-verification needs besides its result: why the
+/// sidecar was stale, the client that fetched (none offline), and the
+/// refusal the source's streak was logged with, if in one.
+struct Recheck<'c> {
+    why: &'c Stale,
+    client: Option<&'c DaemonClient>,
+    streak: Option<String>,
 }
 
 /// The state files `doctor` reads ([`state`]), one per root.
