@@ -262,6 +262,26 @@ pub fn sqlite_wins(path: &Path) -> PathBuf {
     path.to_path_buf()
 }
 
+/// The Antigravity IDE's application folder: on Linux
+/// `$XDG_CONFIG_HOME/Antigravity` (default `~/.config`), on macOS
+/// `~/Library/Application Support/Antigravity`, on Windows
+/// `%APPDATA%\Antigravity` (its `logs` hold the daemon's port and token).
+pub fn ide_app_dir() -> Option<PathBuf> {
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let base = if cfg!(windows) {
+        env("APPDATA")?
+    } else if cfg!(target_os = "macos") {
+        env("HOME")?.join("Library").join("Application Support")
+    } else {
+        env("XDG_CONFIG_HOME").or_else(|| env("HOME").map(|h| h.join(".config")))?
+    };
+    Some(base.join("Antigravity"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

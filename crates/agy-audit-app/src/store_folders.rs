@@ -15,7 +15,7 @@
 //! * the desktop app's data folder ([`FolderKind::AppData`]; ccusage PR
 //!   #1651): `~/.config/Antigravity/` on Linux (`$XDG_CONFIG_HOME/Antigravity`
 //!   when that is set, the same base the IDE's logs are read from,
-//!   [`crate::rpc::ide::ide_logs_dir`]), `~/Library/Application
+//!   [`crate::roots::ide_app_dir`]), `~/Library/Application
 //!   Support/Antigravity/` on macOS, `%APPDATA%\Antigravity\` on Windows.
 //!
 //! `ANTIGRAVITY_DATA_DIR` and `AGY_HOME` (also in §7.1) are not consulted:
@@ -153,8 +153,7 @@ pub fn candidates() -> Vec<(PathBuf, FolderKind)> {
     if let Some(d) = env_dir(APP_DATA_ENV) {
         out.push((d, FolderKind::AppDataEnv));
     }
-    if let Some(d) = crate::rpc::ide::ide_logs_dir().and_then(|l| l.parent().map(Path::to_path_buf))
-    {
+    if let Some(d) = crate::roots::ide_app_dir() {
         out.push((d, FolderKind::AppData));
     }
     out

@@ -31,23 +31,10 @@ pub const IDE_SERVER_LOG: &str = "language_server.log";
 /// The IDE's main log (the language server's spawn line with its token).
 pub const IDE_MAIN_LOG: &str = "main.log";
 
-/// The IDE's log folder: on Linux `$XDG_CONFIG_HOME/Antigravity/logs`
-/// (default `~/.config`), on macOS `~/Library/Application
-/// Support/Antigravity/logs`, on Windows `%APPDATA%\Antigravity\logs`.
+/// The IDE's log folder: `logs` in the IDE's application folder
+/// ([`crate::roots::ide_app_dir`]).
 pub fn ide_logs_dir() -> Option<PathBuf> {
-    let env = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    let base = if cfg!(windows) {
-        env("APPDATA")?
-    } else if cfg!(target_os = "macos") {
-        env("HOME")?.join("Library").join("Application Support")
-    } else {
-        env("XDG_CONFIG_HOME").or_else(|| env("HOME").map(|h| h.join(".config")))?
-    };
-    Some(base.join("Antigravity").join("logs"))
+    crate::roots::ide_app_dir().map(|d| d.join("logs"))
 }
 
 /// The newest `--csrf_token` value in a main.log text, as written (not yet
