@@ -184,6 +184,42 @@ pub(crate) const DOCS: &[RuleDoc] = &[
 /// allow-list (`checks::WRAPPER_TOOLS`, this family's declared bounds) by
 /// the dispatcher, after the route (`bounds::enforce`).
 fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
+    let (n, ntype, qualified) = embedded_step(ctx, w, bytes)?;
+    let wt = task_details(w, &n)?;
+    let rules = argument_rules(ctx, w, &n)?;
+    let (route, presented_status) = if w.error.is_some() {
+        outer_error_route(ctx, w, &n, &ntype)?
+    } else {
+        success_route(ctx, w, &n, &ntype, qualified)?
+    };
+    // After the type-specific rules, so their named reasons (another tool
+    // for Append or ContentOffset, a record for another tool, arguments that
+    // do not repeat the native tool call) come first.
+    check_tool(w, &ntype, &n)?;
+    let mut step = n;
+    if let Some(td) = wt {
+        set(&mut step, "task_details", Value::Message(td));
+    }
+    if let Some(s) = presented_status {
+        set_enum(&mut step, "status", s);
+    }
+    let (primary, extra) = primary_rule(route, rules, qualified);
+    Ok(Presented {
+        step: Some(step),
+        rule: primary,
+        extra,
+        carried: vec!["generic.result.payload"],
+    })
+}
+
+/// The embedded native Step decoded, its type qualified with its body, and
+/// no field outside the wrapper's, the generic's, the native's or the
+/// result's qualified shape.
+fn embedded_step(
+    ctx: &Ctx<'_>,
+    w: &Wrapper,
+    bytes: &Bytes,
+) -> R<(DynamicMessage, String, Qualified)> {
     let base = RuleId::EmbeddedNativeStep;
     let n = DynamicMessage::decode(ctx.schema.names.step.clone(), bytes.clone())
         .or_else(|e| reject(Some(base), Reason::EmbeddedUndecodable, e.to_string()))?;
@@ -213,10 +249,15 @@ fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     if let Some(f) = w.extra_result_field(result_fields) {
         return reject(Some(base), Reason::WrapperResultField, f);
     }
+    Ok((n, ntype, qualified))
+}
 
-    // Task details: outer preserved, inner-only or conflicting fail.
+/// Task details: the outer ones preserved; inner-only or conflicting ones
+/// refused.
+fn task_details(w: &Wrapper, n: &DynamicMessage) -> R<Option<DynamicMessage>> {
+    let base = RuleId::EmbeddedNativeStep;
     let wt = sub(w.step, "task_details");
-    let nt = sub(&n, "task_details");
+    let nt = sub(n, "task_details");
     match (&wt, &nt) {
         (None, Some(_)) => return reject(Some(base), Reason::InnerOnlyTaskDetails, ""),
         (Some(a), Some(b)) if !same(a, b) => {
@@ -224,143 +265,142 @@ fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
         }
         _ => {}
     }
+    Ok(wt.cloned())
+}
 
+/// The rules of arguments only their own rules accept (Append,
+/// ContentOffset), in the registry's order, then the permission records'.
+fn argument_rules(ctx: &Ctx<'_>, w: &Wrapper, n: &DynamicMessage) -> R<Vec<RuleId>> {
     let mut rules: Vec<RuleId> = Vec::new();
-    // Arguments only their own rules accept (Append, ContentOffset), in the
-    // registry's order.
     for (arg, rule, check) in ctx.hooks().filter_map(|h| match h {
         Hook::EmbeddedArgument { arg, rule, check } => Some((*arg, *rule, *check)),
         _ => None,
     }) {
         if w.args.has(arg) {
-            check(w, &n)?;
+            check(w, n)?;
             rules.push(rule);
         }
     }
-    if has_records(w.step) || has_records(&n) {
+    if has_records(w.step) || has_records(n) {
         let Some(records) = ctx.hook(|h| match h {
             Hook::EmbeddedRecords(check) => Some(*check),
             _ => None,
         }) else {
-            return reject(Some(base), Reason::WrapperField, "permission records");
+            return reject(
+                Some(RuleId::EmbeddedNativeStep),
+                Reason::WrapperField,
+                "permission records",
+            );
         };
-        rules.push(records(w, &n)?);
+        rules.push(records(w, n)?);
     }
+    Ok(rules)
+}
 
+/// A wrapper with an outer error: a type-specific failure mapping first
+/// (the bridge failure, failed list_resources, failed generate_image), else
+/// the outer-error rule. The rule, and the status it presents if another.
+fn outer_error_route(
+    ctx: &Ctx<'_>,
+    w: &Wrapper,
+    n: &DynamicMessage,
+    ntype: &str,
+) -> R<(RuleId, Option<&'static str>)> {
     let ws = w.status.clone();
-    let ns = status(&n);
-    let mut presented_status: Option<&str> = None;
-    let route = if w.error.is_some() {
-        if ws != ERROR {
-            return reject(Some(RuleId::OuterError), Reason::OuterErrorStatus, ws);
-        }
-        // A type-specific failure mapping first (the bridge failure, failed
-        // list_resources, failed generate_image), else the outer-error rule.
-        let own = ctx.hook(|h| match h {
-            Hook::OuterError {
-                native_type,
-                native_status,
-                presented_status,
-                rule,
-                check,
-            } if *native_type == ntype && native_status.is_none_or(|s| s == ns) => {
-                Some((*rule, *check, *presented_status))
-            }
-            _ => None,
-        });
-        match own {
-            Some((rule, check, presented)) => {
-                check(w, &n)?;
-                presented_status = presented;
-                rule
-            }
-            None if ntype == INVOKE_SUBAGENT => {
-                return reject(
-                    Some(RuleId::OuterError),
-                    Reason::OuterErrorNativeType,
-                    ntype,
-                )
-            }
-            None if OUTER_ERROR_OWN_RULE.contains(&ntype.as_str()) => {
-                return reject(
-                    Some(RuleId::OuterError),
-                    Reason::OuterErrorNativeType,
-                    ntype,
-                )
-            }
-            None => {
-                outer_error_matches(RuleId::OuterError, w, &n)?;
-                RuleId::OuterError
-            }
-        }
-    } else {
-        match qualified {
-            Qualified::Image => {
-                let Some((rule, check)) = ctx.hook(|h| match h {
-                    Hook::EmbeddedSuccess {
-                        native_type,
-                        rule,
-                        check,
-                    } if *native_type == ntype => Some((*rule, *check)),
-                    _ => None,
-                }) else {
-                    return reject(Some(base), Reason::EmbeddedType, ntype);
-                };
-                check(w, &n)?;
-                rule
-            }
-            Qualified::OuterErrorOnly if ntype == LIST_RESOURCES => {
-                return reject(
-                    Some(RuleId::FailedListResources),
-                    Reason::ListResourcesOutcome,
-                    format!("{ws} wrapper without an outer error"),
-                )
-            }
-            Qualified::OuterErrorOnly => {
-                return reject(Some(base), Reason::EmbeddedOuterOnlyType, ntype)
-            }
-            Qualified::Recognized if ws == ns => base,
-            Qualified::Recognized if ws == CANCELED && ntype == RUN_COMMAND => {
-                let ok = (ns == ERROR && has(&n, "error")) || (ns == RUNNING && !has(&n, "error"));
-                ensure(
-                    ok,
-                    RuleId::CanceledCommandStatus,
-                    Reason::CanceledCombination,
-                    || format!("CANCELED over {ns}"),
-                )?;
-                presented_status = Some(CANCELED);
-                RuleId::CanceledCommandStatus
-            }
-            Qualified::Recognized if ws == CANCELED => {
-                return reject(
-                    Some(base),
-                    Reason::CanceledCombination,
-                    format!("CANCELED over {ntype} {ns}"),
-                )
-            }
-            Qualified::Recognized => {
-                return reject(
-                    Some(base),
-                    Reason::StatusMismatch,
-                    format!("{ws} over {ns}"),
-                )
-            }
-        }
-    };
-
-    // After the type-specific rules, so their named reasons (another tool
-    // for Append or ContentOffset, a record for another tool, arguments that
-    // do not repeat the native tool call) come first.
-    check_tool(w, &ntype, &n)?;
-
-    let mut step = n;
-    if let Some(td) = wt {
-        set(&mut step, "task_details", Value::Message(td.clone()));
+    if ws != ERROR {
+        return reject(Some(RuleId::OuterError), Reason::OuterErrorStatus, ws);
     }
-    if let Some(s) = presented_status {
-        set_enum(&mut step, "status", s);
+    let ns = status(n);
+    let own = ctx.hook(|h| match h {
+        Hook::OuterError {
+            native_type,
+            native_status,
+            presented_status,
+            rule,
+            check,
+        } if *native_type == ntype && native_status.is_none_or(|s| s == ns) => {
+            Some((*rule, *check, *presented_status))
+        }
+        _ => None,
+    });
+    match own {
+        Some((rule, check, presented)) => {
+            check(w, n)?;
+            Ok((rule, presented))
+        }
+        None if ntype == INVOKE_SUBAGENT || OUTER_ERROR_OWN_RULE.contains(&ntype) => reject(
+            Some(RuleId::OuterError),
+            Reason::OuterErrorNativeType,
+            ntype,
+        ),
+        None => {
+            outer_error_matches(RuleId::OuterError, w, n)?;
+            Ok((RuleId::OuterError, None))
+        }
     }
-    // The primary rule: the most specific one; the rest are extras.
+}
+
+/// A wrapper without an outer error: the image mapping, equal statuses, or
+/// the CANCELED command cases. The rule, and the status it presents if
+/// another.
+fn success_route(
+    ctx: &Ctx<'_>,
+    w: &Wrapper,
+    n: &DynamicMessage,
+    ntype: &str,
+    qualified: Qualified,
+) -> R<(RuleId, Option<&'static str>)> {
+    let base = RuleId::EmbeddedNativeStep;
+    let ws = w.status.clone();
+    let ns = status(n);
+    match qualified {
+        Qualified::Image => {
+            let Some((rule, check)) = ctx.hook(|h| match h {
+                Hook::EmbeddedSuccess {
+                    native_type,
+                    rule,
+                    check,
+                } if *native_type == ntype => Some((*rule, *check)),
+                _ => None,
+            }) else {
+                return reject(Some(base), Reason::EmbeddedType, ntype);
+            };
+            check(w, n)?;
+            Ok((rule, None))
+        }
+        Qualified::OuterErrorOnly if ntype == LIST_RESOURCES => reject(
+            Some(RuleId::FailedListResources),
+            Reason::ListResourcesOutcome,
+            format!("{ws} wrapper without an outer error"),
+        ),
+        Qualified::OuterErrorOnly => reject(Some(base), Reason::EmbeddedOuterOnlyType, ntype),
+        Qualified::Recognized if ws == ns => Ok((base, None)),
+        Qualified::Recognized if ws == CANCELED && ntype == RUN_COMMAND => {
+            let ok = (ns == ERROR && has(n, "error")) || (ns == RUNNING && !has(n, "error"));
+            ensure(
+                ok,
+                RuleId::CanceledCommandStatus,
+                Reason::CanceledCombination,
+                || format!("CANCELED over {ns}"),
+            )?;
+            Ok((RuleId::CanceledCommandStatus, Some(CANCELED)))
+        }
+        Qualified::Recognized if ws == CANCELED => reject(
+            Some(base),
+            Reason::CanceledCombination,
+            format!("CANCELED over {ntype} {ns}"),
+        ),
+        Qualified::Recognized => reject(
+            Some(base),
+            Reason::StatusMismatch,
+            format!("{ws} over {ns}"),
+        ),
+    }
+}
+
+/// The primary rule (the most specific one) and the rest as extras.
+fn primary_rule(route: RuleId, rules: Vec<RuleId>, qualified: Qualified) -> (RuleId, Vec<RuleId>) {
+    let base = RuleId::EmbeddedNativeStep;
     let mut all = vec![route];
     all.extend(rules);
     if route != base && !all.contains(&base) && qualified == Qualified::Recognized {
@@ -381,12 +421,7 @@ fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
         .unwrap_or(route);
     let mut extra: Vec<RuleId> = all.into_iter().filter(|r| *r != primary).collect();
     extra.dedup();
-    Ok(Presented {
-        step: Some(step),
-        rule: primary,
-        extra,
-        carried: vec!["generic.result.payload"],
-    })
+    (primary, extra)
 }
 
 /// The family: wrappers whose result payload is an embedded native Step.
