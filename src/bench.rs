@@ -328,11 +328,10 @@ pub fn watch_memory(exe: &Path, conversations: usize, polls: u64) -> Result<Vec<
         fault_rate: 0.0,
         scale: 0.05,
     };
-    generate_home(&home, &plan, false)
-        .map_err(|error| BenchError::ServeStore {
-            home: home.clone(),
-            error,
-        })?;
+    generate_home(&home, &plan, false).map_err(|error| BenchError::ServeStore {
+        home: home.clone(),
+        error,
+    })?;
     let serve = |root: PathBuf, ide: bool| {
         let mut o = SimOptions::new(&root);
         o.load_fault_file = false;
@@ -774,8 +773,8 @@ fn scaling_row(setup: &ScalingSetup<'_>, concurrency: usize) -> Result<ScalingRo
         }
     };
     let manifest_path = out.join(crate::manifest::MANIFEST_FILE);
-    let (_, m) = crate::manifest::read::read(&manifest_path)
-        .map_err(|error| BenchError::Manifest {
+    let (_, m) =
+        crate::manifest::read::read(&manifest_path).map_err(|error| BenchError::Manifest {
             path: manifest_path.clone(),
             error,
         })?;

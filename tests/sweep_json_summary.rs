@@ -149,9 +149,16 @@ fn a_corrupt_resumed_manifest_is_an_error_not_a_usage_error() {
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["error"]["kind"], "error", "{v:#}");
     let message = v["error"]["message"].as_str().expect("a message");
-    let head = format!("{}: corrupt: manifest: not JSON: byte 0: ", manifest.display());
+    let head = format!(
+        "{}: corrupt: manifest: not JSON: byte 0: ",
+        manifest.display()
+    );
     assert!(message.starts_with(&head), "{v:#}");
-    assert!(String::from_utf8_lossy(&o.stderr).contains(&head), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(&head),
+        "{}",
+        text(&o)
+    );
 }
 
 /// The object of a sweep that could not start has exactly the members of a

@@ -4,8 +4,8 @@ use super::audit::{
     audit_prepared, bracket_fetched, error_result, fetchable, judge_fetched, prepare, AuditContext,
     Fetched, Prepared, SessionResult,
 };
-use crate::discover::{discover, SourceRef};
 use super::error::SweepStartError;
+use crate::discover::{discover, SourceRef};
 use crate::error::{CorruptInput, Error, Result};
 use crate::manifest::{Manifest, CSV_FILE, MANIFEST_FILE};
 use crate::outcome::SessionOutcome;
@@ -587,11 +587,10 @@ fn resumed_manifest(opts: &SweepOptions, root: &str) -> Result<Manifest> {
             .into())
         }
     };
-    let m = crate::manifest::read::parse_strict(&bytes)
-        .map_err(|problem| Error::Corrupt {
-            path: path.clone(),
-            input: CorruptInput::ResumedManifest(Box::new(problem)),
-        })?;
+    let m = crate::manifest::read::parse_strict(&bytes).map_err(|problem| Error::Corrupt {
+        path: path.clone(),
+        input: CorruptInput::ResumedManifest(Box::new(problem)),
+    })?;
     if m.root != root {
         return Err(SweepStartError::ResumeOtherRoot {
             manifest: path,

@@ -139,8 +139,8 @@ pub fn decrypt(
     // The key is 32 bytes by type, so the cipher cannot refuse it.
     let cipher = Aes256Gcm::new(&key.0.into());
     let (nonce, sealed) = file.split_at(NONCE_BYTES);
-    let nonce = Nonce::try_from(nonce)
-        .map_err(|_| Error::corrupt(path, CorruptRule::NonceLength))?;
+    let nonce =
+        Nonce::try_from(nonce).map_err(|_| Error::corrupt(path, CorruptRule::NonceLength))?;
     match cipher.decrypt(&nonce, sealed) {
         Ok(p) => Ok(Ok(p)),
         Err(_) => Ok(Err(Refusal::new(

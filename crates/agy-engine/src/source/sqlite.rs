@@ -473,7 +473,10 @@ fn while_stable<T>(
             return Ok(got);
         }
     }
-    Err(Error::sqlite(db, SqliteFailure::KeptChanging { attempts: 5 }))
+    Err(Error::sqlite(
+        db,
+        SqliteFailure::KeptChanging { attempts: 5 },
+    ))
 }
 
 /// Opens the private image of the state the bytes hold.
@@ -511,7 +514,8 @@ fn build(
         // length was checked above).
         main[18] = 1;
         main[19] = 1;
-        let conn = Connection::open_in_memory().map_err(|e| Error::sqlite(db, SqliteFailure::Open(e)))?;
+        let conn =
+            Connection::open_in_memory().map_err(|e| Error::sqlite(db, SqliteFailure::Open(e)))?;
         read_in_place(&conn, &main).map_err(|e| corrupt_db(db, e))?;
         (conn, None, via, Some(main))
     } else {
