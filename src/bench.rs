@@ -32,6 +32,21 @@ pub enum BenchError {
         #[source]
         source: agy_corpus::sim::SimError,
     },
+    /// The store the serve bench generates could not be written.
+    #[error("{}: corrupt: generate: {error}", home.display())]
+    ServeStore {
+        home: PathBuf,
+        error: agy_corpus::corpus::CorpusError,
+    },
+    /// `watch --max-polls` logged no memory lines to measure.
+    #[error("{}: corrupt: watch --max-polls: no memory lines in its log:\n{log}", exe.display())]
+    WatchLog { exe: PathBuf, log: String },
+    /// The bench sweep's manifest could not be read back.
+    #[error("{}: corrupt: manifest: {error}", path.display())]
+    Manifest {
+        path: PathBuf,
+        error: crate::manifest::read::ManifestError,
+    },
 }
 
 impl BenchError {
@@ -40,6 +55,9 @@ impl BenchError {
         match self {
             BenchError::App(e) => e.is_usage(),
             BenchError::Corpus { .. } | BenchError::Serve { .. } => true,
+            BenchError::ServeStore { .. }
+            | BenchError::WatchLog { .. }
+            | BenchError::Manifest { .. } => false,
         }
     }
 }
@@ -310,8 +328,10 @@ pub fn watch_memory(exe: &Path, conversations: usize, polls: u64) -> Result<Vec<
         fault_rate: 0.0,
         scale: 0.05,
     };
-    generate_home(&home, &plan, false)
-        .map_err(|e| crate::Error::corrupt(&home, "generate", e.to_string()))?;
+    generate_home(&home, &plan, false).map_err(|error| BenchError::ServeStore {
+        home: home.clone(),
+        error,
+    })?;
     let serve = |root: PathBuf, ide: bool| {
         let mut o = SimOptions::new(&root);
         o.load_fault_file = false;
@@ -366,11 +386,10 @@ pub fn watch_memory(exe: &Path, conversations: usize, polls: u64) -> Result<Vec<
         };
         let (Some((rss_at_10, hwm_at_10)), Some((rss_at_last, hwm_at_last))) = (at(10), at(polls))
         else {
-            return Err(BenchError::App(crate::Error::corrupt(
-                exe,
-                "watch --max-polls",
-                format!("no memory lines in its log:\n{log}"),
-            )));
+            return Err(BenchError::WatchLog {
+                exe: exe.to_path_buf(),
+                log,
+            });
         };
         let conversations = log
             .lines()
@@ -754,8 +773,11 @@ fn scaling_row(setup: &ScalingSetup<'_>, concurrency: usize) -> Result<ScalingRo
         }
     };
     let manifest_path = out.join(crate::manifest::MANIFEST_FILE);
-    let (_, m) = crate::manifest::read::read(&manifest_path)
-        .map_err(|e| crate::Error::corrupt(&manifest_path, "manifest", e.to_string()))?;
+    let (_, m) =
+        crate::manifest::read::read(&manifest_path).map_err(|error| BenchError::Manifest {
+            path: manifest_path.clone(),
+            error,
+        })?;
     let corpus = out.join("corpus");
     let fetched = std::fs::read_dir(&corpus)
         .map_err(|e| crate::Error::io(&corpus, e))?

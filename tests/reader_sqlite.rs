@@ -10,6 +10,7 @@ use agy_audit::schema::Schema;
 use agy_audit::source::legacy::LegacyKey;
 use agy_audit::source::{read_source, DecodedSource, ReadOptions};
 use agy_audit::verdict::ReasonClass;
+use agy_engine::error::CorruptRule;
 use agy_engine::Error;
 use common::*;
 use rusqlite::Connection;
@@ -143,7 +144,10 @@ fn not_a_database_is_an_error_not_a_verdict() {
     let opts = options(&s, &key, false);
     assert!(matches!(
         read_source(&path, &opts),
-        Err(Error::Corrupt { .. })
+        Err(Error::Corrupt {
+            rule: CorruptRule::NotSqlite3,
+            ..
+        })
     ));
     // A SQLite header followed by garbage pages.
     let mut bytes = b"SQLite format 3\0".to_vec();
@@ -165,7 +169,10 @@ fn a_symlinked_source_is_refused() {
     let opts = options(&s, &key, false);
     assert!(matches!(
         read_source(&link, &opts),
-        Err(Error::Corrupt { .. })
+        Err(Error::Corrupt {
+            rule: CorruptRule::SymbolicLink,
+            ..
+        })
     ));
 }
 

@@ -128,6 +128,39 @@ fn a_usage_error_gets_the_summary_object_with_exit_code_2() {
     assert_eq!(v["endpoint"], Value::Null, "not settled: {v:#}");
 }
 
+/// `--resume` of a folder whose manifest the strict reader refuses is an
+/// error (exit 1), not a usage error: the corrupt manifest is named with its
+/// problem, word for word as before the errors were split by operation
+/// (issue 47 item 5).
+#[test]
+fn a_corrupt_resumed_manifest_is_an_error_not_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = common::small_store(dir.path(), 2, 7, 0.0, 0.1);
+    let out = dir.path().join("sweep");
+    std::fs::create_dir_all(&out).unwrap();
+    let manifest = out.join("manifest.json");
+    std::fs::write(&manifest, b"not json").unwrap();
+    let url = closed_port_url();
+    let o = common::sweep_command(&store, &out, &url)
+        .args(["--resume", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["error"]["kind"], "error", "{v:#}");
+    let message = v["error"]["message"].as_str().expect("a message");
+    let head = format!(
+        "{}: corrupt: manifest: not JSON: byte 0: ",
+        manifest.display()
+    );
+    assert!(message.starts_with(&head), "{v:#}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(&head),
+        "{}",
+        text(&o)
+    );
+}
+
 /// The object of a sweep that could not start has exactly the members of a
 /// finished sweep's summary, in the same order; a finished sweep's `error`
 /// is null.

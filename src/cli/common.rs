@@ -91,7 +91,7 @@ impl RootArg {
         match &self.root {
             Some(r) => match crate::discover::check_root(r) {
                 Ok(()) => Ok(r.clone()),
-                Err(crate::Error::Usage(source)) => Err(super::errors::Usage::Flag {
+                Err(crate::Error::Root(source)) => Err(super::errors::Usage::Flag {
                     flag: "--root",
                     source,
                 }

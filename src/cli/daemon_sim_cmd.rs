@@ -83,7 +83,7 @@ fn plain_token(s: &str) -> Result<String, String> {
 fn check_store(store: &Path) -> anyhow::Result<()> {
     match crate::discover::check_root(store) {
         Ok(()) => {}
-        Err(crate::Error::Usage(source)) => {
+        Err(crate::Error::Root(source)) => {
             return Err(super::errors::Usage::Flag {
                 flag: "--store",
                 source,

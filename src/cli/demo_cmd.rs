@@ -190,7 +190,9 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
     let ws = match &a.out {
         Some(out) => {
             if std::fs::symlink_metadata(out).is_ok() {
-                bail!(crate::error::UsageError::OutExists { out: out.clone() });
+                bail!(crate::Error::SweepStart(
+                    crate::error::SweepStartError::OutExists { out: out.clone() }
+                ));
             }
             std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
             Workspace {

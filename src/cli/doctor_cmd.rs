@@ -105,19 +105,7 @@ fn watch_status(root: &std::path::Path) -> String {
 /// Whether finding the daemon failed only because agy left no log or no
 /// port line (it is not running), not because a log could not be read.
 fn log_absent(e: &crate::Error) -> bool {
-    use crate::error::UsageError;
-    match e {
-        crate::Error::Usage(
-            UsageError::NoCliLog { .. }
-            | UsageError::NoPortLine { .. }
-            | UsageError::IdeLogsUnknown { .. }
-            | UsageError::IdePortLine { .. },
-        ) => true,
-        crate::Error::Usage(UsageError::IdeServerLog { source, .. }) => {
-            source.kind() == std::io::ErrorKind::NotFound
-        }
-        _ => false,
-    }
+    matches!(e, crate::Error::Endpoint(e) if e.log_absent())
 }
 
 /// The CSRF token doctor would send a root's daemon, and where it was read.

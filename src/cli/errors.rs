@@ -24,7 +24,7 @@ pub fn chain_text(e: &anyhow::Error) -> String {
 }
 
 /// A usage error the CLI itself finds past argument parsing: exit 2, like
-/// clap's own and the library's [`crate::error::UsageError`].
+/// clap's own and the library's (`crate::Error::is_usage`).
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum Usage {
     /// A flag's value judged here.
@@ -35,7 +35,7 @@ pub(crate) enum Usage {
     Flag {
         flag: &'static str,
         #[source]
-        source: crate::error::UsageError,
+        source: crate::error::RootError,
     },
     /// A `--schema` that is not pinned, or a malformed pin.
     #[error(transparent)]
@@ -52,7 +52,6 @@ pub(crate) fn usage(e: &anyhow::Error) -> bool {
                 .is_some_and(agy_engine::Error::is_usage)
             || c.downcast_ref::<crate::bench::BenchError>()
                 .is_some_and(crate::bench::BenchError::is_usage)
-            || c.is::<crate::error::UsageError>()
             || c.is::<Usage>()
             || matches!(
                 c.downcast_ref::<agy_corpus::corpus::CorpusError>(),

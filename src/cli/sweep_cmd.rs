@@ -161,8 +161,8 @@ pub fn resolve_shard(
     match (shard, count) {
         (None, _) => Ok(None),
         (Some(ShardArg::Fixed(i, n)), None) => Ok(Some((i, n))),
-        (Some(ShardArg::Fixed(i, n)), Some(c)) => Err(crate::Error::Usage(
-            crate::error::UsageError::ShardCountWithFixed {
+        (Some(ShardArg::Fixed(i, n)), Some(c)) => Err(crate::Error::SweepStart(
+            crate::error::SweepStartError::ShardCountWithFixed {
                 count: c,
                 index: i,
                 of: n,
@@ -170,7 +170,7 @@ pub fn resolve_shard(
         )),
         (Some(ShardArg::Auto), c) => crate::pipeline::shard::auto_shard(env, c)
             .map(Some)
-            .map_err(|e| crate::Error::Usage(e.into())),
+            .map_err(|e| crate::Error::SweepStart(e.into())),
     }
 }
 

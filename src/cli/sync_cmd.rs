@@ -192,7 +192,7 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
         return Ok(code);
     }
     let Some(root) = found.root else {
-        return Err(crate::Error::Usage(crate::error::UsageError::NoRoot).into());
+        return Err(crate::Error::Root(crate::error::RootError::NoRoot).into());
     };
     let (endpoint, options) = a.daemon.for_root(&root.path, root.surface, None)?;
     let client = DaemonClient::new(&endpoint.url, options)?;

@@ -5,7 +5,8 @@
 //! `.pb` is recorded as shadowed. `implicit/` (implicit trajectories, not
 //! conversations) is never selected. Links are not followed.
 
-use crate::error::{Error, Result, UsageError};
+use crate::error::{Error, Result};
+use crate::roots::error::RootError;
 use crate::source::{looks_like_uuid, Format};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -41,7 +42,7 @@ pub fn default_root() -> Result<PathBuf> {
     }
     match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
         Some(home) => Ok(PathBuf::from(home).join(".gemini").join("antigravity-cli")),
-        None => Err(UsageError::NoRoot.into()),
+        None => Err(RootError::NoRoot.into()),
     }
 }
 
@@ -52,11 +53,11 @@ pub fn check_root(root: &Path) -> Result<()> {
     match std::fs::symlink_metadata(root) {
         Ok(m) if m.is_dir() => Ok(()),
         Ok(m) if m.file_type().is_symlink() && root.is_dir() => Ok(()),
-        Ok(_) => Err(UsageError::RootNotAFolder {
+        Ok(_) => Err(RootError::RootNotAFolder {
             root: root.to_path_buf(),
         }
         .into()),
-        Err(source) if missing(&source) => Err(UsageError::RootMissing {
+        Err(source) if missing(&source) => Err(RootError::RootMissing {
             root: root.to_path_buf(),
             source,
         }
@@ -153,8 +154,8 @@ pub fn conversations_dir(root: &Path) -> Result<PathBuf> {
     let dir = root.join("conversations");
     match std::fs::symlink_metadata(&dir) {
         Ok(m) if m.is_dir() => Ok(dir),
-        Ok(_) => Err(UsageError::ConversationsNotAFolder { dir }.into()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(UsageError::NotAStoreRoot {
+        Ok(_) => Err(RootError::ConversationsNotAFolder { dir }.into()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(RootError::NotAStoreRoot {
             root: root.to_path_buf(),
         }
         .into()),
@@ -177,13 +178,13 @@ pub fn resolve(arg: &str, root: &Path) -> Result<PathBuf> {
                 return Ok(cand);
             }
         }
-        return Err(UsageError::NoConversation {
+        return Err(RootError::NoConversation {
             id: arg.to_string(),
             dir,
         }
         .into());
     }
-    Err(UsageError::NotASourceOrId {
+    Err(RootError::NotASourceOrId {
         arg: arg.to_string(),
     }
     .into())

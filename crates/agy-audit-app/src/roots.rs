@@ -14,8 +14,11 @@
 //! `antigravity_state.pbtxt` (the IDE's state file) or the default IDE
 //! location make it the IDE's; anything else is taken as a CLI root.
 
-use crate::error::{Error, Result, UsageError};
+use crate::error::{Error, Result};
+use error::RootError;
 use std::path::{Path, PathBuf};
+
+pub mod error;
 
 /// The CLI store, relative to the home folder.
 pub use crate::well_known::CLI_SUBPATH;
@@ -122,7 +125,7 @@ pub fn select(explicit: &[PathBuf]) -> Result<Selection> {
         return Ok(sel);
     }
     let Some(h) = home() else {
-        return Err(Error::Usage(UsageError::NoHomeForRoots));
+        return Err(Error::Root(RootError::NoHomeForRoots));
     };
     for (sub, surface) in [(CLI_SUBPATH, Surface::Cli), (IDE_SUBPATH, Surface::Ide)] {
         let p = h.join(sub);
@@ -137,7 +140,7 @@ pub fn select(explicit: &[PathBuf]) -> Result<Selection> {
         }
     }
     if sel.roots.is_empty() {
-        return Err(Error::Usage(UsageError::NoDefaultRoot { home: h }));
+        return Err(Error::Root(RootError::NoDefaultRoot { home: h }));
     }
     Ok(sel)
 }
@@ -229,14 +232,14 @@ pub fn locate(source: &str, explicit: &[PathBuf]) -> Result<Located> {
                     .iter()
                     .map(|r| format!("{} ({})", r.path.display(), r.surface.as_str()))
                     .collect();
-                return Err(Error::Usage(UsageError::NoConversationInRoots {
+                return Err(Error::Root(RootError::NoConversationInRoots {
                     id: id.to_string(),
                     roots: roots.join(", "),
                 }));
             }
         }
     } else {
-        return Err(Error::Usage(UsageError::NotASourceOrId {
+        return Err(Error::Root(RootError::NotASourceOrId {
             arg: source.to_string(),
         }));
     };

@@ -308,8 +308,8 @@ fn size(p: &Path) -> u64 {
 /// malformed; `Err` with the error text for any other failure.
 fn malformed_message(e: &agy_engine::Error) -> Option<String> {
     match e {
-        agy_engine::Error::Corrupt { location, rule, .. } => Some(format!("{location}: {rule}")),
-        agy_engine::Error::Sqlite { detail, .. } => Some(detail.clone()),
+        agy_engine::Error::Corrupt { rule, .. } => Some(format!("{}: {rule}", rule.location())),
+        agy_engine::Error::Sqlite { failure, .. } => Some(failure.to_string()),
         _ => None,
     }
 }

@@ -4,6 +4,7 @@
 //! in-flight work, not corpus size.
 
 pub mod audit;
+pub mod error;
 pub mod shard;
 pub mod sink;
 pub mod sweep;

@@ -4,8 +4,9 @@ use super::audit::{
     audit_prepared, bracket_fetched, error_result, fetchable, judge_fetched, prepare, AuditContext,
     Fetched, Prepared, SessionResult,
 };
+use super::error::SweepStartError;
 use crate::discover::{discover, SourceRef};
-use crate::error::{Error, Result, UsageError};
+use crate::error::{CorruptInput, Error, Result};
 use crate::manifest::{Manifest, CSV_FILE, MANIFEST_FILE};
 use crate::outcome::SessionOutcome;
 use crate::rpc::{ClientOptions, DaemonClient, TrajectoryResponse};
@@ -234,19 +235,19 @@ pub fn sweep_to(
     } else {
         match std::fs::symlink_metadata(&opts.out) {
             Ok(m) if m.is_dir() && opts.out.join(MANIFEST_FILE).is_file() => {
-                return Err(UsageError::OutHoldsSweep {
+                return Err(SweepStartError::OutHoldsSweep {
                     out: opts.out.clone(),
                 }
                 .into())
             }
             Ok(m) if m.is_dir() => {
-                return Err(UsageError::OutExists {
+                return Err(SweepStartError::OutExists {
                     out: opts.out.clone(),
                 }
                 .into())
             }
             Ok(_) => {
-                return Err(UsageError::OutIsFile {
+                return Err(SweepStartError::OutIsFile {
                     out: opts.out.clone(),
                 }
                 .into())
@@ -255,7 +256,7 @@ pub fn sweep_to(
         }
         if let Some(parent) = opts.out.parent().filter(|p| !p.as_os_str().is_empty()) {
             if !parent.is_dir() {
-                return Err(UsageError::OutParentMissing {
+                return Err(SweepStartError::OutParentMissing {
                     out: opts.out.clone(),
                     parent: parent.to_path_buf(),
                 }
@@ -337,7 +338,7 @@ pub fn sweep_to(
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs)
         .build()
-        .map_err(|source| UsageError::DecodeThreads { jobs, source })?;
+        .map_err(|source| SweepStartError::DecodeThreads { jobs, source })?;
 
     sink.started(total);
     let (tx_src, rx_src) = bounded::<SourceRef>(jobs * 2);
@@ -580,16 +581,18 @@ fn resumed_manifest(opts: &SweepOptions, root: &str) -> Result<Manifest> {
     let bytes = match read_if_present(&path, InputKind::Manifest)? {
         Some(b) => b,
         None => {
-            return Err(UsageError::ResumeNotASweep {
+            return Err(SweepStartError::ResumeNotASweep {
                 out: opts.out.clone(),
             }
             .into())
         }
     };
-    let m = crate::manifest::read::parse_strict(&bytes)
-        .map_err(|e| Error::corrupt(&path, "manifest", e.to_string()))?;
+    let m = crate::manifest::read::parse_strict(&bytes).map_err(|problem| Error::Corrupt {
+        path: path.clone(),
+        input: CorruptInput::ResumedManifest(Box::new(problem)),
+    })?;
     if m.root != root {
-        return Err(UsageError::ResumeOtherRoot {
+        return Err(SweepStartError::ResumeOtherRoot {
             manifest: path,
             recorded: m.root,
             given: root.to_string(),
@@ -598,7 +601,7 @@ fn resumed_manifest(opts: &SweepOptions, root: &str) -> Result<Manifest> {
     }
     let shard = opts.shard.map(|(i, n)| format!("{i}/{n}"));
     if m.shard != shard {
-        return Err(UsageError::ResumeOtherShard {
+        return Err(SweepStartError::ResumeOtherShard {
             manifest: path,
             recorded: m.shard,
             given: shard,
@@ -606,7 +609,7 @@ fn resumed_manifest(opts: &SweepOptions, root: &str) -> Result<Manifest> {
         .into());
     }
     if m.shard.is_some() && m.shard_by.as_deref() != Some(super::shard::SHARD_ASSIGNMENT) {
-        return Err(UsageError::ResumeListingShard {
+        return Err(SweepStartError::ResumeListingShard {
             manifest: path.to_path_buf(),
         }
         .into());

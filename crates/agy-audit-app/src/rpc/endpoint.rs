@@ -2,7 +2,8 @@
 //! newest `listening on random port at N for HTTP` line of `<root>/cli.log`
 //! (never the `for HTTPS` line).
 
-use crate::error::{Error, Result, UrlOrigin, UsageError};
+use super::error::{EndpointError, UrlOrigin};
+use crate::error::{Error, Result};
 use crate::util::bounded::{read_tail, BoundedReadError, InputKind};
 use std::path::Path;
 
@@ -44,17 +45,17 @@ pub fn discover_endpoint(root: &Path, explicit: Option<&str>) -> Result<String> 
     let text = match read_tail(&log, InputKind::Log).map_err(BoundedReadError::into_io) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(UsageError::NoCliLog { log }.into())
+            return Err(EndpointError::NoCliLog { log }.into())
         }
         Err(e) => return Err(Error::io(&log, e)),
     };
     let port = parse_cli_log(&String::from_utf8_lossy(&text))
-        .ok_or_else(|| UsageError::NoPortLine { log: log.clone() })?;
+        .ok_or_else(|| EndpointError::NoPortLine { log: log.clone() })?;
     Ok(format!("http://127.0.0.1:{port}"))
 }
 
 fn bad_url(origin: UrlOrigin, detail: String) -> Error {
-    UsageError::DaemonUrl { origin, detail }.into()
+    EndpointError::DaemonUrl { origin, detail }.into()
 }
 
 /// The most `--daemon-url` may be: `http://` or `https://`, a host, an
@@ -136,7 +137,7 @@ mod tests {
             assert!(
                 matches!(
                     e,
-                    Error::Usage(UsageError::DaemonUrl {
+                    Error::Endpoint(EndpointError::DaemonUrl {
                         origin: UrlOrigin::Flag,
                         ..
                     })

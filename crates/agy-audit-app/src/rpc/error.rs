@@ -1,7 +1,95 @@
-//! Why a call to the daemon failed: the RPC stage's typed errors. A leaf: it
-//! imports only the envelope's defects.
+//! Why the daemon cannot be used: the RPC stage's typed errors. Why a call
+//! failed ([`RpcError`]); why the daemon's endpoint cannot be found
+//! ([`EndpointError`], a usage error); why a CSRF token is refused
+//! ([`TokenDefect`]). A leaf: it imports only the envelope's defects.
 
 use super::envelope::ResponseDefect;
+use std::path::PathBuf;
+
+/// Why the daemon's endpoint cannot be found or used: a URL given, or the
+/// log that should announce the port. Every one names an input the user
+/// must correct (`crate::Error::is_usage`: exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum EndpointError {
+    /// A daemon URL (`--daemon-url` or its environment variable) that is
+    /// not a usable base URL.
+    #[error("{origin}: {detail}")]
+    DaemonUrl {
+        origin: UrlOrigin,
+        /// Why it is refused (`rpc::validate_endpoint`, `rpc::ide::check_url`).
+        detail: String,
+    },
+    /// No URL given and no `cli.log` to read the daemon's port from.
+    #[error("{}: no such file, so the daemon's port is unknown; pass --daemon-url URL (or set ${}), or --root for the store whose agy is running", log.display(), crate::well_known::DAEMON_URL_ENV)]
+    NoCliLog { log: PathBuf },
+    /// A `cli.log` without the daemon's port line.
+    #[error("{}: no `listening on random port at N for HTTP` line; is agy running? (or pass --daemon-url URL)", log.display())]
+    NoPortLine { log: PathBuf },
+    /// An IDE root whose log folder cannot be located.
+    #[error("{}: an IDE root, but the IDE's log folder is unknown (HOME/APPDATA unset); pass --daemon-url URL and --csrf-token T", root.display())]
+    IdeLogsUnknown { root: PathBuf },
+    /// The IDE language server's log cannot be read.
+    #[error("{}: {} (the IDE root {}'s daemon announces its port there); is the Antigravity IDE running? (or pass --daemon-url URL)", log.display(), crate::util::io_text(source), root.display())]
+    IdeServerLog {
+        log: PathBuf,
+        root: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The IDE language server's log has no port line.
+    #[error("{}: no `listening on random port at N for HTTP` line; is the Antigravity IDE running? (or pass --daemon-url URL)", log.display())]
+    IdePortLine { log: PathBuf },
+}
+
+impl EndpointError {
+    /// Whether the daemon's port is unknown only because agy left no log or
+    /// no port line (it is not running), not because a log could not be
+    /// read.
+    pub fn log_absent(&self) -> bool {
+        match self {
+            EndpointError::NoCliLog { .. }
+            | EndpointError::NoPortLine { .. }
+            | EndpointError::IdeLogsUnknown { .. }
+            | EndpointError::IdePortLine { .. } => true,
+            EndpointError::IdeServerLog { source, .. } => {
+                source.kind() == std::io::ErrorKind::NotFound
+            }
+            EndpointError::DaemonUrl { .. } => false,
+        }
+    }
+}
+
+/// Where a daemon URL came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UrlOrigin {
+    /// `--daemon-url`.
+    Flag,
+    /// `$ANTIGRAVITY_DAEMON_URL`.
+    Env,
+}
+
+impl std::fmt::Display for UrlOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UrlOrigin::Flag => f.write_str("--daemon-url"),
+            UrlOrigin::Env => write!(f, "${}", crate::well_known::DAEMON_URL_ENV),
+        }
+    }
+}
+
+/// The longest CSRF token accepted, in bytes.
+pub const MAX_TOKEN_LEN: usize = 256;
+
+/// Why a CSRF token is refused (`rpc::ide::check_token`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TokenDefect {
+    #[error("it is empty")]
+    Empty,
+    #[error("it is {len} bytes long, more than {MAX_TOKEN_LEN}")]
+    TooLong { len: usize },
+    #[error("byte {at} is U+{code:04X}, not a printable ASCII character (a token has no whitespace, control or non-ASCII character)")]
+    NotPrintable { at: usize, code: u32 },
+}
 
 /// Why a call failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

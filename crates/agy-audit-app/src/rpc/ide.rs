@@ -20,7 +20,8 @@
 //! token goes to it ([`classify`]: an answer agy's daemon could give, or
 //! [`Other`], named).
 
-use crate::error::{Error, Result, UsageError};
+use super::error::{EndpointError, UrlOrigin};
+use crate::error::{CorruptInput, Error, Result};
 use crate::roots::Surface;
 use crate::util::bounded::{read_tail, InputKind};
 use std::path::{Path, PathBuf};
@@ -63,19 +64,7 @@ pub fn parse_csrf_token(text: &str) -> Option<String> {
     })
 }
 
-/// The longest CSRF token accepted, in bytes.
-pub const MAX_TOKEN_LEN: usize = 256;
-
-/// Why a CSRF token is refused ([`check_token`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum TokenDefect {
-    #[error("it is empty")]
-    Empty,
-    #[error("it is {len} bytes long, more than {MAX_TOKEN_LEN}")]
-    TooLong { len: usize },
-    #[error("byte {at} is U+{code:04X}, not a printable ASCII character (a token has no whitespace, control or non-ASCII character)")]
-    NotPrintable { at: usize, code: u32 },
-}
+pub use super::error::{TokenDefect, MAX_TOKEN_LEN};
 
 /// A plain printable token: 1 to [`MAX_TOKEN_LEN`] bytes, each an ASCII
 /// graphic character (`!` to `~`, 0x21 to 0x7E).
@@ -186,7 +175,6 @@ pub fn check_url(url: &str) -> std::result::Result<String, String> {
 /// malformed one ([`check_url`]) is a usage error naming where it came
 /// from; `None` when nothing pins the URL.
 pub fn pinned_url(flag: Option<&str>) -> Result<Option<String>> {
-    use crate::error::UrlOrigin;
     let (url, origin) = match flag.filter(|u| !u.is_empty()) {
         Some(u) => (u.to_string(), UrlOrigin::Flag),
         None => match std::env::var_os(super::DAEMON_URL_ENV).filter(|u| !u.is_empty()) {
@@ -196,7 +184,7 @@ pub fn pinned_url(flag: Option<&str>) -> Result<Option<String>> {
     };
     check_url(&url)
         .map(Some)
-        .map_err(|detail| UsageError::DaemonUrl { origin, detail }.into())
+        .map_err(|detail| EndpointError::DaemonUrl { origin, detail }.into())
 }
 
 /// Where a root's daemon is and which token it wants.
@@ -215,21 +203,21 @@ pub struct Endpoint {
 /// without the line is a usage error naming the file.
 pub fn ide_url(root: &Path) -> Result<(String, PathBuf)> {
     let logs = ide_logs_dir().ok_or_else(|| {
-        Error::Usage(UsageError::IdeLogsUnknown {
+        Error::from(EndpointError::IdeLogsUnknown {
             root: root.to_path_buf(),
         })
     })?;
     let server_log = logs.join(IDE_SERVER_LOG);
     let text = read_tail(&server_log, InputKind::Log).map_err(|e| {
         let e = e.into_io();
-        Error::Usage(UsageError::IdeServerLog {
+        Error::from(EndpointError::IdeServerLog {
             log: server_log.clone(),
             root: root.to_path_buf(),
             source: e,
         })
     })?;
     let port = super::parse_cli_log(&String::from_utf8_lossy(&text)).ok_or_else(|| {
-        Error::Usage(UsageError::IdePortLine {
+        Error::from(EndpointError::IdePortLine {
             log: server_log.clone(),
         })
     })?;
@@ -257,8 +245,8 @@ pub fn endpoint_for(
         let explicit_url = explicit_url.filter(|u| !u.is_empty());
         if let Some(u) = explicit_url {
             check_url(u).map_err(|detail| {
-                Error::Usage(UsageError::DaemonUrl {
-                    origin: crate::error::UrlOrigin::Flag,
+                Error::from(EndpointError::DaemonUrl {
+                    origin: UrlOrigin::Flag,
                     detail,
                 })
             })?;
@@ -296,11 +284,10 @@ fn refused(from: &TokenSource, defect: TokenDefect) -> Error {
         TokenSource::MainLog(p) => p.clone(),
         other => PathBuf::from(other.to_string()),
     };
-    Error::corrupt(
+    Error::Corrupt {
         path,
-        "the CSRF token",
-        format!("not a plain printable CSRF token (1 to {MAX_TOKEN_LEN} ASCII characters `!` to `~`): {defect}; it is not sent"),
-    )
+        input: CorruptInput::CsrfToken(defect),
+    }
 }
 
 pub use super::probe::{ProbeBody, ProbeFailure, ProbeReply, PROBE_MAX_BODY, PROBE_METHOD};

@@ -3,7 +3,7 @@
 //! `gemini_coder.Trajectory`) is authenticated before any decoding, capped at
 //! [`MAX_PLAINTEXT_BYTES`], and only ever held in memory.
 
-use crate::error::{Error, Result};
+use crate::error::{CorruptRule, Error, Result};
 use crate::util::hex;
 use crate::verdict::{ReasonClass, Refusal};
 use aes_gcm::aead::{Aead, KeyInit};
@@ -66,11 +66,7 @@ impl LegacyKey {
         }
         Err(Error::corrupt(
             path,
-            "key file",
-            format!(
-                "{} bytes: a legacy key file holds 32 raw bytes or 64 hex digits",
-                raw.len()
-            ),
+            CorruptRule::KeyFileLength { len: raw.len() },
         ))
     }
 
@@ -130,11 +126,7 @@ pub fn decrypt(
     if file.len() <= NONCE_BYTES + TAG_BYTES {
         return Err(Error::corrupt(
             path,
-            "envelope",
-            format!(
-                "{} bytes: a legacy source is a 12-byte nonce, ciphertext and a 16-byte tag",
-                file.len()
-            ),
+            CorruptRule::EnvelopeTooShort { len: file.len() },
         ));
     }
     if file.len() - NONCE_BYTES - TAG_BYTES > MAX_PLAINTEXT_BYTES {
@@ -147,8 +139,8 @@ pub fn decrypt(
     // The key is 32 bytes by type, so the cipher cannot refuse it.
     let cipher = Aes256Gcm::new(&key.0.into());
     let (nonce, sealed) = file.split_at(NONCE_BYTES);
-    let nonce = Nonce::try_from(nonce)
-        .map_err(|_| Error::corrupt(path, "envelope", "nonce is not 12 bytes"))?;
+    let nonce =
+        Nonce::try_from(nonce).map_err(|_| Error::corrupt(path, CorruptRule::NonceLength))?;
     match cipher.decrypt(&nonce, sealed) {
         Ok(p) => Ok(Ok(p)),
         Err(_) => Ok(Err(Refusal::new(
@@ -178,6 +170,31 @@ pub fn encrypt(plaintext: &[u8], key: &LegacyKey, nonce: [u8; NONCE_BYTES]) -> V
 mod tests {
     use super::*;
 
+    /// A key file of another length is corrupt under its own rule, and
+    /// says the length it found.
+    #[test]
+    fn a_key_file_of_another_length_names_its_rule() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("key");
+        std::fs::write(&path, b"0123456").unwrap();
+        let e = LegacyKey::from_file(&path).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::Corrupt {
+                    rule: crate::error::CorruptRule::KeyFileLength { len: 7 },
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(
+            e.to_string()
+                .ends_with(": corrupt: key file: 7 bytes: a legacy key file holds 32 raw bytes or 64 hex digits"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn round_trips_and_fails_closed_on_any_flipped_byte() {
         let key = LegacyKey::default();
@@ -194,7 +211,10 @@ mod tests {
         assert!(decrypt(p, &sealed, &other).unwrap().is_err());
         assert!(matches!(
             decrypt(p, &sealed[..28], &key),
-            Err(Error::Corrupt { .. })
+            Err(Error::Corrupt {
+                rule: crate::error::CorruptRule::EnvelopeTooShort { len: 28 },
+                ..
+            })
         ));
     }
 }

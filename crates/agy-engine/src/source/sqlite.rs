@@ -26,7 +26,7 @@
 //! `trusted_schema=OFF`, then `PRAGMA quick_check` must answer `ok` before any
 //! table is read (an untrusted file is checked before it is queried).
 
-use crate::error::{Error, Result};
+use crate::error::{CorruptRule, Error, Result, SqliteFailure};
 use crate::util::bounded::{self, InputKind, WAL_SPILL_CAP};
 use crate::verdict::{ReasonClass, Refusal};
 use rusqlite::types::ValueRef;
@@ -163,13 +163,9 @@ pub(crate) fn source_error(e: bounded::BoundedReadError) -> Error {
             path,
             what: "a symbolic link",
             ..
-        } => Error::corrupt(
-            path,
-            "file",
-            "a conversation source must not be a symbolic link",
-        ),
+        } => Error::corrupt(path, CorruptRule::SymbolicLink),
         bounded::BoundedReadError::NotAFile { path, what, .. } => {
-            Error::corrupt(path, "file", format!("not a regular file ({what})"))
+            Error::corrupt(path, CorruptRule::NotARegularFile { what })
         }
         other => Error::Input(other),
     }
@@ -416,7 +412,7 @@ fn build_spilled(db: &Path, spill: Spill) -> Result<Snapshot> {
         let mut f = bounded::open_regular(&spill.copy, InputKind::Conversation)?;
         let n = f.read(&mut header).map_err(|e| Error::io(&spill.copy, e))?;
         if n < 100 || !header.starts_with(b"SQLite format 3\0") {
-            return Err(Error::corrupt(db, "header", "not a SQLite 3 database"));
+            return Err(Error::corrupt(db, CorruptRule::NotSqlite3));
         }
     }
     let wal_copy = sibling(&spill.copy, "-wal");
@@ -442,10 +438,7 @@ fn check_tail(db: &Path, tail: Option<super::wal::Tail>) -> Result<()> {
     if let Some(n) = tail.and_then(|t| t.damaged_frame) {
         return Err(Error::corrupt(
             sibling(db, "-wal"),
-            format!("frame {n}"),
-            "fails its checksum although the next frame chains from the checksum it carries: \
-             the log was damaged after it was written (not a torn write); SQLite would \
-             silently drop it and every later frame",
+            CorruptRule::WalFrameDamaged { frame: n },
         ));
     }
     Ok(())
@@ -457,10 +450,7 @@ fn open_copy(db: &Path, copy: &Path) -> Result<Connection> {
         copy,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
-    .map_err(|e| Error::Sqlite {
-        path: db.to_path_buf(),
-        detail: e.to_string(),
-    })
+    .map_err(|e| Error::sqlite(db, SqliteFailure::Open(e)))
 }
 
 /// `read(db, its -wal, its -journal)` (a companion absent when the read
@@ -483,10 +473,10 @@ fn while_stable<T>(
             return Ok(got);
         }
     }
-    Err(Error::Sqlite {
-        path: db.to_path_buf(),
-        detail: "the database kept changing while it was copied (5 attempts)".into(),
-    })
+    Err(Error::sqlite(
+        db,
+        SqliteFailure::KeptChanging { attempts: 5 },
+    ))
 }
 
 /// Opens the private image of the state the bytes hold.
@@ -498,12 +488,8 @@ fn build(
     journal_bytes: Option<Vec<u8>>,
 ) -> Result<Snapshot> {
     if main.len() < 100 || !main.starts_with(b"SQLite format 3\0") {
-        return Err(Error::corrupt(db, "header", "not a SQLite 3 database"));
+        return Err(Error::corrupt(db, CorruptRule::NotSqlite3));
     }
-    let sql = |e: rusqlite::Error| Error::Sqlite {
-        path: db.to_path_buf(),
-        detail: e.to_string(),
-    };
     check_tail(
         db,
         wal_bytes
@@ -528,7 +514,8 @@ fn build(
         // length was checked above).
         main[18] = 1;
         main[19] = 1;
-        let conn = Connection::open_in_memory().map_err(sql)?;
+        let conn =
+            Connection::open_in_memory().map_err(|e| Error::sqlite(db, SqliteFailure::Open(e)))?;
         read_in_place(&conn, &main).map_err(|e| corrupt_db(db, e))?;
         (conn, None, via, Some(main))
     } else {
@@ -555,10 +542,7 @@ fn finish(
     image: Option<Vec<u8>>,
     had_wal: bool,
 ) -> Result<Snapshot> {
-    let sql = |e: rusqlite::Error| Error::Sqlite {
-        path: db.to_path_buf(),
-        detail: e.to_string(),
-    };
+    let sql = |e: rusqlite::Error| Error::sqlite(db, SqliteFailure::Configure(e));
     conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)
         .map_err(sql)?;
     // An in-memory image is read in place (SQLite's memory VFS hands out
@@ -580,7 +564,10 @@ fn finish(
             .map_err(|e| corrupt_db(db, e))?
     };
     if check != ["ok"] {
-        return Err(Error::corrupt(db, "PRAGMA quick_check", check.join("; ")));
+        return Err(Error::corrupt(
+            db,
+            CorruptRule::QuickCheck { findings: check },
+        ));
     }
     Ok(Snapshot {
         _dir: dir,
@@ -621,7 +608,7 @@ fn read_in_place(conn: &Connection, image: &[u8]) -> rusqlite::Result<()> {
 }
 
 fn corrupt_db(db: &Path, e: rusqlite::Error) -> Error {
-    Error::corrupt(db, "database", e.to_string())
+    Error::corrupt(db, CorruptRule::Malformed(e))
 }
 
 /// Reads and validates a snapshot. Structural deviations are refusals (the
@@ -659,10 +646,7 @@ fn read_rows_with(
     mut sink: Option<&mut dyn PayloadSink>,
 ) -> Result<(SqliteRows, Vec<Refusal>, bool)> {
     let conn = snap.conn();
-    let sql = |e: rusqlite::Error| Error::Sqlite {
-        path: db.to_path_buf(),
-        detail: e.to_string(),
-    };
+    let sql = |e: rusqlite::Error| Error::sqlite(db, SqliteFailure::Query(e));
     let mut refusals = Vec::new();
     let user_version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
