@@ -292,7 +292,7 @@ fn run_extract(a: ExtractArgs) -> anyhow::Result<i32> {
     if let Some(r) = &m.release {
         outln!("release: {r}");
     }
-    outln!("records: {}", records_line(&x));
+    outln!("records: {}", super::schema_installed::records_line(&x));
     for s in &x.skipped {
         outln!("skipped: {s}");
     }
@@ -324,20 +324,6 @@ fn run_extract(a: ExtractArgs) -> anyhow::Result<i32> {
         mb / scan_s.max(1e-9)
     );
     Ok(exit::OK)
-}
-
-/// `N extracted, M skipped (k reason, ...)`.
-pub(super) fn records_line(x: &extract::Extraction) -> String {
-    let mut by: std::collections::BTreeMap<&str, usize> = Default::default();
-    for s in &x.skipped {
-        *by.entry(s.reason.kind()).or_default() += 1;
-    }
-    let mut line = format!("{} extracted, {} skipped", x.records.len(), x.skipped.len());
-    if !by.is_empty() {
-        let parts: Vec<String> = by.iter().map(|(k, n)| format!("{n} {k}")).collect();
-        line += &format!(" ({})", parts.join(", "));
-    }
-    line
 }
 
 fn run_verify(a: VerifyArgs) -> anyhow::Result<i32> {

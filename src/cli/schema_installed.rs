@@ -23,7 +23,7 @@ pub fn run_extract_installed(release: Option<&str>) -> anyhow::Result<i32> {
         return Ok(exit::OK);
     }
     if let Some(x) = &o.extraction {
-        outln!("records: {}", super::schema_cmd::records_line(x));
+        outln!("records: {}", records_line(x));
         outln!("verified: every record matches the copied binary");
     }
     outln!("stored: {}", o.set.display());
@@ -44,4 +44,18 @@ pub fn resolve(schema: Option<&Path>) -> anyhow::Result<Option<PathBuf>> {
             .map_err(|e: InstalledError| anyhow::Error::new(e).context("--schema installed")),
         other => Ok(other.map(Path::to_path_buf)),
     }
+}
+
+/// `N extracted, M skipped (k reason, ...)`.
+pub(super) fn records_line(x: &crate::schema::extract::Extraction) -> String {
+    let mut by: std::collections::BTreeMap<&str, usize> = Default::default();
+    for s in &x.skipped {
+        *by.entry(s.reason.kind()).or_default() += 1;
+    }
+    let mut line = format!("{} extracted, {} skipped", x.records.len(), x.skipped.len());
+    if !by.is_empty() {
+        let parts: Vec<String> = by.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        line += &format!(" ({})", parts.join(", "));
+    }
+    line
 }

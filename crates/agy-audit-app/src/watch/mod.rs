@@ -256,6 +256,10 @@ enum Flow {
 /// The loop's state across polls.
 struct Watcher<'a> {
     schema: &'a Schema,
+    /// The sets evidence under a stored agy set is rechecked with.
+    rechecks: crate::installed::Rechecks<'a>,
+    /// The missing sets already noted (each named once).
+    missing_sets: std::collections::HashSet<String>,
     key: &'a LegacyKey,
     opts: &'a WatchOptions,
     stop: &'a AtomicBool,
@@ -271,6 +275,54 @@ struct Watcher<'a> {
 }
 
 impl Watcher<'_> {
+    /// Whether what sits at the sidecar path still holds. Evidence minted
+    /// under a stored agy set is judged with that set (the source read
+    /// again under it); stale under it, or its set missing, it is judged
+    /// as the source was read with this watch's schema (then re-verified).
+    fn judge(
+        &mut self,
+        source: &std::path::Path,
+        prepared: &crate::pipeline::Prepared,
+        existing: &Existing,
+    ) -> Result<(), stale::Stale> {
+        if let Existing::Attested(saved) = existing {
+            if self.judge_under_its_set(source, saved, existing) {
+                return Ok(());
+            }
+        }
+        stale::judge(prepared, existing).map(|_| ())
+    }
+
+    /// Whether an attestation whose profile names a stored agy set other
+    /// than this watch's schema still holds under that set. A set that is
+    /// missing is noted once, naming the command that restores it.
+    fn judge_under_its_set(
+        &mut self,
+        source: &std::path::Path,
+        saved: &crate::attest::cache::Saved,
+        existing: &Existing,
+    ) -> bool {
+        match self.rechecks.for_profile(&saved.completeness.profile) {
+            Ok(chosen) if chosen.is_stored() => {
+                let under = AuditContext {
+                    schema: &chosen,
+                    key: self.key,
+                    client: None,
+                    bracket_retries: 0,
+                };
+                prepare(&under, source).is_ok_and(|p| stale::judge(&p, existing).is_ok())
+            }
+            Ok(_) => false,
+            Err(missing) => {
+                let m = missing.to_string();
+                if self.missing_sets.insert(m.clone()) {
+                    crate::note!("watch: {}: {m}", source.display());
+                }
+                false
+            }
+        }
+    }
+
     /// The most bytes a sidecar is read at: the response cap's
     /// ([`crate::attest::cache::sidecar_cap`]).
     fn sidecar_cap(&self) -> u64 {
@@ -293,6 +345,8 @@ pub fn watch(
     );
     let mut w = Watcher {
         schema,
+        rechecks: crate::installed::Rechecks::new(schema),
+        missing_sets: std::collections::HashSet::new(),
         key,
         opts,
         stop: &stop,
@@ -486,8 +540,8 @@ impl Watcher<'_> {
             self.remember(&s.path, observed, at, Judged::Foreign);
             return Flow::Next;
         }
-        let why = match stale::judge(&prepared, &existing) {
-            Ok(_) => {
+        let why = match self.judge(&s.path, &prepared, &existing) {
+            Ok(()) => {
                 pass.fresh += 1;
                 self.remember(&s.path, observed, at, Judged::Fresh);
                 return Flow::Next;
