@@ -61,8 +61,10 @@ pub struct DoctorArgs {
     /// "reachable", "state", "error"}, "csrf", "csrfToken": {"from",
     /// "state", "sent", "error"}, "sidecars": {"fresh", "stale", "missing", "notSidecars",
     /// "refused", "total"},
-    /// "counts": {...}, "missingSchemas": [...], "troubles": {...}}],
-    /// "storeFolders": [...], ...}
+    /// "counts": {...}, "missingSchemas": [...], "schema": {"sweep",
+    /// "modeled", "conversations", "unknownField", "passUnderInstalled",
+    /// "installed": {"agy", "set", "error"}, "extract", "use"},
+    /// "troubles": {...}}], "storeFolders": [...], ...}
     /// instead of text (troubles and store folders: see `list --help`;
     /// informational, never actionable). The daemon is reachable only
     /// when it answers like agy's (token-less first; the token goes only to
@@ -294,6 +296,7 @@ fn root_report(
     pinned: Option<&str>,
     env: &Token,
     locks: Option<&crate::troubles::LockTable>,
+    installed: &std::cell::OnceCell<crate::schema_advice::Installed>,
 ) -> anyhow::Result<(Value, bool)> {
     let token = root_token(root, pinned.is_some(), env);
     let send = match &token {
@@ -378,6 +381,8 @@ fn root_report(
             "olderProfile": older,
         },
         "missingSchemas": missing_sets,
+        // which schema a sweep would use, and what the installed set would change
+        "schema": crate::schema_advice::advise(ctx, d.sources.iter().map(|s| s.path.as_path()), installed),
         "watch": watch_status(&root.path),
         // the store's own troubles: informational, no verdict changes
         "troubles": crate::troubles::probe(root, ctx.schema, locks)?,
@@ -442,8 +447,16 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
     let mut healthy = !skew;
     let mut roots = Vec::new();
     let locks = crate::troubles::LockTable::read();
+    let installed_set = std::cell::OnceCell::new();
     for r in &sel.roots {
-        let (v, actionable) = root_report(r, &ctx, pinned.as_deref(), &env, locks.as_ref())?;
+        let (v, actionable) = root_report(
+            r,
+            &ctx,
+            pinned.as_deref(),
+            &env,
+            locks.as_ref(),
+            &installed_set,
+        )?;
         healthy &= !actionable;
         roots.push(v);
     }
@@ -510,6 +523,17 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
                     "  attested under a missing schema: {}",
                     terminal(m.as_str().unwrap_or(""))
                 );
+            }
+            if let Ok(advice) =
+                serde_json::from_value::<crate::schema_advice::Advice>(r["schema"].clone())
+            {
+                let esc = |t: &str| terminal(t).into_owned();
+                for (i, line) in crate::schema_advice::lines(&advice, &esc)
+                    .iter()
+                    .enumerate()
+                {
+                    outln!("  {}{line}", if i == 0 { "schema: " } else { "    " });
+                }
             }
             outln!("  watch: {}", r["watch"].as_str().unwrap_or("unknown"));
             super::doctor_folders::trouble_lines(&r["troubles"]);
