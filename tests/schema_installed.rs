@@ -21,7 +21,9 @@ mod common;
 mod real_members;
 
 use agy_audit::schema::MODELED_SET;
-use common::{bin, generate_store, insert_raw, len_field, num, output_text, schema, tree};
+use common::{
+    bin, generate_store, insert_raw, len_field, num, output_text, schema, start_sim, tree,
+};
 use prost::Message;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -320,6 +322,314 @@ fn a_conversation_carrying_original_name_verifies_under_the_installed_schema_onl
     assert_eq!(
         tree(&store.join("conversations")),
         sources,
+        "sources byte-identical"
+    );
+}
+
+/// Issue 48 item 1: evidence minted under the installed set (a sidecar by
+/// `sync --schema installed`, a manifest by `audit-sweep --schema
+/// installed`, both against daemon-sim) is rechecked with the set its
+/// profile names, found by the binary's digest in the data folder, even
+/// after agy is upgraded and with no `--schema` given (`sync --recheck`,
+/// `doctor`, `list --check`, `audit-qualify`); with that set gone, each
+/// names the command that restores it, and the evidence reads as unknown.
+#[test]
+fn evidence_under_an_installed_set_is_rechecked_with_that_set() {
+    let env = Env::new();
+    let sha = fake_agy(&env, "1.0.10");
+    let store = env.home.join("store");
+    generate_store(
+        &store,
+        &["--conversations", "8", "--seed", "48", "--scale", "0.1"],
+    );
+    let (id, db, i) = planner_tool_call(&store);
+    plant_original_name(&store, &id, &db, i, original_name_number());
+    let o = env.run(&["schema", "extract", "--installed"]);
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let sources = || {
+        let mut t = tree(&store.join("conversations"));
+        t.retain(|(p, _)| !p.to_string_lossy().ends_with(".trajectory.json"));
+        t
+    };
+    let before = sources();
+
+    let sim = start_sim(&store, &["--no-fault-file"]);
+    let sweep = env.home.join("sweep");
+    let mut c = env.cmd(&["audit-sweep", "--quiet", "--schema", "installed", "--root"]);
+    c.arg(&store)
+        .arg("--out")
+        .arg(&sweep)
+        .args(["--daemon-url", &sim.url]);
+    let o = c.output().unwrap();
+    assert!(sweep.join("manifest.json").is_file(), "{}", output_text(&o));
+    let label = format!("-agy-1.0.10-{}-", &sha[..12]);
+    let m: Value =
+        serde_json::from_slice(&std::fs::read(sweep.join("manifest.json")).unwrap()).unwrap();
+    let planted = m["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["fileId"] == format!("{id}.db").as_str() || s["fileId"] == id.as_str())
+        .unwrap_or_else(|| panic!("{id} in the manifest: {m}"));
+    assert!(
+        planted["profile"].as_str().unwrap().contains(&label),
+        "{planted}"
+    );
+    let o = env.run(&[
+        "sync",
+        "--schema",
+        "installed",
+        "--daemon-url",
+        &sim.url,
+        db.to_str().unwrap(),
+    ]);
+    let text = output_text(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    drop(sim);
+
+    // agy upgraded (other bytes, not extracted), no --schema given.
+    fake_agy(&env, "1.0.11");
+    let recheck = || env.run(&["sync", "--recheck", db.to_str().unwrap()]);
+    let o = recheck();
+    let text = output_text(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(text.starts_with("VERIFIED "), "{text}");
+    let qualify = || {
+        env.run(&[
+            "audit-qualify",
+            sweep.join("manifest.json").to_str().unwrap(),
+        ])
+    };
+    let o = qualify();
+    let text = output_text(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(text.contains("changed=0"), "{text}");
+    let doctor = || {
+        let o = env.run(&["doctor", "--json", "--root", store.to_str().unwrap()]);
+        let v: Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", output_text(&o)));
+        v["roots"][0].clone()
+    };
+    let r = doctor();
+    assert_eq!(r["sidecars"]["fresh"], 1, "{r}");
+    assert_eq!(r["sidecars"]["stale"], 0, "{r}");
+    assert_eq!(r["missingSchemas"], serde_json::json!([]), "{r}");
+    let o = env.run(&[
+        "list",
+        "--check",
+        "--json",
+        "--root",
+        store.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let row: Value = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|r| r["id"] == id.as_str())
+        .unwrap_or_else(|| panic!("{id} in {text}"));
+    assert_eq!(row["fresh"], true, "{row}");
+    // watch judges it fresh under its set: not re-audited with the modeled
+    // schema (which refuses it), its sidecar untouched.
+    let sidecar = db.with_extension("trajectory.json");
+    let minted = std::fs::read(&sidecar).unwrap();
+    let watch = || {
+        output_text(&env.run(&[
+            "watch",
+            "--once",
+            "--root",
+            store.to_str().unwrap(),
+            "--daemon-url",
+            "http://127.0.0.1:9",
+        ]))
+    };
+    let text = watch();
+    assert!(
+        text.contains("watch: pass 1: ") && text.contains(" 1 fresh,") && !text.contains(&id),
+        "{text}"
+    );
+    assert_eq!(std::fs::read(&sidecar).unwrap(), minted);
+
+    // The set gone: each names it and the command restoring it.
+    std::fs::remove_dir_all(env.schemas()).unwrap();
+    let o = recheck();
+    let text = output_text(&o);
+    assert_eq!(o.status.code(), Some(3), "{text}");
+    assert!(
+        text.starts_with("UNKNOWN ")
+            && text.contains("is not stored in")
+            && text.contains("agy-audit schema extract --installed")
+            && text.contains("--release 1.0.10 --out "),
+        "{text}"
+    );
+    let o = qualify();
+    let text = output_text(&o);
+    assert_ne!(o.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("cannot be rechecked")
+            && text.contains("agy-audit schema extract --installed"),
+        "{text}"
+    );
+    let r = doctor();
+    assert_eq!(r["sidecars"]["stale"], 1, "{r}");
+    let missing = r["missingSchemas"][0].as_str().unwrap_or_default();
+    assert!(
+        missing.contains("agy-audit schema extract --installed"),
+        "{r}"
+    );
+    let text = watch();
+    assert!(
+        text.contains(&id)
+            && text.contains("is not stored in")
+            && text.contains("agy-audit schema extract --installed"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read(&sidecar).unwrap(),
+        minted,
+        "refused: not replaced"
+    );
+    assert!(!env.schemas().exists(), "nothing extracted unasked");
+    assert_eq!(sources(), before, "sources byte-identical");
+}
+
+/// Issue 48's first "Done when": a fake installed agy on PATH; `doctor`
+/// names the modeled schema's unknown-field refusals and the command that
+/// stores the set before `schema extract --installed` (which stores it
+/// once), and the stored set, how many of those pass under it and the
+/// command that uses it after; `audit-sweep --schema installed` against
+/// daemon-sim verifies the conversation carrying `originalName` that the
+/// modeled schema's sweep refuses. Sources byte-identical.
+#[test]
+fn doctor_advises_the_installed_set_and_the_sweep_verifies_under_it() {
+    let env = Env::new();
+    let sha = fake_agy(&env, "1.0.10");
+    let store = env.home.join("store");
+    generate_store(
+        &store,
+        &["--conversations", "8", "--seed", "48", "--scale", "0.1"],
+    );
+    let (id, db, i) = planner_tool_call(&store);
+    plant_original_name(&store, &id, &db, i, original_name_number());
+    let before = tree(&store.join("conversations"));
+    let doctor = |extra: &[&str]| {
+        let mut args = vec!["doctor", "--root", store.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        env.run(&args)
+    };
+    let advice = |extra: &[&str]| {
+        let mut args = vec!["--json"];
+        args.extend_from_slice(extra);
+        let o = doctor(&args);
+        let v: Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", output_text(&o)));
+        v["roots"][0]["schema"].clone()
+    };
+
+    // Before: the modeled schema's refusals and the command that stores the set.
+    let a = advice(&[]);
+    assert_eq!(a["modeled"], true, "{a}");
+    assert_eq!(a["sweep"], "modeled", "{a}");
+    let refused = a["unknownField"].as_u64().unwrap();
+    assert!(refused >= 1, "{a}");
+    assert_eq!(
+        a["installed"]["agy"],
+        env.bin.join("agy").to_str().unwrap(),
+        "{a}"
+    );
+    assert_eq!(a["installed"]["set"], Value::Null, "{a}");
+    assert_eq!(a["passUnderInstalled"], Value::Null, "{a}");
+    assert_eq!(a["extract"], "agy-audit schema extract --installed", "{a}");
+    assert_eq!(a["use"], "agy-audit audit-sweep --schema installed", "{a}");
+    let text = output_text(&doctor(&[]));
+    assert!(
+        text.contains("schema: modeled")
+            && text.contains(&format!("it refuses {refused} of 8 conversations offline for an unknown field"))
+            && text.contains("store it with `agy-audit schema extract --installed`, then sweep with `agy-audit audit-sweep --schema installed`"),
+        "{text}"
+    );
+    assert!(!env.schemas().exists(), "doctor extracts nothing");
+
+    // Stored once; a second run writes nothing.
+    let o = env.run(&["schema", "extract", "--installed"]);
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let stored = tree(&env.data);
+    let o = env.run(&["schema", "extract", "--installed"]);
+    assert!(
+        output_text(&o).contains("already stored"),
+        "{}",
+        output_text(&o)
+    );
+    assert_eq!(tree(&env.data), stored);
+
+    // After: the pinned set, how many of the refusals pass under it, and
+    // the command that uses it.
+    let set = env.schemas().join(format!("agy-1.0.10-{}.pb", &sha[..12]));
+    let a = advice(&[]);
+    assert_eq!(a["installed"]["set"], set.to_str().unwrap(), "{a}");
+    let passing = a["passUnderInstalled"].as_u64().unwrap();
+    assert!((1..=refused).contains(&passing), "{a}");
+    let text = output_text(&doctor(&[]));
+    assert!(
+        text.contains(&format!(
+            "under the installed agy's stored set ({}) {passing} of those {refused} pass every offline check",
+            set.display()
+        )) && text.contains("sweep with it: `agy-audit audit-sweep --schema installed`"),
+        "{text}"
+    );
+    let a = advice(&["--schema", "installed"]);
+    assert_eq!(a["modeled"], false, "{a}");
+    assert_eq!(
+        a["sweep"],
+        format!("agy-1.0.10-{}", &sha[..12]).as_str(),
+        "{a}"
+    );
+    assert_eq!(a["unknownField"], Value::Null, "{a}");
+
+    // The sweeps: the modeled schema refuses the planted conversation, the
+    // installed set verifies it.
+    let sim = start_sim(&store, &["--no-fault-file"]);
+    let sweep = |name: &str, extra: &[&str]| {
+        let out = env.home.join(name);
+        let mut c = env.cmd(&["audit-sweep", "--quiet", "--root"]);
+        c.arg(&store)
+            .arg("--out")
+            .arg(&out)
+            .args(["--daemon-url", &sim.url])
+            .args(extra);
+        let o = c.output().unwrap();
+        let m: Value = serde_json::from_slice(
+            &std::fs::read(out.join("manifest.json"))
+                .unwrap_or_else(|_| panic!("{}", output_text(&o))),
+        )
+        .unwrap();
+        m["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| {
+                s["fileId"]
+                    .as_str()
+                    .is_some_and(|f| f.starts_with(id.as_str()))
+            })
+            .unwrap_or_else(|| panic!("{id} in {m}"))
+            .clone()
+    };
+    let modeled = sweep("sweep-modeled", &[]);
+    assert_eq!(modeled["verdict"], "unknown", "{modeled}");
+    assert_eq!(modeled["reasonClass"], "unknown-field", "{modeled}");
+    let installed = sweep("sweep-installed", &["--schema", "installed"]);
+    assert_eq!(installed["verdict"], "verified", "{installed}");
+    assert!(
+        installed["profile"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("-agy-1.0.10-{}-", &sha[..12])),
+        "{installed}"
+    );
+    drop(sim);
+    assert_eq!(
+        tree(&store.join("conversations")),
+        before,
         "sources byte-identical"
     );
 }

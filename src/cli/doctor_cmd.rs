@@ -61,7 +61,10 @@ pub struct DoctorArgs {
     /// "reachable", "state", "error"}, "csrf", "csrfToken": {"from",
     /// "state", "sent", "error"}, "sidecars": {"fresh", "stale", "missing", "notSidecars",
     /// "refused", "total"},
-    /// "counts": {...}, "troubles": {...}}], "storeFolders": [...], ...}
+    /// "counts": {...}, "missingSchemas": [...], "schema": {"sweep",
+    /// "modeled", "conversations", "unknownField", "passUnderInstalled",
+    /// "installed": {"agy", "set", "error"}, "extract", "use"},
+    /// "troubles": {...}}], "storeFolders": [...], ...}
     /// instead of text (troubles and store folders: see `list --help`;
     /// informational, never actionable). The daemon is reachable only
     /// when it answers like agy's (token-less first; the token goes only to
@@ -281,6 +284,7 @@ fn root_report(
     pinned: Option<&str>,
     env: &Token,
     locks: Option<&crate::troubles::LockTable>,
+    installed: &std::cell::OnceCell<crate::schema_advice::Installed>,
 ) -> anyhow::Result<(Value, bool)> {
     let token = root_token(root, pinned.is_some(), env);
     let send = match &token {
@@ -305,8 +309,18 @@ fn root_report(
     let (mut fresh, mut stale, mut older, mut refused) = (0u64, 0u64, 0u64, 0u64);
     let mut not_sidecars = 0u64;
     let mut counts: BTreeMap<&'static str, u64> = BTreeMap::new();
+    // evidence under a stored agy set is rechecked with that set; the sets
+    // that are missing, each named once with the command restoring it
+    let rechecks = crate::installed::Rechecks::new(ctx.schema);
+    let mut missing_sets: Vec<String> = Vec::new();
     for s in &d.sources {
-        let c = check(ctx, &s.path, &s.id);
+        let c = check(ctx, &rechecks, &s.path, &s.id);
+        if let Some(m) = &c.missing_set {
+            let m = m.to_string();
+            if !missing_sets.contains(&m) {
+                missing_sets.push(m);
+            }
+        }
         let Some(saved) = &c.saved else {
             // No attestation: a source this reader's rules refuse offline
             // is unknown whatever the daemon says (no sync can verify it,
@@ -354,6 +368,9 @@ fn root_report(
             "incomplete": counts.get("incomplete").copied().unwrap_or(0),
             "olderProfile": older,
         },
+        "missingSchemas": missing_sets,
+        // which schema a sweep would use, and what the installed set would change
+        "schema": crate::schema_advice::advise(ctx, d.sources.iter().map(|s| s.path.as_path()), installed),
         "watch": watch_status(&root.path),
         // the store's own troubles: informational, no verdict changes
         "troubles": crate::troubles::probe(root, ctx.schema, locks)?,
@@ -418,8 +435,16 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
     let mut healthy = !skew;
     let mut roots = Vec::new();
     let locks = crate::troubles::LockTable::read();
+    let installed_set = std::cell::OnceCell::new();
     for r in &sel.roots {
-        let (v, actionable) = root_report(r, &ctx, pinned.as_deref(), &env, locks.as_ref())?;
+        let (v, actionable) = root_report(
+            r,
+            &ctx,
+            pinned.as_deref(),
+            &env,
+            locks.as_ref(),
+            &installed_set,
+        )?;
         healthy &= !actionable;
         roots.push(v);
     }
@@ -481,6 +506,23 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
                 "  counts: {} verified, {} verified with source-only fields, {} unknown, {} incomplete; {} under an older profile (unknown until re-verified)",
                 c["verified"], c["verifiedSourceOnly"], c["unknown"], c["incomplete"], c["olderProfile"]
             );
+            for m in r["missingSchemas"].as_array().into_iter().flatten() {
+                outln!(
+                    "  attested under a missing schema: {}",
+                    terminal(m.as_str().unwrap_or(""))
+                );
+            }
+            if let Ok(advice) =
+                serde_json::from_value::<crate::schema_advice::Advice>(r["schema"].clone())
+            {
+                let esc = |t: &str| terminal(t).into_owned();
+                for (i, line) in crate::schema_advice::lines(&advice, &esc)
+                    .iter()
+                    .enumerate()
+                {
+                    outln!("  {}{line}", if i == 0 { "schema: " } else { "    " });
+                }
+            }
             outln!("  watch: {}", r["watch"].as_str().unwrap_or("unknown"));
             super::doctor_folders::trouble_lines(&r["troubles"]);
         }

@@ -199,6 +199,8 @@ fn rows_of(
 ) -> anyhow::Result<Vec<Row>> {
     let d = crate::discover::discover(&root.path)?;
     let titles = titles(&root.path);
+    // evidence under a stored agy set is rechecked with that set
+    let rechecks = check.map(|ctx| crate::installed::Rechecks::new(ctx.schema));
     let mut rows = Vec::new();
     for s in d.sources {
         let wal = crate::source::sqlite::companions(&s.path)[0].clone();
@@ -214,12 +216,15 @@ fn rows_of(
         };
         let mut fresh = None;
         let mut sidecar = None;
-        if let Some(ctx) = check {
+        if let (Some(ctx), Some(rechecks)) = (check, &rechecks) {
             let side = crate::attest::cache::sidecar_path(&s.path);
             // a SQLite source without anything at its sidecar path is not
             // read whole (its step count came from the b-tree pages)
             if s.format == Format::Protobuf || std::fs::symlink_metadata(&side).is_ok() {
-                let c = crate::sidecars::check(ctx, &s.path, &s.id);
+                let c = crate::sidecars::check(ctx, rechecks, &s.path, &s.id);
+                if let Some(m) = &c.missing_set {
+                    crate::note!("list: {}: {m}", s.path.display());
+                }
                 if let Some(saved) = &c.saved {
                     fresh = Some(c.fresh);
                     sidecar = Some(saved.completeness.verdict.as_str());

@@ -132,6 +132,28 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
                 return Ok(exit::UNKNOWN);
             }
         };
+        // Evidence minted under a stored agy set is rechecked with that set
+        // (the source read again under it); a missing one is named with the
+        // command that restores it, and the attestation stays unknown.
+        let rechecks = crate::installed::Rechecks::new(&schema);
+        let now = match rechecks.for_profile(&saved.completeness.profile) {
+            Ok(chosen) if chosen.is_stored() => prepare(
+                &AuditContext {
+                    schema: &chosen,
+                    ..ctx
+                },
+                &path,
+            )?,
+            Ok(_) => now,
+            Err(missing) => {
+                outln!(
+                    "UNKNOWN {} (attested under {}: {missing})",
+                    path.display(),
+                    crate::report::escape::terminal(&saved.completeness.profile)
+                );
+                return Ok(exit::UNKNOWN);
+            }
+        };
         let checked = recheck(&now.source, &saved);
         let saved = &saved.completeness;
         let (status, code) = match checked {

@@ -29,11 +29,13 @@
 
 use crate::schema::extract::{self, ExtractManifest};
 use crate::schema::pin::valid_release;
-use crate::schema::Schema;
+use crate::schema::{AgyBuild, Schema};
 use crate::util::atomic::{write_file, WriteOptions};
 use crate::util::bounded::{read_regular, InputKind};
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// The `--schema` value that names the installed agy's pinned set.
 pub const INSTALLED: &str = "installed";
@@ -466,6 +468,205 @@ pub fn current_set() -> Result<PathBuf, InstalledError> {
     }
 }
 
+/// The installed agy as `doctor` reports it: where it is, and its stored
+/// set when there is one (nothing extracted).
+#[derive(Debug, Clone)]
+pub enum Now {
+    /// No agy found (PATH, then [`FALLBACK_LOCATIONS`]).
+    NoAgy,
+    /// agy found; no set stored for its binary.
+    NotStored { agy: PathBuf, sha256: String },
+    /// agy found and its set stored.
+    Stored { agy: PathBuf, stored: Stored },
+}
+
+/// The agy found now and its stored set, if any: the binary is hashed, the
+/// data folder read, nothing written or extracted.
+pub fn now() -> Result<Now, InstalledError> {
+    let Some(agy) = locate_agy() else {
+        return Ok(Now::NoAgy);
+    };
+    let sha256 = binary_sha256(&agy)?;
+    match one_stored(&data_dir()?, &sha256)? {
+        Some(stored) => Ok(Now::Stored { agy, stored }),
+        None => Ok(Now::NotStored { agy, sha256 }),
+    }
+}
+
+/// The stored set `s`, loaded pinned by its manifest.
+pub fn load(s: &Stored) -> Result<Schema, InstalledError> {
+    crate::schema::pin::load(Some(&s.set), None, crate::schema::pin::Use::Verify).map_err(|e| {
+        InstalledError::Stored {
+            path: s.set.clone(),
+            detail: e.to_string(),
+        }
+    })
+}
+
+/// The agy build a profile's schema label names, when the label is
+/// `agy-<release>-<binary sha12>` (a pinned extraction: `schema extract
+/// --installed`, or `schema extract BINARY --release R`).
+///
+/// The profile is `[legacy-…/]sqlite-v1-format0-<label>-<schema sha12>-r<rules
+/// 6 hex>[-suffix…]` ([`crate::profile`]); a release may hold hyphens, so
+/// the release ends at the first hyphen followed by two 12-hex-digit words
+/// and an `r` with 6 hex digits. Stricter than a loose match: anything
+/// else (a label that does not read so, a release `pin::valid_release`
+/// refuses, upper-case hex) names no build, and its evidence is rechecked
+/// with the command's own schema, under which its profile reads as changed
+/// (unknown).
+pub fn agy_build_of(profile: &str) -> Option<AgyBuild> {
+    let sqlite = profile.rsplit('/').next()?;
+    let rest = sqlite.strip_prefix("sqlite-v1-format0-agy-")?;
+    let words: Vec<&str> = rest.split('-').collect();
+    let hex12 =
+        |w: &str| w.len() == 12 && w.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    let rules = |w: &str| {
+        w.len() == 7
+            && w.starts_with('r')
+            && w[1..]
+                .bytes()
+                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    };
+    let j = (1..words.len().saturating_sub(2))
+        .find(|&j| hex12(words[j]) && hex12(words[j + 1]) && rules(words[j + 2]))?;
+    let release = words[..j].join("-");
+    valid_release(&release).then(|| AgyBuild {
+        release,
+        binary_sha12: words[j].to_string(),
+    })
+}
+
+/// Why the set a piece of evidence's profile names cannot be used for its
+/// recheck: the evidence then reads as minted under another profile
+/// (unknown), and this names the command that restores the set.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SetUnavailable {
+    #[error("the schema its profile names (agy {release}, binary SHA-256 {sha12}…) is not stored in {}: restore it with `{EXTRACT_COMMAND}` while that agy is the one installed, or `agy-audit schema extract AGY_BINARY --release {release} --out {}` from a copy of that binary", dir.display(), dir.join(format!("agy-{release}-{sha12}.pb")).display())]
+    NotStored {
+        release: String,
+        sha12: String,
+        dir: PathBuf,
+    },
+    #[error("the schema its profile names (agy {release}, binary SHA-256 {sha12}…) is stored but unusable: {detail}")]
+    Unusable {
+        release: String,
+        sha12: String,
+        detail: String,
+    },
+    #[error("the schema its profile names (agy {release}, binary SHA-256 {sha12}…) cannot be looked up: {detail}")]
+    NoDataDir {
+        release: String,
+        sha12: String,
+        detail: String,
+    },
+}
+
+/// The schema a recheck uses: the command's own, or a stored set.
+pub enum Chosen<'a> {
+    /// The command's `--schema` (or the modeled one).
+    Own(&'a Schema),
+    /// The stored set the evidence's profile names.
+    Stored(Arc<Schema>),
+}
+
+impl std::ops::Deref for Chosen<'_> {
+    type Target = Schema;
+    fn deref(&self) -> &Schema {
+        match self {
+            Chosen::Own(s) => s,
+            Chosen::Stored(s) => s,
+        }
+    }
+}
+
+impl Chosen<'_> {
+    /// Whether this is a stored set rather than the command's own schema.
+    pub fn is_stored(&self) -> bool {
+        matches!(self, Chosen::Stored(_))
+    }
+}
+
+/// The schemas the rechecks of one command use. Evidence (a sidecar's
+/// attestation, a manifest's session) whose profile names an agy build
+/// ([`agy_build_of`]) other than the command's own schema's is rechecked
+/// with the set stored for that binary in [`data_dir`] (found by its
+/// digest, [`stored_for`], pinned by its manifest), so upgrading agy, or
+/// sweeping with another schema, never turns a recorded result into a
+/// change; any other evidence with the command's own schema. A set is
+/// loaded only when a recheck the user asked for names it (at most once per
+/// command), never extracted.
+pub struct Rechecks<'a> {
+    own: &'a Schema,
+    own_label: String,
+    loaded: Mutex<BTreeMap<String, Result<Arc<Schema>, SetUnavailable>>>,
+}
+
+impl<'a> Rechecks<'a> {
+    pub fn new(own: &'a Schema) -> Self {
+        Rechecks {
+            own,
+            own_label: own.origin.profile_label(),
+            loaded: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// The command's own schema.
+    pub fn own(&self) -> &'a Schema {
+        self.own
+    }
+
+    /// The schema to recheck evidence minted under `profile` with.
+    pub fn for_profile(&self, profile: &str) -> Result<Chosen<'a>, SetUnavailable> {
+        let Some(build) = agy_build_of(profile) else {
+            return Ok(Chosen::Own(self.own));
+        };
+        let label = format!("agy-{}-{}", build.release, build.binary_sha12);
+        if label == self.own_label {
+            return Ok(Chosen::Own(self.own));
+        }
+        let mut loaded = self
+            .loaded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        loaded
+            .entry(label)
+            .or_insert_with(|| load_stored(&build).map(Arc::new))
+            .clone()
+            .map(Chosen::Stored)
+    }
+}
+
+/// The stored set of `build`'s binary, loaded pinned by its manifest.
+fn load_stored(build: &AgyBuild) -> Result<Schema, SetUnavailable> {
+    let (release, sha12) = (build.release.clone(), build.binary_sha12.clone());
+    let dir = data_dir().map_err(|e| SetUnavailable::NoDataDir {
+        release,
+        sha12,
+        detail: e.to_string(),
+    })?;
+    load_stored_in(&dir, build)
+}
+
+/// [`load_stored`] from `dir`.
+fn load_stored_in(dir: &Path, build: &AgyBuild) -> Result<Schema, SetUnavailable> {
+    let (release, sha12) = (build.release.clone(), build.binary_sha12.clone());
+    let unusable = |detail: String| SetUnavailable::Unusable {
+        release: release.clone(),
+        sha12: sha12.clone(),
+        detail,
+    };
+    let Some(s) = one_stored(dir, &build.binary_sha12).map_err(|e| unusable(e.to_string()))? else {
+        return Err(SetUnavailable::NotStored {
+            release,
+            sha12,
+            dir: dir.to_path_buf(),
+        });
+    };
+    crate::schema::pin::load(Some(&s.set), None, crate::schema::pin::Use::Verify)
+        .map_err(|e| unusable(format!("{}: {e}", s.set.display())))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -491,5 +692,73 @@ mod tests {
     fn a_set_is_named_by_release_and_the_binary_digest() {
         let sha = "0123456789abcdef".repeat(4);
         assert_eq!(set_name("1.0.10", &sha), "agy-1.0.10-0123456789ab.pb");
+    }
+    /// The accepted shape names the release (hyphens kept) and the binary;
+    /// each near miss names no build.
+    #[test]
+    fn a_profile_names_an_agy_build_only_in_the_label_shape() {
+        let sqlite = "sqlite-v1-format0-agy-1.0.10-0123456789ab-fedcba987654-r3c0d1e-planner50";
+        let b = agy_build_of(sqlite).unwrap();
+        assert_eq!(
+            (b.release.as_str(), b.binary_sha12.as_str()),
+            ("1.0.10", "0123456789ab")
+        );
+        let legacy = format!("legacy-aes256gcm-v1-agy-1.4.4-337dcde66844/{sqlite}");
+        assert_eq!(agy_build_of(&legacy), Some(b));
+        let rc = agy_build_of("sqlite-v1-format0-agy-1.5.0-rc1-0123456789ab-fedcba987654-r3c0d1e")
+            .unwrap();
+        assert_eq!(rc.release, "1.5.0-rc1");
+        for miss in [
+            "sqlite-v1-format0-modeled-fedcba987654-r3c0d1e-planner50",
+            "sqlite-v1-format0-pinned-fedcba987654-r3c0d1e",
+            "sqlite-v1-format0-unpinned-fedcba987654-r3c0d1e",
+            // no release
+            "sqlite-v1-format0-agy-0123456789ab-fedcba987654-r3c0d1e",
+            // an 11-digit binary digest
+            "sqlite-v1-format0-agy-1.0.10-0123456789a-fedcba987654-r3c0d1e",
+            // upper-case hex
+            "sqlite-v1-format0-agy-1.0.10-0123456789AB-fedcba987654-r3c0d1e",
+            // no schema digest
+            "sqlite-v1-format0-agy-1.0.10-0123456789ab-r3c0d1e",
+            // no rule-set digest
+            "sqlite-v1-format0-agy-1.0.10-0123456789ab-fedcba987654-planner50",
+            // another store format
+            "sqlite-v2-format0-agy-1.0.10-0123456789ab-fedcba987654-r3c0d1e",
+            // a release pin refuses
+            "sqlite-v1-format0-agy-1.0_10-0123456789ab-fedcba987654-r3c0d1e",
+            "",
+        ] {
+            assert_eq!(agy_build_of(miss), None, "{miss}");
+        }
+    }
+
+    /// Evidence under the command's own label, or under no agy label, is
+    /// rechecked with the command's schema; another agy label with the set
+    /// stored for it, and a missing one is named with its remedy.
+    #[test]
+    fn rechecks_choose_the_set_the_profile_names() {
+        let own = Schema::modeled().unwrap();
+        let r = Rechecks::new(&own);
+        let p = crate::profile::sqlite_profile(&own);
+        assert!(!r.for_profile(&p).unwrap().is_stored());
+        assert!(!r.for_profile("anything").unwrap().is_stored());
+        let dir = tempfile::tempdir().unwrap();
+        let missing = load_stored_in(
+            dir.path(),
+            &AgyBuild {
+                release: "1.0.10".into(),
+                binary_sha12: "0123456789ab".into(),
+            },
+        )
+        .err()
+        .unwrap();
+        let text = missing.to_string();
+        assert!(
+            matches!(missing, SetUnavailable::NotStored { .. })
+                && text.contains(EXTRACT_COMMAND)
+                && text.contains("--release 1.0.10 --out ")
+                && text.contains("agy-1.0.10-0123456789ab.pb"),
+            "{text}"
+        );
     }
 }

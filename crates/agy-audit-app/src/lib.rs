@@ -35,6 +35,7 @@ pub mod redact;
 pub mod report;
 pub mod roots;
 pub mod rpc;
+pub mod schema_advice;
 pub mod sidecars;
 pub mod store_folders;
 pub mod tree;

@@ -92,6 +92,10 @@ pub struct Checked {
     /// cap...): left alone, as watch and sync leave it, never counted as
     /// missing.
     pub not_a_sidecar: bool,
+    /// The stored set the attestation's profile names, when it could not be
+    /// used for the recheck ([`crate::installed::Rechecks`]): the
+    /// attestation then reads as minted under another profile (stale).
+    pub missing_set: Option<crate::installed::SetUnavailable>,
 }
 
 /// Reads the source and classifies what sits at its sidecar path by the one
@@ -101,9 +105,16 @@ pub struct Checked {
 /// digest, the sidecar's payload still the attested one, and a verified
 /// source that still qualifies, by the shared recheck
 /// ([`crate::attest::recheck`]) read with this command's rule. `id` names
-/// the conversation when the source cannot be read.
-pub fn check(ctx: &AuditContext, source: &Path, id: &str) -> Checked {
-    let now = prepare(ctx, source).ok();
+/// the conversation when the source cannot be read. An attestation whose
+/// profile names an agy build's stored set is rechecked with that set
+/// (`rechecks`), the source read again under it.
+pub fn check(
+    ctx: &AuditContext,
+    rechecks: &crate::installed::Rechecks,
+    source: &Path,
+    id: &str,
+) -> Checked {
+    let mut now = prepare(ctx, source).ok();
     let cascade = now
         .as_ref()
         .map_or_else(|| id.to_string(), |p| p.source.cascade_id());
@@ -122,7 +133,22 @@ pub fn check(ctx: &AuditContext, source: &Path, id: &str) -> Checked {
         refused: now.as_ref().is_some_and(|p| p.refusal().is_some()),
         not_a_sidecar,
         saved: None,
+        missing_set: None,
     };
+    if let Some(saved) = &saved {
+        match rechecks.for_profile(&saved.completeness.profile) {
+            Ok(chosen) if chosen.is_stored() => {
+                let under = AuditContext {
+                    schema: &chosen,
+                    ..*ctx
+                };
+                now = prepare(&under, source).ok();
+                c.steps = now.as_ref().map(|p| p.source.steps);
+            }
+            Ok(_) => {}
+            Err(missing) => c.missing_set = Some(missing),
+        }
+    }
     if let (Some(now), Some(saved)) = (&now, &saved) {
         let attested = &saved.completeness;
         c.fresh = match recheck::recheck(&now.source, saved) {

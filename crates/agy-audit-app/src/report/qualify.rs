@@ -3,8 +3,11 @@
 //! recorded result holds only when both still match (and, for verified
 //! results, the source still qualifies with the same source-only record;
 //! for a refusal the source alone shows, [`ReasonClass::offline`], the
-//! source still shows it: the same class, location and rule).
+//! source still shows it: the same class, location and rule). A session
+//! recorded under a stored agy set's profile is rechecked with that set
+//! ([`crate::installed::Rechecks`]).
 
+use crate::installed::Rechecks;
 use crate::manifest::{Manifest, SessionRecord};
 use crate::outcome::{Refused, SessionOutcome};
 use crate::pipeline::audit::{prepare, AuditContext};
@@ -64,8 +67,40 @@ fn reproduces(recorded: &Refused, now: &Refusal) -> bool {
     recorded.class() == now.class && located && recorded.rule() == Refused::new(now.clone()).rule()
 }
 
-/// Rechecks one recorded session against the source under `root`.
-pub fn recheck(ctx: &AuditContext<'_>, root: &Path, s: &SessionRecord) -> Recheck {
+/// Rechecks one recorded session against the source under `root`, read
+/// with the schema its recorded profile names (`rechecks`: a stored agy
+/// set, else the command's own); a set that is missing makes the recorded
+/// result a profile change, naming the command that restores the set.
+pub fn recheck(
+    ctx: &AuditContext<'_>,
+    rechecks: &Rechecks<'_>,
+    root: &Path,
+    s: &SessionRecord,
+) -> Recheck {
+    match rechecks.for_profile(&s.profile) {
+        Ok(chosen) => recheck_under(
+            &AuditContext {
+                schema: &chosen,
+                ..*ctx
+            },
+            root,
+            s,
+        ),
+        Err(missing) => Recheck {
+            file_id: s.file_id.clone(),
+            status: "UNKNOWN",
+            reason: Some(format!(
+                "profile {} cannot be rechecked: {missing}",
+                s.profile
+            )),
+            holds: false,
+            change: Some(ReasonClass::ProfileChanged),
+        },
+    }
+}
+
+/// [`recheck`] with the schema chosen.
+fn recheck_under(ctx: &AuditContext<'_>, root: &Path, s: &SessionRecord) -> Recheck {
     let path = s.source_path(root);
     let changed = |class: ReasonClass, reason: String| Recheck {
         file_id: s.file_id.clone(),
@@ -212,10 +247,11 @@ pub fn recheck(ctx: &AuditContext<'_>, root: &Path, s: &SessionRecord) -> Rechec
 /// Rechecks every session of `manifest`.
 pub fn qualify(ctx: &AuditContext<'_>, manifest: &Manifest, root: &Path) -> Vec<Recheck> {
     use rayon::prelude::*;
+    let rechecks = Rechecks::new(ctx.schema);
     manifest
         .sessions
         .par_iter()
-        .map(|s| recheck(ctx, root, s))
+        .map(|s| recheck(ctx, &rechecks, root, s))
         .collect()
 }
 

@@ -258,6 +258,10 @@ enum Flow {
 /// The loop's state across polls.
 struct Watcher<'a> {
     schema: &'a Schema,
+    /// The sets evidence under a stored agy set is rechecked with.
+    rechecks: crate::installed::Rechecks<'a>,
+    /// The missing sets already noted (each named once).
+    missing_sets: std::collections::HashSet<String>,
     key: &'a LegacyKey,
     opts: &'a WatchOptions,
     stop: &'a AtomicBool,
@@ -273,6 +277,54 @@ struct Watcher<'a> {
 }
 
 impl Watcher<'_> {
+    /// Whether what sits at the sidecar path still holds. Evidence minted
+    /// under a stored agy set is judged with that set (the source read
+    /// again under it); stale under it, or its set missing, it is judged
+    /// as the source was read with this watch's schema (then re-verified).
+    fn judge(
+        &mut self,
+        source: &std::path::Path,
+        prepared: &crate::pipeline::Prepared,
+        existing: &Existing,
+    ) -> Result<(), stale::Stale> {
+        if let Existing::Attested(saved) = existing {
+            if self.judge_under_its_set(source, saved, existing) {
+                return Ok(());
+            }
+        }
+        stale::judge(prepared, existing).map(|_| ())
+    }
+
+    /// Whether an attestation whose profile names a stored agy set other
+    /// than this watch's schema still holds under that set. A set that is
+    /// missing is noted once, naming the command that restores it.
+    fn judge_under_its_set(
+        &mut self,
+        source: &std::path::Path,
+        saved: &crate::attest::cache::Saved,
+        existing: &Existing,
+    ) -> bool {
+        match self.rechecks.for_profile(&saved.completeness.profile) {
+            Ok(chosen) if chosen.is_stored() => {
+                let under = AuditContext {
+                    schema: &chosen,
+                    key: self.key,
+                    client: None,
+                    bracket_retries: 0,
+                };
+                prepare(&under, source).is_ok_and(|p| stale::judge(&p, existing).is_ok())
+            }
+            Ok(_) => false,
+            Err(missing) => {
+                let m = missing.to_string();
+                if self.missing_sets.insert(m.clone()) {
+                    crate::note!("watch: {}: {m}", source.display());
+                }
+                false
+            }
+        }
+    }
+
     /// The most bytes a sidecar is read at: the response cap's
     /// ([`crate::attest::cache::sidecar_cap`]).
     fn sidecar_cap(&self) -> u64 {
@@ -295,6 +347,8 @@ pub fn watch(
     );
     let mut w = Watcher {
         schema,
+        rechecks: crate::installed::Rechecks::new(schema),
+        missing_sets: std::collections::HashSet::new(),
         key,
         opts,
         stop: &stop,
@@ -519,7 +573,11 @@ impl Watcher<'_> {
     /// The source read offline and its sidecar classified and judged:
     /// `Ok` the source and why its sidecar is stale, `Err` the judgement
     /// the check settled on (unreadable, foreign, fresh), counted in `pass`.
-    fn native_check(&self, met: &Met<'_>, pass: &mut Pass) -> Result<(Prepared, Stale), Judged> {
+    fn native_check(
+        &mut self,
+        met: &Met<'_>,
+        pass: &mut Pass,
+    ) -> Result<(Prepared, Stale), Judged> {
         let offline = AuditContext {
             schema: self.schema,
             key: self.key,
@@ -544,8 +602,8 @@ impl Watcher<'_> {
             pass.foreign += 1;
             return Err(Judged::Foreign);
         }
-        match stale::judge(&prepared, &existing) {
-            Ok(_) => {
+        match self.judge(met.path, &prepared, &existing) {
+            Ok(()) => {
                 pass.fresh += 1;
                 Err(Judged::Fresh)
             }
