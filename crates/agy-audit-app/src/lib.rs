@@ -37,6 +37,7 @@ pub mod roots;
 pub mod rpc;
 pub mod sidecars;
 pub mod store_folders;
+pub mod sweep_dir;
 pub mod tree;
 pub mod troubles;
 pub mod util;
