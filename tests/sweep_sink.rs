@@ -58,10 +58,10 @@ impl SweepSink for Recorder {
             .iter()
             .any(|c| c.file_id == r.record.file_id));
         assert!(r.full_body.is_none() && r.ordinary_body.is_none());
-        self.events
-            .lock()
-            .unwrap()
-            .push(format!("recorded {} {}", r.record.file_id, m.counts.selected));
+        self.events.lock().unwrap().push(format!(
+            "recorded {} {}",
+            r.record.file_id, m.counts.selected
+        ));
         Ok(Flow::Continue)
     }
     fn finished(&self, end: &mut Finish<'_>) -> Result<(), SinkError> {
@@ -149,7 +149,10 @@ fn fixture(n: usize) -> Fixture {
     }
 }
 
-fn sweep(opts: &SweepOptions, sinks: &[&dyn SweepSink]) -> agy_audit::Result<agy_audit::pipeline::SweepSummary> {
+fn sweep(
+    opts: &SweepOptions,
+    sinks: &[&dyn SweepSink],
+) -> agy_audit::Result<agy_audit::pipeline::SweepSummary> {
     let schema = Schema::modeled().unwrap();
     sweep_to(
         &schema,
@@ -243,7 +246,10 @@ fn a_failing_sink_stops_the_sweep_cleanly_with_its_error() {
     let e = sweep(&f.opts, &[&failing, &sink, shapes, csv, manifest]).unwrap_err();
     // The sink's own error, as the sweep's (an I/O error: exit 1).
     let text = e.to_string();
-    assert!(text.contains("/sink/output") && text.contains("disk full"), "{text}");
+    assert!(
+        text.contains("/sink/output") && text.contains("disk full"),
+        "{text}"
+    );
     assert!(!e.is_usage());
     // Every sink was still finished, the manifest written incomplete.
     let events = sink.events.lock().unwrap().clone();

@@ -8,9 +8,9 @@ use crate::pipeline::{
     sweep_to, Finish, Flow, Records, SessionResult, SinkError, SinkResult, SweepOptions, SweepSink,
     SweepSummary,
 };
-use crate::sweep_dir::SweepDir;
 use crate::schema::Schema;
 use crate::source::legacy::LegacyKey;
+use crate::sweep_dir::SweepDir;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;

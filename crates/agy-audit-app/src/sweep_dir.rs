@@ -119,8 +119,7 @@ impl SweepDir {
 
     /// `corpus/<file_id>.full.json` or `.ordinary.json`.
     pub fn answer(&self, file_id: &str, which: Answer) -> PathBuf {
-        self.corpus()
-            .join(format!("{file_id}.{}", which.suffix()))
+        self.corpus().join(format!("{file_id}.{}", which.suffix()))
     }
 
     /// `corpus/<file_id>.trajectory.json`.
@@ -280,7 +279,10 @@ mod tests {
             Path::new("/s/corpus/x.ordinary.json")
         );
         assert_eq!(d.sidecar("x"), Path::new("/s/corpus/x.trajectory.json"));
-        assert_eq!(SweepDir::of_manifest(Path::new("manifest.json")).path(), Path::new("."));
+        assert_eq!(
+            SweepDir::of_manifest(Path::new("manifest.json")).path(),
+            Path::new(".")
+        );
         assert_eq!(
             SweepDir::of_manifest(Path::new("/a/b/manifest.json")).path(),
             Path::new("/a/b")
@@ -301,7 +303,10 @@ mod tests {
                 sidecar: Some(b"S"),
             })
             .unwrap();
-        assert_eq!(c.files, vec![d.answer("id1", Answer::Full), d.sidecar("id1")]);
+        assert_eq!(
+            c.files,
+            vec![d.answer("id1", Answer::Full), d.sidecar("id1")]
+        );
         assert_eq!(std::fs::read(d.answer("id1", Answer::Full)).unwrap(), b"F");
         assert!(!d.answer("id1", Answer::Ordinary).exists());
     }

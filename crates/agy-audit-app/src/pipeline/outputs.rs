@@ -178,7 +178,8 @@ impl ShapesSink {
     }
 
     fn write(&self, name: &str, l: &Listing, documents: usize) -> Result<ListingRecord, SinkError> {
-        self.dir.write(&self.dir.listing(name), l.text().as_bytes())?;
+        self.dir
+            .write(&self.dir.listing(name), l.text().as_bytes())?;
         Ok(ListingRecord {
             file: name.to_string(),
             fingerprint: l.fingerprint(),
@@ -217,14 +218,12 @@ impl SweepSink for ShapesSink {
         let so_far = std::mem::take(&mut *lock(&self.so_far));
         let m = end.manifest();
         let ids = || m.sessions.iter().map(|s| s.file_id.as_str());
-        let saved = ids()
-            .filter(|id| !so_far.covered.contains(*id))
-            .map(|id| {
-                (
-                    self.dir.answer(id, Answer::Ordinary),
-                    self.dir.answer(id, Answer::Full),
-                )
-            });
+        let saved = ids().filter(|id| !so_far.covered.contains(*id)).map(|id| {
+            (
+                self.dir.answer(id, Answer::Ordinary),
+                self.dir.answer(id, Answer::Full),
+            )
+        });
         let (mut ordinary, n_ord, mut full, n_full) = crate::shapes::from_answers(saved)?;
         ordinary.union(&so_far.ordinary);
         full.union(&so_far.full);

@@ -117,7 +117,14 @@ pub fn sweep_to(
     stages.started(todo.len() as u64, &manifest)?;
     stages.run(&pool, todo, &mut manifest);
     let Stages { halt, .. } = stages;
-    finish(halt, sinks, manifest, started_at, expected, opts.out.clone())
+    finish(
+        halt,
+        sinks,
+        manifest,
+        started_at,
+        expected,
+        opts.out.clone(),
+    )
 }
 
 /// What [`start`] settled: the daemon's client, the manifest this run
