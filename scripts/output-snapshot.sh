@@ -137,6 +137,10 @@ rule 'time: read ' 's/time: read [0-9]+(\.[0-9]+)? s, extract [0-9]+(\.[0-9]+)? 
 # such a ratio met its target (which moves with the machine's load).
 rule 'MB in ' 's/MB in [0-9]+(\.[0-9]+)? s;/MB in <DURATION> s;/g'
 rule 'verify / sha-256 = ' 's#verify / sha-256 = [0-9.]+ \(by CPU time: [0-9.]+; verify CPU [0-9.]+ s\)#verify / sha-256 = <RATIO> (by CPU time: <RATIO>; verify CPU <DURATION> s)#g'
+# doctor's and list --check's zombie-step age: seconds since the source last
+# changed, which is how long ago the corpus was generated.
+rule 'unchanged for ' 's/unchanged for [0-9]+ s/unchanged for <AGE> s/g'
+rule 'quietSeconds' 's/"quietSeconds": ?[0-9]+/"quietSeconds": <AGE>/g'
 rule 'by wall time)' 's#[0-9.]+ by CPU time \([0-9.]+ by wall time\) \(target ([^)]*)\): (met|missed)#<RATIO> by CPU time (<RATIO> by wall time) (target \1): <MET-OR-MISSED>#g'
 
 normalise() {
@@ -362,11 +366,12 @@ run manifest-merge -- manifest merge --out "$(out manifest-merge)/manifest.json"
 run manifest-merge-one-shard -- manifest merge --out "$(out manifest-merge-one-shard)/merged.json" "$S1"
 
 # The conversations the later commands look at, from sessions.csv (fileId
-# first, format third, verdict seventh, bytes last): the smallest verified
+# first, format third, verdict seventh, bytes by its header's name): the smallest verified
 # SQLite one, the smallest refused as unknown, and the next three verified
 # ones (left for watch to verify).
 by_size() {
-    awk -F, -v want="$1" 'NR > 1 && $3 == "sqlite" && $7 == want { print $NF, $1 }' "$SW/sessions.csv" |
+    awk -F, -v want="$1" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "bytes") b = i }
+        NR > 1 && $3 == "sqlite" && $7 == want { print $b, $1 }' "$SW/sessions.csv" |
         LC_ALL=C sort -n | cut -d' ' -f2
 }
 OK_ID=$(by_size verified | sed -n 1p)

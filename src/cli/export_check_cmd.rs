@@ -282,12 +282,7 @@ pub fn run(mut a: ExportCheckArgs) -> anyhow::Result<i32> {
         Some(dir) => dir.join(s.source_file_name()),
         None => s.source_path(&root),
     };
-    let corpus = a
-        .manifest
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-        .join("corpus");
+    let sweep = crate::sweep_dir::SweepDir::of_manifest(&a.manifest);
     // export-offline's defaults: no --allow-unknown.
     let opts = ReadOptions {
         schema: &schema,
@@ -303,7 +298,7 @@ pub fn run(mut a: ExportCheckArgs) -> anyhow::Result<i32> {
             continue;
         }
         let path = source_of(s);
-        let answer_path = corpus.join(format!("{}.ordinary.json", s.file_id));
+        let answer_path = sweep.answer(&s.file_id, crate::sweep_dir::Answer::Ordinary);
         match check_one(&schema, &opts, &path, &answer_path, s) {
             Ok((diffs, form)) if diffs.is_empty() => {
                 same += 1;

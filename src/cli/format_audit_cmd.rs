@@ -54,15 +54,11 @@ fn inputs(a: &FormatAuditArgs, file: &Path, m: &Manifest) -> Vec<Named> {
     let mut v = vec![Named::new("MANIFEST", file)];
     v.extend(a.against.as_ref().map(|p| Named::new("--against", p)));
     v.extend(super::common::listing_inputs("MANIFEST", file, m));
-    let corpus = file
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-        .join("corpus");
+    let sweep = crate::sweep_dir::SweepDir::of_manifest(file);
     v.extend(m.sessions.iter().map(|s| {
         Named::new(
             "a saved full answer of the sweep",
-            corpus.join(format!("{}.full.json", s.file_id)),
+            sweep.answer(&s.file_id, crate::sweep_dir::Answer::Full),
         )
     }));
     v.extend(super::common::source_inputs(m, Path::new(&m.root)));

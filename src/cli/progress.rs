@@ -3,9 +3,14 @@
 //! never decides anything; a sweep without it (`watch`, a test) audits the
 //! same. Printing never fails the run (`crate::note!`).
 
-use crate::pipeline::{sweep_to, SessionResult, SweepOptions, SweepSink, SweepSummary};
+use crate::manifest::Manifest;
+use crate::pipeline::{
+    sweep_to, Finish, Flow, Records, SessionResult, SinkError, SinkResult, SweepOptions, SweepSink,
+    SweepSummary,
+};
 use crate::schema::Schema;
 use crate::source::legacy::LegacyKey;
+use crate::sweep_dir::SweepDir;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -123,10 +128,11 @@ impl Progress {
 }
 
 impl SweepSink for Progress {
-    fn started(&self, total: u64) {
+    fn started(&self, total: u64, _manifest: &Manifest) -> SinkResult {
         for b in [&self.decoded, &self.fetched, &self.written] {
             b.set_length(total);
         }
+        Ok(Flow::Continue)
     }
 
     fn skipped(&self, path: &str, reason: &str) {
@@ -143,14 +149,16 @@ impl SweepSink for Progress {
         self.fetched.inc(1);
     }
 
-    fn recorded(&self, r: &SessionResult, counts: &crate::manifest::Counts) {
+    fn recorded(&self, r: &SessionResult, manifest: &Manifest) -> SinkResult {
         self.line(r);
-        self.counts(counts);
+        self.counts(&manifest.counts);
         self.written.inc(1);
+        Ok(Flow::Continue)
     }
 
-    fn finished(&self) {
+    fn finished(&self, _end: &mut Finish<'_>) -> Result<(), SinkError> {
         self.finish();
+        Ok(())
     }
 }
 
@@ -167,9 +175,11 @@ pub fn progress_mode(quiet: bool) -> ProgressMode {
     }
 }
 
-/// Runs the sweep with the terminal display `mode` asks for; `stop` (set
-/// by Ctrl-C or SIGTERM) drains in-flight work and leaves a valid
-/// `complete: false` manifest.
+/// Runs the sweep with the terminal display `mode` asks for, into the
+/// sweep's records (the shape listings, the manifest, `sessions.csv`:
+/// [`Records`]); `stop` (set by Ctrl-C or SIGTERM) drains in-flight work and
+/// leaves a valid `complete: false` manifest. A new sweep output is one
+/// more sink in this list.
 pub fn sweep(
     schema: &Schema,
     key: &LegacyKey,
@@ -178,7 +188,9 @@ pub fn sweep(
     mode: ProgressMode,
 ) -> crate::Result<SweepSummary> {
     let display = Progress::new(mode, 0);
-    sweep_to(schema, key, opts, stop, &display)
+    let records = Records::new(&SweepDir::new(&opts.out));
+    let [shapes, csv, manifest] = records.sinks();
+    sweep_to(schema, key, opts, stop, &[&display, shapes, csv, manifest])
 }
 
 #[cfg(test)]

@@ -325,7 +325,7 @@ fn summary_exit(summary: &crate::pipeline::SweepSummary) -> i32 {
     let c = &summary.manifest.counts;
     if summary.interrupted {
         interrupted_exit()
-    } else if summary.daemon_down.is_some() || c.error > 0 || c.not_fetched > 0 {
+    } else if summary.daemon_down.is_some() || summary.stopped || c.error > 0 || c.not_fetched > 0 {
         exit::ERROR
     } else if c.incomplete > 0 {
         exit::INCOMPLETE

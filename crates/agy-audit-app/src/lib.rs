@@ -38,6 +38,7 @@ pub mod rpc;
 pub mod schema_advice;
 pub mod sidecars;
 pub mod store_folders;
+pub mod sweep_dir;
 pub mod tree;
 pub mod troubles;
 pub mod util;

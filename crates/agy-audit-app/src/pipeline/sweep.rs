@@ -1,118 +1,34 @@
-//! `audit-sweep`: requalify a whole store in parallel.
+//! `audit-sweep`: requalify a whole store in parallel, in three steps:
+//! [`start`] (every check that can refuse the run, before `--out` is
+//! touched; then the folder and the manifest to continue), the stages
+//! ([`Stages::run`]: feeder → snapshot + decode + project → dispatch and
+//! fetch → judge → the one writer, joined by bounded channels) and
+//! [`finish`] (the final manifest handed to every sink). What the sweep
+//! writes or shows is its sinks' ([`super::sink`]); the folder's layout is
+//! [`SweepDir`]'s.
 
 use super::audit::{
     audit_prepared, bracket_fetched, error_result, fetchable, judge_fetched, prepare, AuditContext,
     Fetched, Prepared, SessionResult,
 };
 use super::error::SweepStartError;
+use super::sink::{Finish, Flow, SinkResult};
 use crate::discover::{discover, SourceRef};
 use crate::error::{CorruptInput, Error, Result};
-use crate::manifest::{Manifest, CSV_FILE, MANIFEST_FILE};
+use crate::manifest::Manifest;
 use crate::outcome::SessionOutcome;
 use crate::rpc::{ClientOptions, DaemonClient, TrajectoryResponse};
 use crate::schema::Schema;
-use crate::shapes::Listing;
 use crate::source::legacy::LegacyKey;
-use crate::util::atomic::{sync_dir, write_file, write_file_unsynced_dir, WriteOptions};
-use crossbeam_channel::bounded;
+use crate::sweep_dir::{SessionFiles, SessionWriter, SweepDir};
+use crossbeam_channel::{bounded, Receiver, Sender};
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 pub use super::sink::{NoSink, SweepSink};
-
-/// The response shape listings of one session's two saved answers, taken
-/// from the bodies while they are in memory (on the judge thread that
-/// compared them) instead of read back from `corpus/` at the end.
-struct SessionShapes {
-    ordinary: Listing,
-    full: Listing,
-}
-
-impl SessionShapes {
-    /// Both answers' listings; `None` unless the session has both bodies and
-    /// both parse (then the end of the sweep reads its saved files, exactly
-    /// as for a session of an earlier run).
-    fn of(r: &mut SessionResult) -> Option<SessionShapes> {
-        // One pass over the text, no tree ([`Listing::add_bytes`] parses a
-        // tree only when [`Listing::add_text`] stops).
-        let listing = |b: &Option<Vec<u8>>| {
-            let mut l = Listing::new();
-            l.add_bytes(Path::new(""), b.as_deref()?).ok()?;
-            Some(l)
-        };
-        // A verified session's ordinary answer was listed when it was read
-        // for its digest (the same text, the same pass).
-        let ordinary = match (r.ordinary_shapes.take(), &r.ordinary_body) {
-            (Some(l), Some(_)) => l,
-            (_, body) => listing(body)?,
-        };
-        Some(SessionShapes {
-            ordinary,
-            full: listing(&r.full_body)?,
-        })
-    }
-}
-
-/// The union of the listings of the sessions recorded in this run, and
-/// which sessions it covers.
-#[derive(Default)]
-struct ShapesSoFar {
-    ordinary: Listing,
-    full: Listing,
-    covered: HashSet<String>,
-}
-
-/// The one writer's record: the manifest, rewritten atomically at most every
-/// 250 ms while sessions arrive, and the first write error.
-struct ManifestWriter<'a> {
-    out: &'a Path,
-    endpoint: &'a str,
-    manifest: Manifest,
-    last_write: Instant,
-    error: Option<Error>,
-    shapes: ShapesSoFar,
-}
-
-impl ManifestWriter<'_> {
-    /// Records a finished session (its files already written, or not: then
-    /// the first such error is kept and the session is not recorded).
-    fn record(
-        &mut self,
-        r: &SessionResult,
-        files: Result<()>,
-        shapes: Option<SessionShapes>,
-        sink: &dyn SweepSink,
-    ) {
-        if let Err(e) = files {
-            self.error.get_or_insert(e);
-            return;
-        }
-        if r.abandoned {
-            return;
-        }
-        let mut record = r.record.clone();
-        record.endpoint = Some(self.endpoint.to_string());
-        if let Some(s) = shapes {
-            self.shapes.ordinary.union(&s.ordinary);
-            self.shapes.full.union(&s.full);
-            self.shapes.covered.insert(record.file_id.clone());
-        } else {
-            // Read back from corpus/ at the end, as before.
-            self.shapes.covered.remove(&record.file_id);
-        }
-        self.manifest.add(record);
-        sink.recorded(r, &self.manifest.counts);
-        if self.last_write.elapsed() > Duration::from_millis(250) {
-            if let Err(e) = write_manifest(self.out, &self.manifest) {
-                self.error.get_or_insert(e);
-            }
-            self.last_write = Instant::now();
-        }
-    }
-}
 
 /// What to sweep and how.
 #[derive(Debug, Clone)]
@@ -155,53 +71,86 @@ pub struct SweepSummary {
     pub daemon_down: Option<String>,
     /// Selected sessions without a verdict yet (not fetched, not reached).
     pub pending: u64,
+    /// A sink asked the sweep to stop ([`super::sink::Flow::Stop`]): no new
+    /// source was taken after it, and the manifest is `complete: false`.
+    pub stopped: bool,
 }
 
-fn mkdir_private(p: &Path) -> Result<()> {
-    let mut b = std::fs::DirBuilder::new();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        b.mode(0o700);
-    }
-    b.create(p).map_err(|e| Error::io(p, e))
-}
-
-fn private(force: bool) -> WriteOptions {
-    WriteOptions {
-        force,
-        mode: Some(0o600),
-        protected: Vec::new(),
-    }
-}
-
-/// Writes the manifest, the sweep's commit point: first the renames of the
-/// session files written so far are made durable (one sync of `corpus/`;
-/// each file's bytes were synced before its rename), so every session the
-/// manifest on disk records has its files on disk. A crash loses at most
-/// sessions the manifest does not record yet, which `--resume` fetches again
-/// (over whatever a lost rename left behind).
-fn write_manifest(out: &Path, m: &Manifest) -> Result<()> {
-    let corpus = out.join("corpus");
-    if corpus.is_dir() {
-        sync_dir(&corpus);
-    }
-    write_file(&out.join(MANIFEST_FILE), &m.to_json(), &private(true))?;
-    Ok(())
-}
-
-/// Runs the sweep, telling `sink` what happens ([`SweepSink`]).
+/// Runs the sweep into `sinks`, each told every event in the list's order
+/// ([`SweepSink`]; the manifest, `sessions.csv` and the shape listings are
+/// [`super::outputs::Records`]).
 pub fn sweep_to(
     schema: &Schema,
     key: &LegacyKey,
     opts: &SweepOptions,
     stop: Arc<AtomicBool>,
-    sink: &dyn SweepSink,
+    sinks: &[&dyn SweepSink],
 ) -> Result<SweepSummary> {
     let started_at = Instant::now();
-    let corpus = opts.out.join("corpus");
-    // Everything that can refuse the run is checked before --out is touched,
-    // so a failed start leaves nothing behind to block a rerun or --resume.
+    let dir = SweepDir::new(&opts.out);
+    let Started {
+        client,
+        mut manifest,
+        todo,
+        done,
+    } = start(schema, key, opts, &dir, sinks)?;
+    let jobs = opts.jobs.max(1);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs)
+        .build()
+        .map_err(|source| SweepStartError::DecodeThreads { jobs, source })?;
+    let stages = Stages {
+        ctx: AuditContext {
+            schema,
+            key,
+            client: Some(&client),
+            bracket_retries: opts.bracket_retries,
+        },
+        client: &client,
+        dir: &dir,
+        sinks,
+        halt: Halt::new(&stop),
+        jobs,
+        concurrency: opts.concurrency.max(1),
+        endpoint: &opts.endpoint,
+    };
+    let expected = done + todo.len() as u64;
+    stages.started(todo.len() as u64, &manifest)?;
+    stages.run(&pool, todo, &mut manifest);
+    let Stages { halt, .. } = stages;
+    finish(
+        halt,
+        sinks,
+        manifest,
+        started_at,
+        expected,
+        opts.out.clone(),
+    )
+}
+
+/// What [`start`] settled: the daemon's client, the manifest this run
+/// continues, the sources to take and how many sessions an earlier run
+/// already settled.
+struct Started {
+    client: DaemonClient,
+    manifest: Manifest,
+    todo: Vec<SourceRef>,
+    done: u64,
+}
+
+/// Every check that can refuse the run (root, selection, URL, `--out` or
+/// the manifest `--resume` continues, the daemon's probe) runs before
+/// `--out` is touched, so a failed start leaves nothing behind to block a
+/// rerun or `--resume`; then the folder is made ready and the manifest
+/// set for this run (not written: its sink writes it when told
+/// `started`).
+fn start(
+    schema: &Schema,
+    key: &LegacyKey,
+    opts: &SweepOptions,
+    dir: &SweepDir,
+    sinks: &[&dyn SweepSink],
+) -> Result<Started> {
     let root = crate::discover::store_root(&opts.root)?;
     let discovery = discover(&root)?;
     let skipped: Vec<crate::manifest::Skipped> = discovery
@@ -231,74 +180,23 @@ pub fn sweep_to(
     )?;
     let root_text = root.display().to_string();
     let mut manifest = if opts.resume {
-        resumed_manifest(opts, &root_text)?
+        resumed_manifest(opts, dir, &root_text)?
     } else {
-        match std::fs::symlink_metadata(&opts.out) {
-            Ok(m) if m.is_dir() && opts.out.join(MANIFEST_FILE).is_file() => {
-                return Err(SweepStartError::OutHoldsSweep {
-                    out: opts.out.clone(),
-                }
-                .into())
-            }
-            Ok(m) if m.is_dir() => {
-                return Err(SweepStartError::OutExists {
-                    out: opts.out.clone(),
-                }
-                .into())
-            }
-            Ok(_) => {
-                return Err(SweepStartError::OutIsFile {
-                    out: opts.out.clone(),
-                }
-                .into())
-            }
-            Err(_) => {}
-        }
-        if let Some(parent) = opts.out.parent().filter(|p| !p.as_os_str().is_empty()) {
-            if !parent.is_dir() {
-                return Err(SweepStartError::OutParentMissing {
-                    out: opts.out.clone(),
-                    parent: parent.to_path_buf(),
-                }
-                .into());
-            }
-        }
+        check_new_out(opts, dir)?;
         Manifest::new(&root_text, &opts.endpoint, crate::util::time::now_rfc3339())
     };
     client.probe()?;
     if !opts.resume {
-        mkdir_private(&opts.out)?;
-        mkdir_private(&corpus)?;
+        dir.create()?;
     }
-    manifest.shard = opts.shard.map(|(i, n)| format!("{i}/{n}"));
-    if opts.shard.is_some() {
-        manifest.shard_by = Some(super::shard::SHARD_ASSIGNMENT.to_string());
-        let mut profiles = vec![
-            crate::profile::sqlite_profile(schema),
-            crate::profile::legacy_profile(schema, key),
-        ];
-        profiles.sort();
-        manifest.reader_profiles = profiles;
-    }
-    manifest.skipped = skipped;
-    manifest.set_redaction_mode(opts.redaction);
-    manifest.installed_agy_version = opts.installed_agy_version.clone();
-    manifest.installed_agy_version_note = opts
-        .installed_agy_version
-        .as_ref()
-        .map(|_| INSTALLED_AGY_NOTE.to_string());
+    set_run(&mut manifest, schema, key, opts, skipped);
     for s in &manifest.skipped {
-        sink.skipped(&s.path, &s.reason);
-    }
-    manifest.timing.concurrency = opts.concurrency;
-    manifest.timing.jobs = opts.jobs;
-    if opts.resume && !corpus.is_dir() {
-        mkdir_private(&corpus)?;
+        for sink in sinks {
+            sink.skipped(&s.path, &s.reason);
+        }
     }
     if opts.resume {
-        // A run killed mid-write (kill -9) leaves its temp files behind.
-        remove_own_temp_files(&opts.out)?;
-        remove_own_temp_files(&corpus)?;
+        dir.reopen()?;
     }
     // Sessions with a verdict are kept; not-fetched and unreadable ones are
     // tried again.
@@ -318,265 +216,421 @@ pub fn sweep_to(
         .into_iter()
         .filter(|s| !done.contains(&s.id))
         .collect();
-    let total = todo.len() as u64;
     manifest.complete = false;
     manifest.finished = None;
-    write_manifest(&opts.out, &manifest)?;
-
-    let ctx = AuditContext {
-        schema,
-        key,
-        client: Some(&client),
-        bracket_retries: opts.bracket_retries,
-    };
-    // Set when the daemon stops accepting connections mid-run: the sweep
-    // then stops as on Ctrl-C, reports it once, and --resume continues.
-    let down: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
-    let halted = || stop.load(Ordering::SeqCst) || down.lock().map(|d| d.is_some()).unwrap_or(true);
-    let jobs = opts.jobs.max(1);
-    let concurrency = opts.concurrency.max(1);
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs)
-        .build()
-        .map_err(|source| SweepStartError::DecodeThreads { jobs, source })?;
-
-    sink.started(total);
-    let (tx_src, rx_src) = bounded::<SourceRef>(jobs * 2);
-    // Prepared sources wait here for a free slot among those in flight.
-    // Decoding runs ahead of the fetches by at most this many (each holds
-    // its source's encoding and projection): a longer queue only holds
-    // memory, since a dispatcher that finds it empty waits on the decoders,
-    // not on the daemon.
-    let (tx_prep, rx_prep) = bounded((jobs * 2).min(concurrency * 2));
-    // Results travel to the writer with their files already written (by the
-    // stage that made them, so that the fsyncs of many sessions overlap),
-    // their shape listings taken and their bodies dropped: the writer only
-    // records.
-    let (tx_res, rx_res) = bounded::<Written>(concurrency * 2);
-    // Fetched answers wait here for a judge thread; unbounded, since each
-    // holds one of the `concurrency` slots until it is judged: when the
-    // daemon is ahead of the CPU, no more is fetched.
-    let (tx_judge, rx_judge) = crossbeam_channel::unbounded::<Job>();
-    let free = bounded::<()>(concurrency);
-    for _ in 0..concurrency {
-        let _ = free.0.send(());
-    }
-    let corpus = &corpus;
-    let mut writer = ManifestWriter {
-        out: &opts.out,
-        endpoint: &opts.endpoint,
+    Ok(Started {
+        client,
         manifest,
-        last_write: Instant::now(),
-        error: None,
-        shapes: ShapesSoFar::default(),
-    };
-    let mut interrupted = false;
-
-    std::thread::scope(|scope| {
-        // Stage 1: feed the discovered sources, stopping on Ctrl-C.
-        let halted = &halted;
-        scope.spawn(move || {
-            for s in todo {
-                if halted() || tx_src.send(s).is_err() {
-                    break;
-                }
-            }
-        });
-        // Stage 2: snapshot + decode + project on the rayon pool.
-        {
-            let tx_res = tx_res.clone();
-            let ctx = &ctx;
-            let pool = &pool;
-            scope.spawn(move || {
-                pool.scope(|ps| {
-                    for _ in 0..jobs {
-                        let rx_src = rx_src.clone();
-                        let tx_prep = tx_prep.clone();
-                        let tx_res = tx_res.clone();
-                        ps.spawn(move |_| {
-                            for s in rx_src.iter() {
-                                let sent = match prepare(ctx, &s.path) {
-                                    Ok(p) if p.refusal().is_none() => tx_prep.send(p).is_ok(),
-                                    Ok(p) => {
-                                        tx_res.send(written(corpus, audit_prepared(ctx, p))).is_ok()
-                                    }
-                                    Err(e) => tx_res
-                                        .send(written(corpus, error_result(&s.path, s.format, &e)))
-                                        .is_ok(),
-                                };
-                                sink.decoded();
-                                if !sent {
-                                    break;
-                                }
-                            }
-                        });
-                    }
-                });
-            });
-        }
-        // Stage 3: `concurrency` conversations in flight, each a task on
-        // the client's runtime (LoadTrajectory, then the pair): no thread
-        // waits on a conversation, so the bodies are allocated by the
-        // runtime's one or two workers and the comparisons by stage 4's
-        // `jobs` threads, never by `concurrency` threads' allocator heaps
-        // (at 64, a heap per waiting thread held several times the live
-        // data). A conversation keeps its slot until it is judged, so what
-        // waits to be judged counts as in flight too.
-        {
-            let (rx_prep, tx_judge) = (rx_prep.clone(), tx_judge.clone());
-            let (client, free, ctx) = (&client, &free, &ctx);
-            scope.spawn(move || {
-                for p in rx_prep.iter() {
-                    if halted() {
-                        // Not fetched, not recorded: --resume takes it.
-                        continue;
-                    }
-                    let Ok(()) = free.1.recv() else { break };
-                    let slot = Slot(free.0.clone());
-                    if halted() {
-                        continue;
-                    }
-                    if let Err(ended) = fetchable(ctx, &p) {
-                        let _ = tx_judge.send(Job::Ready(Fetched::Ended(ended), slot));
-                        continue;
-                    }
-                    let tx = tx_judge.clone();
-                    client.fetch_detached(p.source.cascade_id(), move |answers| {
-                        let _ = tx.send(Job::Answered(Box::new(p), answers, slot));
-                    });
-                }
-            });
-        }
-        drop(tx_judge);
-        // Stage 4: the bracket's second snapshot, compare + attest + the
-        // session's files, on `jobs` threads.
-        for _ in 0..jobs {
-            let rx_judge = rx_judge.clone();
-            let tx_res = tx_res.clone();
-            let ctx = &ctx;
-            let (client, down) = (&client, &down);
-            scope.spawn(move || {
-                for job in rx_judge.iter() {
-                    let (fetched, _slot) = match job {
-                        Job::Ready(f, slot) => (f, slot),
-                        Job::Answered(p, answers, slot) => {
-                            (bracket_fetched(ctx, *p, answers), slot)
-                        }
-                    };
-                    if let Some(r) = fetched.ended() {
-                        if let Some(e) = &r.setup {
-                            // a refused token or the wrong listener: the
-                            // same for every conversation, said once; not
-                            // recorded
-                            if let Ok(mut d) = down.lock() {
-                                d.get_or_insert_with(|| e.to_string());
-                            }
-                            continue;
-                        }
-                        if matches!(r.record.result, SessionOutcome::NotFetched { .. }) {
-                            if let Err(e) = client.probe() {
-                                if let Ok(mut d) = down.lock() {
-                                    d.get_or_insert_with(|| e.to_string());
-                                }
-                                // The daemon went away: this answer says
-                                // nothing about the conversation.
-                                continue;
-                            }
-                        }
-                    }
-                    let r = written(corpus, judge_fetched(ctx, fetched));
-                    sink.fetched();
-                    if tx_res.send(r).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(tx_res);
-        drop(rx_prep);
-        drop(rx_judge);
-        // Stage 5: the one writer.
-        for (r, files, shapes) in rx_res.iter() {
-            writer.record(&r, files, shapes, sink);
-        }
-    });
-    if stop.load(Ordering::SeqCst) {
-        interrupted = true;
-    }
-    let daemon_down = down.into_inner().ok().flatten();
-    sink.finished();
-    let ManifestWriter {
-        mut manifest,
-        error: write_error,
-        shapes,
-        ..
-    } = writer;
-    manifest.timing.wall_seconds = started_at.elapsed().as_secs_f64();
-    let recorded = manifest.sessions.iter().filter(|s| s.settled()).count() as u64;
-    let expected = done.len() as u64 + total;
-    manifest.complete = !interrupted
-        && daemon_down.is_none()
-        && write_error.is_none()
-        && recorded >= expected
-        && manifest.counts.not_fetched == 0;
-    manifest.finished = Some(crate::util::time::now_rfc3339());
-    // Recomputed from the saved answers of every recorded session, so that a
-    // resumed sweep lists all of them and the same answers give the same bytes.
-    manifest.shapes = Some(write_shapes(&opts.out, corpus, &manifest, shapes)?);
-    write_manifest(&opts.out, &manifest)?;
-    write_file(&opts.out.join(CSV_FILE), &manifest.to_csv(), &private(true))?;
-    if let Some(e) = write_error {
-        return Err(e);
-    }
-    let pending = expected.saturating_sub(recorded);
-    Ok(SweepSummary {
-        manifest,
-        out: opts.out.clone(),
-        interrupted,
-        daemon_down,
-        pending,
+        todo,
+        done: done.len() as u64,
     })
 }
 
-/// Writes `shapes-ordinary.tsv` and `shapes-full.tsv` beside the manifest
-/// from the answers saved under `corpus/` for the manifest's sessions: those
-/// this run recorded with both answers were listed as they arrived
-/// (`so_far`); the others (an earlier run's, or without both answers) are
-/// read back from their files. The union does not depend on the order, so
-/// the same answers give the same bytes.
-fn write_shapes(
-    out: &Path,
-    corpus: &Path,
-    m: &Manifest,
-    so_far: ShapesSoFar,
-) -> Result<crate::shapes::Shapes> {
-    use crate::shapes::{from_corpus, ListingRecord, Shapes, FULL_FILE, ORDINARY_FILE};
-    let ids = || m.sessions.iter().map(|s| s.file_id.as_str());
-    let (mut ordinary, n_ord, mut full, n_full) =
-        from_corpus(corpus, ids().filter(|id| !so_far.covered.contains(*id)))?;
-    ordinary.union(&so_far.ordinary);
-    full.union(&so_far.full);
-    let covered = ids().filter(|id| so_far.covered.contains(*id)).count();
-    let (n_ord, n_full) = (n_ord + covered, n_full + covered);
-    let record = |name: &str, l: &crate::shapes::Listing, documents| -> Result<ListingRecord> {
-        write_file(&out.join(name), l.text().as_bytes(), &private(true))?;
-        Ok(ListingRecord {
-            file: name.to_string(),
-            fingerprint: l.fingerprint(),
-            entries: l.len(),
-            documents,
-        })
-    };
-    Ok(Shapes {
-        ordinary: record(ORDINARY_FILE, &ordinary, n_ord)?,
-        full: record(FULL_FILE, &full, n_full)?,
+/// A new sweep's `--out`: nothing there yet, in a folder that exists.
+fn check_new_out(opts: &SweepOptions, dir: &SweepDir) -> Result<()> {
+    match std::fs::symlink_metadata(&opts.out) {
+        Ok(m) if m.is_dir() && dir.manifest().is_file() => {
+            return Err(SweepStartError::OutHoldsSweep {
+                out: opts.out.clone(),
+            }
+            .into())
+        }
+        Ok(m) if m.is_dir() => {
+            return Err(SweepStartError::OutExists {
+                out: opts.out.clone(),
+            }
+            .into())
+        }
+        Ok(_) => {
+            return Err(SweepStartError::OutIsFile {
+                out: opts.out.clone(),
+            }
+            .into())
+        }
+        Err(_) => {}
+    }
+    if let Some(parent) = opts.out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if !parent.is_dir() {
+            return Err(SweepStartError::OutParentMissing {
+                out: opts.out.clone(),
+                parent: parent.to_path_buf(),
+            }
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// What this run records of itself in the manifest it writes: its shard,
+/// the skipped files, the redaction mode, the installed agy, its threads.
+fn set_run(
+    manifest: &mut Manifest,
+    schema: &Schema,
+    key: &LegacyKey,
+    opts: &SweepOptions,
+    skipped: Vec<crate::manifest::Skipped>,
+) {
+    manifest.shard = opts.shard.map(|(i, n)| format!("{i}/{n}"));
+    if opts.shard.is_some() {
+        manifest.shard_by = Some(super::shard::SHARD_ASSIGNMENT.to_string());
+        let mut profiles = vec![
+            crate::profile::sqlite_profile(schema),
+            crate::profile::legacy_profile(schema, key),
+        ];
+        profiles.sort();
+        manifest.reader_profiles = profiles;
+    }
+    manifest.skipped = skipped;
+    manifest.set_redaction_mode(opts.redaction);
+    manifest.installed_agy_version = opts.installed_agy_version.clone();
+    manifest.installed_agy_version_note = opts
+        .installed_agy_version
+        .as_ref()
+        .map(|_| INSTALLED_AGY_NOTE.to_string());
+    manifest.timing.concurrency = opts.concurrency;
+    manifest.timing.jobs = opts.jobs;
+}
+
+/// Why the stages stop taking new sources, and the run's first error.
+struct Halt<'a> {
+    /// Ctrl-C or SIGTERM.
+    stop: &'a AtomicBool,
+    /// Set when the daemon stops accepting connections mid-run, or refuses
+    /// how it is reached: the sweep then stops as on Ctrl-C, reports it
+    /// once, and --resume continues.
+    down: Mutex<Option<String>>,
+    /// A sink asked to stop, or failed.
+    stopped: AtomicBool,
+    /// The first error: a session's files not written (the session is not
+    /// recorded; the sweep goes on, as it always has) or a sink's.
+    error: Mutex<Option<Error>>,
+}
+
+impl<'a> Halt<'a> {
+    fn new(stop: &'a AtomicBool) -> Halt<'a> {
+        Halt {
+            stop,
+            down: Mutex::new(None),
+            stopped: AtomicBool::new(false),
+            error: Mutex::new(None),
+        }
+    }
+
+    /// Whether no new source is to be taken.
+    fn halted(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+            || self.stopped.load(Ordering::SeqCst)
+            || self.down.lock().map(|d| d.is_some()).unwrap_or(true)
+    }
+
+    fn daemon_down(&self, why: impl FnOnce() -> String) {
+        if let Ok(mut d) = self.down.lock() {
+            d.get_or_insert_with(why);
+        }
+    }
+
+    fn fail(&self, e: Error) {
+        let mut first = self.error.lock().unwrap_or_else(|p| p.into_inner());
+        first.get_or_insert(e);
+    }
+
+    /// What a sink answered.
+    fn sink(&self, r: SinkResult) {
+        match r {
+            Ok(Flow::Continue) => {}
+            Ok(Flow::Stop) => self.stopped.store(true, Ordering::SeqCst),
+            Err(e) => {
+                self.stopped.store(true, Ordering::SeqCst);
+                self.fail(e.into());
+            }
+        }
+    }
+}
+
+/// The running sweep's stages, each a method run on its own thread(s).
+struct Stages<'a> {
+    ctx: AuditContext<'a>,
+    client: &'a DaemonClient,
+    dir: &'a SweepDir,
+    sinks: &'a [&'a dyn SweepSink],
+    halt: Halt<'a>,
+    jobs: usize,
+    concurrency: usize,
+    endpoint: &'a str,
+}
+
+/// A session on its way to the writer: its result (bodies dropped) and
+/// whether its files were committed.
+type Written = (SessionResult, Result<()>);
+
+impl Stages<'_> {
+    /// Tells every sink the run starts; a sink that fails ends the sweep
+    /// at once (no source read yet), with its error.
+    fn started(&self, total: u64, manifest: &Manifest) -> Result<()> {
+        for s in self.sinks {
+            if s.started(total, manifest)? == Flow::Stop {
+                self.halt.stopped.store(true, Ordering::SeqCst);
+            }
+        }
+        Ok(())
+    }
+
+    /// The stages, joined by bounded channels so that memory is bounded by
+    /// in-flight work, not by the store's size; returns when the writer has
+    /// recorded the last session into `manifest`.
+    fn run(&self, pool: &rayon::ThreadPool, todo: Vec<SourceRef>, manifest: &mut Manifest) {
+        let (jobs, concurrency) = (self.jobs, self.concurrency);
+        let (tx_src, rx_src) = bounded::<SourceRef>(jobs * 2);
+        // Prepared sources wait here for a free slot among those in flight.
+        // Decoding runs ahead of the fetches by at most this many (each holds
+        // its source's encoding and projection): a longer queue only holds
+        // memory, since a dispatcher that finds it empty waits on the
+        // decoders, not on the daemon.
+        let (tx_prep, rx_prep) = bounded((jobs * 2).min(concurrency * 2));
+        // Results travel to the writer with their files already committed
+        // (by the stage that made them, so that the fsyncs of many sessions
+        // overlap) and their bodies dropped: the writer only records.
+        let (tx_res, rx_res) = bounded::<Written>(concurrency * 2);
+        // Fetched answers wait here for a judge thread; unbounded, since each
+        // holds one of the `concurrency` slots until it is judged: when the
+        // daemon is ahead of the CPU, no more is fetched.
+        let (tx_judge, rx_judge) = crossbeam_channel::unbounded::<Job>();
+        let free = bounded::<()>(concurrency);
+        for _ in 0..concurrency {
+            let _ = free.0.send(());
+        }
+        std::thread::scope(|scope| {
+            scope.spawn(move || self.feed(todo, tx_src));
+            {
+                let tx_res = tx_res.clone();
+                scope.spawn(move || self.decode(pool, rx_src, tx_prep, tx_res));
+            }
+            {
+                let (rx_prep, tx_judge, free) = (rx_prep.clone(), tx_judge.clone(), &free);
+                scope.spawn(move || self.dispatch(rx_prep, tx_judge, free));
+            }
+            drop(tx_judge);
+            for _ in 0..jobs {
+                let (rx_judge, tx_res) = (rx_judge.clone(), tx_res.clone());
+                scope.spawn(move || self.judge(rx_judge, tx_res));
+            }
+            drop(tx_res);
+            drop(rx_prep);
+            drop(rx_judge);
+            self.write(rx_res, manifest);
+        });
+    }
+
+    /// Stage 1: feed the discovered sources, stopping on Ctrl-C.
+    fn feed(&self, todo: Vec<SourceRef>, tx_src: Sender<SourceRef>) {
+        for s in todo {
+            if self.halt.halted() || tx_src.send(s).is_err() {
+                break;
+            }
+        }
+    }
+
+    /// Stage 2: snapshot + decode + project on the rayon pool; a source
+    /// refused before any fetch is judged (and committed) here.
+    fn decode(
+        &self,
+        pool: &rayon::ThreadPool,
+        rx_src: Receiver<SourceRef>,
+        tx_prep: Sender<Prepared>,
+        tx_res: Sender<Written>,
+    ) {
+        let ctx = &self.ctx;
+        pool.scope(|ps| {
+            for _ in 0..self.jobs {
+                let (rx_src, tx_prep, tx_res) = (rx_src.clone(), tx_prep.clone(), tx_res.clone());
+                ps.spawn(move |_| {
+                    for s in rx_src.iter() {
+                        let sent = match prepare(ctx, &s.path) {
+                            Ok(p) if p.refusal().is_none() => tx_prep.send(p).is_ok(),
+                            Ok(p) => tx_res
+                                .send(self.commit(None, audit_prepared(ctx, p)))
+                                .is_ok(),
+                            Err(e) => tx_res
+                                .send(self.commit(None, error_result(&s.path, s.format, &e)))
+                                .is_ok(),
+                        };
+                        for sink in self.sinks {
+                            sink.decoded();
+                        }
+                        if !sent {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+    }
+
+    /// Stage 3: `concurrency` conversations in flight, each a task on the
+    /// client's runtime (LoadTrajectory, then the pair): no thread waits on
+    /// a conversation, so the bodies are allocated by the runtime's one or
+    /// two workers and the comparisons by stage 4's `jobs` threads, never by
+    /// `concurrency` threads' allocator heaps (at 64, a heap per waiting
+    /// thread held several times the live data). A conversation keeps its
+    /// slot until it is judged, so what waits to be judged counts as in
+    /// flight too. Its session's writer is opened here, before the fetch.
+    fn dispatch(
+        &self,
+        rx_prep: Receiver<Prepared>,
+        tx_judge: Sender<Job>,
+        free: &(Sender<()>, Receiver<()>),
+    ) {
+        for p in rx_prep.iter() {
+            if self.halt.halted() {
+                // Not fetched, not recorded: --resume takes it.
+                continue;
+            }
+            let Ok(()) = free.1.recv() else { break };
+            let slot = Slot(free.0.clone());
+            if self.halt.halted() {
+                continue;
+            }
+            let files = self.dir.open_session(&p.source.file_id);
+            if let Err(ended) = fetchable(&self.ctx, &p) {
+                let _ = tx_judge.send(Job::Ready(Fetched::Ended(ended), slot, files));
+                continue;
+            }
+            let tx = tx_judge.clone();
+            self.client
+                .fetch_detached(p.source.cascade_id(), move |answers| {
+                    let _ = tx.send(Job::Answered(Box::new(p), answers, slot, files));
+                });
+        }
+    }
+
+    /// Stage 4: the bracket's second snapshot, compare + attest + the
+    /// session's files, on `jobs` threads.
+    fn judge(&self, rx_judge: Receiver<Job>, tx_res: Sender<Written>) {
+        for job in rx_judge.iter() {
+            let (fetched, _slot, files) = match job {
+                Job::Ready(f, slot, files) => (f, slot, files),
+                Job::Answered(p, answers, slot, files) => {
+                    (bracket_fetched(&self.ctx, *p, answers), slot, files)
+                }
+            };
+            if let Some(r) = fetched.ended() {
+                if let Some(e) = &r.setup {
+                    // a refused token or the wrong listener: the same for
+                    // every conversation, said once; not recorded (its
+                    // writer dropped uncommitted: nothing written)
+                    self.halt.daemon_down(|| e.to_string());
+                    continue;
+                }
+                if matches!(r.record.result, SessionOutcome::NotFetched { .. }) {
+                    if let Err(e) = self.client.probe() {
+                        self.halt.daemon_down(|| e.to_string());
+                        // The daemon went away: this answer says nothing
+                        // about the conversation.
+                        continue;
+                    }
+                }
+            }
+            let r = self.commit(Some(files), judge_fetched(&self.ctx, fetched));
+            for sink in self.sinks {
+                sink.fetched();
+            }
+            if tx_res.send(r).is_err() {
+                break;
+            }
+        }
+    }
+
+    /// Commits a judged session's files through its writer (opened before
+    /// the fetch; for a session judged without one, now), tells the sinks,
+    /// then drops its bodies and sidecar.
+    fn commit(&self, files: Option<SessionWriter>, mut r: SessionResult) -> Written {
+        let writer = files.unwrap_or_else(|| self.dir.open_session(&r.record.file_id));
+        let committed = writer.commit(SessionFiles {
+            full: r.full_body.as_deref(),
+            ordinary: r.ordinary_body.as_deref(),
+            sidecar: r.sidecar.as_deref(),
+        });
+        let files = committed.map(|c| {
+            for sink in self.sinks {
+                self.halt.sink(sink.committed(&c, &r));
+            }
+        });
+        r.full_body = None;
+        r.ordinary_body = None;
+        r.sidecar = None;
+        r.ordinary_shapes = None;
+        (r, files)
+    }
+
+    /// Stage 5: the one writer records each session (its files committed)
+    /// in the manifest and tells the sinks.
+    fn write(&self, rx_res: Receiver<Written>, manifest: &mut Manifest) {
+        for (r, files) in rx_res.iter() {
+            if let Err(e) = files {
+                self.halt.fail(e);
+                continue;
+            }
+            if r.abandoned {
+                continue;
+            }
+            let mut record = r.record.clone();
+            record.endpoint = Some(self.endpoint.to_string());
+            manifest.add(record);
+            for sink in self.sinks {
+                self.halt.sink(sink.recorded(&r, manifest));
+            }
+        }
+    }
+}
+
+/// The end of the run: the manifest says whether it is complete, every
+/// sink is finished with it (the manifest's own sink writes it), and the
+/// run's first error, if any, is the sweep's.
+fn finish(
+    halt: Halt<'_>,
+    sinks: &[&dyn SweepSink],
+    mut manifest: Manifest,
+    started_at: Instant,
+    expected: u64,
+    out: PathBuf,
+) -> Result<SweepSummary> {
+    let interrupted = halt.stop.load(Ordering::SeqCst);
+    let daemon_down = halt.down.into_inner().ok().flatten();
+    let stopped = halt.stopped.into_inner();
+    let mut error = halt.error.into_inner().unwrap_or_else(|p| p.into_inner());
+    manifest.timing.wall_seconds = started_at.elapsed().as_secs_f64();
+    let recorded = manifest.sessions.iter().filter(|s| s.settled()).count() as u64;
+    manifest.complete = !interrupted
+        && daemon_down.is_none()
+        && error.is_none()
+        && !stopped
+        && recorded >= expected
+        && manifest.counts.not_fetched == 0;
+    manifest.finished = Some(crate::util::time::now_rfc3339());
+    let mut end = Finish::new(&mut manifest);
+    for s in sinks {
+        if let Err(e) = s.finished(&mut end) {
+            end.mark_incomplete();
+            error.get_or_insert(e.into());
+        }
+    }
+    if let Some(e) = error {
+        return Err(e);
+    }
+    Ok(SweepSummary {
+        manifest,
+        out,
+        interrupted,
+        daemon_down,
+        pending: expected.saturating_sub(recorded),
+        stopped,
     })
 }
 
 /// The manifest a `--resume` continues: it must be an audit-sweep folder
 /// whose manifest names the same store root and shard.
-fn resumed_manifest(opts: &SweepOptions, root: &str) -> Result<Manifest> {
-    let path = opts.out.join(MANIFEST_FILE);
+fn resumed_manifest(opts: &SweepOptions, dir: &SweepDir, root: &str) -> Result<Manifest> {
+    let path = dir.manifest();
     use crate::util::bounded::{read_if_present, InputKind};
     let bytes = match read_if_present(&path, InputKind::Manifest)? {
         Some(b) => b,
@@ -617,35 +671,6 @@ fn resumed_manifest(opts: &SweepOptions, root: &str) -> Result<Manifest> {
     Ok(m)
 }
 
-/// Removes, directly in `dir`, the temp files this tool's atomic writer
-/// names (`.agy-audit-<random>.tmp`, regular files, not links) that a killed
-/// run left behind: they are the sweep's own, in its own folder, and never
-/// a finished output. Nothing else is touched.
-fn remove_own_temp_files(dir: &Path) -> Result<()> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(Error::io(dir, e)),
-    };
-    for entry in entries {
-        let entry = entry.map_err(|e| Error::io(dir, e))?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if !crate::util::atomic::is_own_temp_name(name) {
-            continue;
-        }
-        let is_file = entry
-            .file_type()
-            .map(|t| t.is_file() && !t.is_symlink())
-            .unwrap_or(false);
-        if is_file {
-            let path = entry.path();
-            std::fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
-        }
-    }
-    Ok(())
-}
-
 /// A conversation's place among the `concurrency` in flight; dropping it
 /// frees the place.
 struct Slot(crossbeam_channel::Sender<()>);
@@ -658,59 +683,13 @@ impl Drop for Slot {
 
 /// What stage 4 judges: a source that ended without a fetch, or a source
 /// with its first answers (the bracket's second snapshot still to take).
+/// Each carries its session's writer, opened before the fetch.
 enum Job {
-    Ready(Fetched, Slot),
+    Ready(Fetched, Slot, SessionWriter),
     Answered(
         Box<Prepared>,
         Result<(TrajectoryResponse, TrajectoryResponse), crate::rpc::RpcError>,
         Slot,
+        SessionWriter,
     ),
-}
-
-/// A session on its way to the writer: its result, whether its files were
-/// written, and its answers' shape listings.
-type Written = (SessionResult, Result<()>, Option<SessionShapes>);
-
-/// Writes a session's files, takes its answers' shape listings, then drops
-/// its bodies and sidecar.
-fn written(corpus: &Path, mut r: SessionResult) -> Written {
-    let files = write_session(corpus, &r);
-    let shapes = if files.is_ok() {
-        SessionShapes::of(&mut r)
-    } else {
-        None
-    };
-    r.full_body = None;
-    r.ordinary_body = None;
-    r.sidecar = None;
-    r.ordinary_shapes = None;
-    (r, files, shapes)
-}
-
-/// The session's files, each synced before its rename; the folder is synced
-/// once for many sessions, by [`write_manifest`] before it records them.
-fn write_session(corpus: &Path, r: &SessionResult) -> Result<()> {
-    let opts = private(true);
-    if let Some(b) = &r.full_body {
-        write_file_unsynced_dir(
-            &corpus.join(format!("{}.full.json", r.record.file_id)),
-            b,
-            &opts,
-        )?;
-    }
-    if let Some(b) = &r.ordinary_body {
-        write_file_unsynced_dir(
-            &corpus.join(format!("{}.ordinary.json", r.record.file_id)),
-            b,
-            &opts,
-        )?;
-    }
-    if let Some(bytes) = &r.sidecar {
-        write_file_unsynced_dir(
-            &corpus.join(format!("{}.trajectory.json", r.record.file_id)),
-            bytes,
-            &opts,
-        )?;
-    }
-    Ok(())
 }

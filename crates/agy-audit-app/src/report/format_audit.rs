@@ -135,13 +135,13 @@ fn enum_name(schema: &crate::schema::Schema, full: &str, v: &Value) -> String {
 }
 
 fn step_facts(
-    corpus: &Path,
+    dir: &crate::sweep_dir::SweepDir,
     sessions: &[SessionRecord],
     schema: &crate::schema::Schema,
 ) -> Result<StepFacts, FormatAuditError> {
     let mut f = StepFacts::default();
     for s in sessions {
-        let file = corpus.join(format!("{}.full.json", s.file_id));
+        let file = dir.answer(&s.file_id, crate::sweep_dir::Answer::Full);
         use crate::util::bounded::{read_if_present, InputKind};
         let bytes = match read_if_present(&file, InputKind::Answer) {
             Ok(Some(b)) => b,
@@ -184,11 +184,7 @@ fn step_facts(
 /// The record, as JSON (`formatAudit: 1`); its Markdown is [`render_markdown`].
 pub fn record(i: &Inputs<'_>) -> Result<Value, FormatAuditError> {
     let m = i.manifest;
-    let dir = i
-        .manifest_file
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let dir = crate::sweep_dir::SweepDir::of_manifest(i.manifest_file);
     let shapes = m.shapes.as_ref().ok_or_else(|| {
         input(
             i.manifest_file,
@@ -200,7 +196,7 @@ pub fn record(i: &Inputs<'_>) -> Result<Value, FormatAuditError> {
         .ok_or_else(|| input(i.manifest_file, "no shape listings"))?;
     let (ord_fp, full_fp) = (&shapes.ordinary.fingerprint, &shapes.full.fingerprint);
     let sq = sqlite_facts(m)?;
-    let st = step_facts(&dir.join("corpus"), &m.sessions, i.schema)?;
+    let st = step_facts(&dir, &m.sessions, i.schema)?;
     let status = |n: &str| {
         st.statuses
             .get(&format!("CORTEX_STEP_STATUS_{n}"))

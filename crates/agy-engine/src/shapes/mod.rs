@@ -742,21 +742,20 @@ pub struct Shapes {
     pub full: ListingRecord,
 }
 
-/// The two listings of a sweep's saved answers, built from
-/// `corpus/<fileId>.ordinary.json` and `.full.json` for each of `ids`
-/// (in order; a session without a saved answer adds nothing).
-pub fn from_corpus<'a>(
-    corpus: &Path,
-    ids: impl IntoIterator<Item = &'a str>,
+/// The two listings of a sweep's saved answers, built from each pair of
+/// files `(ordinary, full)` in `answers` (in order; a file that is not
+/// there adds nothing). The sweep folder's layout names the files
+/// (`agy_audit_app::sweep_dir`); this reads what it is given.
+pub fn from_answers(
+    answers: impl IntoIterator<Item = (PathBuf, PathBuf)>,
 ) -> Result<(Listing, usize, Listing, usize), ShapeError> {
     let (mut ordinary, mut full) = (Listing::new(), Listing::new());
     let (mut n_ord, mut n_full) = (0, 0);
-    for id in ids {
-        for (suffix, listing, n) in [
-            ("ordinary", &mut ordinary, &mut n_ord),
-            ("full", &mut full, &mut n_full),
+    for (ordinary_file, full_file) in answers {
+        for (file, listing, n) in [
+            (ordinary_file, &mut ordinary, &mut n_ord),
+            (full_file, &mut full, &mut n_full),
         ] {
-            let file = corpus.join(format!("{id}.{suffix}.json"));
             use crate::util::bounded::{read_if_present, InputKind};
             match read_if_present(&file, InputKind::Answer) {
                 Ok(Some(bytes)) => {
