@@ -366,12 +366,13 @@ run manifest-merge -- manifest merge --out "$(out manifest-merge)/manifest.json"
 run manifest-merge-one-shard -- manifest merge --out "$(out manifest-merge-one-shard)/merged.json" "$S1"
 
 # The conversations the later commands look at, from sessions.csv (fileId
-# first, format third, verdict seventh, bytes by its header's name): the smallest verified
+# first, format third, verdict seventh, bytes before the last `redaction`
+# column, counted from the end since a reason may hold commas; the default
+# corpus plants no secret, so no redaction cell does): the smallest verified
 # SQLite one, the smallest refused as unknown, and the next three verified
 # ones (left for watch to verify).
 by_size() {
-    awk -F, -v want="$1" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "bytes") b = i }
-        NR > 1 && $3 == "sqlite" && $7 == want { print $b, $1 }' "$SW/sessions.csv" |
+    awk -F, -v want="$1" 'NR > 1 && $3 == "sqlite" && $7 == want { print $(NF - 1), $1 }' "$SW/sessions.csv" |
         LC_ALL=C sort -n | cut -d' ' -f2
 }
 OK_ID=$(by_size verified | sed -n 1p)
