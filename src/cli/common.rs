@@ -337,30 +337,7 @@ pub fn installed_agy_version() -> Option<String> {
     let agy = std::env::split_paths(&path)
         .map(|d| d.join("agy"))
         .find(|p| p.is_file())?;
-    let mut child = std::process::Command::new(&agy)
-        .arg("--version")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .ok()?;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(std::time::Duration::from_millis(20))
-            }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    }
-    let mut text = String::new();
-    use std::io::Read as _;
-    child.stdout.take()?.read_to_string(&mut text).ok()?;
+    let text = crate::installed::version_text(&agy).ok()?;
     let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
     Some(line.chars().take(200).collect())
 }

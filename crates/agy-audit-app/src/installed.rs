@@ -293,8 +293,9 @@ pub fn release_of(text: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-/// Runs `program --version`, 5 seconds at most; its standard output.
-fn version_text(program: &Path) -> Result<String, String> {
+/// Runs `program --version`, 5 seconds at most; its standard output (at
+/// most 64 KiB read).
+pub fn version_text(program: &Path) -> Result<String, String> {
     use std::io::Read as _;
     let mut child = std::process::Command::new(program)
         .arg("--version")
