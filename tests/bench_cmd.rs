@@ -86,6 +86,13 @@ fn bench_measures_the_corpus_and_sweeps_it_against_the_simulated_daemon() {
         let ratio = r["ratio"].as_f64().unwrap();
         let wall = r["wallSeconds"].as_f64().unwrap();
         assert!((ratio - wall / ideal.max(floor)).abs() < 1e-9);
+        // Both processes share the cores: the floor counts the daemon too.
+        let both = cpu + r["simCpuSeconds"].as_f64().unwrap();
+        let cores = r["cores"].as_f64().unwrap();
+        assert!(
+            (floor - both / cores).abs() < 1e-9,
+            "{floor} vs {both}/{cores}"
+        );
     }
     assert!(rows[0]["memoryPerConversation"].is_null());
     assert!(rows[1]["memoryPerConversation"].as_f64().is_some());
@@ -167,4 +174,70 @@ fn bench_reports_the_median_of_its_passes() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+#[test]
+fn bench_store_scaling_sweeps_a_store_four_times_larger() {
+    let dir = tempfile::tempdir().unwrap();
+    let (small, large) = (dir.path().join("small"), dir.path().join("large"));
+    generate(&small, 24);
+    generate(&large, 96);
+    let v = bench_json(
+        &small,
+        &[
+            "--no-comparison",
+            "--passes",
+            "1",
+            "--latency-ms",
+            "5",
+            "--concurrency",
+            "16",
+            "--store-scaling",
+            "--large-corpus",
+            large.to_str().unwrap(),
+            "--base-verify-cpu",
+            "1000",
+        ],
+    );
+    let s = &v["sweep"]["storeScaling"];
+    assert_eq!(s["small"]["conversations"], 24);
+    assert_eq!(s["large"]["conversations"], 96);
+    assert_eq!(s["factor"], 4);
+    assert_eq!(
+        s["small"]["concurrency"], 16,
+        "at the highest --concurrency"
+    );
+    let cpu = |r: &serde_json::Value| {
+        r["clientUserSeconds"].as_f64().unwrap() + r["clientSysSeconds"].as_f64().unwrap()
+    };
+    let ratio = s["cpuRatio"].as_f64().unwrap();
+    assert!((ratio - cpu(&s["large"]) / cpu(&s["small"])).abs() < 1e-9);
+    let rss = s["rssRatio"].as_f64().unwrap();
+    let peak = |r: &serde_json::Value| r["clientPeakRss"].as_f64().unwrap();
+    assert!((rss - peak(&s["large"]) / peak(&s["small"])).abs() < 1e-9);
+    let targets = v["targets"].as_array().unwrap();
+    let target = |name: &str| {
+        targets
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("no target {name}: {targets:?}"))
+    };
+    let (a, b) = (
+        s["largestSmall"].as_f64().unwrap(),
+        s["largestLarge"].as_f64().unwrap(),
+    );
+    let growth = target("sweep client CPU, 4 × the store");
+    if (a - b).abs() <= 0.05 * a.max(b) {
+        assert_eq!(growth["met"], serde_json::json!(ratio <= 4.2));
+    } else {
+        assert!(growth["met"].is_null(), "{growth}");
+    }
+    // Held to the given base verify figure, whatever this run's verify took.
+    let cpu_target = target("sweep client CPU / offline verify CPU at concurrency 16");
+    let measured = cpu_target["measured"].as_str().unwrap();
+    assert!(
+        measured.contains("/ 1000.00 s, the base commit's verify"),
+        "{measured}"
+    );
+    assert_eq!(cpu_target["met"], true);
 }
