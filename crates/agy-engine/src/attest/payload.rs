@@ -444,10 +444,14 @@ impl Visit for OnePass<'_> {
         }
         value.write(&mut self.side);
         value.write(&mut self.canon);
-        if let Scalar::Str(s, _) = value {
+        if let Scalar::Str(s) = value {
             match self.frames.len() {
-                1 if self.top_key == TopKey::CascadeId => self.cascade = Some(s.to_string()),
-                2 if self.in_metadata && self.at_parent => self.parent = Some(s.to_string()),
+                1 if self.top_key == TopKey::CascadeId => {
+                    self.cascade = Some(s.unescaped().into_owned())
+                }
+                2 if self.in_metadata && self.at_parent => {
+                    self.parent = Some(s.unescaped().into_owned())
+                }
                 _ => {}
             }
         }

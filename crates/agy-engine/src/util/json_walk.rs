@@ -36,9 +36,80 @@ pub enum Scalar<'a> {
     /// The number as `serde_json`'s arbitrary precision keeps it: as
     /// written, except an exponent, spelled `e` with an explicit sign.
     Number(&'a str),
-    /// The unescaped string, and its content as `serde_json` writes it
-    /// (escaped, without the quotes).
-    Str(&'a str, &'a [u8]),
+    /// A string: its content as `serde_json` writes it ([`JsonStr`]).
+    Str(JsonStr<'a>),
+}
+
+/// A string value as the walk reports it: its content as `serde_json`
+/// writes it (escaped, without the quotes), taken straight from the text
+/// whenever the text already spells it so (no escape, or only the escapes
+/// `serde_json` itself writes), so that a large string is neither unescaped
+/// nor copied; the unescaped string is made only on request
+/// ([`JsonStr::unescaped`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JsonStr<'a> {
+    json: &'a [u8],
+    /// The string itself, when its content holds no escape at all.
+    plain: Option<&'a str>,
+}
+
+impl<'a> JsonStr<'a> {
+    /// A string without escapes: its content is itself.
+    pub fn plain(s: &'a str) -> JsonStr<'a> {
+        JsonStr {
+            json: s.as_bytes(),
+            plain: Some(s),
+        }
+    }
+
+    /// The content as `serde_json` writes it, without the quotes.
+    pub fn json(&self) -> &'a [u8] {
+        self.json
+    }
+
+    /// The string, unescaped (a copy only when it holds escapes).
+    pub fn unescaped(&self) -> std::borrow::Cow<'a, str> {
+        match self.plain {
+            Some(s) => std::borrow::Cow::Borrowed(s),
+            None => std::borrow::Cow::Owned(unescape_serde(self.json)),
+        }
+    }
+}
+
+/// Undoes `serde_json`'s string escaping ([`write_string`]): `\"`, `\\`,
+/// `\b \f \n \r \t` and `\u00xx`; the content is valid UTF-8 by
+/// construction (a slice of the checked text, or written by
+/// [`escape_char`]), so nothing else can occur.
+fn unescape_serde(json: &[u8]) -> String {
+    let mut out = Vec::with_capacity(json.len());
+    let mut i = 0;
+    while let Some(&b) = json.get(i) {
+        if b != b'\\' {
+            out.push(b);
+            i += 1;
+            continue;
+        }
+        let (byte, used) = match json.get(i + 1) {
+            Some(b'b') => (0x08, 2),
+            Some(b'f') => (0x0c, 2),
+            Some(b'n') => (b'\n', 2),
+            Some(b'r') => (b'\r', 2),
+            Some(b't') => (b'\t', 2),
+            Some(b'u') => {
+                let hex = json.get(i + 2..i + 6).unwrap_or_default();
+                let n = std::str::from_utf8(hex)
+                    .ok()
+                    .and_then(|h| u8::from_str_radix(h, 16).ok())
+                    .unwrap_or(b'?');
+                (n, 6)
+            }
+            Some(&c) => (c, 2),
+            None => (b'\\', 1),
+        };
+        out.push(byte);
+        i += used;
+    }
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 impl Scalar<'_> {
@@ -59,9 +130,9 @@ impl Scalar<'_> {
             Scalar::Bool(true) => out.extend_from_slice(b"true"),
             Scalar::Bool(false) => out.extend_from_slice(b"false"),
             Scalar::Number(n) => out.extend_from_slice(n.as_bytes()),
-            Scalar::Str(_, json) => {
+            Scalar::Str(text) => {
                 out.push(b'"');
-                out.extend_from_slice(json);
+                out.extend_from_slice(text.json);
                 out.push(b'"');
             }
         }
@@ -179,7 +250,11 @@ struct Reader<'a> {
 enum Content {
     /// `text[start..end]`, as written (no escape in it).
     Raw(usize, usize),
-    /// In `scratch`.
+    /// `text[start..end]` holds escapes, each spelled as `serde_json`
+    /// writes it: the content is its own serde form (a value's string,
+    /// read without a copy).
+    Canonical(usize, usize),
+    /// In `escaped` (and, for a key, unescaped in `scratch`).
     Unescaped,
 }
 
@@ -219,7 +294,7 @@ impl<'a> Reader<'a> {
                         return Err(self.err("expected a key"));
                     }
                     self.i += 1;
-                    let content = self.string()?;
+                    let content = self.string(true)?;
                     self.report_key(content, v)?;
                     self.ws();
                     if self.peek() != Some(b':') {
@@ -271,14 +346,19 @@ impl<'a> Reader<'a> {
             }
             Some(b'"') => {
                 self.i += 1;
-                let content = self.string()?;
+                let content = self.string(false)?;
                 match content {
                     Content::Raw(s, e) => {
                         let s = self.slice(s, e)?;
-                        v.scalar(Scalar::Str(s, s.as_bytes()))
+                        v.scalar(Scalar::Str(JsonStr::plain(s)))
+                    }
+                    Content::Canonical(s, e) => {
+                        let json = self.slice(s, e)?.as_bytes();
+                        v.scalar(Scalar::Str(JsonStr { json, plain: None }))
                     }
                     Content::Unescaped => {
-                        let r = v.scalar(Scalar::Str(&self.scratch, &self.escaped));
+                        let json = &self.escaped;
+                        let r = v.scalar(Scalar::Str(JsonStr { json, plain: None }));
                         self.release_large();
                         r
                     }
@@ -321,7 +401,8 @@ impl<'a> Reader<'a> {
                 let s = self.slice(s, e)?;
                 v.key(s, s.as_bytes())
             }
-            Content::Unescaped => v.key(&self.scratch, &self.escaped),
+            // A key is always unescaped into `scratch` (`string(true)`).
+            Content::Canonical(..) | Content::Unescaped => v.key(&self.scratch, &self.escaped),
         }
     }
 
@@ -339,8 +420,12 @@ impl<'a> Reader<'a> {
     }
 
     /// A string's content, the opening quote consumed; leaves `i` past the
-    /// closing quote.
-    fn string(&mut self) -> Result<Content, WalkError> {
+    /// closing quote. A key (`key`) is unescaped into `scratch` (with its
+    /// serde form in `escaped`); a value's serde form is the text itself
+    /// ([`Content::Canonical`]) until an escape `serde_json` would spell
+    /// otherwise (`\/`, `\u00e9`, an uppercase hex digit), from which on
+    /// it is written into `escaped`.
+    fn string(&mut self, key: bool) -> Result<Content, WalkError> {
         let start = self.i;
         let stop = self.special(start);
         match self.b.get(stop) {
@@ -360,23 +445,46 @@ impl<'a> Reader<'a> {
         }
         self.scratch.clear();
         self.escaped.clear();
+        // Whether `escaped` is being written (else the text up to here is
+        // the serde form itself).
+        let mut copying = key;
         let mut from = start;
         let mut at = stop;
         loop {
             match self.b.get(at) {
                 Some(b'"') => {
-                    let seg = self.slice(from, at)?;
-                    self.scratch.push_str(seg);
-                    self.escaped.extend_from_slice(seg.as_bytes());
                     self.i = at + 1;
+                    if !copying {
+                        return Ok(Content::Canonical(start, at));
+                    }
+                    let seg = self.slice(from, at)?;
+                    if key {
+                        self.scratch.push_str(seg);
+                    }
+                    self.escaped.extend_from_slice(seg.as_bytes());
                     return Ok(Content::Unescaped);
                 }
                 Some(b'\\') => {
-                    let seg = self.slice(from, at)?;
-                    self.scratch.push_str(seg);
-                    self.escaped.extend_from_slice(seg.as_bytes());
                     self.i = at + 1;
-                    self.escape()?;
+                    let (ch, canonical) = self.escape()?;
+                    if !copying && !canonical {
+                        // The serde form so far is the text so far.
+                        let done = self.slice(start, at)?;
+                        self.escaped.extend_from_slice(done.as_bytes());
+                        copying = true;
+                    } else if copying {
+                        let seg = self.slice(from, at)?;
+                        if key {
+                            self.scratch.push_str(seg);
+                        }
+                        self.escaped.extend_from_slice(seg.as_bytes());
+                    }
+                    if copying {
+                        if key {
+                            self.scratch.push(ch);
+                        }
+                        escape_char(&mut self.escaped, ch);
+                    }
                     from = self.i;
                     at = self.special(from);
                 }
@@ -425,9 +533,11 @@ impl<'a> Reader<'a> {
         at
     }
 
-    /// One escape, the backslash consumed.
-    fn escape(&mut self) -> Result<(), WalkError> {
+    /// One escape, the backslash consumed: the character, and whether the
+    /// escape is spelled as `serde_json` writes that character.
+    fn escape(&mut self) -> Result<(char, bool), WalkError> {
         let c = self.peek().ok_or_else(|| self.err("unterminated escape"))?;
+        let at = self.i;
         self.i += 1;
         let ch = match c {
             b'"' => '"',
@@ -459,9 +569,17 @@ impl<'a> Reader<'a> {
             }
             _ => return Err(self.err("invalid escape")),
         };
-        self.scratch.push(ch);
-        escape_char(&mut self.escaped, ch);
-        Ok(())
+        let canonical = match c {
+            b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't' => true,
+            b'u' => {
+                let mut serde = Vec::with_capacity(6);
+                escape_char(&mut serde, ch);
+                // The escape's own spelling, backslash included.
+                self.b.get(at - 1..self.i) == Some(serde.as_slice())
+            }
+            _ => false,
+        };
+        Ok((ch, canonical))
     }
 
     fn hex4(&mut self) -> Result<u32, WalkError> {
@@ -681,7 +799,8 @@ impl Compact {
 impl Visit for Compact {
     fn key(&mut self, key: &str, json: &[u8]) -> Result<(), WalkError> {
         self.value_start(true);
-        Scalar::Str(key, json).write(&mut self.out);
+        let _ = key;
+        Scalar::Str(JsonStr { json, plain: None }).write(&mut self.out);
         self.out.push(b':');
         Ok(())
     }
@@ -863,5 +982,90 @@ mod tests {
                 assert_eq!(compact(&t).unwrap(), v.to_string(), "{t}");
             }
         }
+    }
+
+    /// Records each string value: its serde form, its unescaped text, and
+    /// whether the serde form was read in place (a slice of the text).
+    struct Strings<'t> {
+        text: &'t str,
+        seen: Vec<(Vec<u8>, String, bool)>,
+    }
+
+    impl Visit for Strings<'_> {
+        fn key(&mut self, _: &str, _: &[u8]) -> Result<(), WalkError> {
+            Ok(())
+        }
+        fn begin_object(&mut self) -> Result<(), WalkError> {
+            Ok(())
+        }
+        fn end_object(&mut self) -> Result<(), WalkError> {
+            Ok(())
+        }
+        fn begin_array(&mut self) -> Result<(), WalkError> {
+            Ok(())
+        }
+        fn end_array(&mut self) -> Result<(), WalkError> {
+            Ok(())
+        }
+        fn scalar(&mut self, value: Scalar<'_>) -> Result<(), WalkError> {
+            if let Scalar::Str(s) = value {
+                let range = self.text.as_bytes().as_ptr_range();
+                let in_place = range.contains(&s.json().as_ptr());
+                self.seen
+                    .push((s.json().to_vec(), s.unescaped().into_owned(), in_place));
+            }
+            Ok(())
+        }
+    }
+
+    fn strings(text: &str) -> Vec<(Vec<u8>, String, bool)> {
+        let mut v = Strings {
+            text,
+            seen: Vec::new(),
+        };
+        walk(text, &mut v).unwrap();
+        v.seen
+    }
+
+    #[test]
+    fn a_value_escaped_as_serde_writes_it_is_read_in_place() {
+        let text = r#"["plain","line\nbreak \"q\" \\ \t\r\b\f \u001f\u0000"]"#;
+        let got = strings(text);
+        let want: Vec<String> = serde_json::from_str(text).unwrap();
+        assert_eq!(got.len(), 2);
+        for ((json, unescaped, in_place), w) in got.iter().zip(&want) {
+            assert_eq!(unescaped, w);
+            let serde = serde_json::to_vec(w).unwrap();
+            assert_eq!(json.as_slice(), &serde[1..serde.len() - 1]);
+            assert!(in_place, "{w:?} was copied");
+        }
+    }
+
+    #[test]
+    fn a_value_serde_would_spell_otherwise_is_respelled() {
+        // `\/`, an uppercase or a non-control `\u`, `\u0008` (serde: `\b`),
+        // a surrogate pair: each respelled from where it occurs.
+        for text in [
+            r#""a\/b""#,
+            r#""x\n\u001F""#,
+            r#""caf\u00e9 \n""#,
+            r#""\n\u0008""#,
+            r#""\ud83d\ude00 ok\"""#,
+            r#""\\ then \/ then \n""#,
+        ] {
+            let got = strings(text);
+            let want: String = serde_json::from_str(text).unwrap();
+            let serde = serde_json::to_vec(&want).unwrap();
+            assert_eq!(got[0].0, &serde[1..serde.len() - 1], "{text}");
+            assert_eq!(got[0].1, want, "{text}");
+            assert!(!got[0].2, "{text}: not the text's own spelling");
+        }
+    }
+
+    #[test]
+    fn unescaping_a_serde_form_gives_the_string() {
+        let all: String = (0u32..0x300).filter_map(char::from_u32).collect();
+        let serde = serde_json::to_vec(&all).unwrap();
+        assert_eq!(unescape_serde(&serde[1..serde.len() - 1]), all);
     }
 }
