@@ -17,7 +17,7 @@ use crate::discover::{discover, SourceRef};
 use crate::error::{CorruptInput, Error, Result};
 use crate::manifest::Manifest;
 use crate::outcome::SessionOutcome;
-use crate::rpc::{ClientOptions, DaemonClient, TrajectoryResponse};
+use crate::rpc::{ClientOptions, DaemonClient, HeldResponse, RpcError, TrajectoryResponse};
 use crate::schema::Schema;
 use crate::source::legacy::LegacyKey;
 use crate::sweep_dir::{SessionFiles, SessionWriter, SweepDir};
@@ -496,9 +496,12 @@ impl Stages<'_> {
                 continue;
             }
             let tx = tx_judge.clone();
+            // A large answer waits for its judge on disk, not in memory.
+            let aside = self.dir.corpus();
             self.client
                 .fetch_detached(p.source.cascade_id(), move |answers| {
-                    let _ = tx.send(Job::Answered(Box::new(p), answers, slot, files));
+                    let held = answers.map(|(f, o)| (f.hold(&aside), o.hold(&aside)));
+                    let _ = tx.send(Job::Answered(Box::new(p), held, slot, files));
                 });
         }
     }
@@ -509,7 +512,8 @@ impl Stages<'_> {
         for job in rx_judge.iter() {
             let (fetched, _slot, files) = match job {
                 Job::Ready(f, slot, files) => (f, slot, files),
-                Job::Answered(p, answers, slot, files) => {
+                Job::Answered(p, held, slot, files) => {
+                    let answers = take_held(held, self.endpoint);
                     (bracket_fetched(&self.ctx, *p, answers), slot, files)
                 }
             };
@@ -682,14 +686,30 @@ impl Drop for Slot {
 }
 
 /// What stage 4 judges: a source that ended without a fetch, or a source
-/// with its first answers (the bracket's second snapshot still to take).
-/// Each carries its session's writer, opened before the fetch.
+/// with its first answers (the bracket's second snapshot still to take),
+/// each answer held where it waits ([`HeldResponse`]). Each carries its
+/// session's writer, opened before the fetch.
 enum Job {
     Ready(Fetched, Slot, SessionWriter),
-    Answered(
-        Box<Prepared>,
-        Result<(TrajectoryResponse, TrajectoryResponse), crate::rpc::RpcError>,
-        Slot,
-        SessionWriter,
-    ),
+    Answered(Box<Prepared>, HeldPair, Slot, SessionWriter),
+}
+
+type HeldPair = Result<(HeldResponse, HeldResponse), RpcError>;
+
+/// The held answers, taken back for judging. An answer set aside that
+/// cannot be read back never reached its judge: the session is not
+/// fetched, as after a transport failure, and `--resume` fetches it again.
+fn take_held(
+    held: HeldPair,
+    endpoint: &str,
+) -> Result<(TrajectoryResponse, TrajectoryResponse), RpcError> {
+    let (full, ordinary) = held?;
+    let lost = |e: std::io::Error| RpcError::Transport {
+        endpoint: endpoint.to_string(),
+        method: "GetCascadeTrajectory",
+        detail: format!(
+            "the answer set aside on disk while it waited to be judged could not be read back: {e}"
+        ),
+    };
+    Ok((full.take().map_err(lost)?, ordinary.take().map_err(lost)?))
 }

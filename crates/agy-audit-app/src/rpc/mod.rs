@@ -262,6 +262,85 @@ impl TrajectoryResponse {
     pub fn num_total_steps(&self) -> u32 {
         self.envelope.num_total_steps
     }
+
+    /// Sets the checked answer aside in `dir` while it waits to be judged
+    /// ([`HeldResponse`]); an answer under [`HOLD_IN_MEMORY_BELOW`] bytes,
+    /// or one the folder cannot take, stays in memory.
+    pub fn hold(self, dir: &std::path::Path) -> HeldResponse {
+        if self.body.len() < HOLD_IN_MEMORY_BELOW {
+            return HeldResponse(Held::Memory(self));
+        }
+        let spooled = tempfile::tempfile_in(dir).and_then(|mut file| {
+            use std::io::Write;
+            file.write_all(self.body.as_bytes())?;
+            Ok(file)
+        });
+        match spooled {
+            Ok(file) => HeldResponse(Held::Disk {
+                file,
+                len: self.body.len(),
+                envelope: self.envelope,
+            }),
+            Err(_) => HeldResponse(Held::Memory(self)),
+        }
+    }
+}
+
+/// Answers smaller than this stay in memory while they wait to be judged
+/// (at most twice this much a conversation in flight); larger ones are set
+/// aside on disk.
+pub const HOLD_IN_MEMORY_BELOW: usize = 64 << 10;
+
+/// A checked answer waiting to be judged. At a sweep's concurrency most
+/// answered conversations wait for a judge thread, and their bodies were
+/// most of the sweep's memory (issue 49: 85 MB of 344 at concurrency 64),
+/// so a large body waits on disk: an unnamed temporary file in the sweep's
+/// own folder (nothing is left behind if the run dies), written once and
+/// read back whole, through the same handle, when its conversation is
+/// judged. The page cache holds it meanwhile, not the process.
+#[derive(Debug)]
+pub struct HeldResponse(Held);
+
+#[derive(Debug)]
+enum Held {
+    Memory(TrajectoryResponse),
+    Disk {
+        file: std::fs::File,
+        len: usize,
+        envelope: envelope::Envelope,
+    },
+}
+
+impl HeldResponse {
+    /// The answer, as it was checked: read back from its file when it was
+    /// set aside (exactly the bytes written, valid UTF-8, or an error).
+    pub fn take(self) -> std::io::Result<TrajectoryResponse> {
+        use std::io::{Read, Seek};
+        let (mut file, len, envelope) = match self.0 {
+            Held::Memory(r) => return Ok(r),
+            Held::Disk {
+                file,
+                len,
+                envelope,
+            } => (file, len, envelope),
+        };
+        file.rewind()?;
+        let mut bytes = Vec::new();
+        bytes
+            .try_reserve_exact(len)
+            .map_err(std::io::Error::other)?;
+        // One byte more than was written shows a file that grew.
+        file.take(len as u64 + 1).read_to_end(&mut bytes)?;
+        if bytes.len() != len {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("{} bytes read back of the {len} set aside", bytes.len()),
+            ));
+        }
+        let body = String::from_utf8(bytes)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        Ok(TrajectoryResponse { body, envelope })
+    }
 }
 
 #[derive(Deserialize)]
@@ -778,6 +857,61 @@ mod tests {
 
     /// A whole, consistent GetCascadeTrajectory answer with no steps.
     const ANSWER: &str = r#"{"trajectory":{},"numTotalSteps":0}"#;
+
+    /// An answer of `n` bytes or more: one step whose text is long.
+    fn large_answer(n: usize) -> String {
+        format!(
+            r#"{{"trajectory":{{"steps":[{{"x":"{}"}}]}},"numTotalSteps":1,"status":"CASCADE_RUN_STATUS_IDLE"}}"#,
+            "é\\n".repeat(n / 3)
+        )
+    }
+
+    #[test]
+    fn a_large_answer_waits_on_disk_and_comes_back_as_it_was_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = large_answer(HOLD_IN_MEMORY_BELOW * 2);
+        let r = TrajectoryResponse::parse(text.clone().into_bytes()).unwrap();
+        let held = r.clone().hold(dir.path());
+        assert!(matches!(held.0, Held::Disk { .. }), "set aside");
+        // Unnamed: nothing in the folder, whatever happens to the run.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let back = held.take().unwrap();
+        assert_eq!(back.trajectory(), r.trajectory());
+        assert_eq!(back.status(), "CASCADE_RUN_STATUS_IDLE");
+        assert_eq!(back.num_total_steps(), 1);
+        assert_eq!(back.into_body(), text.into_bytes());
+        let small = TrajectoryResponse::parse(ANSWER.as_bytes().to_vec()).unwrap();
+        assert!(matches!(small.hold(dir.path()).0, Held::Memory(_)));
+        // A folder that cannot take it: kept in memory, not lost.
+        let gone = dir.path().join("gone");
+        assert!(matches!(r.hold(&gone).0, Held::Memory(_)));
+    }
+
+    #[test]
+    fn an_answer_set_aside_that_changed_is_not_taken_back() {
+        use std::io::Write;
+        let r = TrajectoryResponse::parse(large_answer(100_000).into_bytes()).unwrap();
+        let len = r.body.len();
+        for bytes in [
+            r.body.as_bytes()[..len - 1].to_vec(),
+            [r.body.as_bytes(), b" "].concat(),
+            {
+                let mut b = r.body.as_bytes().to_vec();
+                b[40] = 0xff;
+                b
+            },
+        ] {
+            let mut file = tempfile::tempfile().unwrap();
+            file.write_all(&bytes).unwrap();
+            let held = HeldResponse(Held::Disk {
+                file,
+                len,
+                envelope: r.envelope.clone(),
+            });
+            let e = held.take().unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::InvalidData, "{e}");
+        }
+    }
 
     fn http(status: &str, body: &str) -> Vec<u8> {
         format!(
