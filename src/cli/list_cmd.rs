@@ -381,13 +381,16 @@ pub fn run(a: ListArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// A root (as shown) and its summaries index state (--check).
+type RootIndex = (String, crate::troubles::IndexState);
+
 /// The rows of every root, then of the store folders besides the default
 /// roots, and (with `ctx`: --check) each root's summaries index state.
 fn collect(
     a: &ListArgs,
     sel: &crate::roots::Selection,
     ctx: Option<&crate::pipeline::AuditContext>,
-) -> anyhow::Result<(Vec<Row>, Vec<(String, crate::troubles::IndexState)>)> {
+) -> anyhow::Result<(Vec<Row>, Vec<RootIndex>)> {
     let mut rows = Vec::new();
     let locks = ctx.and_then(|_| crate::troubles::LockTable::read());
     let mut indexes = Vec::new();
