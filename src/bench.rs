@@ -174,12 +174,7 @@ pub fn offline_verify_passes(
     repeat: usize,
     passes: usize,
 ) -> Result<(OfflineFigures, Vec<Vec<u8>>)> {
-    let ctx = AuditContext {
-        schema,
-        key,
-        client: None,
-        bracket_retries: 0,
-    };
+    let ctx = AuditContext::offline(schema, key);
     let mut qualified_paths = Vec::with_capacity(paths.len());
     let mut encodings = Vec::with_capacity(paths.len());
     for p in paths {
@@ -519,12 +514,7 @@ pub fn comparison_throughput(
     paths: &[PathBuf],
     passes: usize,
 ) -> Result<ComparisonFigures> {
-    let ctx = AuditContext {
-        schema,
-        key,
-        client: None,
-        bracket_retries: 0,
-    };
+    let ctx = AuditContext::offline(schema, key);
     let views = root.join(".truth").join("daemon");
     let passes = passes.max(1);
     let (mut responses, mut bytes, mut compare, mut parse) = (0usize, 0u64, 0f64, 0f64);

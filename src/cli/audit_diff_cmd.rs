@@ -2,7 +2,7 @@
 
 use crate::manifest::Manifest;
 use crate::redact::{Mode, Redactions};
-use crate::report::diff::{diff, render_markdown, Inputs};
+use crate::report::diff::{diff, render_markdown, AuditDiff, Inputs};
 use crate::util::atomic::{write_file, Named, WriteOptions};
 use crate::verdict::exit;
 use clap::Args;
@@ -103,27 +103,8 @@ fn read(given: &Path) -> anyhow::Result<(PathBuf, Manifest)> {
 pub fn run(a: AuditDiffArgs) -> anyhow::Result<i32> {
     let (old_file, old) = read(&a.old)?;
     let (new_file, new) = read(&a.new)?;
-    // Both outputs checked against each other and every file read, before
-    // anything is written or printed: a --junit onto an input never follows
-    // a report already on standard output.
-    let outputs: Vec<Named> = [("--out", &a.out), ("--junit", &a.junit)]
-        .into_iter()
-        .filter_map(|(what, p)| p.as_ref().map(|p| Named::new(what, p)))
-        .collect();
-    let mut inputs = vec![Named::new("OLD", &old_file), Named::new("NEW", &new_file)];
-    inputs.extend(super::common::listing_inputs("OLD", &old_file, &old));
-    inputs.extend(super::common::listing_inputs("NEW", &new_file, &new));
-    super::common::refuse_collisions(&outputs, &inputs, a.force)?;
-    let protected: Vec<PathBuf> = inputs.into_iter().map(|n| n.path).collect();
-    let mut incomplete = Vec::new();
-    for (file, m) in [(&old_file, &old), (&new_file, &new)] {
-        if !m.complete {
-            incomplete.push(format!(
-                "{} is not complete (complete: false)",
-                file.display()
-            ));
-        }
-    }
+    let wo = checked_outputs(&a, [(&old_file, &old), (&new_file, &new)])?;
+    let incomplete = incomplete_inputs(&[(&old_file, &old), (&new_file, &new)]);
     if !incomplete.is_empty() && !a.allow_incomplete {
         crate::note!(
             "audit-diff: refused: {}; finish the sweep (`agy-audit audit-sweep --resume`) or pass --allow-incomplete",
@@ -142,10 +123,6 @@ pub fn run(a: AuditDiffArgs) -> anyhow::Result<i32> {
     if mode.on() {
         crate::report::redacted::diff(&mut d, &mut tally);
     }
-    let format = match (a.json, a.format) {
-        (true, _) => DiffFormat::Json,
-        (false, f) => f.unwrap_or(DiffFormat::Md),
-    };
     let (old_name, new_name) = (
         old_file.display().to_string(),
         new_file.display().to_string(),
@@ -157,13 +134,74 @@ pub fn run(a: AuditDiffArgs) -> anyhow::Result<i32> {
         new: &new,
         incomplete: &incomplete,
     };
-    let bytes = match format {
+    let bytes = render(&a, &d, &inputs, mode, &tally)?;
+    match &a.out {
+        None => crate::util::term::out(&bytes),
+        Some(out) => write_file(out, &bytes, &wo)?,
+    }
+    if let Some(junit) = &a.junit {
+        let xml = junit_xml(&d, mode, &tally);
+        write_file(junit, xml.as_bytes(), &wo)?;
+    }
+    summary(&a, &d);
+    Ok(if d.regressed > 0 {
+        exit::REGRESSED
+    } else {
+        exit::OK
+    })
+}
+
+/// Both outputs checked against each other and every file read (the two
+/// manifests and their listings), before anything is written or printed:
+/// a --junit onto an input never follows a report already on standard
+/// output. The options every output is written with, the inputs protected.
+fn checked_outputs(
+    a: &AuditDiffArgs,
+    [(old_file, old), (new_file, new)]: [(&PathBuf, &Manifest); 2],
+) -> anyhow::Result<WriteOptions> {
+    let outputs: Vec<Named> = [("--out", &a.out), ("--junit", &a.junit)]
+        .into_iter()
+        .filter_map(|(what, p)| p.as_ref().map(|p| Named::new(what, p)))
+        .collect();
+    let mut inputs = vec![Named::new("OLD", old_file), Named::new("NEW", new_file)];
+    inputs.extend(super::common::listing_inputs("OLD", old_file, old));
+    inputs.extend(super::common::listing_inputs("NEW", new_file, new));
+    super::common::refuse_collisions(&outputs, &inputs, a.force)?;
+    Ok(WriteOptions {
+        force: a.force,
+        protected: inputs.into_iter().map(|n| n.path).collect(),
+        ..Default::default()
+    })
+}
+
+/// Why each of the manifests that is not complete is refused.
+fn incomplete_inputs(manifests: &[(&PathBuf, &Manifest)]) -> Vec<String> {
+    manifests
+        .iter()
+        .filter(|(_, m)| !m.complete)
+        .map(|(file, _)| format!("{} is not complete (complete: false)", file.display()))
+        .collect()
+}
+
+/// The diff in the chosen format (`--json` wins over `--format`).
+fn render(
+    a: &AuditDiffArgs,
+    d: &AuditDiff,
+    inputs: &Inputs,
+    mode: Mode,
+    tally: &Redactions,
+) -> anyhow::Result<Vec<u8>> {
+    let format = match (a.json, a.format) {
+        (true, _) => DiffFormat::Json,
+        (false, f) => f.unwrap_or(DiffFormat::Md),
+    };
+    Ok(match format {
         DiffFormat::Json => {
-            let mut doc = d.to_json(&incomplete);
+            let mut doc = d.to_json(inputs.incomplete);
             if let Some(o) = doc.as_object_mut() {
                 o.insert(
                     "redaction".into(),
-                    crate::report::redacted::json_member(mode, &tally),
+                    crate::report::redacted::json_member(mode, tally),
                 );
             }
             let mut v = serde_json::to_vec_pretty(&doc)?;
@@ -171,72 +209,55 @@ pub fn run(a: AuditDiffArgs) -> anyhow::Result<i32> {
             v
         }
         DiffFormat::Md => {
-            crate::report::redacted::into_markdown(render_markdown(&d, &inputs), mode, &tally)
+            crate::report::redacted::into_markdown(render_markdown(d, inputs), mode, tally)
                 .into_bytes()
         }
         DiffFormat::Html => crate::report::redacted::into_html(
-            crate::report::html::render_diff_html(&d, &inputs),
+            crate::report::html::render_diff_html(d, inputs),
             mode,
-            &tally,
+            tally,
         )
         .into_bytes(),
-    };
-    match &a.out {
-        None => crate::util::term::out(&bytes),
-        Some(out) => {
-            write_file(
-                out,
-                &bytes,
-                &WriteOptions {
-                    force: a.force,
-                    protected: protected.clone(),
-                    ..Default::default()
-                },
-            )?;
-        }
-    }
-    if let Some(junit) = &a.junit {
-        let cases: Vec<crate::report::junit::Case> = d
-            .sessions
-            .iter()
-            .map(|x| {
-                let side = x.new.as_ref().or(x.old.as_ref());
-                crate::report::junit::Case {
-                    classname: side.map(|s| s.profile.clone()).unwrap_or_default(),
-                    name: x.file_id.clone(),
-                    failure: x.regressed().then(|| match &x.new {
-                        None => (
-                            "disappeared".to_string(),
-                            "regressed: verified in OLD, gone from NEW".to_string(),
+    })
+}
+
+/// `--junit`: one testcase per session, a failure for each regression.
+fn junit_xml(d: &AuditDiff, mode: Mode, tally: &Redactions) -> String {
+    let cases: Vec<crate::report::junit::Case> = d
+        .sessions
+        .iter()
+        .map(|x| {
+            let side = x.new.as_ref().or(x.old.as_ref());
+            crate::report::junit::Case {
+                classname: side.map(|s| s.profile.clone()).unwrap_or_default(),
+                name: x.file_id.clone(),
+                failure: x.regressed().then(|| match &x.new {
+                    None => (
+                        "disappeared".to_string(),
+                        "regressed: verified in OLD, gone from NEW".to_string(),
+                    ),
+                    Some(n) => (
+                        n.outcome.as_str().to_string(),
+                        format!(
+                            "regressed: verified in OLD, {} in NEW ({})",
+                            n.outcome.as_str(),
+                            n.reason.as_deref().unwrap_or("no reason given")
                         ),
-                        Some(n) => (
-                            n.outcome.as_str().to_string(),
-                            format!(
-                                "regressed: verified in OLD, {} in NEW ({})",
-                                n.outcome.as_str(),
-                                n.reason.as_deref().unwrap_or("no reason given")
-                            ),
-                        ),
-                    }),
-                }
-            })
-            .collect();
-        let xml = crate::report::junit::render_with(
-            "agy-audit audit-diff",
-            "audit-diff",
-            &crate::report::redacted::junit_properties(mode, &tally),
-            &cases,
-        );
-        write_file(
-            junit,
-            xml.as_bytes(),
-            &WriteOptions {
-                force: a.force,
-                protected: protected.clone(),
-                ..Default::default()
-            },
-        )?;
-    }
+                    ),
+                }),
+            }
+        })
+        .collect();
+    crate::report::junit::render_with(
+        "agy-audit audit-diff",
+        "audit-diff",
+        &crate::report::redacted::junit_properties(mode, tally),
+        &cases,
+    )
+}
+
+/// The one line on standard error: the counts and what was written.
+fn summary(a: &AuditDiffArgs, d: &AuditDiff) {
     let counts: Vec<String> = d
         .counts
         .iter()
@@ -252,9 +273,4 @@ pub fn run(a: AuditDiffArgs) -> anyhow::Result<i32> {
             .map(|o| format!("; wrote {}", o.display()))
             .unwrap_or_default()
     );
-    Ok(if d.regressed > 0 {
-        exit::REGRESSED
-    } else {
-        exit::OK
-    })
 }

@@ -5,8 +5,11 @@ use super::common::{whole, DecodeArgs, MAX_LATENCY_MS};
 use crate::bench::{
     comparison_throughput, ensure_corpus_of, largest_expected_message, offline_verify,
     offline_verify_passes, peak_rss_bytes, serve_sim, sources, store_scaling, sweep_scaling,
-    targets, write_payloads, CorpusCache, Measured, ScalingSetup, STORE_SCALING_FACTOR,
+    targets, write_payloads, ComparisonFigures, CorpusCache, Measured, OfflineFigures, ScalingRow,
+    ScalingSetup, StoreScaling, Target, STORE_SCALING_FACTOR,
 };
+use crate::schema::Schema;
+use crate::source::legacy::LegacyKey;
 use crate::util::count;
 use anyhow::{bail, Context};
 use clap::Args;
@@ -134,28 +137,7 @@ fn generated_corpus(name: &str, times: usize) -> anyhow::Result<PathBuf> {
 
 pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     if let Some(polls) = a.watch_polls {
-        let exe = std::env::current_exe()?;
-        let figures = crate::bench::watch_memory(&exe, 50, polls)?;
-        if a.json {
-            outln!("{}", serde_json::to_string_pretty(&figures)?);
-        } else {
-            let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
-            for f in &figures {
-                outln!(
-                    "watch ({}, {} conversations, {} polls in {:.1}s): rss {:.1} MiB at poll 10, {:.1} MiB at poll {}; peak {:.1} MiB at poll 10, {:.1} MiB at poll {}",
-                    f.mode,
-                    f.conversations,
-                    f.polls,
-                    f.seconds,
-                    mib(f.rss_at_10),
-                    mib(f.rss_at_last),
-                    f.polls,
-                    mib(f.hwm_at_10),
-                    mib(f.hwm_at_last),
-                    f.polls
-                );
-            }
-        }
+        watch_bench(&a, polls)?;
         return Ok(0);
     }
     let (schema, key) = a.decode.load_inspect()?;
@@ -168,18 +150,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         bail!("{}: no conversations to measure", root.display());
     }
     if a.serve_sim {
-        serve_sim(
-            &root,
-            a.latency_ms,
-            |url| {
-                // The parent waits for this line; a closed pipe only means
-                // nobody is waiting.
-                crate::util::term::out_line(format_args!("{url}"));
-            },
-            || {
-                let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
-            },
-        )?;
+        serve(&root, a.latency_ms)?;
         return Ok(0);
     }
     if let Some(repeat) = a.rss_probe {
@@ -187,40 +158,99 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         outln!("{}", peak_rss_bytes().unwrap_or(0));
         return Ok(0);
     }
-    let (fig, encodings) = offline_verify_passes(&schema, &key, &paths, 1, a.passes as usize)?;
+    let m = measure(&a, &schema, &key, &root, &paths)?;
+    if a.json {
+        let out = json!({"corpus": root, "offline": m.fig, "peer": m.peer, "verifyOverPeer": m.peer_ratio, "rss": m.rss, "comparison": m.comparison, "sweep": m.sweep, "targets": m.judged});
+        outln!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print_text(&a, &root, &m);
+    }
+    Ok(0)
+}
+
+/// `--watch-polls N`: watch's memory over N polls.
+fn watch_bench(a: &BenchArgs, polls: u64) -> anyhow::Result<()> {
+    let exe = std::env::current_exe()?;
+    let figures = crate::bench::watch_memory(&exe, 50, polls)?;
+    if a.json {
+        outln!("{}", serde_json::to_string_pretty(&figures)?);
+        return Ok(());
+    }
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    for f in &figures {
+        outln!(
+            "watch ({}, {} conversations, {} polls in {:.1}s): rss {:.1} MiB at poll 10, {:.1} MiB at poll {}; peak {:.1} MiB at poll 10, {:.1} MiB at poll {}",
+            f.mode,
+            f.conversations,
+            f.polls,
+            f.seconds,
+            mib(f.rss_at_10),
+            mib(f.rss_at_last),
+            f.polls,
+            mib(f.hwm_at_10),
+            mib(f.hwm_at_last),
+            f.polls
+        );
+    }
+    Ok(())
+}
+
+/// `--serve-sim`: the scaling table's daemon process.
+fn serve(root: &std::path::Path, latency_ms: u64) -> anyhow::Result<()> {
+    serve_sim(
+        root,
+        latency_ms,
+        |url| {
+            // The parent waits for this line; a closed pipe only means
+            // nobody is waiting.
+            crate::util::term::out_line(format_args!("{url}"));
+        },
+        || {
+            let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+        },
+    )?;
+    Ok(())
+}
+
+/// Everything a bench measured, and the targets judged on it.
+struct Figures {
+    fig: OfflineFigures,
+    peer: serde_json::Value,
+    peer_ratio: Option<f64>,
+    rss: serde_json::Value,
+    comparison: Option<ComparisonFigures>,
+    sweep: serde_json::Value,
+    rows: Vec<ScalingRow>,
+    /// `--store-scaling`: the sweep on a store 4 × larger.
+    store: Option<StoreScaling>,
+    judged: Vec<Target>,
+}
+
+/// Runs every measurement the flags leave on.
+fn measure(
+    a: &BenchArgs,
+    schema: &Schema,
+    key: &LegacyKey,
+    root: &std::path::Path,
+    paths: &[PathBuf],
+) -> anyhow::Result<Figures> {
+    let (fig, encodings) = offline_verify_passes(schema, key, paths, 1, a.passes as usize)?;
     let mut peer = serde_json::Value::Null;
     if !a.no_peer {
         peer = run_peer(&encodings).unwrap_or_else(|e| json!({"skipped": e.to_string()}));
     }
     let mut rss = serde_json::Value::Null;
     if !a.no_rss {
-        let probe = |n: usize| -> anyhow::Result<u64> {
-            let exe = std::env::current_exe()?;
-            let mut c = Command::new(exe);
-            c.args(["bench", "--corpus"])
-                .arg(&root)
-                .args(["--rss-probe", &n.to_string()]);
-            if let Some(s) = &a.decode.schema {
-                c.arg("--schema").arg(s);
-            }
-            if let Some(h) = &a.decode.schema_sha256 {
-                c.arg("--schema-sha256").arg(h);
-            }
-            let o = c.output()?;
-            Ok(String::from_utf8_lossy(&o.stdout).trim().parse()?)
-        };
-        let one = probe(1)?;
-        let ten = probe(10)?;
-        rss = json!({"peakRss1x": one, "peakRss10x": ten, "ratio": ten as f64 / one.max(1) as f64});
+        rss = rss_figures(a, root)?;
     }
     let comparison = if a.no_comparison {
         None
     } else {
         Some(comparison_throughput(
-            &schema,
-            &key,
-            &root,
-            &paths,
+            schema,
+            key,
+            root,
+            paths,
             // The fastest of up to 3 passes per response.
             (a.passes as usize).min(3),
         )?)
@@ -228,43 +258,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     let mut sweep = serde_json::Value::Null;
     let mut rows = Vec::new();
     let mut store = None;
-    let largest = largest_expected_message(&root);
+    let largest = largest_expected_message(root);
     if !a.no_sweep {
-        sweep = if root.join(".truth").join("daemon").is_dir() {
-            let cores = std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(2);
-            let exe = std::env::current_exe()?;
-            let mut schema_args: Vec<std::ffi::OsString> = Vec::new();
-            if let Some(s) = &a.decode.schema {
-                schema_args.push("--schema".into());
-                schema_args.push(s.into());
-            }
-            if let Some(h) = &a.decode.schema_sha256 {
-                schema_args.push("--schema-sha256".into());
-                schema_args.push(h.into());
-            }
-            let setup = ScalingSetup {
-                exe: &exe,
-                root: &root,
-                latency_ms: a.latency_ms,
-                cores,
-                schema_args,
-            };
-            rows = sweep_scaling(&setup, &a.concurrency)?;
-            if a.store_scaling {
-                let large = match &a.large_corpus {
-                    Some(d) => d.clone(),
-                    None => generated_corpus("bench-corpus-x4", STORE_SCALING_FACTOR)?,
-                };
-                let c = a.concurrency.iter().copied().max().unwrap_or(64);
-                let small = rows.iter().find(|r| r.concurrency == c).cloned();
-                store = Some(store_scaling(&setup, small, &large, c)?);
-            }
-            json!({"latencyMs": a.latency_ms, "cores": cores, "largestExpectedMessage": largest, "rows": rows, "storeScaling": store})
-        } else {
-            json!({"skipped": format!("{}: not a generated store (no .truth/daemon views to serve)", root.display())})
-        };
+        (sweep, rows, store) = sweep_figures(a, root, largest)?;
     }
     let judged = targets(&Measured {
         offline: &fig,
@@ -278,133 +274,227 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         .get("mbPerSec")
         .and_then(|v| v.as_f64())
         .map(|p| fig.mb_per_sec / p);
-    if a.json {
-        let out = json!({"corpus": root, "offline": fig, "peer": peer, "verifyOverPeer": peer_ratio, "rss": rss, "comparison": comparison, "sweep": sweep, "targets": judged});
-        outln!("{}", serde_json::to_string_pretty(&out)?);
-    } else {
+    Ok(Figures {
+        fig,
+        peer,
+        peer_ratio,
+        rss,
+        comparison,
+        sweep,
+        rows,
+        store,
+        judged,
+    })
+}
+
+/// This binary's schema flags, for the child processes it runs.
+fn schema_args(a: &BenchArgs) -> Vec<std::ffi::OsString> {
+    let mut v: Vec<std::ffi::OsString> = Vec::new();
+    if let Some(s) = &a.decode.schema {
+        v.push("--schema".into());
+        v.push(s.into());
+    }
+    if let Some(h) = &a.decode.schema_sha256 {
+        v.push("--schema-sha256".into());
+        v.push(h.into());
+    }
+    v
+}
+
+/// Peak RSS of the verify at 1× and 10× the corpus, each in a child process.
+fn rss_figures(a: &BenchArgs, root: &std::path::Path) -> anyhow::Result<serde_json::Value> {
+    let probe = |n: usize| -> anyhow::Result<u64> {
+        let exe = std::env::current_exe()?;
+        let mut c = Command::new(exe);
+        c.args(["bench", "--corpus"])
+            .arg(root)
+            .args(["--rss-probe", &n.to_string()])
+            .args(schema_args(a));
+        let o = c.output()?;
+        Ok(String::from_utf8_lossy(&o.stdout).trim().parse()?)
+    };
+    let one = probe(1)?;
+    let ten = probe(10)?;
+    Ok(json!({"peakRss1x": one, "peakRss10x": ten, "ratio": ten as f64 / one.max(1) as f64}))
+}
+
+/// The sweep's scaling against the simulated daemon, one row per
+/// `--concurrency` (a generated store only).
+/// With `--store-scaling`, also the sweep on a store 4 × larger at the
+/// highest `--concurrency`.
+fn sweep_figures(
+    a: &BenchArgs,
+    root: &std::path::Path,
+    largest: u64,
+) -> anyhow::Result<(serde_json::Value, Vec<ScalingRow>, Option<StoreScaling>)> {
+    if !root.join(".truth").join("daemon").is_dir() {
+        let skipped = json!({"skipped": format!("{}: not a generated store (no .truth/daemon views to serve)", root.display())});
+        return Ok((skipped, Vec::new(), None));
+    }
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2);
+    let exe = std::env::current_exe()?;
+    let setup = ScalingSetup {
+        exe: &exe,
+        root,
+        latency_ms: a.latency_ms,
+        cores,
+        schema_args: schema_args(a),
+    };
+    let rows = sweep_scaling(&setup, &a.concurrency)?;
+    let mut store = None;
+    if a.store_scaling {
+        let large = match &a.large_corpus {
+            Some(d) => d.clone(),
+            None => generated_corpus("bench-corpus-x4", STORE_SCALING_FACTOR)?,
+        };
+        let c = a.concurrency.iter().copied().max().unwrap_or(64);
+        let small = rows.iter().find(|r| r.concurrency == c).cloned();
+        store = Some(store_scaling(&setup, small, &large, c)?);
+    }
+    let sweep = json!({"latencyMs": a.latency_ms, "cores": cores, "largestExpectedMessage": largest, "rows": rows, "storeScaling": store});
+    Ok((sweep, rows, store))
+}
+
+/// The text: offline figures, the peer, RSS, the comparison, the scaling
+/// table and the targets.
+fn print_text(a: &BenchArgs, root: &std::path::Path, m: &Figures) {
+    let fig = &m.fig;
+    outln!(
+        "corpus: {} ({}: {} qualified and timed, {} refused in an untimed pass)",
+        root.display(),
+        count((fig.qualified + fig.refused) as u64, "source"),
+        fig.qualified,
+        fig.refused
+    );
+    outln!(
+        "offline verify (1 core): {:.1} conversations/s, {:.0} steps/s, {:.1} MB/s ({:.1} MB in {:.2} s; {})",
+        fig.conversations_per_sec, fig.steps_per_sec, fig.mb_per_sec, fig.bytes as f64 / 1e6, fig.seconds,
+        if fig.passes == 1 {
+            "one pass".to_string()
+        } else {
+            format!(
+                "median of {} passes, fastest {:.1}, slowest {:.1} MB/s",
+                fig.passes, fig.fastest_mb_per_sec, fig.slowest_mb_per_sec
+            )
+        }
+    );
+    outln!(
+        "sha-256 over the same bytes: {:.1} MB/s; verify / sha-256 = {:.3} (by CPU time: {:.3}; verify CPU {:.2} s)",
+        fig.sha256_mb_per_sec,
+        fig.ratio_to_sha256,
+        fig.ratio_to_sha256_cpu,
+        fig.cpu_seconds
+    );
+    let peer = &m.peer;
+    match (peer.get("mbPerSec").and_then(|v| v.as_f64()), m.peer_ratio) {
+        (Some(p), Some(r)) => outln!(
+            "peer python-protobuf ({}): {p:.1} MB/s; verify / peer = {r:.3}",
+            peer["backend"].as_str().unwrap_or("?")
+        ),
+        _ => outln!(
+            "peer: {}",
+            peer.get("skipped")
+                .and_then(|v| v.as_str())
+                .unwrap_or("skipped")
+        ),
+    }
+    if let (Some(one), Some(ten)) = (m.rss["peakRss1x"].as_u64(), m.rss["peakRss10x"].as_u64()) {
         outln!(
-            "corpus: {} ({}: {} qualified and timed, {} refused in an untimed pass)",
-            root.display(),
-            count((fig.qualified + fig.refused) as u64, "source"),
-            fig.qualified,
-            fig.refused
+            "peak RSS: 1× {:.1} MB, 10× {:.1} MB (ratio {:.2})",
+            one as f64 / 1e6,
+            ten as f64 / 1e6,
+            ten as f64 / one.max(1) as f64
         );
+    }
+    if let Some(c) = &m.comparison {
         outln!(
-            "offline verify (1 core): {:.1} conversations/s, {:.0} steps/s, {:.1} MB/s ({:.1} MB in {:.2} s; {})",
-            fig.conversations_per_sec, fig.steps_per_sec, fig.mb_per_sec, fig.bytes as f64 / 1e6, fig.seconds,
-            if fig.passes == 1 {
-                "one pass".to_string()
-            } else {
-                format!(
-                    "median of {} passes, fastest {:.1}, slowest {:.1} MB/s",
-                    fig.passes, fig.fastest_mb_per_sec, fig.slowest_mb_per_sec
-                )
+            "JSON comparison (1 core, CPU time, {} full responses confirmed equal by the one pass, {:.1} MB; {} equal only by the value comparison, left out): {:.1} MB/s; serde_json parsing the same text: {:.1} MB/s",
+            c.responses,
+            c.bytes as f64 / 1e6,
+            c.unconfirmed,
+            c.mb_per_sec,
+            c.parse_mb_per_sec
+        );
+    }
+    print_scaling(a, &m.rows, &m.sweep);
+    if let Some(s) = &m.store {
+        print_store_scaling(s);
+    }
+    outln!("targets (BENCHMARKS.md):");
+    for t in &m.judged {
+        outln!(
+            "  {}: {} (target {}): {}",
+            t.name,
+            t.measured,
+            t.limit,
+            match t.met {
+                Some(true) => "met",
+                Some(false) => "missed",
+                None => "not measured",
             }
         );
-        outln!(
-            "sha-256 over the same bytes: {:.1} MB/s; verify / sha-256 = {:.3} (by CPU time: {:.3}; verify CPU {:.2} s)",
-            fig.sha256_mb_per_sec,
-            fig.ratio_to_sha256,
-            fig.ratio_to_sha256_cpu,
-            fig.cpu_seconds
-        );
-        match (peer.get("mbPerSec").and_then(|v| v.as_f64()), peer_ratio) {
-            (Some(p), Some(r)) => outln!(
-                "peer python-protobuf ({}): {p:.1} MB/s; verify / peer = {r:.3}",
-                peer["backend"].as_str().unwrap_or("?")
-            ),
-            _ => outln!(
-                "peer: {}",
-                peer.get("skipped")
-                    .and_then(|v| v.as_str())
-                    .unwrap_or("skipped")
-            ),
-        }
-        if let (Some(one), Some(ten)) = (rss["peakRss1x"].as_u64(), rss["peakRss10x"].as_u64()) {
-            outln!(
-                "peak RSS: 1× {:.1} MB, 10× {:.1} MB (ratio {:.2})",
-                one as f64 / 1e6,
-                ten as f64 / 1e6,
-                ten as f64 / one.max(1) as f64
-            );
-        }
-        if let Some(c) = &comparison {
-            outln!(
-                "JSON comparison (1 core, CPU time, {} full responses confirmed equal by the one pass, {:.1} MB; {} equal only by the value comparison, left out): {:.1} MB/s; serde_json parsing the same text: {:.1} MB/s",
-                c.responses,
-                c.bytes as f64 / 1e6,
-                c.unconfirmed,
-                c.mb_per_sec,
-                c.parse_mb_per_sec
-            );
-        }
-        if !rows.is_empty() {
-            outln!(
-                "sweep scaling: audit-sweep (client) vs the simulated daemon in its own process, {} ms latency, {} cores, {}:",
-                a.latency_ms,
-                rows[0].cores,
-                count(rows[0].conversations, "conversation"),
-            );
-            outln!("| concurrency | wall | latency ideal | client user | client sys | CPU floor | peak client RSS | memory / conversation in flight | wall / max(ideal, floor) | daemon CPU | verdicts |");
-            outln!("|---|---|---|---|---|---|---|---|---|---|---|");
-            for r in &rows {
-                outln!(
-                    "| {} | {:.2} s | {:.2} s | {:.2} s | {:.2} s | {:.2} s | {:.0} MB | {} | {:.2} | {:.2} s | {} verified, {} unknown, {} incomplete, {} not fetched, {} error |",
-                    r.concurrency,
-                    r.wall_seconds,
-                    r.ideal_seconds,
-                    r.client_user_seconds,
-                    r.client_sys_seconds,
-                    r.cpu_floor_seconds,
-                    r.client_peak_rss as f64 / 1e6,
-                    r.memory_per_conversation
-                        .map_or("—".to_string(), |m| format!("{:.1} MB", m / 1e6)),
-                    r.ratio,
-                    r.sim_cpu_seconds,
-                    r.verified,
-                    r.unknown,
-                    r.incomplete,
-                    r.not_fetched,
-                    r.error
-                );
-            }
-            if let Some(s) = &store {
-                outln!(
-                    "store scaling at concurrency {}: {} → {} conversations (largest expected message {} and {} bytes): client CPU {:.2} → {:.2} s ({:.2} ×), peak RSS {:.0} → {:.0} MB ({:.2} ×), wall {:.2} → {:.2} s",
-                    s.small.concurrency,
-                    s.small.conversations,
-                    s.large.conversations,
-                    s.largest_small,
-                    s.largest_large,
-                    s.small.client_user_seconds + s.small.client_sys_seconds,
-                    s.large.client_user_seconds + s.large.client_sys_seconds,
-                    s.cpu_ratio,
-                    s.small.client_peak_rss as f64 / 1e6,
-                    s.large.client_peak_rss as f64 / 1e6,
-                    s.rss_ratio,
-                    s.small.wall_seconds,
-                    s.large.wall_seconds
-                );
-            }
-        } else if let Some(s) = sweep.get("skipped").and_then(|v| v.as_str()) {
+    }
+}
+
+/// The scaling table, or why the sweep was skipped.
+fn print_scaling(a: &BenchArgs, rows: &[ScalingRow], sweep: &serde_json::Value) {
+    if rows.is_empty() {
+        if let Some(s) = sweep.get("skipped").and_then(|v| v.as_str()) {
             outln!("sweep: skipped: {s}");
         }
-        outln!("targets (BENCHMARKS.md):");
-        for t in &judged {
-            outln!(
-                "  {}: {} (target {}): {}",
-                t.name,
-                t.measured,
-                t.limit,
-                match t.met {
-                    Some(true) => "met",
-                    Some(false) => "missed",
-                    None => "not measured",
-                }
-            );
-        }
+        return;
     }
-    Ok(0)
+    outln!(
+        "sweep scaling: audit-sweep (client) vs the simulated daemon in its own process, {} ms latency, {} cores, {}:",
+        a.latency_ms,
+        rows[0].cores,
+        count(rows[0].conversations, "conversation"),
+    );
+    outln!("| concurrency | wall | latency ideal | client user | client sys | CPU floor | peak client RSS | memory / conversation in flight | wall / max(ideal, floor) | daemon CPU | verdicts |");
+    outln!("|---|---|---|---|---|---|---|---|---|---|---|");
+    for r in rows {
+        outln!(
+            "| {} | {:.2} s | {:.2} s | {:.2} s | {:.2} s | {:.2} s | {:.0} MB | {} | {:.2} | {:.2} s | {} verified, {} unknown, {} incomplete, {} not fetched, {} error |",
+            r.concurrency,
+            r.wall_seconds,
+            r.ideal_seconds,
+            r.client_user_seconds,
+            r.client_sys_seconds,
+            r.cpu_floor_seconds,
+            r.client_peak_rss as f64 / 1e6,
+            r.memory_per_conversation
+                .map_or("—".to_string(), |m| format!("{:.1} MB", m / 1e6)),
+            r.ratio,
+            r.sim_cpu_seconds,
+            r.verified,
+            r.unknown,
+            r.incomplete,
+            r.not_fetched,
+            r.error
+        );
+    }
+}
+
+/// The store-scaling line: the two sweeps' CPU, RSS and wall.
+fn print_store_scaling(s: &StoreScaling) {
+    outln!(
+        "store scaling at concurrency {}: {} → {} conversations (largest expected message {} and {} bytes): client CPU {:.2} → {:.2} s ({:.2} ×), peak RSS {:.0} → {:.0} MB ({:.2} ×), wall {:.2} → {:.2} s",
+        s.small.concurrency,
+        s.small.conversations,
+        s.large.conversations,
+        s.largest_small,
+        s.largest_large,
+        s.small.client_user_seconds + s.small.client_sys_seconds,
+        s.large.client_user_seconds + s.large.client_sys_seconds,
+        s.cpu_ratio,
+        s.small.client_peak_rss as f64 / 1e6,
+        s.large.client_peak_rss as f64 / 1e6,
+        s.rss_ratio,
+        s.small.wall_seconds,
+        s.large.wall_seconds
+    );
 }
 
 fn run_peer(encodings: &[Vec<u8>]) -> anyhow::Result<serde_json::Value> {

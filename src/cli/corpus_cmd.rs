@@ -114,110 +114,126 @@ pub const MAX_SCALE: f64 = 4.0;
 /// Runs a corpus subcommand.
 pub fn run(cmd: CorpusCommand) -> anyhow::Result<i32> {
     match cmd {
-        CorpusCommand::Generate(a) => {
-            let plan = PlanOptions {
-                conversations: a.conversations,
-                seed: a.seed,
-                near_miss_rate: a.near_miss_rate,
-                fault_rate: a.fault_rate,
-                scale: a.scale,
-            };
-            let out = match (&a.out, &a.home) {
-                (Some(out), _) => out.clone(),
-                (None, Some(home)) => {
-                    let with = HomePlants {
-                        troubles: a.plant_troubles,
-                        extra_roots: a.extra_roots,
-                    };
-                    let (s, planted) = generate_home_with(home, &plan, a.force, with)?;
-                    if a.json {
-                        outln!("{}", serde_json::to_string_pretty(&s)?);
-                        return Ok(0);
-                    }
-                    for (label, rel, s) in [
-                        ("cli", HOME_CLI_ROOT, &s.cli),
-                        ("ide", HOME_IDE_ROOT, &s.ide),
-                    ] {
-                        outln!(
-                            "{label}: wrote {} ({} sqlite, {} legacy .pb, {} with both) to {}",
-                            crate::util::count(s.conversations as u64, "conversation"),
-                            s.sqlite,
-                            s.protobuf,
-                            s.both,
-                            home.join(rel).display()
-                        );
-                    }
-                    if a.plant_troubles || a.extra_roots {
-                        outln!(
-                            "planted {} in {}",
-                            planted
-                                .as_object()
-                                .map(|o| o.keys().cloned().collect::<Vec<_>>().join(" and "))
-                                .unwrap_or_default(),
-                            home.join(HOME_CLI_ROOT)
-                                .join(".truth/plants.json")
-                                .display()
-                        );
-                    }
-                    if let Some(f) = &s.cli.families {
-                        outln!(
-                            "cli: {} subagent family members (tree, orphan, cycle) in {}",
-                            f.members.len(),
-                            home.join(HOME_CLI_ROOT)
-                                .join(".truth/families.json")
-                                .display()
-                        );
-                    }
-                    return Ok(0);
-                }
-                (None, None) => {
-                    return Err(super::errors::Usage::Text(
-                        "corpus generate needs --out DIR or --home HOME".into(),
-                    )
-                    .into())
-                }
-            };
-            let opts = GenerateOptions {
-                out: out.clone(),
-                plan,
-                force: a.force,
-            };
-            // Every error of the generator names its file (the --out folder
-            // or one below it): no context repeating the path.
-            let which = if a.next_release {
-                Release::Next
-            } else {
-                Release::Current
-            };
-            let s = if a.plant_secrets {
-                generate_with_secrets(&opts)?
-            } else {
-                generate_release(&opts, which)?
-            };
-            if a.json {
-                outln!("{}", serde_json::to_string_pretty(&s)?);
-                return Ok(0);
-            }
-            outln!(
-                "wrote {} ({} sqlite, {} legacy .pb, {} with both, {} -wal) to {}",
-                crate::util::count(s.conversations as u64, "conversation"),
-                s.sqlite,
-                s.protobuf,
-                s.both,
-                s.wal_files,
-                out.display()
-            );
-            outln!(
-                "steps {}; sources {:.1} MB (largest {:.1} MB); total {:.1} MB; {:.1}s",
-                s.steps,
-                s.source_bytes as f64 / 1e6,
-                s.largest_source as f64 / 1e6,
-                s.total_bytes as f64 / 1e6,
-                s.seconds
-            );
-            let v: Vec<String> = s.verdicts.iter().map(|(k, n)| format!("{k}={n}")).collect();
-            outln!("truth: {}", v.join(" "));
-            Ok(0)
-        }
+        CorpusCommand::Generate(a) => generate(&a),
     }
+}
+
+/// `corpus generate`: a store at `--out`, or a two-root home at `--home`.
+fn generate(a: &GenerateArgs) -> anyhow::Result<i32> {
+    let plan = PlanOptions {
+        conversations: a.conversations,
+        seed: a.seed,
+        near_miss_rate: a.near_miss_rate,
+        fault_rate: a.fault_rate,
+        scale: a.scale,
+    };
+    let out = match (&a.out, &a.home) {
+        (Some(out), _) => out.clone(),
+        (None, Some(home)) => return generate_home(a, home, &plan),
+        (None, None) => {
+            return Err(super::errors::Usage::Text(
+                "corpus generate needs --out DIR or --home HOME".into(),
+            )
+            .into())
+        }
+    };
+    let opts = GenerateOptions {
+        out: out.clone(),
+        plan,
+        force: a.force,
+    };
+    // Every error of the generator names its file (the --out folder
+    // or one below it): no context repeating the path.
+    let which = if a.next_release {
+        Release::Next
+    } else {
+        Release::Current
+    };
+    let s = if a.plant_secrets {
+        generate_with_secrets(&opts)?
+    } else {
+        generate_release(&opts, which)?
+    };
+    if a.json {
+        outln!("{}", serde_json::to_string_pretty(&s)?);
+        return Ok(0);
+    }
+    print_summary(&s, &out);
+    Ok(0)
+}
+
+/// What `corpus generate --out` wrote, in text.
+fn print_summary(s: &agy_corpus::corpus::Summary, out: &std::path::Path) {
+    outln!(
+        "wrote {} ({} sqlite, {} legacy .pb, {} with both, {} -wal) to {}",
+        crate::util::count(s.conversations as u64, "conversation"),
+        s.sqlite,
+        s.protobuf,
+        s.both,
+        s.wal_files,
+        out.display()
+    );
+    outln!(
+        "steps {}; sources {:.1} MB (largest {:.1} MB); total {:.1} MB; {:.1}s",
+        s.steps,
+        s.source_bytes as f64 / 1e6,
+        s.largest_source as f64 / 1e6,
+        s.total_bytes as f64 / 1e6,
+        s.seconds
+    );
+    let v: Vec<String> = s.verdicts.iter().map(|(k, n)| format!("{k}={n}")).collect();
+    outln!("truth: {}", v.join(" "));
+}
+
+/// `corpus generate --home HOME`: the CLI and IDE stores, with the plants
+/// asked for.
+fn generate_home(
+    a: &GenerateArgs,
+    home: &std::path::Path,
+    plan: &PlanOptions,
+) -> anyhow::Result<i32> {
+    let with = HomePlants {
+        troubles: a.plant_troubles,
+        extra_roots: a.extra_roots,
+    };
+    let (s, planted) = generate_home_with(home, plan, a.force, with)?;
+    if a.json {
+        outln!("{}", serde_json::to_string_pretty(&s)?);
+        return Ok(0);
+    }
+    for (label, rel, s) in [
+        ("cli", HOME_CLI_ROOT, &s.cli),
+        ("ide", HOME_IDE_ROOT, &s.ide),
+    ] {
+        outln!(
+            "{label}: wrote {} ({} sqlite, {} legacy .pb, {} with both) to {}",
+            crate::util::count(s.conversations as u64, "conversation"),
+            s.sqlite,
+            s.protobuf,
+            s.both,
+            home.join(rel).display()
+        );
+    }
+    if a.plant_troubles || a.extra_roots {
+        outln!(
+            "planted {} in {}",
+            planted
+                .as_object()
+                .map(|o| o.keys().cloned().collect::<Vec<_>>().join(" and "))
+                .unwrap_or_default(),
+            home.join(HOME_CLI_ROOT)
+                .join(".truth/plants.json")
+                .display()
+        );
+    }
+    if let Some(f) = &s.cli.families {
+        outln!(
+            "cli: {} subagent family members (tree, orphan, cycle) in {}",
+            f.members.len(),
+            home.join(HOME_CLI_ROOT)
+                .join(".truth/families.json")
+                .display()
+        );
+    }
+    Ok(0)
 }

@@ -16,7 +16,7 @@ use super::common::MAX_CONCURRENCY;
 use super::common::{fraction, seed, whole, MAX_LATENCY_MS};
 use super::progress::sweep;
 use crate::manifest::Manifest;
-use crate::pipeline::SweepOptions;
+use crate::pipeline::{SweepOptions, SweepSummary};
 use crate::report::{render_report, verdict_chart};
 use crate::rpc::ClientOptions;
 use crate::schema::Schema;
@@ -231,10 +231,16 @@ fn signal_name(code: i32) -> &'static str {
 /// Generates the corpus on a worker thread while watching `stop`: `None`
 /// when a signal came first (the worker is left to the process's exit).
 fn generate_watched(
-    opts: GenerateOptions,
+    store: &Path,
+    plan: &PlanOptions,
     which: Release,
     stop: &AtomicBool,
 ) -> anyhow::Result<Option<Summary>> {
+    let opts = GenerateOptions {
+        out: store.to_path_buf(),
+        plan: plan.clone(),
+        force: false,
+    };
     let worker = std::thread::Builder::new()
         .name("demo-generate".into())
         .spawn(move || generate_release(&opts, which))
@@ -277,36 +283,10 @@ fn demo(a: &DemoArgs, ws: &Workspace, stop: &std::sync::Arc<AtomicBool>) -> anyh
         fault_rate: a.fault_rate,
         ..PlanOptions::default()
     };
-    let generated = generate_watched(
-        GenerateOptions {
-            out: store.clone(),
-            plan: plan.clone(),
-            force: false,
-        },
-        Release::Current,
-        stop,
-    )?;
-    let Some(generated) = generated else {
-        let code = super::signals::interrupted_exit();
-        outln!(
-            "demo: interrupted ({}) while generating the corpus: {} holds a partial corpus ({} of {} written, {}); everything is kept in {}",
-            signal_name(code),
-            store.display(),
-            conversations_written(&store),
-            count(a.conversations as u64, "conversation"),
-            human_bytes(folder_bytes(&store)),
-            out.display()
-        );
-        return Ok(code);
+    let generated = match generate_store(a, out, &store, &plan, stop)? {
+        Ok(generated) => generated,
+        Err(interrupted) => return Ok(interrupted),
     };
-    crate::note!(
-        "demo: generated {} ({} sqlite, {} legacy, {}) in {}",
-        count(generated.conversations as u64, "conversation"),
-        generated.sqlite,
-        generated.protobuf,
-        count(generated.steps as u64, "step"),
-        store.display()
-    );
     let mut faults = Vec::new();
     if a.latency_ms > 0 {
         faults.push(FaultSpec::parse(&format!(
@@ -314,46 +294,28 @@ fn demo(a: &DemoArgs, ws: &Workspace, stop: &std::sync::Arc<AtomicBool>) -> anyh
             a.latency_ms
         ))?);
     }
-    let sim = demo_sim(&store, faults, a.seed, a.json_style)?;
-    crate::note!("demo: simulated daemon on {}", sim.url());
-    let schema = Schema::modeled()?;
-    let key = LegacyKey::default();
     let sweep_dir = out.join("sweep");
-    let opts = demo_sweep_options(a, &store, &sweep_dir, sim.url(), stop);
-    let result = sweep(
-        &schema,
-        &key,
-        &opts,
-        stop.clone(),
-        super::progress::progress_mode(a.quiet),
-    );
-    sim.stop();
-    let summary = result?;
-    let m = summary.manifest;
-    let report = out.join("report.md");
-    let chart = out.join("report.svg");
+    let summary = sweep_served(a, &store, &sweep_dir, faults, stop, |url| {
+        crate::note!("demo: simulated daemon on {url}");
+    })?;
+    let m = &summary.manifest;
     let wo = WriteOptions::default();
-    write_file(&chart, verdict_chart(&m).as_bytes(), &wo)?;
+    write_file(&out.join(CHART), verdict_chart(m).as_bytes(), &wo)?;
     write_file(
-        &report,
-        render_report(&m, Some("report.svg")).as_bytes(),
+        &out.join(REPORT),
+        render_report(m, Some(CHART)).as_bytes(),
         &wo,
     )?;
-    let (agree, false_verified, off) = agreement(&m, &store)?;
-    let c = &m.counts;
+    let truth = agreement(m, &store)?;
     let mut code = if summary.interrupted {
         super::signals::interrupted_exit()
-    } else if !m.complete {
-        exit::ERROR
-    } else if off.is_empty() {
-        exit::OK
     } else {
-        exit::INCOMPLETE
+        verdicts_code(m, &truth.2)
     };
     // Release day: the store's next release, swept and compared with this one.
     let mut day = None;
     if code == exit::OK && !a.no_release_day {
-        let d = release_day(a, out, stop, &plan, &sweep_dir, &m)?;
+        let d = release_day(a, out, stop, &plan, &sweep_dir, m)?;
         code = d.code;
         day = Some(d);
     }
@@ -361,75 +323,15 @@ fn demo(a: &DemoArgs, ws: &Workspace, stop: &std::sync::Arc<AtomicBool>) -> anyh
     // a closed standard output cannot leave it behind.
     let size = human_bytes(folder_bytes(out));
     let removed = (ws.temporary && !a.keep && code == exit::OK).then(|| remove_workspace(out));
-    let sessions = if summary.interrupted {
-        format!(
-            "{} of {} recorded",
-            c.selected,
-            count(generated.conversations as u64, "session")
-        )
-    } else {
-        count(c.selected, "session")
+    let run = Run {
+        store: &store,
+        sweep_dir: &sweep_dir,
+        summary: &summary,
+        generated: generated.conversations as u64,
+        truth: &truth,
+        code,
     };
-    outln!(
-        "demo: {sessions}: verified={} verifiedSourceOnly={} unknown={} incomplete={} notFetched={} error={} in {:.2}s (concurrency {})",
-        c.verified, c.verified_source_only, c.unknown, c.incomplete, c.not_fetched, c.error, m.timing.wall_seconds, a.concurrency
-    );
-    outln!("demo: verdicts agreeing with the ground truth: {agree}/{} (false verified: {false_verified})", m.sessions.len());
-    for o in off.iter().take(10) {
-        outln!("demo:   disagreement {o}");
-    }
-    for l in day.iter().flat_map(|d| &d.lines) {
-        outln!("{l}");
-    }
-    let manifest = sweep_dir.join(crate::manifest::MANIFEST_FILE);
-    let resume = format!(
-        "agy-audit audit-sweep --resume --out {} --root {} --daemon-url URL",
-        sweep_dir.display(),
-        store.display()
-    );
-    if summary.interrupted {
-        outln!(
-            "demo: interrupted ({}) during the sweep: {} not reached; the manifest is complete: false",
-            signal_name(code),
-            count(summary.pending, "session")
-        );
-        outln!(
-            "demo: to finish it, serve the store (agy-audit daemon-sim --store {}) and run: {resume} (URL: the one daemon-sim prints); or rerun demo",
-            store.display()
-        );
-    } else if !m.complete {
-        if let Some(why) = &summary.daemon_down {
-            outln!("demo: the simulated daemon stopped answering: {why}");
-        }
-        if c.not_fetched > 0 {
-            let planned = if a.fault_rate > 0.0 {
-                " (--fault-rate plans such failures)"
-            } else {
-                ""
-            };
-            outln!(
-                "demo: {} not fetched: the simulated daemon failed {}{planned}, so the manifest is complete: false and the run exits 1{}",
-                count(c.not_fetched, "session"),
-                if c.not_fetched == 1 { "it" } else { "them" },
-                if off.is_empty() {
-                    format!(", although all {agree} verdicts agree")
-                } else {
-                    String::new()
-                }
-            );
-            outln!(
-                "demo: to fetch them, serve the store without its planned faults (agy-audit daemon-sim --store {} --no-fault-file) and run: {resume} (URL: the one daemon-sim prints); or rerun demo without --fault-rate",
-                store.display()
-            );
-        }
-        if c.error > 0 {
-            outln!(
-                "demo: {} could not be read (error; each is named in {} and sessions.csv), so the manifest is complete: false and the run exits 1",
-                count(c.error, "session"),
-                manifest.display()
-            );
-        }
-    }
+    print_outcome(a, &run, day.as_ref());
     match removed {
         Some(Ok(())) => {
             outln!(
@@ -445,11 +347,191 @@ fn demo(a: &DemoArgs, ws: &Workspace, stop: &std::sync::Arc<AtomicBool>) -> anyh
         ),
         None => {}
     }
-    let why = match (ws.temporary, code) {
+    print_workspace(a, ws, &run, &size, day.is_some());
+    Ok(code)
+}
+
+/// The demo's report and its chart, under the demo's folder.
+const REPORT: &str = "report.md";
+const CHART: &str = "report.svg";
+
+/// Generates the default corpus into `store`; when a signal came first,
+/// says so (with what was written) and gives the run's exit code.
+fn generate_store(
+    a: &DemoArgs,
+    out: &Path,
+    store: &Path,
+    plan: &PlanOptions,
+    stop: &AtomicBool,
+) -> anyhow::Result<Result<Summary, i32>> {
+    let Some(generated) = generate_watched(store, plan, Release::Current, stop)? else {
+        let code = super::signals::interrupted_exit();
+        outln!(
+            "demo: interrupted ({}) while generating the corpus: {} holds a partial corpus ({} of {} written, {}); everything is kept in {}",
+            signal_name(code),
+            store.display(),
+            conversations_written(store),
+            count(a.conversations as u64, "conversation"),
+            human_bytes(folder_bytes(store)),
+            out.display()
+        );
+        return Ok(Err(code));
+    };
+    crate::note!(
+        "demo: generated {} ({} sqlite, {} legacy, {}) in {}",
+        count(generated.conversations as u64, "conversation"),
+        generated.sqlite,
+        generated.protobuf,
+        count(generated.steps as u64, "step"),
+        store.display()
+    );
+    Ok(Ok(generated))
+}
+
+/// Serves `store` with the simulated daemon (with `faults`; `started`
+/// told its URL) and sweeps it into `sweep_dir`; the daemon is stopped
+/// before the sweep's result is looked at.
+fn sweep_served(
+    a: &DemoArgs,
+    store: &Path,
+    sweep_dir: &Path,
+    faults: Vec<FaultSpec>,
+    stop: &std::sync::Arc<AtomicBool>,
+    started: impl FnOnce(&str),
+) -> anyhow::Result<SweepSummary> {
+    let sim = demo_sim(store, faults, a.seed, a.json_style)?;
+    started(&sim.url());
+    let schema = Schema::modeled()?;
+    let key = LegacyKey::default();
+    let opts = demo_sweep_options(a, store, sweep_dir, sim.url(), stop);
+    let result = sweep(
+        &schema,
+        &key,
+        &opts,
+        stop.clone(),
+        super::progress::progress_mode(a.quiet),
+    );
+    sim.stop();
+    Ok(result?)
+}
+
+/// A finished sweep's exit code by its verdicts: 1 when the manifest is
+/// not complete, 4 when a verdict disagrees with the truth, else 0.
+fn verdicts_code(m: &Manifest, off: &[String]) -> i32 {
+    if !m.complete {
+        exit::ERROR
+    } else if off.is_empty() {
+        exit::OK
+    } else {
+        exit::INCOMPLETE
+    }
+}
+
+/// The first sweep of a demo run, as its summary tells it.
+struct Run<'a> {
+    store: &'a Path,
+    sweep_dir: &'a Path,
+    summary: &'a SweepSummary,
+    /// Conversations generated.
+    generated: u64,
+    /// [`agreement`]: agreeing, falsely verified, the disagreements.
+    truth: &'a (usize, usize, Vec<String>),
+    code: i32,
+}
+
+/// The summary: counts, agreement with the truth, release day's lines,
+/// and what to do about an interrupted or incomplete sweep.
+fn print_outcome(a: &DemoArgs, run: &Run, day: Option<&ReleaseDay>) {
+    let (summary, m) = (run.summary, &run.summary.manifest);
+    let c = &m.counts;
+    let (agree, false_verified, off) = run.truth;
+    let sessions = if summary.interrupted {
+        format!(
+            "{} of {} recorded",
+            c.selected,
+            count(run.generated, "session")
+        )
+    } else {
+        count(c.selected, "session")
+    };
+    outln!(
+        "demo: {sessions}: verified={} verifiedSourceOnly={} unknown={} incomplete={} notFetched={} error={} in {:.2}s (concurrency {})",
+        c.verified, c.verified_source_only, c.unknown, c.incomplete, c.not_fetched, c.error, m.timing.wall_seconds, a.concurrency
+    );
+    outln!("demo: verdicts agreeing with the ground truth: {agree}/{} (false verified: {false_verified})", m.sessions.len());
+    for o in off.iter().take(10) {
+        outln!("demo:   disagreement {o}");
+    }
+    for l in day.iter().flat_map(|d| &d.lines) {
+        outln!("{l}");
+    }
+    let resume = format!(
+        "agy-audit audit-sweep --resume --out {} --root {} --daemon-url URL",
+        run.sweep_dir.display(),
+        run.store.display()
+    );
+    if summary.interrupted {
+        outln!(
+            "demo: interrupted ({}) during the sweep: {} not reached; the manifest is complete: false",
+            signal_name(run.code),
+            count(summary.pending, "session")
+        );
+        outln!(
+            "demo: to finish it, serve the store (agy-audit daemon-sim --store {}) and run: {resume} (URL: the one daemon-sim prints); or rerun demo",
+            run.store.display()
+        );
+    } else if !m.complete {
+        print_incomplete(a, run, &resume);
+    }
+}
+
+/// Why a sweep that was not interrupted is not complete, and how to
+/// finish it.
+fn print_incomplete(a: &DemoArgs, run: &Run, resume: &str) {
+    let (summary, m) = (run.summary, &run.summary.manifest);
+    let c = &m.counts;
+    let (agree, _, off) = run.truth;
+    if let Some(why) = &summary.daemon_down {
+        outln!("demo: the simulated daemon stopped answering: {why}");
+    }
+    if c.not_fetched > 0 {
+        let planned = if a.fault_rate > 0.0 {
+            " (--fault-rate plans such failures)"
+        } else {
+            ""
+        };
+        outln!(
+            "demo: {} not fetched: the simulated daemon failed {}{planned}, so the manifest is complete: false and the run exits 1{}",
+            count(c.not_fetched, "session"),
+            if c.not_fetched == 1 { "it" } else { "them" },
+            if off.is_empty() {
+                format!(", although all {agree} verdicts agree")
+            } else {
+                String::new()
+            }
+        );
+        outln!(
+            "demo: to fetch them, serve the store without its planned faults (agy-audit daemon-sim --store {} --no-fault-file) and run: {resume} (URL: the one daemon-sim prints); or rerun demo without --fault-rate",
+            run.store.display()
+        );
+    }
+    if c.error > 0 {
+        outln!(
+            "demo: {} could not be read (error; each is named in {} and sessions.csv), so the manifest is complete: false and the run exits 1",
+            count(c.error, "session"),
+            run.sweep_dir.join(crate::manifest::MANIFEST_FILE).display()
+        );
+    }
+}
+
+/// Where everything the run wrote is, and why it was kept.
+fn print_workspace(a: &DemoArgs, ws: &Workspace, run: &Run, size: &str, release_day: bool) {
+    let out = &ws.out;
+    let why = match (ws.temporary, run.code) {
         (false, _) => String::new(),
         (true, exit::OK) if a.keep => " (kept: --keep)".to_string(),
         (true, exit::OK) => " (kept: it could not be removed)".to_string(),
-        (true, _) if summary.interrupted => " (kept: interrupted)".to_string(),
+        (true, _) if run.summary.interrupted => " (kept: interrupted)".to_string(),
         (true, _) => " (kept: the run did not pass)".to_string(),
     };
     outln!(
@@ -458,25 +540,28 @@ fn demo(a: &DemoArgs, ws: &Workspace, stop: &std::sync::Arc<AtomicBool>) -> anyh
     );
     outln!(
         "demo:   store    {} ({}, {})",
-        store.display(),
-        count(generated.conversations as u64, "conversation"),
-        human_bytes(folder_bytes(&store))
+        run.store.display(),
+        count(run.generated, "conversation"),
+        human_bytes(folder_bytes(run.store))
     );
     outln!(
         "demo:   sweep    {} (manifest.json, sessions.csv, corpus/ with {} raw responses and sidecars; {})",
-        sweep_dir.display(),
-        std::fs::read_dir(sweep_dir.join("corpus"))
+        run.sweep_dir.display(),
+        std::fs::read_dir(run.sweep_dir.join("corpus"))
             .map(|d| d.count())
             .unwrap_or(0),
-        human_bytes(folder_bytes(&sweep_dir))
+        human_bytes(folder_bytes(run.sweep_dir))
     );
     outln!(
         "demo:   report   {} and {}",
-        report.display(),
-        chart.display()
+        out.join(REPORT).display(),
+        out.join(CHART).display()
     );
-    outln!("demo:   manifest {}", manifest.display());
-    if day.is_some() {
+    outln!(
+        "demo:   manifest {}",
+        run.sweep_dir.join(crate::manifest::MANIFEST_FILE).display()
+    );
+    if release_day {
         outln!(
             "demo:   release  {} (next release), {} (its sweep), {} (audit-diff)",
             out.join(NEXT_STORE).display(),
@@ -484,7 +569,6 @@ fn demo(a: &DemoArgs, ws: &Workspace, stop: &std::sync::Arc<AtomicBool>) -> anyh
             out.join(RELEASE_DIFF).display()
         );
     }
-    Ok(code)
 }
 
 /// Where release day writes, under the demo's folder.
@@ -555,54 +639,48 @@ fn release_day(
             code,
         }
     };
-    let generated = generate_watched(
-        GenerateOptions {
-            out: store.clone(),
-            plan: plan.clone(),
-            force: false,
-        },
-        Release::Next,
-        stop,
-    )?;
+    let generated = generate_watched(&store, plan, Release::Next, stop)?;
     if generated.is_none() {
         return Ok(interrupted("generating the next release"));
     }
-    let sim = demo_sim(&store, Vec::new(), a.seed, a.json_style)?;
-    let schema = Schema::modeled()?;
-    let key = LegacyKey::default();
-    let opts = demo_sweep_options(a, &store, &sweep_dir, sim.url(), stop);
-    let result = sweep(
-        &schema,
-        &key,
-        &opts,
-        stop.clone(),
-        super::progress::progress_mode(a.quiet),
-    );
-    sim.stop();
-    let summary = result?;
+    let summary = sweep_served(a, &store, &sweep_dir, Vec::new(), stop, |_| {})?;
     if summary.interrupted {
         return Ok(interrupted("sweeping the next release"));
     }
     let new = summary.manifest;
-    let (agree, false_verified, off) = agreement(&new, &store)?;
-    let mut d = crate::report::diff::diff(old, &new);
+    let truth = agreement(&new, &store)?;
+    let d = write_release_diff(out, old_sweep, old, &sweep_dir, &new)?;
+    let lines = release_day_lines(out, &new, &truth, &d);
+    let code = verdicts_code(&new, &truth.2);
+    Ok(ReleaseDay { lines, code })
+}
+
+/// The report audit-diff writes of the two sweeps (shapes section
+/// included), redacted as it does, written as `release-diff.md`.
+fn write_release_diff(
+    out: &Path,
+    old_sweep: &Path,
+    old: &Manifest,
+    new_sweep: &Path,
+    new: &Manifest,
+) -> anyhow::Result<crate::report::diff::AuditDiff> {
+    let mut d = crate::report::diff::diff(old, new);
     let old_file = old_sweep.join(crate::manifest::MANIFEST_FILE);
-    let new_file = sweep_dir.join(crate::manifest::MANIFEST_FILE);
+    let new_file = new_sweep.join(crate::manifest::MANIFEST_FILE);
     d.shapes = Some(crate::report::diff::shapes_section(
-        &old_file, old, &new_file, &new,
+        &old_file, old, &new_file, new,
     )?);
     let (old_name, new_name) = (
         old_file.display().to_string(),
         new_file.display().to_string(),
     );
-    // the report audit-diff writes, redacted as it does
     let report = crate::report::redacted::diff_markdown(
         &mut d,
         &crate::report::diff::Inputs {
             old_name: &old_name,
             new_name: &new_name,
             old,
-            new: &new,
+            new,
             incomplete: &[],
         },
         crate::redact::Mode::from_no_redact(false),
@@ -612,6 +690,19 @@ fn release_day(
         report.as_bytes(),
         &WriteOptions::default(),
     )?;
+    Ok(d)
+}
+
+/// What release day says: the next release's counts, its agreement with
+/// its truth, the audit-diff counts and shape entries, the RPC-only
+/// presentation members, the report written.
+fn release_day_lines(
+    out: &Path,
+    new: &Manifest,
+    truth: &(usize, usize, Vec<String>),
+    d: &crate::report::diff::AuditDiff,
+) -> Vec<String> {
+    let (agree, false_verified, off) = truth;
     let c = &new.counts;
     let mut lines = vec![
         format!(
@@ -675,14 +766,7 @@ fn release_day(
         "demo: release day: wrote {}",
         out.join(RELEASE_DIFF).display()
     ));
-    let code = if !new.complete {
-        exit::ERROR
-    } else if off.is_empty() {
-        exit::OK
-    } else {
-        exit::INCOMPLETE
-    };
-    Ok(ReleaseDay { lines, code })
+    lines
 }
 
 /// Removes the folder this run created under the temp dir: only when it is

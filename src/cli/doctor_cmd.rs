@@ -422,13 +422,42 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
     let pinned = crate::rpc::ide::pinned_url(None)?;
     let env = env_token();
     let (schema, key) = a.decode.load()?;
-    let ctx = AuditContext {
-        schema: &schema,
-        key: &key,
-        client: None,
-        bracket_retries: 0,
-    };
+    let ctx = AuditContext::offline(&schema, &key);
     let sel = select(&a.roots)?;
+    let f = examine(&sel, &ctx, pinned.as_deref(), &env)?;
+    if a.json {
+        let v = json!({
+            "healthy": f.healthy,
+            "agyVersion": {"installed": f.installed, "profile": f.release, "skew": f.skew},
+            "roots": f.roots,
+            "missingRoots": sel.missing.iter().map(|m| m.display().to_string()).collect::<Vec<_>>(),
+            "storeFolders": f.extras,
+        });
+        outln!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        print_text(&sel, &f);
+    }
+    Ok(if f.healthy { 0 } else { 1 })
+}
+
+/// What doctor found: the agy versions, each root's report and the store
+/// folders besides the roots.
+struct Findings {
+    healthy: bool,
+    installed: Option<String>,
+    release: &'static str,
+    skew: bool,
+    roots: Vec<Value>,
+    extras: Vec<Value>,
+}
+
+/// Examines every selected root (and the store folders besides them).
+fn examine(
+    sel: &crate::roots::Selection,
+    ctx: &AuditContext,
+    pinned: Option<&str>,
+    env: &Token,
+) -> anyhow::Result<Findings> {
     let installed = installed_agy();
     let release = profile_release();
     let skew = installed.as_deref().is_some_and(|v| v != release);
@@ -437,97 +466,102 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
     let locks = crate::troubles::LockTable::read();
     let installed_set = std::cell::OnceCell::new();
     for r in &sel.roots {
-        let (v, actionable) = root_report(
-            r,
-            &ctx,
-            pinned.as_deref(),
-            &env,
-            locks.as_ref(),
-            &installed_set,
-        )?;
+        let (v, actionable) = root_report(r, ctx, pinned, env, locks.as_ref(), &installed_set)?;
         healthy &= !actionable;
         roots.push(v);
     }
-    let extras = super::doctor_folders::reports(&sel, &ctx, locks.as_ref())?;
-    if a.json {
-        let v = json!({
-            "healthy": healthy,
-            "agyVersion": {"installed": installed, "profile": release, "skew": skew},
-            "roots": roots,
-            "missingRoots": sel.missing.iter().map(|m| m.display().to_string()).collect::<Vec<_>>(),
-            "storeFolders": extras,
-        });
-        outln!("{}", serde_json::to_string_pretty(&v)?);
-    } else {
-        for m in &sel.missing {
-            outln!("{}: not present (default root)", m.display());
-        }
-        let version = match &installed {
-            Some(v) if skew => format!("{v} (skew vs agy {release}, the profile's release)"),
-            Some(v) => format!("{v} (compatible)"),
-            None => format!("not found on PATH (the profile names agy {release})"),
-        };
-        for r in &roots {
-            outln!("{}", r["path"].as_str().unwrap_or(""));
-            outln!("  surface: {}", r["surface"].as_str().unwrap_or(""));
-            let d = &r["daemon"];
-            let text = |v: &Value| terminal(v.as_str().unwrap_or("")).into_owned();
-            match d["state"].as_str() {
-                Some("reachable") => outln!("  daemon: reachable ({})", text(&d["url"])),
-                Some("something else" | "tls mismatch") => outln!(
-                    "  daemon: not agy's ({}): {}",
-                    text(&d["url"]),
-                    text(&d["error"])
-                ),
-                Some(
-                    s @ ("unauthorized" | "wrong listener" | "log unreadable" | "client error"),
-                ) => {
-                    outln!("  daemon: {s} ({})", text(&d["error"]))
-                }
-                Some(s) => outln!("  daemon: {s}"),
-                None => {}
-            }
-            if let Some(line) = csrf_line(r) {
-                outln!("  csrf: {line}");
-            }
-            outln!("  agy version: {version}");
-            let s = &r["sidecars"];
-            outln!(
-                "  sidecars: {}/{} fresh ({} stale, {} missing, {} left alone (not sidecars), {} refused offline by this reader's rules: unknown, nothing to sync)",
-                s["fresh"],
-                s["total"],
-                s["stale"],
-                s["missing"],
-                s["notSidecars"],
-                s["refused"]
-            );
-            let c = &r["counts"];
-            outln!(
-                "  counts: {} verified, {} verified with source-only fields, {} unknown, {} incomplete; {} under an older profile (unknown until re-verified)",
-                c["verified"], c["verifiedSourceOnly"], c["unknown"], c["incomplete"], c["olderProfile"]
-            );
-            for m in r["missingSchemas"].as_array().into_iter().flatten() {
-                outln!(
-                    "  attested under a missing schema: {}",
-                    terminal(m.as_str().unwrap_or(""))
-                );
-            }
-            if let Ok(advice) =
-                serde_json::from_value::<crate::schema_advice::Advice>(r["schema"].clone())
-            {
-                let esc = |t: &str| terminal(t).into_owned();
-                for (i, line) in crate::schema_advice::lines(&advice, &esc)
-                    .iter()
-                    .enumerate()
-                {
-                    outln!("  {}{line}", if i == 0 { "schema: " } else { "    " });
-                }
-            }
-            outln!("  watch: {}", r["watch"].as_str().unwrap_or("unknown"));
-            super::doctor_folders::trouble_lines(&r["troubles"]);
-        }
-        super::doctor_folders::print(&extras);
-        outln!("{}", if healthy { "healthy" } else { "action needed" });
+    let extras = super::doctor_folders::reports(sel, ctx, locks.as_ref())?;
+    Ok(Findings {
+        healthy,
+        installed,
+        release,
+        skew,
+        roots,
+        extras,
+    })
+}
+
+/// doctor's text: the missing default roots, each root's block, the store
+/// folders, the verdict.
+fn print_text(sel: &crate::roots::Selection, f: &Findings) {
+    for m in &sel.missing {
+        outln!("{}: not present (default root)", m.display());
     }
-    Ok(if healthy { 0 } else { 1 })
+    let release = f.release;
+    let version = match &f.installed {
+        Some(v) if f.skew => format!("{v} (skew vs agy {release}, the profile's release)"),
+        Some(v) => format!("{v} (compatible)"),
+        None => format!("not found on PATH (the profile names agy {release})"),
+    };
+    for r in &f.roots {
+        print_root(r, &version);
+    }
+    super::doctor_folders::print(&f.extras);
+    outln!(
+        "{}",
+        if f.healthy {
+            "healthy"
+        } else {
+            "action needed"
+        }
+    );
+}
+
+/// One root's text block (from its `--json` object `r`), with the agy
+/// version line `version`.
+fn print_root(r: &Value, version: &str) {
+    outln!("{}", r["path"].as_str().unwrap_or(""));
+    outln!("  surface: {}", r["surface"].as_str().unwrap_or(""));
+    let d = &r["daemon"];
+    let text = |v: &Value| terminal(v.as_str().unwrap_or("")).into_owned();
+    match d["state"].as_str() {
+        Some("reachable") => outln!("  daemon: reachable ({})", text(&d["url"])),
+        Some("something else" | "tls mismatch") => outln!(
+            "  daemon: not agy's ({}): {}",
+            text(&d["url"]),
+            text(&d["error"])
+        ),
+        Some(s @ ("unauthorized" | "wrong listener" | "log unreadable" | "client error")) => {
+            outln!("  daemon: {s} ({})", text(&d["error"]))
+        }
+        Some(s) => outln!("  daemon: {s}"),
+        None => {}
+    }
+    if let Some(line) = csrf_line(r) {
+        outln!("  csrf: {line}");
+    }
+    outln!("  agy version: {version}");
+    let s = &r["sidecars"];
+    outln!(
+        "  sidecars: {}/{} fresh ({} stale, {} missing, {} left alone (not sidecars), {} refused offline by this reader's rules: unknown, nothing to sync)",
+        s["fresh"],
+        s["total"],
+        s["stale"],
+        s["missing"],
+        s["notSidecars"],
+        s["refused"]
+    );
+    let c = &r["counts"];
+    outln!(
+        "  counts: {} verified, {} verified with source-only fields, {} unknown, {} incomplete; {} under an older profile (unknown until re-verified)",
+        c["verified"], c["verifiedSourceOnly"], c["unknown"], c["incomplete"], c["olderProfile"]
+    );
+    for m in r["missingSchemas"].as_array().into_iter().flatten() {
+        outln!(
+            "  attested under a missing schema: {}",
+            terminal(m.as_str().unwrap_or(""))
+        );
+    }
+    if let Ok(advice) = serde_json::from_value::<crate::schema_advice::Advice>(r["schema"].clone())
+    {
+        let esc = |t: &str| terminal(t).into_owned();
+        for (i, line) in crate::schema_advice::lines(&advice, &esc)
+            .iter()
+            .enumerate()
+        {
+            outln!("  {}{line}", if i == 0 { "schema: " } else { "    " });
+        }
+    }
+    outln!("  watch: {}", r["watch"].as_str().unwrap_or("unknown"));
+    super::doctor_folders::trouble_lines(&r["troubles"]);
 }

@@ -138,134 +138,180 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
         source: src, json, ..
     } = offline_export(&path, &opts).with_context(|| format!("reading {}", path.display()))?;
     // every note said on standard error, kept for --json
-    let mut notes: Vec<String> = report_wal_tail(&path).into_iter().collect();
-    let mut note = |n: String| {
-        crate::note!("{n}");
-        notes.push(n);
-    };
+    let mut notes = Notes(report_wal_tail(&path).into_iter().collect());
     let code = if src.qualified() {
         exit::OK
     } else {
         exit::UNKNOWN
     };
-    let mut json = json;
+    let Some(mut json) = exportable(&a, &path, &src, json, &mut notes) else {
+        if a.json {
+            print_json(&a, &src, None, notes.0, code, None)?;
+        }
+        return Ok(code);
+    };
+    let tree = (!a.no_tree).then(|| Tree::scan(&path, &known, &mut json));
+    let mut tally = crate::redact::Redactions::default();
+    let bytes = render(&a, &src, json, tree.as_ref(), &opts, &mut tally)?;
+    if a.redact {
+        notes.say(redaction_note(&tally));
+    }
+    match &a.out {
+        Some(out) => write_out(&a, &path, out, &bytes, &mut notes)?,
+        None if a.json => {}
+        None => crate::util::term::out(&bytes),
+    }
+    if a.json {
+        let redaction = a.redact.then_some(&tally);
+        print_json(&a, &src, Some(&bytes), notes.0, code, redaction)?;
+    }
+    Ok(code)
+}
+
+/// `--out FILE`: the export written atomically (mode 0600), never over
+/// the source, its companions or a decode input.
+fn write_out(
+    a: &ExportArgs,
+    path: &std::path::Path,
+    out: &std::path::Path,
+    bytes: &[u8],
+    notes: &mut Notes,
+) -> anyhow::Result<()> {
+    let mut protected = vec![path.to_path_buf()];
+    protected.extend(companions(path));
+    protected.extend(a.decode.inputs());
+    let wo = WriteOptions {
+        force: a.force,
+        mode: Some(0o600),
+        protected,
+    };
+    write_file(out, bytes, &wo)?;
+    notes.say(format!("wrote {} ({} bytes)", out.display(), bytes.len()));
+    Ok(())
+}
+
+/// The notes said on standard error, kept for `--json`.
+struct Notes(Vec<String>);
+
+impl Notes {
+    fn say(&mut self, n: String) {
+        crate::note!("{n}");
+        self.0.push(n);
+    }
+}
+
+/// What there is to export: the source's JSON, unless it is refused as
+/// unknown (without `--allow-unknown`) or does not decode, each said.
+fn exportable(
+    a: &ExportArgs,
+    path: &std::path::Path,
+    src: &crate::source::DecodedSource,
+    json: Option<serde_json::Value>,
+    notes: &mut Notes,
+) -> Option<serde_json::Value> {
     if let Some(r) = src.reason() {
-        note(format!(
+        notes.say(format!(
             "agy-audit: unknown: {}: {r} [{}]",
             path.display(),
             r.class
         ));
         if !a.allow_unknown {
-            note(
+            notes.say(
                 "agy-audit: nothing exported (use --allow-unknown to export it marked incomplete)"
                     .to_string(),
             );
-            json = None;
+            return None;
         }
     } else if json.is_none() {
-        note(format!(
+        notes.say(format!(
             "agy-audit: {}: the source does not decode; nothing to export",
             path.display()
         ));
     }
-    let Some(json) = json else {
-        if a.json {
-            print_json(&a, &src, None, notes, code, None)?;
-        }
-        return Ok(code);
-    };
-    let mut json = json;
-    let tree = (!a.no_tree).then(|| Tree::scan(&path, &known, &mut json));
-    let mut tally = crate::redact::Redactions::default();
-    let bytes = match a.format {
+    json
+}
+
+/// The export's bytes in `--format`, with the parent links of `tree`
+/// reported (and, in Markdown, its children nested), redacted with
+/// `--redact` (counted in `tally`).
+fn render(
+    a: &ExportArgs,
+    src: &crate::source::DecodedSource,
+    mut json: serde_json::Value,
+    tree: Option<&Tree>,
+    opts: &ReadOptions,
+    tally: &mut crate::redact::Redactions,
+) -> anyhow::Result<Vec<u8>> {
+    Ok(match a.format {
         ExportFormat::Json => {
-            if let Some(t) = &tree {
+            if let Some(t) = tree {
                 report_links(&t.index, &[]);
             }
             if a.redact {
-                redact_strings(&mut json, &mut tally);
+                redact_strings(&mut json, tally);
             }
             let mut b = serde_json::to_vec_pretty(&json)?;
             b.push(b'\n');
             b
         }
         ExportFormat::Md => {
-            let notice = crate::export::offline_notice(&src);
-            match &tree {
-                Some(t) => {
-                    let mut index = t.index.clone();
-                    let (md, nested) = crate::tree::nested_markdown(
-                        &json,
-                        &notice,
-                        &t.id,
-                        &t.roots,
-                        &opts,
-                        a.allow_unknown,
-                        &mut index,
-                    );
-                    report_links(&index, &nested.diagnostics);
-                    if !nested.shown.is_empty() {
-                        crate::note!(
-                            "agy-audit export-offline: nested {} subagent conversation{}",
-                            nested.shown.len(),
-                            if nested.shown.len() == 1 { "" } else { "s" }
-                        );
-                    }
-                    md.into_bytes()
-                }
-                None => crate::export::offline_markdown(&src, &json).into_bytes(),
+            let notice = crate::export::offline_notice(src);
+            let mut text = match tree {
+                Some(t) => nested(a, &json, &notice, t, opts),
+                None => crate::export::offline_markdown(src, &json),
+            };
+            // the Markdown text whole, before anything is written
+            if a.redact {
+                tally.apply_owned(&mut text);
             }
-        }
-    };
-    let bytes = match (&a.format, a.redact) {
-        // the Markdown text whole, before anything is written
-        (ExportFormat::Md, true) => {
-            let mut text = String::from_utf8_lossy(&bytes).into_owned();
-            tally.apply_owned(&mut text);
             text.into_bytes()
         }
-        _ => bytes,
-    };
-    if a.redact {
-        note(format!(
-            "redacted {} value{} ({}; ruleset {})",
-            tally.total(),
-            if tally.total() == 1 { "" } else { "s" },
-            if tally.total() == 0 {
-                "none found".to_string()
-            } else {
-                tally.rules_text()
-            },
-            crate::redact::RULESET_VERSION
-        ));
+    })
+}
+
+/// `--format md` with the children the known roots hold nested under the
+/// steps that invoked them, the parent-link diagnostics reported.
+fn nested(
+    a: &ExportArgs,
+    json: &serde_json::Value,
+    notice: &str,
+    t: &Tree,
+    opts: &ReadOptions,
+) -> String {
+    let mut index = t.index.clone();
+    let (md, nested) = crate::tree::nested_markdown(
+        json,
+        notice,
+        &t.id,
+        &t.roots,
+        opts,
+        a.allow_unknown,
+        &mut index,
+    );
+    report_links(&index, &nested.diagnostics);
+    if !nested.shown.is_empty() {
+        crate::note!(
+            "agy-audit export-offline: nested {} subagent conversation{}",
+            nested.shown.len(),
+            if nested.shown.len() == 1 { "" } else { "s" }
+        );
     }
-    match &a.out {
-        Some(out) => {
-            let mut protected = vec![path.clone()];
-            protected.extend(companions(&path));
-            protected.extend(a.decode.inputs());
-            let wo = WriteOptions {
-                force: a.force,
-                mode: Some(0o600),
-                protected,
-            };
-            write_file(out, &bytes, &wo)?;
-            note(format!("wrote {} ({} bytes)", out.display(), bytes.len()));
-        }
-        None if a.json => {}
-        None => crate::util::term::out(&bytes),
-    }
-    if a.json {
-        print_json(
-            &a,
-            &src,
-            Some(&bytes),
-            notes,
-            code,
-            a.redact.then_some(&tally),
-        )?;
-    }
-    Ok(code)
+    md
+}
+
+/// What `--redact` says it redacted.
+fn redaction_note(tally: &crate::redact::Redactions) -> String {
+    format!(
+        "redacted {} value{} ({}; ruleset {})",
+        tally.total(),
+        if tally.total() == 1 { "" } else { "s" },
+        if tally.total() == 0 {
+            "none found".to_string()
+        } else {
+            tally.rules_text()
+        },
+        crate::redact::RULESET_VERSION
+    )
 }
 
 /// Every string of `v` through the redactor (keys are field names, not

@@ -354,26 +354,49 @@ pub fn run(a: ListArgs) -> anyhow::Result<i32> {
     };
     let ctx = decoded
         .as_ref()
-        .map(|(schema, key)| crate::pipeline::AuditContext {
-            schema,
-            key,
-            client: None,
-            bracket_retries: 0,
-        });
+        .map(|(schema, key)| crate::pipeline::AuditContext::offline(schema, key));
     for m in &sel.missing {
         crate::note!(
             "list: default root {} does not exist (skipped)",
             m.display()
         );
     }
+    let (mut rows, indexes) = collect(&a, &sel, ctx.as_ref())?;
+    // newest first; ties in root order, then by id (deterministic)
+    rows.sort_by(|x, y| y.modified.cmp(&x.modified).then(x.id.cmp(&y.id)));
+    for r in &rows {
+        if a.json {
+            outln!("{}", serde_json::to_string(r)?);
+        } else {
+            print_row(r);
+        }
+    }
+    // each root's summaries index (--check): its state, the conversations
+    // it misses and its entries without a file
+    for (root, index) in indexes.iter().filter(|_| !a.json) {
+        for line in crate::troubles::index_lines(index) {
+            outln!("{}  {}", terminal(root), terminal(&line));
+        }
+    }
+    Ok(0)
+}
+
+/// A root (as shown) and its summaries index state (--check).
+type RootIndex = (String, crate::troubles::IndexState);
+
+/// The rows of every root, then of the store folders besides the default
+/// roots, and (with `ctx`: --check) each root's summaries index state.
+fn collect(
+    a: &ListArgs,
+    sel: &crate::roots::Selection,
+    ctx: Option<&crate::pipeline::AuditContext>,
+) -> anyhow::Result<(Vec<Row>, Vec<RootIndex>)> {
     let mut rows = Vec::new();
-    let locks = ctx
-        .as_ref()
-        .and_then(|_| crate::troubles::LockTable::read());
+    let locks = ctx.and_then(|_| crate::troubles::LockTable::read());
     let mut indexes = Vec::new();
     for r in &sel.roots {
-        let mut found = rows_of(r, a.include_implicit, ctx.as_ref())?;
-        if let Some(ctx) = &ctx {
+        let mut found = rows_of(r, a.include_implicit, ctx)?;
+        if let Some(ctx) = ctx {
             indexes.push(troubles_of(&mut found, r, ctx, locks.as_ref())?);
         }
         rows.extend(found);
@@ -395,7 +418,7 @@ pub fn run(a: ListArgs) -> anyhow::Result<i32> {
             terminal(&f.path.display().to_string())
         );
         let root = f.as_root();
-        let mut found = rows_of(&root, a.include_implicit, ctx.as_ref())?;
+        let mut found = rows_of(&root, a.include_implicit, ctx)?;
         for row in &mut found {
             row.surface = f.surface_label();
             row.store = Some(f.kind.as_str());
@@ -404,55 +427,44 @@ pub fn run(a: ListArgs) -> anyhow::Result<i32> {
                     .map(|r| r.path.display().to_string()),
             );
         }
-        if let Some(ctx) = &ctx {
+        if let Some(ctx) = ctx {
             indexes.push(troubles_of(&mut found, &root, ctx, locks.as_ref())?);
         }
         rows.extend(found);
     }
-    // newest first; ties in root order, then by id (deterministic)
-    rows.sort_by(|x, y| y.modified.cmp(&x.modified).then(x.id.cmp(&y.id)));
-    for r in &rows {
-        if a.json {
-            outln!("{}", serde_json::to_string(r)?);
-        } else {
-            let steps = r.steps.map_or_else(|| "-".to_string(), |n| n.to_string());
-            let state = match r.fresh {
-                Some(false) => format!("stale ({})", r.sidecar),
-                _ => r.sidecar.to_string(),
-            };
-            outln!(
-                "{}  {}  {:<8}  {:>10}  {:>5}  {:<20}  {}{}{}",
-                r.id,
-                r.surface,
-                r.format,
-                r.size,
-                steps,
-                state,
-                r.root,
-                if r.implicit { "  (implicit)" } else { "" },
-                r.title
-                    .as_deref()
-                    .map(|t| format!("  {}", one_line(t)))
-                    .unwrap_or_default()
-            );
-            if let Some(kind) = r.store {
-                let copy = match &r.copy_of {
-                    Some(Some(live)) => format!(": a copy of {}'s", terminal(live)),
-                    _ => String::new(),
-                };
-                outln!("    in a store folder besides the roots ({kind}){copy}; never written");
-            }
-            for line in &r.trouble_lines {
-                outln!("    {}", terminal(line));
-            }
-        }
+    Ok((rows, indexes))
+}
+
+/// One row's text lines.
+fn print_row(r: &Row) {
+    let steps = r.steps.map_or_else(|| "-".to_string(), |n| n.to_string());
+    let state = match r.fresh {
+        Some(false) => format!("stale ({})", r.sidecar),
+        _ => r.sidecar.to_string(),
+    };
+    outln!(
+        "{}  {}  {:<8}  {:>10}  {:>5}  {:<20}  {}{}{}",
+        r.id,
+        r.surface,
+        r.format,
+        r.size,
+        steps,
+        state,
+        r.root,
+        if r.implicit { "  (implicit)" } else { "" },
+        r.title
+            .as_deref()
+            .map(|t| format!("  {}", one_line(t)))
+            .unwrap_or_default()
+    );
+    if let Some(kind) = r.store {
+        let copy = match &r.copy_of {
+            Some(Some(live)) => format!(": a copy of {}'s", terminal(live)),
+            _ => String::new(),
+        };
+        outln!("    in a store folder besides the roots ({kind}){copy}; never written");
     }
-    // each root's summaries index (--check): its state, the conversations
-    // it misses and its entries without a file
-    for (root, index) in indexes.iter().filter(|_| !a.json) {
-        for line in crate::troubles::index_lines(index) {
-            outln!("{}  {}", terminal(root), terminal(&line));
-        }
+    for line in &r.trouble_lines {
+        outln!("    {}", terminal(line));
     }
-    Ok(0)
 }

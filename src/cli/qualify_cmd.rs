@@ -107,80 +107,149 @@ pub fn run(mut a: QualifyArgs) -> anyhow::Result<i32> {
         super::common::refuse_collisions(&[Named::new("--junit", junit)], &inputs, a.force)?;
     }
     let (schema, key) = a.decode.load()?;
-    let ctx = AuditContext {
-        schema: &schema,
-        key: &key,
-        client: None,
-        bracket_retries: 0,
-    };
-    let mut results = qualify(&ctx, &manifest, &root);
-    // Rechecked as recorded; only the reasons shown are redacted.
+    let mut results = qualify(&AuditContext::offline(&schema, &key), &manifest, &root);
     let mode = Mode::from_no_redact(a.no_redact);
-    let mut tally = Redactions::default();
-    if mode.on() {
-        for r in &mut results {
-            if let Some(t) = &mut r.reason {
-                tally.apply_owned(t);
-            }
-        }
-    } else if !a.json {
-        outln!("{}", crate::redact::NOT_REDACTED);
-    }
-    let mut totals = std::collections::BTreeMap::<&str, usize>::new();
-    let mut broken = 0;
-    let mut incomplete = false;
-    for r in &results {
-        if !a.json {
-            outln!("{}", r.line());
-        }
-        *totals.entry(r.status).or_insert(0) += 1;
-        if !r.holds {
-            broken += 1;
-            incomplete |= r
-                .change
-                .map(|c| c.verdict() == VerdictKind::Incomplete)
-                .unwrap_or(false);
-        }
-    }
+    let tally = redact_reasons(&mut results, mode, a.json);
+    let counts = Counts::of(&results, !a.json);
     if let Some(junit) = &a.junit {
         let protected = inputs.into_iter().map(|n| n.path).collect();
         let props = crate::report::redacted::junit_properties(mode, &tally);
         write_junit(junit, &a, &manifest, protected, &results, &props)?;
     }
     let absent = absent_sources(&manifest, &root);
-    let t = |k| totals.get(k).copied().unwrap_or(0);
     if a.json {
-        let sessions: Vec<serde_json::Value> = results
-            .iter()
-            .map(|r| {
-                serde_json::json!({
-                    "fileId": r.file_id,
-                    "status": r.status,
-                    "holds": r.holds,
-                    "reason": r.reason,
-                    "change": r.change.map(|c| c.id()),
-                })
+        print_json(&a, &root, &results, &counts, &absent, mode, &tally)?;
+    } else {
+        print_summary(&results, &counts, &absent, mode, &tally);
+    }
+    Ok(counts.exit_code())
+}
+
+/// Rechecked as recorded; only the reasons shown are redacted (unless
+/// `--no-redact`, which the lines then say first).
+fn redact_reasons(
+    results: &mut [crate::report::qualify::Recheck],
+    mode: Mode,
+    json: bool,
+) -> Redactions {
+    let mut tally = Redactions::default();
+    if mode.on() {
+        for r in results.iter_mut() {
+            if let Some(t) = &mut r.reason {
+                tally.apply_owned(t);
+            }
+        }
+    } else if !json {
+        outln!("{}", crate::redact::NOT_REDACTED);
+    }
+    tally
+}
+
+/// The rechecks counted by status, and those whose recorded result no
+/// longer holds.
+struct Counts {
+    totals: std::collections::BTreeMap<&'static str, usize>,
+    sessions: usize,
+    broken: usize,
+    /// One that no longer holds became incomplete.
+    incomplete: bool,
+}
+
+impl Counts {
+    /// Counts `results`, printing each one's line when `lines`.
+    fn of(results: &[crate::report::qualify::Recheck], lines: bool) -> Counts {
+        let mut c = Counts {
+            totals: std::collections::BTreeMap::new(),
+            sessions: results.len(),
+            broken: 0,
+            incomplete: false,
+        };
+        for r in results {
+            if lines {
+                outln!("{}", r.line());
+            }
+            *c.totals.entry(r.status).or_insert(0) += 1;
+            if !r.holds {
+                c.broken += 1;
+                c.incomplete |= r
+                    .change
+                    .map(|c| c.verdict() == VerdictKind::Incomplete)
+                    .unwrap_or(false);
+            }
+        }
+        c
+    }
+
+    fn of_status(&self, status: &str) -> usize {
+        self.totals.get(status).copied().unwrap_or(0)
+    }
+
+    fn exit_code(&self) -> i32 {
+        if self.broken == 0 {
+            exit::OK
+        } else if self.incomplete {
+            exit::INCOMPLETE
+        } else {
+            exit::UNKNOWN
+        }
+    }
+}
+
+/// `--json`: the one object.
+fn print_json(
+    a: &QualifyArgs,
+    root: &std::path::Path,
+    results: &[crate::report::qualify::Recheck],
+    counts: &Counts,
+    absent: &[String],
+    mode: Mode,
+    tally: &Redactions,
+) -> anyhow::Result<()> {
+    let t = |k| counts.of_status(k);
+    let sessions: Vec<serde_json::Value> = results
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "fileId": r.file_id,
+                "status": r.status,
+                "holds": r.holds,
+                "reason": r.reason,
+                "change": r.change.map(|c| c.id()),
             })
-            .collect();
-        let doc = serde_json::json!({
-            "manifest": a.manifest.display().to_string(),
-            "root": root.display().to_string(),
-            "sessions": sessions,
-            "counts": {
-                "sessions": results.len(),
-                "verified": t("VERIFIED"),
-                "verifiedSourceOnly": t("VERIFIED WITH SOURCE-ONLY FIELDS"),
-                "incomplete": t("INCOMPLETE"),
-                "unknown": t("UNKNOWN"),
-                "error": t("ERROR"),
-                "holding": results.len() - broken,
-                "changed": broken,
-            },
-            "absent": absent,
-            "redaction": crate::report::redacted::json_member(mode, &tally),
-        });
-        outln!("{}", serde_json::to_string_pretty(&doc)?);
-    } else if !absent.is_empty() {
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "manifest": a.manifest.display().to_string(),
+        "root": root.display().to_string(),
+        "sessions": sessions,
+        "counts": {
+            "sessions": counts.sessions,
+            "verified": t("VERIFIED"),
+            "verifiedSourceOnly": t("VERIFIED WITH SOURCE-ONLY FIELDS"),
+            "incomplete": t("INCOMPLETE"),
+            "unknown": t("UNKNOWN"),
+            "error": t("ERROR"),
+            "holding": counts.sessions - counts.broken,
+            "changed": counts.broken,
+        },
+        "absent": absent,
+        "redaction": crate::report::redacted::json_member(mode, tally),
+    });
+    outln!("{}", serde_json::to_string_pretty(&doc)?);
+    Ok(())
+}
+
+/// The text's last lines: the sources absent from the manifest, the
+/// counts, the redaction tally.
+fn print_summary(
+    results: &[crate::report::qualify::Recheck],
+    counts: &Counts,
+    absent: &[String],
+    mode: Mode,
+    tally: &Redactions,
+) {
+    let t = |k| counts.of_status(k);
+    if !absent.is_empty() {
         const SHOWN: usize = 20;
         let more = absent.len().saturating_sub(SHOWN);
         outln!(
@@ -199,8 +268,7 @@ pub fn run(mut a: QualifyArgs) -> anyhow::Result<i32> {
             }
         );
     }
-    if !a.json {
-        outln!(
+    outln!(
         "audit-qualify: sessions={} verified={} verifiedSourceOnly={} incomplete={} unknown={} error={} holding={} changed={} absent={}",
         results.len(),
         t("VERIFIED"),
@@ -208,21 +276,13 @@ pub fn run(mut a: QualifyArgs) -> anyhow::Result<i32> {
         t("INCOMPLETE"),
         t("UNKNOWN"),
         t("ERROR"),
-        results.len() - broken,
-        broken,
+        results.len() - counts.broken,
+        counts.broken,
         absent.len()
     );
-        if mode.on() {
-            outln!("audit-qualify: {tally}");
-        }
+    if mode.on() {
+        outln!("audit-qualify: {tally}");
     }
-    Ok(if broken == 0 {
-        exit::OK
-    } else if incomplete {
-        exit::INCOMPLETE
-    } else {
-        exit::UNKNOWN
-    })
 }
 
 /// The files audit-qualify reads (the manifest, the decode inputs, every

@@ -4,10 +4,10 @@
 use super::common::{DecodeArgs, RootsArg};
 use super::daemon_args::DaemonArgs;
 use crate::attest::cache::{classify, sidecar_path, Existing, NotASidecar};
-use crate::attest::recheck::{recheck, Drift};
+use crate::attest::recheck::Drift;
 use crate::pipeline::{audit_prepared, prepare, AuditContext};
 use crate::rpc::DaemonClient;
-use crate::sidecars::{Publication, PublishError};
+use crate::sidecars::{recheck_saved, Publication, PublishError, Rechecked};
 use crate::verdict::{exit, VerdictKind};
 use anyhow::Context;
 use clap::Args;
@@ -77,141 +77,7 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
     // a sidecar is read at most the response cap in force (plus its record)
     let cap = crate::attest::cache::sidecar_cap(a.daemon.max_response_bytes);
     if a.recheck {
-        if let Err(e) = std::fs::symlink_metadata(&out) {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                outln!(
-                    "UNKNOWN {} (no sidecar at {}: missing evidence; run `agy-audit sync` first)",
-                    path.display(),
-                    out.display()
-                );
-                return Ok(exit::UNKNOWN);
-            }
-            return Err(e).with_context(|| format!("reading {}", out.display()));
-        }
-        let ctx = AuditContext {
-            schema: &schema,
-            key: &key,
-            client: None,
-            bracket_retries: 0,
-        };
-        let now = prepare(&ctx, &path)?;
-        let cascade = now.source.cascade_id();
-        // the one rule (and strict reader) every command applies to a
-        // sidecar path
-        let saved = match classify(&out, &schema, &cascade, cap) {
-            Existing::Attested(saved) => saved,
-            Existing::Absent | Existing::Unattested { .. } => {
-                outln!(
-                    "UNKNOWN {} (no attestation in {}: missing evidence)",
-                    path.display(),
-                    out.display()
-                );
-                return Ok(exit::UNKNOWN);
-            }
-            // another conversation's file, or one that cannot be read as
-            // JSON (a FIFO, a file past the sidecar cap...): an error naming
-            // it (nothing to recheck)
-            Existing::Foreign(
-                why @ (NotASidecar::OtherConversation { .. }
-                | NotASidecar::NotJson(_)
-                | NotASidecar::Unreadable(_)
-                | NotASidecar::TooLarge { .. }
-                | NotASidecar::Symlink
-                | NotASidecar::NotAFile),
-            ) => anyhow::bail!(
-                "{}: not this conversation's trajectory sidecar ({why}; {} is {cascade})",
-                out.display(),
-                path.display()
-            ),
-            Existing::Foreign(why) => {
-                outln!(
-                    "UNKNOWN {} (no attestation of this conversation in {}: {why}; missing evidence)",
-                    path.display(),
-                    out.display()
-                );
-                return Ok(exit::UNKNOWN);
-            }
-        };
-        // Evidence minted under a stored agy set is rechecked with that set
-        // (the source read again under it); a missing one is named with the
-        // command that restores it, and the attestation stays unknown.
-        let rechecks = crate::installed::Rechecks::new(&schema);
-        let now = match rechecks.for_profile(&saved.completeness.profile) {
-            Ok(chosen) if chosen.is_stored() => prepare(
-                &AuditContext {
-                    schema: &chosen,
-                    ..ctx
-                },
-                &path,
-            )?,
-            Ok(_) => now,
-            Err(missing) => {
-                outln!(
-                    "UNKNOWN {} (attested under {}: {missing})",
-                    path.display(),
-                    crate::report::escape::terminal(&saved.completeness.profile)
-                );
-                return Ok(exit::UNKNOWN);
-            }
-        };
-        let checked = recheck(&now.source, &saved);
-        let saved = &saved.completeness;
-        let (status, code) = match checked {
-            Err(Drift::NotStrict(d)) => (
-                format!(
-                    "INCOMPLETE (the sidecar does not read strictly: {d}; its payload is not the attested one)"
-                ),
-                exit::INCOMPLETE,
-            ),
-            Err(Drift::OtherProfile) => (
-                format!(
-                    "UNKNOWN (profile changed: attested {}, now {})",
-                    saved.profile, now.source.profile
-                ),
-                exit::UNKNOWN,
-            ),
-            Err(Drift::SourceChanged) => (
-                "INCOMPLETE (source changed since the attestation)".to_string(),
-                exit::INCOMPLETE,
-            ),
-            Err(Drift::PayloadChanged) => (
-                "INCOMPLETE (payload changed since the attestation)".to_string(),
-                exit::INCOMPLETE,
-            ),
-            Err(Drift::NoLongerQualifies(r)) => {
-                (format!("UNKNOWN (no longer qualifies: {r})"), exit::UNKNOWN)
-            }
-            Err(Drift::SourceOnlyChanged) => (
-                "INCOMPLETE (source-only record changed since the attestation)".to_string(),
-                exit::INCOMPLETE,
-            ),
-            Err(Drift::KindChanged(kind)) => (
-                format!(
-                    "INCOMPLETE (verdict kind changed: attested {}, the source now yields {})",
-                    saved.verdict.as_str(),
-                    kind.as_str()
-                ),
-                exit::INCOMPLETE,
-            ),
-            Ok(()) if saved.verdict == VerdictKind::VerifiedSourceOnly => (
-                format!(
-                    "VERIFIED WITH SOURCE-ONLY FIELDS ({})",
-                    saved.reason.clone().unwrap_or_default()
-                ),
-                exit::OK,
-            ),
-            Ok(()) if saved.verdict == VerdictKind::Verified => ("VERIFIED".to_string(), exit::OK),
-            Ok(()) => (
-                format!(
-                    "{} (attested {})",
-                    saved.verdict.as_str().to_uppercase(),
-                    saved.reason.clone().unwrap_or_default()
-                ),
-                exit::UNKNOWN,
-            ),
-        };
-        outln!("{status} {}", path.display());
-        return Ok(code);
+        return recheck_cmd(&AuditContext::offline(&schema, &key), &path, &out, cap);
     }
     let Some(root) = found.root else {
         return Err(crate::Error::Root(crate::error::RootError::NoRoot).into());
@@ -237,40 +103,171 @@ pub fn run(a: SyncArgs) -> anyhow::Result<i32> {
         return Err(crate::Error::Daemon(e).into());
     }
     let s = &r.record;
-    let verdict = s.verdict_str();
     match &r.sidecar {
         Some(bytes) => {
-            let inputs = a.decode.inputs();
-            let published = crate::sidecars::publish(&Publication {
-                source: &path,
-                sidecar: &out,
-                bytes,
-                schema: &schema,
-                cascade: &s.cascade_id,
-                cap,
-                protected: &inputs,
-                replace_foreign: a.force,
-            });
-            match published {
-                Ok(_) => {}
-                Err(PublishError::Foreign { path, why }) => return Err(not_replaced(&path, &why)),
-                Err(PublishError::Write(e)) => return Err(e.into()),
-            }
-            outln!(
-                "synced {} {verdict}{} wrote {}",
-                s.file_id,
-                s.reason_text()
-                    .map(|x| format!(" ({x})"))
-                    .unwrap_or_default(),
-                out.display()
-            );
+            publish(&a, &path, &out, &schema, cap, s, bytes)?;
         }
         None => outln!(
             "{} {} ({})",
-            verdict.to_uppercase(),
+            s.verdict_str().to_uppercase(),
             s.file_id,
             s.reason_text().unwrap_or_default()
         ),
     }
     Ok(s.result.exit_code())
+}
+
+/// Publishes the fresh sidecar `bytes` of the session `s` at `out`
+/// ([`crate::sidecars::publish`]) and says so.
+fn publish(
+    a: &SyncArgs,
+    path: &Path,
+    out: &Path,
+    schema: &crate::schema::Schema,
+    cap: u64,
+    s: &crate::manifest::SessionRecord,
+    bytes: &[u8],
+) -> anyhow::Result<()> {
+    let inputs = a.decode.inputs();
+    let published = crate::sidecars::publish(&Publication {
+        source: path,
+        sidecar: out,
+        bytes,
+        schema,
+        cascade: &s.cascade_id,
+        cap,
+        protected: &inputs,
+        replace_foreign: a.force,
+    });
+    match published {
+        Ok(_) => {}
+        Err(PublishError::Foreign { path, why }) => return Err(not_replaced(&path, &why)),
+        Err(PublishError::Write(e)) => return Err(e.into()),
+    }
+    outln!(
+        "synced {} {}{} wrote {}",
+        s.file_id,
+        s.verdict_str(),
+        s.reason_text()
+            .map(|x| format!(" ({x})"))
+            .unwrap_or_default(),
+        out.display()
+    );
+    Ok(())
+}
+
+/// `sync --recheck`: the saved attestation at `out` rechecked offline
+/// ([`crate::sidecars::recheck_saved`]), its status line printed.
+fn recheck_cmd(ctx: &AuditContext, path: &Path, out: &Path, cap: u64) -> anyhow::Result<i32> {
+    if let Err(e) = std::fs::symlink_metadata(out) {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            outln!(
+                "UNKNOWN {} (no sidecar at {}: missing evidence; run `agy-audit sync` first)",
+                path.display(),
+                out.display()
+            );
+            return Ok(exit::UNKNOWN);
+        }
+        return Err(e).with_context(|| format!("reading {}", out.display()));
+    }
+    let (status, code) = match recheck_saved(ctx, path, out, cap)? {
+        Rechecked::NoAttestation => {
+            outln!(
+                "UNKNOWN {} (no attestation in {}: missing evidence)",
+                path.display(),
+                out.display()
+            );
+            return Ok(exit::UNKNOWN);
+        }
+        Rechecked::Foreign { why, cascade } => anyhow::bail!(
+            "{}: not this conversation's trajectory sidecar ({why}; {} is {cascade})",
+            out.display(),
+            path.display()
+        ),
+        Rechecked::NotAttested(why) => {
+            outln!(
+                "UNKNOWN {} (no attestation of this conversation in {}: {why}; missing evidence)",
+                path.display(),
+                out.display()
+            );
+            return Ok(exit::UNKNOWN);
+        }
+        Rechecked::MissingSet { profile, missing } => {
+            outln!(
+                "UNKNOWN {} (attested under {}: {missing})",
+                path.display(),
+                crate::report::escape::terminal(&profile)
+            );
+            return Ok(exit::UNKNOWN);
+        }
+        Rechecked::Checked {
+            saved,
+            now_profile,
+            drift,
+        } => recheck_status(drift, &saved.completeness, &now_profile),
+    };
+    outln!("{status} {}", path.display());
+    Ok(code)
+}
+
+/// The status a recheck says and its exit code.
+fn recheck_status(
+    checked: Result<(), Drift>,
+    saved: &crate::attest::Completeness,
+    now_profile: &str,
+) -> (String, i32) {
+    match checked {
+        Err(Drift::NotStrict(d)) => (
+            format!(
+                "INCOMPLETE (the sidecar does not read strictly: {d}; its payload is not the attested one)"
+            ),
+            exit::INCOMPLETE,
+        ),
+        Err(Drift::OtherProfile) => (
+            format!(
+                "UNKNOWN (profile changed: attested {}, now {now_profile})",
+                saved.profile
+            ),
+            exit::UNKNOWN,
+        ),
+        Err(Drift::SourceChanged) => (
+            "INCOMPLETE (source changed since the attestation)".to_string(),
+            exit::INCOMPLETE,
+        ),
+        Err(Drift::PayloadChanged) => (
+            "INCOMPLETE (payload changed since the attestation)".to_string(),
+            exit::INCOMPLETE,
+        ),
+        Err(Drift::NoLongerQualifies(r)) => {
+            (format!("UNKNOWN (no longer qualifies: {r})"), exit::UNKNOWN)
+        }
+        Err(Drift::SourceOnlyChanged) => (
+            "INCOMPLETE (source-only record changed since the attestation)".to_string(),
+            exit::INCOMPLETE,
+        ),
+        Err(Drift::KindChanged(kind)) => (
+            format!(
+                "INCOMPLETE (verdict kind changed: attested {}, the source now yields {})",
+                saved.verdict.as_str(),
+                kind.as_str()
+            ),
+            exit::INCOMPLETE,
+        ),
+        Ok(()) if saved.verdict == VerdictKind::VerifiedSourceOnly => (
+            format!(
+                "VERIFIED WITH SOURCE-ONLY FIELDS ({})",
+                saved.reason.clone().unwrap_or_default()
+            ),
+            exit::OK,
+        ),
+        Ok(()) if saved.verdict == VerdictKind::Verified => ("VERIFIED".to_string(), exit::OK),
+        Ok(()) => (
+            format!(
+                "{} (attested {})",
+                saved.verdict.as_str().to_uppercase(),
+                saved.reason.clone().unwrap_or_default()
+            ),
+            exit::UNKNOWN,
+        ),
+    }
 }

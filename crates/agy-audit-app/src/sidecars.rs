@@ -175,3 +175,81 @@ pub fn check(
     c.saved = saved;
     c
 }
+
+/// What `sync --recheck` found of a conversation's saved attestation.
+pub enum Rechecked {
+    /// A trajectory sidecar (or nothing readable as one) without an
+    /// attestation: missing evidence.
+    NoAttestation,
+    /// Something else, read as nothing of this conversation's: missing
+    /// evidence (`why` says what it is).
+    NotAttested(NotASidecar),
+    /// Not this conversation's sidecar at all (another conversation's, or
+    /// a file that cannot be read as JSON): an error naming it, nothing to
+    /// recheck.
+    Foreign { why: NotASidecar, cascade: String },
+    /// Attested under a stored agy set that is not here: unknown.
+    MissingSet {
+        profile: String,
+        missing: crate::installed::SetUnavailable,
+    },
+    /// Rechecked against the source now (read again under the set the
+    /// evidence was minted with, when it names one).
+    Checked {
+        saved: Box<Saved>,
+        /// The profile the source yields now.
+        now_profile: String,
+        drift: Result<(), Drift>,
+    },
+}
+
+/// `sync --recheck`: the saved attestation at `sidecar` rechecked offline
+/// against the source at `path` now, by the one rule (and strict reader)
+/// every command applies to a sidecar path ([`classify`]). Evidence minted
+/// under a stored agy set is rechecked with that set; a missing one is
+/// [`Rechecked::MissingSet`]. The caller has seen something at `sidecar`.
+pub fn recheck_saved(
+    ctx: &AuditContext<'_>,
+    path: &Path,
+    sidecar: &Path,
+    cap: u64,
+) -> crate::Result<Rechecked> {
+    let now = prepare(ctx, path)?;
+    let cascade = now.source.cascade_id();
+    let saved = match classify(sidecar, ctx.schema, &cascade, cap) {
+        Existing::Attested(saved) => saved,
+        Existing::Absent | Existing::Unattested { .. } => return Ok(Rechecked::NoAttestation),
+        Existing::Foreign(
+            why @ (NotASidecar::OtherConversation { .. }
+            | NotASidecar::NotJson(_)
+            | NotASidecar::Unreadable(_)
+            | NotASidecar::TooLarge { .. }
+            | NotASidecar::Symlink
+            | NotASidecar::NotAFile),
+        ) => return Ok(Rechecked::Foreign { why, cascade }),
+        Existing::Foreign(why) => return Ok(Rechecked::NotAttested(why)),
+    };
+    let rechecks = crate::installed::Rechecks::new(ctx.schema);
+    let now = match rechecks.for_profile(&saved.completeness.profile) {
+        Ok(chosen) if chosen.is_stored() => prepare(
+            &AuditContext {
+                schema: &chosen,
+                ..*ctx
+            },
+            path,
+        )?,
+        Ok(_) => now,
+        Err(missing) => {
+            return Ok(Rechecked::MissingSet {
+                profile: saved.completeness.profile.clone(),
+                missing,
+            })
+        }
+    };
+    let drift = recheck::recheck(&now.source, &saved);
+    Ok(Rechecked::Checked {
+        saved,
+        now_profile: now.source.profile.clone(),
+        drift,
+    })
+}

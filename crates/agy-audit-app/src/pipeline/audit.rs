@@ -43,6 +43,23 @@ pub struct SessionResult {
     pub setup: Option<RpcError>,
 }
 
+impl SessionResult {
+    /// The result of a session whose audit kept no answer (an unreadable
+    /// source, a refusal or a failure before the fetch): its record alone.
+    fn without_answers(record: SessionRecord, path: PathBuf) -> SessionResult {
+        SessionResult {
+            record,
+            path,
+            full_body: None,
+            ordinary_body: None,
+            sidecar: None,
+            ordinary_shapes: None,
+            abandoned: false,
+            setup: None,
+        }
+    }
+}
+
 /// Where a conversation's two answers come from: the daemon
 /// ([`DaemonClient`]: LoadTrajectory, then the full and the ordinary
 /// GetCascadeTrajectory in flight together) or captured files
@@ -95,7 +112,18 @@ pub struct AuditContext<'a> {
     pub bracket_retries: u32,
 }
 
-impl AuditContext<'_> {
+impl<'a> AuditContext<'a> {
+    /// The context of an offline read (no answers, no bracket retries):
+    /// what every command that judges a source without its daemon uses.
+    pub fn offline(schema: &'a Schema, key: &'a LegacyKey) -> AuditContext<'a> {
+        AuditContext {
+            schema,
+            key,
+            client: None,
+            bracket_retries: 0,
+        }
+    }
+
     pub fn read_options(&self) -> ReadOptions<'_> {
         ReadOptions {
             schema: self.schema,
@@ -145,8 +173,8 @@ pub fn error_result(path: &Path, format: Format, err: &crate::Error) -> SessionR
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    SessionResult {
-        record: SessionRecord {
+    SessionResult::without_answers(
+        SessionRecord {
             cascade_id: file_id.clone(),
             file_id,
             format,
@@ -164,21 +192,15 @@ pub fn error_result(path: &Path, format: Format, err: &crate::Error) -> SessionR
             rpc_only_fields: Vec::new(),
             rpc_only_fields_unlisted: 0,
         },
-        path: path.to_path_buf(),
-        full_body: None,
-        ordinary_body: None,
-        sidecar: None,
-        ordinary_shapes: None,
-        abandoned: false,
-        setup: None,
-    }
+        path.to_path_buf(),
+    )
 }
 
 /// The result of a prepared source that ended in `outcome`.
 fn session(p: &Prepared, outcome: SessionOutcome) -> SessionResult {
     let s = &p.source;
-    SessionResult {
-        record: SessionRecord {
+    SessionResult::without_answers(
+        SessionRecord {
             file_id: s.file_id.clone(),
             cascade_id: s.cascade_id(),
             format: s.format,
@@ -201,14 +223,8 @@ fn session(p: &Prepared, outcome: SessionOutcome) -> SessionResult {
             rpc_only_fields: Vec::new(),
             rpc_only_fields_unlisted: 0,
         },
-        path: s.path.clone(),
-        full_body: None,
-        ordinary_body: None,
-        sidecar: None,
-        ordinary_shapes: None,
-        abandoned: false,
-        setup: None,
-    }
+        s.path.clone(),
+    )
 }
 
 /// The daemon could not be used for this session: missing evidence, not a

@@ -306,12 +306,7 @@ impl Watcher<'_> {
     ) -> bool {
         match self.rechecks.for_profile(&saved.completeness.profile) {
             Ok(chosen) if chosen.is_stored() => {
-                let under = AuditContext {
-                    schema: &chosen,
-                    key: self.key,
-                    client: None,
-                    bracket_retries: 0,
-                };
+                let under = AuditContext::offline(&chosen, self.key);
                 prepare(&under, source).is_ok_and(|p| stale::judge(&p, existing).is_ok())
             }
             Ok(_) => false,
@@ -578,12 +573,7 @@ impl Watcher<'_> {
         met: &Met<'_>,
         pass: &mut Pass,
     ) -> Result<(Prepared, Stale), Judged> {
-        let offline = AuditContext {
-            schema: self.schema,
-            key: self.key,
-            client: None,
-            bracket_retries: 0,
-        };
+        let offline = AuditContext::offline(self.schema, self.key);
         let prepared = match prepare(&offline, met.path) {
             Ok(p) => p,
             Err(e) => {
