@@ -158,18 +158,10 @@ pub fn run(a: AuditDiffArgs) -> anyhow::Result<i32> {
         incomplete: &incomplete,
     };
     let bytes = match format {
-        DiffFormat::Json => {
-            let mut doc = d.to_json(&incomplete);
-            if let Some(o) = doc.as_object_mut() {
-                o.insert(
-                    "redaction".into(),
-                    crate::report::redacted::json_member(mode, &tally),
-                );
-            }
-            let mut v = serde_json::to_vec_pretty(&doc)?;
-            v.push(b'\n');
-            v
-        }
+        DiffFormat::Json => d.json_bytes(
+            &incomplete,
+            crate::report::redacted::json_member(mode, &tally),
+        ),
         DiffFormat::Md => {
             crate::report::redacted::into_markdown(render_markdown(&d, &inputs), mode, &tally)
                 .into_bytes()

@@ -80,14 +80,14 @@ pub fn run(mut a: ReportArgs) -> anyhow::Result<i32> {
     let (manifest_file, m) = crate::manifest::read::read(&a.manifest)?;
     a.manifest = manifest_file;
     if a.format == ReportFormat::Html {
-        return run_html(&a, &m);
+        return run_html(&a, m);
     }
     let mode = Mode::from_no_redact(a.no_redact);
     let mut tally = Redactions::default();
     let shown = if mode.on() {
-        redacted::manifest(&m, &mut tally)
+        redacted::manifest_owned(m, &mut tally)
     } else {
-        m.clone()
+        m
     };
     let md =
         |chart: Option<&str>| redacted::into_markdown(render_report(&shown, chart), mode, &tally);
@@ -121,13 +121,13 @@ pub fn run(mut a: ReportArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-fn run_html(a: &ReportArgs, m: &Manifest) -> anyhow::Result<i32> {
+fn run_html(a: &ReportArgs, m: Manifest) -> anyhow::Result<i32> {
     let root = a.root.clone().unwrap_or_else(|| PathBuf::from(&m.root));
     // Never over the manifest, the decode inputs or any source read:
     // checked before the sources are read.
     let mut inputs = vec![Named::new("MANIFEST", &a.manifest)];
     inputs.extend(a.decode.named_inputs());
-    inputs.extend(super::common::source_inputs(m, &root));
+    inputs.extend(super::common::source_inputs(&m, &root));
     if let Some(out) = &a.out {
         refuse_collisions(&[Named::new("--out", out)], &inputs, a.force)?;
     }
@@ -140,14 +140,14 @@ fn run_html(a: &ReportArgs, m: &Manifest) -> anyhow::Result<i32> {
     };
     // The steps are found from the reasons as recorded; only what is shown
     // is redacted, the whole step before the writer cuts or escapes it.
-    let mut views = step_views(m, &root, &opts);
+    let mut views = step_views(&m, &root, &opts);
     let mode = Mode::from_no_redact(a.no_redact);
     let mut tally = Redactions::default();
     let shown = if mode.on() {
         redacted::step_views(&mut views, &mut tally);
-        redacted::manifest(m, &mut tally)
+        redacted::manifest_owned(m, &mut tally)
     } else {
-        m.clone()
+        m
     };
     let note = format!(
         "offending steps read from the sources under {} (offline export, unverified)",
