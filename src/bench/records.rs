@@ -674,17 +674,15 @@ impl RecordsFigures {
             ));
         }
         out.push("targets (BENCHMARKS.md, issue 49):".into());
+        out.push("| target | measured | limit | met |".into());
+        out.push("|---|---|---|---|".into());
         for t in &self.targets {
+            let met = t
+                .met
+                .map_or("not measured", |m| if m { "met" } else { "missed" });
             out.push(format!(
-                "  {}: {} (target {}): {}",
-                t.name,
-                t.measured,
-                t.limit,
-                match t.met {
-                    Some(true) => "met",
-                    Some(false) => "missed",
-                    None => "not measured",
-                }
+                "| {} | {} | {} | {met} |",
+                t.name, t.measured, t.limit
             ));
         }
         out

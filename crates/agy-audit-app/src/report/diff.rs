@@ -285,6 +285,13 @@ pub struct RuleRow {
     pub refused: (u64, u64),
 }
 
+impl RuleRow {
+    /// (old, new) sessions presented through the rule, then refused under it.
+    pub fn sides(&self) -> [(u64, u64); 2] {
+        [self.applied, self.refused]
+    }
+}
+
 /// The whole comparison.
 #[derive(Debug, Clone)]
 pub struct AuditDiff {
@@ -538,6 +545,7 @@ pub struct Inputs<'a> {
 }
 
 use crate::report::escape::{md_code, md_text};
+use crate::report::svg::outcome_color;
 
 /// The Markdown report, the transition chart inline.
 pub fn render_markdown(d: &AuditDiff, inputs: &Inputs<'_>) -> String {
@@ -645,17 +653,12 @@ fn md_rules(s: &mut String, d: &AuditDiff) {
             "| rule | verified through it, old | new | change | refused under it, old | new | change |\n|---|---|---|---|---|---|---|"
         );
         for r in &d.rules {
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {:+} | {} | {} | {:+} |",
-                md_text(&r.rule),
-                r.applied.0,
-                r.applied.1,
-                r.applied.1 as i64 - r.applied.0 as i64,
-                r.refused.0,
-                r.refused.1,
-                r.refused.1 as i64 - r.refused.0 as i64
-            );
+            s.push_str("| ");
+            s.push_str(&md_text(&r.rule));
+            for (old, new) in r.sides() {
+                let _ = write!(s, " | {old} | {new} | {:+}", new as i64 - old as i64);
+            }
+            s.push_str(" |\n");
         }
     }
 }
@@ -728,17 +731,17 @@ fn md_sessions(s: &mut String, d: &AuditDiff) {
     }
 }
 
-/// The outcomes in the chart's order, with their colours (those of the
-/// qualification report's chart, `not fetched` and `error` split, `absent`
-/// for a session only one manifest holds).
-const OUTCOMES: [(&str, &str); 7] = [
-    ("verified", "#2e7d32"),
-    ("verified-source-only", "#81c784"),
-    ("unknown", "#f9a825"),
-    ("incomplete", "#c62828"),
-    ("not-fetched", "#616161"),
-    ("error", "#424242"),
-    ("absent", "#bdbdbd"),
+/// The outcomes in the chart's order, `absent` for a session only one
+/// manifest holds; each coloured as the qualification report's chart
+/// colours it ([`crate::report::svg::outcome_color`]).
+const OUTCOMES: [&str; 7] = [
+    "verified",
+    "verified-source-only",
+    "unknown",
+    "incomplete",
+    "not-fetched",
+    "error",
+    "absent",
 ];
 
 const DARK: &str = "#212121";
@@ -758,7 +761,7 @@ pub fn transition_chart(d: &AuditDiff) -> String {
     let total: u64 = d.transitions.values().sum();
     let scale = if total == 0 { 0.0 } else { SPAN / total as f64 };
     let thick = |n: u64| (n as f64 * scale).max(MIN);
-    let index = |name: &str| OUTCOMES.iter().position(|(o, _)| *o == name).unwrap_or(6);
+    let index = |name: &str| OUTCOMES.iter().position(|o| *o == name).unwrap_or(6);
     // Each side's stack: the height of each outcome, as the sum of its bands.
     let mut left_h = [0.0f64; 7];
     let mut right_h = [0.0f64; 7];
@@ -813,7 +816,7 @@ pub fn transition_chart(d: &AuditDiff) -> String {
         right_y[j] += t;
         let (x0, x1) = (LEFT + BAR, RIGHT);
         let mid = (x0 + x1) / 2.0;
-        let fill = OUTCOMES[j].1;
+        let fill = outcome_color(OUTCOMES[j]);
         let opacity = if i == j { 0.25 } else { 0.6 };
         let _ = writeln!(
             s,
@@ -833,7 +836,7 @@ pub fn transition_chart(d: &AuditDiff) -> String {
             if h[i] <= 0.0 {
                 continue;
             }
-            let (name, fill) = OUTCOMES[i];
+            let (name, fill) = (OUTCOMES[i], outcome_color(OUTCOMES[i]));
             let x = if side == 0 { LEFT } else { RIGHT };
             let _ = writeln!(
                 s,

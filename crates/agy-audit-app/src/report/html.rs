@@ -644,15 +644,11 @@ pub fn render_diff_html(d: &AuditDiff, inputs: &Inputs<'_>) -> String {
     } else {
         s.push_str("<table id=\"rules\"><tr><th>rule</th><th>presented (old → new)</th><th>refused under (old → new)</th></tr>\n");
         for r in &d.rules {
-            let _ = writeln!(
-                s,
-                "<tr><td><code>{}</code></td><td class=\"n\">{} → {}</td><td class=\"n\">{} → {}</td></tr>",
-                esc(&r.rule),
-                r.applied.0,
-                r.applied.1,
-                r.refused.0,
-                r.refused.1
-            );
+            let _ = write!(s, "<tr><td><code>{}</code></td>", esc(&r.rule));
+            for (old, new) in r.sides() {
+                let _ = write!(s, "<td class=\"n\">{old} → {new}</td>");
+            }
+            s.push_str("</tr>\n");
         }
         s.push_str("</table>\n");
     }

@@ -146,18 +146,7 @@ pub fn into_markdown(doc: String, mode: Mode, r: &Redactions) -> String {
 /// (a warning with `--no-redact`). The document also carries it as
 /// `<meta name="agy-audit-redaction">`.
 pub fn into_html(doc: String, mode: Mode, r: &Redactions) -> String {
-    let l = crate::report::html::esc(&line(mode, r));
-    let meta = format!(
-        "<meta name=\"agy-audit-redaction\" content=\"{}\">\n",
-        match mode {
-            Mode::Redact => format!("redacted {} {RULESET_VERSION}", r.total()),
-            Mode::Off => "not-redacted".to_string(),
-        }
-    );
-    let para = match mode {
-        Mode::Redact => format!("<p id=\"redaction\">{l}</p>\n"),
-        Mode::Off => format!("<p id=\"redaction\" class=\"warn\"><strong>{l}</strong></p>\n"),
-    };
+    let (meta, para) = html_parts(mode, r);
     let mut out = String::with_capacity(doc.len() + meta.len() + para.len() + 64);
     if mode == Mode::Off {
         out.push_str("<!-- NOT REDACTED (--no-redact) -->\n");
@@ -187,6 +176,23 @@ pub fn into_html(doc: String, mode: Mode, r: &Redactions) -> String {
     }
     out.push_str(&doc[from..]);
     out
+}
+
+/// What [`into_html`] inserts: the `<meta>` line and the paragraph.
+fn html_parts(mode: Mode, r: &Redactions) -> (String, String) {
+    let l = crate::report::html::esc(&line(mode, r));
+    let meta = format!(
+        "<meta name=\"agy-audit-redaction\" content=\"{}\">\n",
+        match mode {
+            Mode::Redact => format!("redacted {} {RULESET_VERSION}", r.total()),
+            Mode::Off => "not-redacted".to_string(),
+        }
+    );
+    let para = match mode {
+        Mode::Redact => format!("<p id=\"redaction\">{l}</p>\n"),
+        Mode::Off => format!("<p id=\"redaction\" class=\"warn\"><strong>{l}</strong></p>\n"),
+    };
+    (meta, para)
 }
 
 /// The JSON member a summary says its redaction with (`"redaction"`).
@@ -225,20 +231,7 @@ mod tests {
     #[test]
     fn into_html_places_meta_and_paragraph_as_before() {
         fn before(doc: &str, mode: Mode, r: &Redactions) -> String {
-            let l = crate::report::html::esc(&line(mode, r));
-            let meta = format!(
-                "<meta name=\"agy-audit-redaction\" content=\"{}\">\n",
-                match mode {
-                    Mode::Redact => format!("redacted {} {RULESET_VERSION}", r.total()),
-                    Mode::Off => "not-redacted".to_string(),
-                }
-            );
-            let para = match mode {
-                Mode::Redact => format!("<p id=\"redaction\">{l}</p>\n"),
-                Mode::Off => {
-                    format!("<p id=\"redaction\" class=\"warn\"><strong>{l}</strong></p>\n")
-                }
-            };
+            let (meta, para) = html_parts(mode, r);
             let mut out = String::new();
             if mode == Mode::Off {
                 out.push_str("<!-- NOT REDACTED (--no-redact) -->\n");
