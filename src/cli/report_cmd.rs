@@ -33,6 +33,11 @@ location and the offending step rendered as the Markdown transcript
 (export-offline --format md) renders it, read from the source under the
 manifest's root (or --root) while it exists, else said to be gone.
 Same manifest and sources, same bytes.
+Past 5,000 sessions (html::HTML_SESSION_ROWS) the page lists every session
+that is not verified (each refused one with its drill-down, as below the
+limit) and summarizes the verified ones per profile, saying so at its top
+and naming sessions.csv (beside the sweep's manifest) for every session;
+at or below 5,000 it lists every session.
 
 Secrets stay home: every text from a conversation (reasons, the drill-down's
 step) passes through the redactor first, which replaces each credential the
