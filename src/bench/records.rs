@@ -219,7 +219,7 @@ impl Synth {
     }
 
     /// The session as manifest version 5 spells it.
-    fn to_json(&self) -> Value {
+    fn wire(self) -> Value {
         let id = file_id(self.key);
         let h = mixed(self.key ^ 0xfeed);
         let (verdict, reason, class): (Value, Value, Value) = match self.kind {
@@ -432,7 +432,7 @@ fn write_manifest(path: &Path, sessions: &[Synth], shard: Option<(usize, usize)>
     let open = text.trim_end().trim_end_matches('}').trim_end();
     write!(w, "{open},\n  \"sessions\": [").map_err(io)?;
     for (k, s) in sessions.iter().enumerate() {
-        let one = serde_json::to_string_pretty(&s.to_json()).unwrap_or_default();
+        let one = serde_json::to_string_pretty(&s.wire()).unwrap_or_default();
         let sep = if k == 0 { "\n    " } else { ",\n    " };
         write!(w, "{sep}{}", one.replace('\n', "\n    ")).map_err(io)?;
     }
@@ -546,7 +546,9 @@ fn measure(
     let usage = wait_usage(child).map_err(io)?;
     let wall = started.elapsed().as_secs_f64();
     if usage.exit_code != Some(expect) {
-        let text = std::fs::read_to_string(&err_path).unwrap_or_default();
+        let tail = crate::util::bounded::read_tail(&err_path, crate::util::bounded::InputKind::Log)
+            .unwrap_or_default();
+        let text = String::from_utf8_lossy(&tail);
         return Err(BenchError::Records {
             what: format!("agy-audit {}", args.join(" ")),
             detail: format!(
