@@ -11,6 +11,8 @@ use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+pub mod records;
+
 /// What can stop a bench: the application's errors, and the generator's
 /// and the simulated daemon's (the bench's own corpus and daemon; a usage
 /// error, exit 2, as the folder is the user's to fix).
@@ -41,6 +43,11 @@ pub enum BenchError {
     /// `watch --max-polls` logged no memory lines to measure.
     #[error("{}: corrupt: watch --max-polls: no memory lines in its log:\n{log}", exe.display())]
     WatchLog { exe: PathBuf, log: String },
+    /// `bench --records`: a synthesized record could not be written, or a
+    /// command measured on them did not run or exited otherwise than it
+    /// should.
+    #[error("bench --records: {what}: {detail}")]
+    Records { what: String, detail: String },
     /// The bench sweep's manifest could not be read back.
     #[error("{}: corrupt: manifest: {error}", path.display())]
     Manifest {
@@ -57,6 +64,7 @@ impl BenchError {
             BenchError::Corpus { .. } | BenchError::Serve { .. } => true,
             BenchError::ServeStore { .. }
             | BenchError::WatchLog { .. }
+            | BenchError::Records { .. }
             | BenchError::Manifest { .. } => false,
         }
     }
@@ -575,6 +583,9 @@ pub struct ChildUsage {
     /// Peak resident set size, bytes.
     pub peak_rss: u64,
     pub success: bool,
+    /// The exit code, when the child exited (not killed by a signal).
+    #[serde(skip)]
+    pub exit_code: Option<i32>,
 }
 
 /// Waits for `child` and returns its resource usage (`wait4`: the child's
@@ -609,6 +620,7 @@ pub fn wait_usage(child: std::process::Child) -> std::io::Result<ChildUsage> {
             ru.ru_maxrss as u64 * 1024
         },
         success: libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        exit_code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
     })
 }
 
@@ -618,6 +630,7 @@ pub fn wait_usage(mut child: std::process::Child) -> std::io::Result<ChildUsage>
     let status = child.wait()?;
     Ok(ChildUsage {
         success: status.success(),
+        exit_code: status.code(),
         ..ChildUsage::default()
     })
 }

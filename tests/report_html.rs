@@ -357,3 +357,123 @@ fn audit_diff_writes_junit_with_a_failure_per_regression() {
         assert_eq!((tests, failures, failed), (n, 1, vec![regressed]));
     }
 }
+
+/// `bench --records n`'s synthesized sweep of `n` sessions (`old.json`, a
+/// complete manifest the strict reader accepts: the bench runs report,
+/// audit-diff and merge on it and fails otherwise) in `dir`; its JSON.
+fn synthesized(dir: &Path, n: usize) -> serde_json::Value {
+    let o = bin()
+        .args(["bench", "--records", &n.to_string(), "--records-dir"])
+        .arg(dir)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    serde_json::from_slice(&std::fs::read(dir.join("old.json")).unwrap()).unwrap()
+}
+
+/// The file ids of the rows of the session table.
+fn table_ids(html: &str) -> Vec<String> {
+    let at = html
+        .find("<table id=\"sessions\">")
+        .expect("the session table");
+    let end = at + html[at..].find("</table>").unwrap();
+    html[at..end]
+        .match_indices("<tr data-id=\"")
+        .map(|(i, m)| {
+            let rest = &html[at + i + m.len()..];
+            rest[..rest.find('"').unwrap()].to_string()
+        })
+        .collect()
+}
+
+fn is_verified(s: &serde_json::Value) -> bool {
+    matches!(
+        s["verdict"].as_str(),
+        Some("verified" | "verified-source-only")
+    )
+}
+
+/// Issue 49: past the documented limit (5,000 sessions) the page lists
+/// every session that is not verified, each refused one with its
+/// drill-down, summarizes the verified ones per profile, says so at its
+/// top and points to sessions.csv; at the limit it lists every row as it
+/// always did.
+#[test]
+fn past_5000_sessions_the_html_report_lists_the_unverified_and_summarizes_the_verified() {
+    let d = tempfile::tempdir().unwrap();
+    let (above, at) = (d.path().join("above"), d.path().join("at"));
+    let m = synthesized(&above, 5_001);
+    let sessions = m["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 5_001);
+    let html = report_html(&above.join("old.json"), &d.path().join("a.html"), &[]);
+    assert_no_network_reference(&html);
+    // Said at the top: before the run's provenance and the summary.
+    let note = html
+        .find("<p class=\"warn\" id=\"summarized\"")
+        .expect("the note");
+    assert!(note < html.find("<ul>").unwrap() && note < html.find("id=\"summary\"").unwrap());
+    let line = &html[note..note + html[note..].find("</p>").unwrap()];
+    assert!(
+        line.contains("5001 sessions") && line.contains("5000"),
+        "{line}"
+    );
+    assert!(line.contains("<code>sessions.csv</code>"), "{line}");
+    // Every session that is not verified is listed, and only those.
+    let unverified: Vec<&str> = sessions
+        .iter()
+        .filter(|s| !is_verified(s))
+        .map(|s| s["fileId"].as_str().unwrap())
+        .collect();
+    assert!(unverified.len() > 500, "{}", unverified.len());
+    assert_eq!(table_ids(&html), unverified);
+    assert!(
+        line.contains(&format!(
+            "lists the {} that are not verified",
+            unverified.len()
+        )),
+        "{line}"
+    );
+    for s in sessions {
+        let id = s["fileId"].as_str().unwrap();
+        let refused = matches!(s["verdict"].as_str(), Some("unknown" | "incomplete"));
+        assert_eq!(
+            html.contains(&format!("<details id=\"d-{id}\">")),
+            refused,
+            "{id}"
+        );
+        if is_verified(s) {
+            assert!(!html.contains(id), "verified {id} is listed");
+        }
+    }
+    // The verified ones, per profile: the manifest's own counts.
+    let at_table = html
+        .find("<table id=\"verified-summary\">")
+        .expect("the summary");
+    let table = &html[at_table..at_table + html[at_table..].find("</table>").unwrap()];
+    let mut rows = 0;
+    for (profile, c) in m["countsByProfile"].as_object().unwrap() {
+        let (v, so) = (
+            c["verified"].as_u64().unwrap(),
+            c["verifiedSourceOnly"].as_u64().unwrap(),
+        );
+        let row = format!(
+            "<td><code>{profile}</code></td><td class=\"n\">{v}</td><td class=\"n\">{so}</td><td class=\"n\">{}</td>",
+            v + so
+        );
+        assert!(table.contains(&row), "{row}\n{table}");
+        rows += 1;
+    }
+    assert_eq!(table.matches("<tr data-profile=").count(), rows);
+    // At the limit: every row, no note, no summary.
+    let m = synthesized(&at, 5_000);
+    let html = report_html(&at.join("old.json"), &d.path().join("b.html"), &[]);
+    let all: Vec<&str> = m["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["fileId"].as_str().unwrap())
+        .collect();
+    assert_eq!(table_ids(&html), all);
+    assert!(!html.contains("id=\"summarized\"") && !html.contains("verified-summary"));
+}

@@ -196,18 +196,10 @@ fn render(
         (false, f) => f.unwrap_or(DiffFormat::Md),
     };
     Ok(match format {
-        DiffFormat::Json => {
-            let mut doc = d.to_json(inputs.incomplete);
-            if let Some(o) = doc.as_object_mut() {
-                o.insert(
-                    "redaction".into(),
-                    crate::report::redacted::json_member(mode, tally),
-                );
-            }
-            let mut v = serde_json::to_vec_pretty(&doc)?;
-            v.push(b'\n');
-            v
-        }
+        DiffFormat::Json => d.json_bytes(
+            inputs.incomplete,
+            crate::report::redacted::json_member(mode, tally),
+        ),
         DiffFormat::Md => {
             crate::report::redacted::into_markdown(render_markdown(d, inputs), mode, tally)
                 .into_bytes()

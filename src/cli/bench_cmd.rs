@@ -93,6 +93,15 @@ pub struct BenchArgs {
     /// bound) and checking native content at every poll (bound 0s).
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole::<u64>(10, 100_000))]
     pub watch_polls: Option<u64>,
+    /// Only measure the fleet-scale records (BENCHMARKS.md, issue 49):
+    /// synthesize manifests of N sessions (1 to 1000000) and time
+    /// audit-diff, manifest merge and report --format html on them.
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole::<u64>(1, 1_000_000))]
+    pub records: Option<u64>,
+    /// Where --records writes its manifests and the commands' outputs (kept;
+    /// default: a temporary folder, removed after).
+    #[arg(long, value_name = "DIR", requires = "records")]
+    pub records_dir: Option<PathBuf>,
     /// Internal: verify the corpus this many times and print peak RSS (child process mode).
     #[arg(long, hide = true, value_parser = whole::<usize>(1, 100))]
     pub rss_probe: Option<usize>,
@@ -136,6 +145,9 @@ fn generated_corpus(name: &str, times: usize) -> anyhow::Result<PathBuf> {
 }
 
 pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
+    if let Some(n) = a.records {
+        return run_records(n, a.records_dir.as_deref(), a.json);
+    }
     if let Some(polls) = a.watch_polls {
         watch_bench(&a, polls)?;
         return Ok(0);
@@ -495,6 +507,28 @@ fn print_store_scaling(s: &StoreScaling) {
         s.small.wall_seconds,
         s.large.wall_seconds
     );
+}
+
+/// `bench --records N`: the records synthesized and measured, printed.
+fn run_records(n: u64, dir: Option<&std::path::Path>, json: bool) -> anyhow::Result<i32> {
+    let exe = std::env::current_exe()?;
+    let temp = tempfile::tempdir()?;
+    let dir = match dir {
+        Some(d) => {
+            std::fs::create_dir_all(d)?;
+            d.to_path_buf()
+        }
+        None => temp.path().to_path_buf(),
+    };
+    let figures = crate::bench::records::records(&exe, &dir, n)?;
+    if json {
+        outln!("{}", serde_json::to_string_pretty(&figures)?);
+    } else {
+        for line in figures.lines() {
+            outln!("{line}");
+        }
+    }
+    Ok(0)
 }
 
 fn run_peer(encodings: &[Vec<u8>]) -> anyhow::Result<serde_json::Value> {

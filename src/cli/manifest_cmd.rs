@@ -1,6 +1,6 @@
 //! `agy-audit manifest merge`: the shard manifests of one sweep as one.
 
-use crate::manifest::merge::merge;
+use crate::manifest::merge::merge_moving;
 use crate::shapes::{self, Listing};
 use crate::util::atomic::{check_outputs, write_file, WriteOptions};
 use crate::verdict::exit;
@@ -68,7 +68,7 @@ fn run_merge(a: MergeArgs) -> anyhow::Result<i32> {
     for given in &a.shards {
         shards.push(crate::manifest::read::read(given)?);
     }
-    let mut merged = merge(&shards)?;
+    let mut merged = merge_moving(&mut shards)?;
     merged.set_redaction_mode(crate::redact::Mode::from_no_redact(a.no_redact));
     let mut inputs: Vec<PathBuf> = shards.iter().map(|(f, _)| f.clone()).collect();
     // The shards' shape listings, unioned when every shard has them.

@@ -33,6 +33,11 @@ location and the offending step rendered as the Markdown transcript
 (export-offline --format md) renders it, read from the source under the
 manifest's root (or --root) while it exists, else said to be gone.
 Same manifest and sources, same bytes.
+Past 5,000 sessions (html::HTML_SESSION_ROWS) the page lists every session
+that is not verified (each refused one with its drill-down, as below the
+limit) and summarizes the verified ones per profile, saying so at its top
+and naming sessions.csv (beside the sweep's manifest) for every session;
+at or below 5,000 it lists every session.
 
 Secrets stay home: every text from a conversation (reasons, the drill-down's
 step) passes through the redactor first, which replaces each credential the
@@ -80,14 +85,14 @@ pub fn run(mut a: ReportArgs) -> anyhow::Result<i32> {
     let (manifest_file, m) = crate::manifest::read::read(&a.manifest)?;
     a.manifest = manifest_file;
     if a.format == ReportFormat::Html {
-        return run_html(&a, &m);
+        return run_html(&a, m);
     }
     let mode = Mode::from_no_redact(a.no_redact);
     let mut tally = Redactions::default();
     let shown = if mode.on() {
-        redacted::manifest(&m, &mut tally)
+        redacted::manifest_owned(m, &mut tally)
     } else {
-        m.clone()
+        m
     };
     let md =
         |chart: Option<&str>| redacted::into_markdown(render_report(&shown, chart), mode, &tally);
@@ -121,13 +126,13 @@ pub fn run(mut a: ReportArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-fn run_html(a: &ReportArgs, m: &Manifest) -> anyhow::Result<i32> {
+fn run_html(a: &ReportArgs, m: Manifest) -> anyhow::Result<i32> {
     let root = a.root.clone().unwrap_or_else(|| PathBuf::from(&m.root));
     // Never over the manifest, the decode inputs or any source read:
     // checked before the sources are read.
     let mut inputs = vec![Named::new("MANIFEST", &a.manifest)];
     inputs.extend(a.decode.named_inputs());
-    inputs.extend(super::common::source_inputs(m, &root));
+    inputs.extend(super::common::source_inputs(&m, &root));
     if let Some(out) = &a.out {
         refuse_collisions(&[Named::new("--out", out)], &inputs, a.force)?;
     }
@@ -140,14 +145,14 @@ fn run_html(a: &ReportArgs, m: &Manifest) -> anyhow::Result<i32> {
     };
     // The steps are found from the reasons as recorded; only what is shown
     // is redacted, the whole step before the writer cuts or escapes it.
-    let mut views = step_views(m, &root, &opts);
+    let mut views = step_views(&m, &root, &opts);
     let mode = Mode::from_no_redact(a.no_redact);
     let mut tally = Redactions::default();
     let shown = if mode.on() {
         redacted::step_views(&mut views, &mut tally);
-        redacted::manifest(m, &mut tally)
+        redacted::manifest_owned(m, &mut tally)
     } else {
-        m.clone()
+        m
     };
     let note = format!(
         "offending steps read from the sources under {} (offline export, unverified)",

@@ -20,7 +20,7 @@
 //! from the sessions.
 
 use super::read::{check, parse_shard, ManifestProblem};
-use super::{Manifest, Merged, MergedShard, SessionRecord, MANIFEST_VERSION};
+use super::{Manifest, Merged, MergedShard, MANIFEST_VERSION};
 use crate::outcome::SessionOutcome;
 use crate::pipeline::shard::{in_shard, SHARD_ASSIGNMENT};
 
@@ -86,18 +86,41 @@ fn shard_complete(m: &Manifest) -> bool {
 /// The shards by index, each with the file it was read from.
 type ByIndex<'a> = BTreeMap<usize, (&'a Path, &'a Manifest)>;
 
-/// Merges `shards` (each a manifest with the file it was read from).
+/// Merges `shards` (each a manifest with the file it was read from),
+/// leaving them as they are ([`merge_moving`] of a copy).
 pub fn merge(shards: &[(PathBuf, Manifest)]) -> Result<Manifest, MergeError> {
-    let (by_index, n) = index_shards(shards)?;
+    merge_moving(&mut shards.to_vec())
+}
+
+/// Merges `shards`, moving their sessions into the merged manifest once
+/// every check has passed (each shard keeps everything else, its sessions
+/// emptied), so that 100,000 sessions are held once, not twice. On an
+/// error nothing is moved.
+pub fn merge_moving(shards: &mut [(PathBuf, Manifest)]) -> Result<Manifest, MergeError> {
     let mut problems = Vec::new();
-    let mut sessions = collect_sessions(&by_index, n, &mut problems)?;
-    let missing = missing_shards(&by_index, n, &mut problems);
-    let first = compare_to_first(&by_index, &mut problems)?;
+    let (mut out, n, missing, merged_shards) = {
+        let (by_index, n) = index_shards(shards)?;
+        check_sessions(&by_index, n, &mut problems)?;
+        let missing = missing_shards(&by_index, n, &mut problems);
+        let first = compare_to_first(&by_index, &mut problems)?;
+        let out = assemble(&by_index, first);
+        (out, n, missing, merged_shards(&by_index, n))
+    };
+    let mut sessions = Vec::with_capacity(shards.iter().map(|(_, m)| m.sessions.len()).sum());
+    for (_, m) in shards.iter_mut() {
+        sessions.append(&mut m.sessions);
+    }
     sessions.sort_by(|a, b| a.file_id.cmp(&b.file_id));
-    let mut out = assemble(&by_index, first, sessions);
+    out.sessions = sessions;
+    out.recount();
     unfinished_problems(&out, &mut problems);
     out.complete = problems.is_empty();
-    out.merged = Some(merged_record(&by_index, n, missing, problems));
+    out.merged = Some(Merged {
+        shard_count: n,
+        shards: merged_shards,
+        missing,
+        problems,
+    });
     Ok(out)
 }
 
@@ -145,16 +168,15 @@ fn index_shards(shards: &[(PathBuf, Manifest)]) -> Result<(ByIndex<'_>, usize), 
     Ok((by_index, n))
 }
 
-/// Every shard's sessions, no session twice and each in its own shard,
-/// with each shard's own problems (listing position, not complete, no
-/// reader profiles) added to `problems`.
-fn collect_sessions(
+/// No session in two shards and each in its own shard, with each shard's
+/// own problems (listing position, not complete, no reader profiles)
+/// added to `problems`.
+fn check_sessions(
     by_index: &ByIndex<'_>,
     n: usize,
     problems: &mut Vec<String>,
-) -> Result<Vec<SessionRecord>, MergeError> {
+) -> Result<(), MergeError> {
     let mut owner: BTreeMap<&str, &Path> = BTreeMap::new();
-    let mut sessions = Vec::new();
     for (&i, (file, m)) in by_index {
         let assigned = m.shard_by.as_deref() == Some(SHARD_ASSIGNMENT);
         for s in &m.sessions {
@@ -172,11 +194,10 @@ fn collect_sessions(
                     shard: format!("{i}/{n}"),
                 });
             }
-            sessions.push(s.clone());
         }
         shard_problems(file, m, i, n, assigned, problems);
     }
-    Ok(sessions)
+    Ok(())
 }
 
 /// One shard's own problems: assigned by listing position, not complete,
@@ -272,10 +293,10 @@ fn merged_skipped(by_index: &ByIndex<'_>) -> Vec<super::Skipped> {
     skipped
 }
 
-/// The merged manifest before its verdict: the first shard's root and
-/// endpoint, the earliest start, the latest finish (none while a shard is
-/// unfinished), the longest timing, the sorted `sessions`, recounted.
-fn assemble(by_index: &ByIndex<'_>, first: &Manifest, sessions: Vec<SessionRecord>) -> Manifest {
+/// The merged manifest before its sessions and verdict: the first shard's
+/// root and endpoint, the earliest start, the latest finish (none while a
+/// shard is unfinished), the longest timing.
+fn assemble(by_index: &ByIndex<'_>, first: &Manifest) -> Manifest {
     let skipped = merged_skipped(by_index);
     let all_finished = by_index.values().all(|(_, m)| m.finished.is_some());
     let mut out = Manifest::new(
@@ -297,9 +318,7 @@ fn assemble(by_index: &ByIndex<'_>, first: &Manifest, sessions: Vec<SessionRecor
         None
     };
     out.skipped = skipped;
-    out.sessions = sessions;
     merge_timing(by_index, &mut out);
-    out.recount();
     out
 }
 
@@ -340,27 +359,17 @@ fn unfinished_problems(out: &Manifest, problems: &mut Vec<String>) {
     }
 }
 
-/// The `merged` record: n, each shard given, the missing, the problems.
-fn merged_record(
-    by_index: &ByIndex<'_>,
-    n: usize,
-    missing: Vec<usize>,
-    problems: Vec<String>,
-) -> Merged {
-    Merged {
-        shard_count: n,
-        shards: by_index
-            .iter()
-            .map(|(i, (file, m))| MergedShard {
-                shard: format!("{i}/{n}"),
-                file: file.display().to_string(),
-                sessions: m.sessions.len(),
-                complete: shard_complete(m),
-            })
-            .collect(),
-        missing,
-        problems,
-    }
+/// The `merged` record's shards: each shard given, by index.
+fn merged_shards(by_index: &ByIndex<'_>, n: usize) -> Vec<MergedShard> {
+    by_index
+        .iter()
+        .map(|(i, (file, m))| MergedShard {
+            shard: format!("{i}/{n}"),
+            file: file.display().to_string(),
+            sessions: m.sessions.len(),
+            complete: shard_complete(m),
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -18,6 +18,33 @@ pub const MANIFEST_VERSION: u32 = 5;
 pub use crate::well_known::MANIFEST_FILE;
 pub const CSV_FILE: &str = "sessions.csv";
 
+/// `v` as pretty JSON and a newline (only the newline when it does not
+/// serialize), in a buffer of exactly that size: the text is measured
+/// first, so a 170 MB manifest or diff is never a buffer grown by doubling
+/// (up to twice its size, and a copy at each step).
+pub fn pretty_json_line<T: Serialize + ?Sized>(v: &T) -> Vec<u8> {
+    struct Measure(usize);
+    impl std::io::Write for Measure {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0 += b.len();
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut size = Measure(0);
+    let mut out = match serde_json::to_writer_pretty(&mut size, v) {
+        Ok(()) => Vec::with_capacity(size.0 + 1),
+        Err(_) => Vec::with_capacity(1),
+    };
+    if serde_json::to_writer_pretty(&mut out, v).is_err() {
+        out.clear();
+    }
+    out.push(b'\n');
+    out
+}
+
 /// Verdict counts.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -643,9 +670,7 @@ impl Manifest {
     }
 
     pub fn to_json(&self) -> Vec<u8> {
-        let mut v = serde_json::to_vec_pretty(&*self.as_written()).unwrap_or_default();
-        v.push(b'\n');
-        v
+        pretty_json_line(&*self.as_written())
     }
 
     /// The CSV companion: one row per session, its last column

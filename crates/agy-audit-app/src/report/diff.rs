@@ -25,6 +25,7 @@
 use crate::manifest::{Manifest, SessionRecord};
 use crate::rules::RuleId;
 use crate::verdict::{Outcome, VerdictKind};
+use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -163,18 +164,6 @@ impl State {
         is_verified(self.outcome)
     }
 
-    fn to_json(&self) -> Value {
-        json!({
-            "verdict": self.outcome.as_str(),
-            "reasonClass": self.class,
-            "rules": self.rules.iter().collect::<Vec<_>>(),
-            "location": self.location,
-            "reason": self.reason,
-            "profile": self.profile,
-            "sourceDigest": self.source_digest,
-        })
-    }
-
     /// `verified`, or `unknown (class) at location (rule)`.
     fn short(&self) -> String {
         let mut s = self.outcome.as_str().to_string();
@@ -294,6 +283,13 @@ pub struct RuleRow {
     pub rule: String,
     pub applied: (u64, u64),
     pub refused: (u64, u64),
+}
+
+impl RuleRow {
+    /// (old, new) sessions presented through the rule, then refused under it.
+    pub fn sides(&self) -> [(u64, u64); 2] {
+        [self.applied, self.refused]
+    }
 }
 
 /// The whole comparison.
@@ -427,44 +423,113 @@ pub fn diff(old: &Manifest, new: &Manifest) -> AuditDiff {
     }
 }
 
+/// A side of a session in the `--json` document, borrowed from its
+/// [`State`] (written member by member in this order).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StateJson<'a> {
+    verdict: &'static str,
+    reason_class: &'a Option<String>,
+    rules: &'a BTreeSet<String>,
+    location: &'a Option<String>,
+    reason: &'a Option<String>,
+    profile: &'a str,
+    source_digest: &'a str,
+}
+
+impl<'a> StateJson<'a> {
+    fn of(s: &'a State) -> StateJson<'a> {
+        StateJson {
+            verdict: s.outcome.as_str(),
+            reason_class: &s.class,
+            rules: &s.rules,
+            location: &s.location,
+            reason: &s.reason,
+            profile: &s.profile,
+            source_digest: &s.source_digest,
+        }
+    }
+}
+
+/// A session of the `--json` document.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SessionJson<'a> {
+    file_id: &'a str,
+    change: &'static str,
+    also: Vec<&'static str>,
+    old: Option<StateJson<'a>>,
+    new: Option<StateJson<'a>>,
+}
+
+/// The sessions, serialized one at a time (never a tree of them all).
+struct SessionsJson<'a>(&'a [SessionDiff]);
+
+impl Serialize for SessionsJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        ser.collect_seq(self.0.iter().map(|s| SessionJson {
+            file_id: &s.file_id,
+            change: s.change.id(),
+            also: s.also.iter().map(|c| c.id()).collect(),
+            old: s.old.as_ref().map(StateJson::of),
+            new: s.new.as_ref().map(StateJson::of),
+        }))
+    }
+}
+
+/// `counts`: every change, in [`Change::ALL`] order.
+struct CountsJson<'a>(&'a BTreeMap<Change, u64>);
+
+impl Serialize for CountsJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        ser.collect_map(
+            Change::ALL
+                .iter()
+                .map(|c| (c.id(), self.0.get(c).copied().unwrap_or(0))),
+        )
+    }
+}
+
+/// The `--json` document, borrowed from the diff.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DiffJson<'a> {
+    sessions: SessionsJson<'a>,
+    counts: CountsJson<'a>,
+    regressed: u64,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    incomplete_inputs: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shapes: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    redaction: Option<Value>,
+}
+
 impl AuditDiff {
+    fn json_doc<'a>(&'a self, incomplete: &'a [String], redaction: Option<Value>) -> DiffJson<'a> {
+        DiffJson {
+            sessions: SessionsJson(&self.sessions),
+            counts: CountsJson(&self.counts),
+            regressed: self.regressed,
+            incomplete_inputs: incomplete,
+            shapes: self.shapes.as_ref().map(ShapesSection::to_json),
+            redaction,
+        }
+    }
+
     /// The `--json` document: `{"sessions": [{"fileId", "change", "also",
     /// "old", "new"}], "counts": {change: n}, "regressed": n}`, plus
     /// `incompleteInputs` (the manifests that are not complete) when
     /// `--allow-incomplete` let one in.
     pub fn to_json(&self, incomplete: &[String]) -> Value {
-        let sessions: Vec<Value> = self
-            .sessions
-            .iter()
-            .map(|s| {
-                json!({
-                    "fileId": s.file_id,
-                    "change": s.change.id(),
-                    "also": s.also.iter().map(|c| c.id()).collect::<Vec<_>>(),
-                    "old": s.old.as_ref().map(State::to_json),
-                    "new": s.new.as_ref().map(State::to_json),
-                })
-            })
-            .collect();
-        let mut counts = serde_json::Map::new();
-        for c in Change::ALL {
-            counts.insert(
-                c.id().to_string(),
-                json!(self.counts.get(&c).copied().unwrap_or(0)),
-            );
-        }
-        let mut doc = json!({
-            "sessions": sessions,
-            "counts": counts,
-            "regressed": self.regressed,
-        });
-        if !incomplete.is_empty() {
-            doc["incompleteInputs"] = json!(incomplete);
-        }
-        if let Some(sh) = &self.shapes {
-            doc["shapes"] = sh.to_json();
-        }
-        doc
+        serde_json::to_value(self.json_doc(incomplete, None)).unwrap_or_default()
+    }
+
+    /// [`Self::to_json`] with its `redaction` member last, as the pretty
+    /// text `audit-diff --json` writes (and a newline), serialized straight
+    /// from the diff: 100,000 sessions are never a `Value` tree.
+    pub fn json_bytes(&self, incomplete: &[String], redaction: Value) -> Vec<u8> {
+        crate::manifest::pretty_json_line(&self.json_doc(incomplete, Some(redaction)))
     }
 }
 
@@ -480,6 +545,7 @@ pub struct Inputs<'a> {
 }
 
 use crate::report::escape::{md_code, md_text};
+use crate::report::svg::outcome_color;
 
 /// The Markdown report, the transition chart inline.
 pub fn render_markdown(d: &AuditDiff, inputs: &Inputs<'_>) -> String {
@@ -587,17 +653,12 @@ fn md_rules(s: &mut String, d: &AuditDiff) {
             "| rule | verified through it, old | new | change | refused under it, old | new | change |\n|---|---|---|---|---|---|---|"
         );
         for r in &d.rules {
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {:+} | {} | {} | {:+} |",
-                md_text(&r.rule),
-                r.applied.0,
-                r.applied.1,
-                r.applied.1 as i64 - r.applied.0 as i64,
-                r.refused.0,
-                r.refused.1,
-                r.refused.1 as i64 - r.refused.0 as i64
-            );
+            s.push_str("| ");
+            s.push_str(&md_text(&r.rule));
+            for (old, new) in r.sides() {
+                let _ = write!(s, " | {old} | {new} | {:+}", new as i64 - old as i64);
+            }
+            s.push_str(" |\n");
         }
     }
 }
@@ -670,17 +731,17 @@ fn md_sessions(s: &mut String, d: &AuditDiff) {
     }
 }
 
-/// The outcomes in the chart's order, with their colours (those of the
-/// qualification report's chart, `not fetched` and `error` split, `absent`
-/// for a session only one manifest holds).
-const OUTCOMES: [(&str, &str); 7] = [
-    ("verified", "#2e7d32"),
-    ("verified-source-only", "#81c784"),
-    ("unknown", "#f9a825"),
-    ("incomplete", "#c62828"),
-    ("not-fetched", "#616161"),
-    ("error", "#424242"),
-    ("absent", "#bdbdbd"),
+/// The outcomes in the chart's order, `absent` for a session only one
+/// manifest holds; each coloured as the qualification report's chart
+/// colours it ([`crate::report::svg::outcome_color`]).
+const OUTCOMES: [&str; 7] = [
+    "verified",
+    "verified-source-only",
+    "unknown",
+    "incomplete",
+    "not-fetched",
+    "error",
+    "absent",
 ];
 
 const DARK: &str = "#212121";
@@ -700,7 +761,7 @@ pub fn transition_chart(d: &AuditDiff) -> String {
     let total: u64 = d.transitions.values().sum();
     let scale = if total == 0 { 0.0 } else { SPAN / total as f64 };
     let thick = |n: u64| (n as f64 * scale).max(MIN);
-    let index = |name: &str| OUTCOMES.iter().position(|(o, _)| *o == name).unwrap_or(6);
+    let index = |name: &str| OUTCOMES.iter().position(|o| *o == name).unwrap_or(6);
     // Each side's stack: the height of each outcome, as the sum of its bands.
     let mut left_h = [0.0f64; 7];
     let mut right_h = [0.0f64; 7];
@@ -755,7 +816,7 @@ pub fn transition_chart(d: &AuditDiff) -> String {
         right_y[j] += t;
         let (x0, x1) = (LEFT + BAR, RIGHT);
         let mid = (x0 + x1) / 2.0;
-        let fill = OUTCOMES[j].1;
+        let fill = outcome_color(OUTCOMES[j]);
         let opacity = if i == j { 0.25 } else { 0.6 };
         let _ = writeln!(
             s,
@@ -775,7 +836,7 @@ pub fn transition_chart(d: &AuditDiff) -> String {
             if h[i] <= 0.0 {
                 continue;
             }
-            let (name, fill) = OUTCOMES[i];
+            let (name, fill) = (OUTCOMES[i], outcome_color(OUTCOMES[i]));
             let x = if side == 0 { LEFT } else { RIGHT };
             let _ = writeln!(
                 s,

@@ -20,6 +20,23 @@ use std::fmt::Write;
 /// cannot swell the page.
 pub const STEP_LIMIT: usize = 16 * 1024;
 
+/// The most sessions the HTML report lists row by row (issue 49): a report
+/// of more lists every session that is not verified (unknown, incomplete,
+/// not fetched, error; each refused one with its drill-down, as below the
+/// limit) and summarizes the verified ones (with or without source-only
+/// fields) per profile, says so at its top and points to `sessions.csv`
+/// for every session. 5,000 rows of the table are about 5 MB of markup,
+/// which a browser lays out in a second or two; 100,000 rows (about
+/// 100 MB) it does not render in two minutes. At or below the limit the
+/// page is what it always was: every row in the markup.
+pub const HTML_SESSION_ROWS: usize = 5_000;
+
+/// Whether the HTML report of `m` summarizes its verified sessions
+/// ([`HTML_SESSION_ROWS`]).
+pub fn summarizes_verified(m: &Manifest) -> bool {
+    m.sessions.len() > HTML_SESSION_ROWS
+}
+
 /// What the drill-down of a refused session shows of its offending step.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StepView {
@@ -224,12 +241,69 @@ fn truncated(md: &str) -> String {
 pub fn render_html(m: &Manifest, steps: &BTreeMap<String, StepView>, source_note: &str) -> String {
     let mut s = String::new();
     open_page(&mut s, "agy-audit qualification report");
+    let summarized = summarizes_verified(m);
+    if summarized {
+        html_summarized_note(&mut s, m);
+    }
     html_provenance(&mut s, m, source_note);
     html_summary(&mut s, m);
-    html_sessions(&mut s, m);
+    if summarized {
+        html_verified_per_profile(&mut s, m);
+    }
+    html_sessions(&mut s, m, summarized);
     html_refused(&mut s, m, steps);
     close_page(&mut s, true);
     s
+}
+
+/// A verified session (with or without source-only fields): the ones a
+/// report past [`HTML_SESSION_ROWS`] summarizes rather than lists.
+fn verified(s: &SessionRecord) -> bool {
+    matches!(
+        s.result,
+        SessionOutcome::Verified | SessionOutcome::VerifiedSourceOnly(_)
+    )
+}
+
+/// The note at the top of a report past [`HTML_SESSION_ROWS`]: what it
+/// lists, what it summarizes, and where every session is.
+fn html_summarized_note(s: &mut String, m: &Manifest) {
+    let shown = m.sessions.iter().filter(|x| !verified(x)).count();
+    let _ = writeln!(
+        s,
+        "<p class=\"warn\" id=\"summarized\" data-limit=\"{HTML_SESSION_ROWS}\"><strong>{total} sessions, more than the {HTML_SESSION_ROWS} this page lists row by row:</strong> the session table lists the {shown} that are not verified (each refused one with its drill-down below), and the {verified} verified sessions are summarized per profile (<a href=\"#verified-per-profile\">Verified sessions per profile</a>). Every session, one row each, is in the sweep's <code>{csv}</code> beside its manifest.</p>",
+        total = m.sessions.len(),
+        verified = m.sessions.len() - shown,
+        csv = crate::manifest::CSV_FILE,
+    );
+}
+
+/// The verified sessions of a report past [`HTML_SESSION_ROWS`], counted
+/// per profile (labelled as in the chart).
+fn html_verified_per_profile(s: &mut String, m: &Manifest) {
+    let mut per: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    for x in m.sessions.iter().filter(|x| verified(x)) {
+        let e = per.entry(x.profile.as_str()).or_default();
+        match x.result {
+            SessionOutcome::Verified => e.0 += 1,
+            _ => e.1 += 1,
+        }
+    }
+    let labels: BTreeMap<String, String> = crate::report::svg::profile_labels(m)
+        .into_iter()
+        .map(|(label, p)| (p, label))
+        .collect();
+    s.push_str("<h3 id=\"verified-per-profile\">Verified sessions per profile</h3>\n<p>Summarized, not listed: the table below lists only the sessions that are not verified.</p>\n<table id=\"verified-summary\"><tr><th>chart</th><th>profile</th><th>verified</th><th>verified, source-only</th><th>sessions</th></tr>\n");
+    for (p, (v, so)) in &per {
+        let _ = writeln!(
+            s,
+            "<tr data-profile=\"{pe}\"><td>{label}</td><td><code>{pe}</code></td><td class=\"n\">{v}</td><td class=\"n\">{so}</td><td class=\"n\">{n}</td></tr>",
+            pe = esc(p),
+            label = esc(labels.get(*p).map_or("", String::as_str)),
+            n = v + so,
+        );
+    }
+    s.push_str("</table>\n");
 }
 
 /// The incomplete-run warning and the list of where the manifest comes from.
@@ -304,13 +378,19 @@ fn html_summary(s: &mut String, m: &Manifest) {
     s.push_str("</table>\n");
 }
 
-/// The session table and its filters.
-fn html_sessions(s: &mut String, m: &Manifest) {
+/// The session table and its filters: every session, or with `summarized`
+/// only those that are not verified.
+fn html_sessions(s: &mut String, m: &Manifest, summarized: bool) {
+    let listed: Vec<&SessionRecord> = m
+        .sessions
+        .iter()
+        .filter(|x| !summarized || !verified(x))
+        .collect();
     let mut verdicts = BTreeSet::new();
     let mut classes = BTreeSet::new();
     let mut rules = BTreeSet::new();
     let mut profiles = BTreeSet::new();
-    for sess in &m.sessions {
+    for sess in listed.iter().copied() {
         verdicts.insert(sess.verdict_str().to_string());
         let class = class_id(sess);
         if !class.is_empty() {
@@ -319,10 +399,19 @@ fn html_sessions(s: &mut String, m: &Manifest) {
         rules.extend(session_rules(sess));
         profiles.insert(sess.profile.clone());
     }
-    let _ = writeln!(
-        s,
-        "<h2 id=\"sessions-title\">Sessions</h2>\n<form id=\"filters\" hidden>"
-    );
+    if summarized {
+        let _ = writeln!(
+            s,
+            "<h2 id=\"sessions-title\">Sessions not verified ({} of {}; the verified ones are summarized per profile above)</h2>\n<form id=\"filters\" hidden>",
+            listed.len(),
+            m.sessions.len()
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "<h2 id=\"sessions-title\">Sessions</h2>\n<form id=\"filters\" hidden>"
+        );
+    }
     select(s, "verdict", "verdict", &verdicts);
     select(s, "class", "refusal class", &classes);
     select(s, "rule", "rule", &rules);
@@ -331,9 +420,9 @@ fn html_sessions(s: &mut String, m: &Manifest) {
     let _ = writeln!(
         s,
         "<p id=\"shown\">{n} of {n} sessions shown</p>\n<table id=\"sessions\"><thead><tr><th>file id</th><th>verdict</th><th>refusal class</th><th>rules</th><th>profile</th><th>format</th><th>steps</th><th>reason</th></tr></thead>\n<tbody>",
-        n = m.sessions.len()
+        n = listed.len()
     );
-    for sess in &m.sessions {
+    for sess in listed {
         let rules: Vec<String> = session_rules(sess).into_iter().collect();
         let rules = rules.join(" ");
         let verdict = sess.verdict_str();
@@ -555,15 +644,11 @@ pub fn render_diff_html(d: &AuditDiff, inputs: &Inputs<'_>) -> String {
     } else {
         s.push_str("<table id=\"rules\"><tr><th>rule</th><th>presented (old → new)</th><th>refused under (old → new)</th></tr>\n");
         for r in &d.rules {
-            let _ = writeln!(
-                s,
-                "<tr><td><code>{}</code></td><td class=\"n\">{} → {}</td><td class=\"n\">{} → {}</td></tr>",
-                esc(&r.rule),
-                r.applied.0,
-                r.applied.1,
-                r.refused.0,
-                r.refused.1
-            );
+            let _ = write!(s, "<tr><td><code>{}</code></td>", esc(&r.rule));
+            for (old, new) in r.sides() {
+                let _ = write!(s, "<td class=\"n\">{old} → {new}</td>");
+            }
+            s.push_str("</tr>\n");
         }
         s.push_str("</table>\n");
     }

@@ -18,6 +18,22 @@ const COLORS: [(&str, &str); 5] = [
     ("not fetched or error", "#616161"),
 ];
 
+/// The colour of an outcome (`verified`, `verified-source-only`,
+/// `unknown`, `incomplete`, `not-fetched`, `error`) in every chart; the
+/// diff's transitions chart splits `not fetched or error` in two and greys
+/// out `absent` (anything else).
+pub fn outcome_color(outcome: &str) -> &'static str {
+    match outcome {
+        "verified" => COLORS[0].1,
+        "verified-source-only" => COLORS[1].1,
+        "unknown" => COLORS[2].1,
+        "incomplete" => COLORS[3].1,
+        "not-fetched" => COLORS[4].1,
+        "error" => "#424242",
+        _ => "#bdbdbd",
+    }
+}
+
 /// Dark text, for light fills and the chart background.
 const DARK: &str = "#212121";
 
