@@ -545,7 +545,7 @@ pub struct Inputs<'a> {
 }
 
 use crate::report::escape::{md_code, md_text};
-use crate::report::svg::outcome_color;
+use crate::report::svg::{outcome_color, DARK};
 
 /// The Markdown report, the transition chart inline.
 pub fn render_markdown(d: &AuditDiff, inputs: &Inputs<'_>) -> String {
@@ -744,8 +744,6 @@ const OUTCOMES: [&str; 7] = [
     "absent",
 ];
 
-const DARK: &str = "#212121";
-
 /// The verdict transitions as an SVG flow chart: the old outcomes stacked on
 /// the left, the new on the right, a band from each old outcome to each new
 /// one as thick as its sessions, coloured by where it ends; sessions that kept
@@ -788,15 +786,13 @@ pub fn transition_chart(d: &AuditDiff) -> String {
     let (right_top, right_end) = tops(&right_h);
     let height = (left_end.max(right_end) + 20.0).max(120.0).ceil();
     let width = 800.0;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="10" y="22" font-size="16" font-weight="bold" fill="{DARK}">Verdict transitions, old → new ({total} sessions, {} regressed)</text>"#,
-        d.regressed
+    let mut s = crate::report::svg::open(
+        width,
+        height,
+        format_args!(
+            "Verdict transitions, old → new ({total} sessions, {} regressed)",
+            d.regressed
+        ),
     );
     // Bands in the chart's outcome order (old, then new), stacked within
     // each end, so that bands cross only where verdicts changed.

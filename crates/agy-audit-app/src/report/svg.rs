@@ -34,8 +34,23 @@ pub fn outcome_color(outcome: &str) -> &'static str {
     }
 }
 
-/// Dark text, for light fills and the chart background.
-const DARK: &str = "#212121";
+/// Dark text, for light fills and the chart background (every chart's).
+pub(crate) const DARK: &str = "#212121";
+
+/// Starts a chart: the `<svg>` element of `width` × `height` at the charts'
+/// 12 px sans-serif, and its bold 16 px title at the top left.
+pub(crate) fn open(width: f64, height: f64, title: std::fmt::Arguments<'_>) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="{LABEL_X}" y="22" font-size="16" font-weight="bold" fill="{DARK}">{title}</text>"#
+    );
+    s
+}
 
 /// Average advance of a character at the chart's 12 px font (digits are
 /// about 6.7 px wide in common sans-serif faces; rounded up).
@@ -147,15 +162,10 @@ pub fn verdict_chart(m: &Manifest) -> String {
     let width = (BAR_X + BAR_W + 60.0).max(legend_w).ceil();
     let bars_end = TOP + ROW_H * rows.len().max(1) as f64;
     let height = bars_end + 34.0 + 16.0 * labels.len() as f64 + 10.0;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="{LABEL_X}" y="22" font-size="16" font-weight="bold" fill="{DARK}">Verdicts per profile ({} sessions)</text>"#,
-        m.counts.selected
+    let mut s = open(
+        width,
+        height,
+        format_args!("Verdicts per profile ({} sessions)", m.counts.selected),
     );
     for (i, (label, profile, counts)) in rows.iter().enumerate() {
         let y = TOP + ROW_H * i as f64;
