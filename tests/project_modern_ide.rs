@@ -481,6 +481,13 @@ fn finish147_finish_near_misses_fail() {
             ),
             Reason::ModernToolCallRepeat,
         ),
+        // Both missed (the arguments differ from the tool call and from
+        // result_json): the repeat is refused first, as before the bound was
+        // executed by the dispatcher alone.
+        (
+            with(&w, "/generic/args/Passed", json!("false")),
+            Reason::ModernToolCallRepeat,
+        ),
         (with(&w, "/status", json!(ERROR)), Reason::ModernStatus),
         (
             with(&w, &format!("{P}/outcome"), json!("OUTCOME_FAILED")),

@@ -162,10 +162,9 @@ mod tests {
         );
     }
 
-    #[test]
-    fn sidecar_carries_completeness_and_parent() {
-        let ord = json!({"cascadeId": "c", "metadata": {"parentConversationId": "0B6B2F0E-1C1D-4A7E-9A5E-0D6F3F1F2A01"}});
-        let c = Completeness {
+    /// A verified session's completeness record (the attest tests' fixture).
+    pub(super) fn completeness() -> Completeness {
+        Completeness {
             profile: "p".into(),
             source_digest: "sha256:1".into(),
             payload_digest: Some("sha256:2".into()),
@@ -176,7 +175,13 @@ mod tests {
             rpc_only_fields: vec![],
             rpc_only_fields_unlisted: 0,
             verified_at: "2026-12-02T00:00:00Z".into(),
-        };
+        }
+    }
+
+    #[test]
+    fn sidecar_carries_completeness_and_parent() {
+        let ord = json!({"cascadeId": "c", "metadata": {"parentConversationId": "0B6B2F0E-1C1D-4A7E-9A5E-0D6F3F1F2A01"}});
+        let c = completeness();
         let doc = sidecar(&ord, &c);
         for o in [
             ord.clone(),

@@ -462,20 +462,12 @@ impl Visit for OnePass<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verdict::VerdictKind;
 
+    /// The attest tests' fixture, with one RPC-only field.
     fn completeness() -> Completeness {
         Completeness {
-            profile: "p".into(),
-            source_digest: "sha256:1".into(),
-            payload_digest: Some("sha256:2".into()),
-            verdict: VerdictKind::Verified,
-            reason: None,
-            reason_class: None,
-            source_only: vec![],
             rpc_only_fields: vec!["x.y".into()],
-            rpc_only_fields_unlisted: 0,
-            verified_at: "2026-12-02T00:00:00Z".into(),
+            ..crate::attest::tests::completeness()
         }
     }
 

@@ -154,8 +154,10 @@ impl ArgBound {
     }
 
     /// Checks `args` against the bound's values: the required arguments are
-    /// present, those bound to a field equal it, and, when the bound says so,
-    /// they repeat the retained tool call. `field` resolves a declared field
+    /// present, those bound to a field equal it, when the bound says so they
+    /// repeat the retained tool call, and they are the members of the field
+    /// [`Self::members_of`] names (after the repeat: a Finish call that
+    /// differs from its tool call is refused for that first). `field` resolves a declared field
     /// (of [`Self::equal`], [`Self::equal_if_present`], [`Self::members_of`])
     /// to its stored value as JSON (`None`: absent or not resolvable), and
     /// `step` holds the retained tool call. The names are not checked here:
@@ -187,11 +189,11 @@ impl ArgBound {
                 return Err(ArgMiss::Contradicts { arg, field: f });
             }
         }
-        if let Some(f) = self.members_of {
-            members_are(args, f, field(f))?;
-        }
         if self.repeat_tool_call && !args.repeat_tool_call(step) {
             return Err(ArgMiss::NotInToolCall);
+        }
+        if let Some(f) = self.members_of {
+            members_are(args, f, field(f))?;
         }
         Ok(())
     }

@@ -99,16 +99,11 @@ const WRAPPER_FIELDS: &[&str] = &[
     "completed_interactions",
     "generic",
 ];
-/// Native Step fields besides its body.
-const NATIVE_FIELDS: &[&str] = &[
-    "type",
-    "status",
-    "metadata",
-    "error",
-    "task_details",
-    "permissions",
-    "completed_interactions",
-];
+/// Native Step fields besides its body: the wrapper's but `generic`.
+const NATIVE_FIELDS: &[&str] = match WRAPPER_FIELDS.split_last() {
+    Some((_generic, fields)) => fields,
+    None => &[],
+};
 /// Wrapper result fields (media only for image Steps).
 const RESULT_FIELDS: &[&str] = &[
     "result",

@@ -43,19 +43,24 @@ const COMMON_REASONS: &[Reason] = &[
     Reason::PayloadFreeRecords,
 ];
 
+/// The reasons of the two rules whose results may hold metadata and whose
+/// wrappers may fail with an outer error (manage_task and send_message;
+/// schedule, manage_subagents and define_subagent).
+const METADATA_REASONS: &[Reason] = &[
+    Reason::PayloadFreeArguments,
+    Reason::PayloadFreeResult,
+    Reason::PayloadFreeMetadataKeys,
+    Reason::PayloadFreeOuterError,
+    Reason::PayloadFreeStatus,
+    Reason::PayloadFreeRecords,
+    Reason::OuterErrorText,
+];
+
 pub(crate) const DOCS: &[RuleDoc] = &[
     RuleDoc {
         rule: RuleId::PayloadFreeManageTask,
         accepts: "A generic manage_task (Action a JSON string other than send_input; optionally TaskId) or send_message (a nonempty subset of ConversationId, Message) step whose result holds only result text, metadata (keys within task_description, task_id, tool_name), render information and an output URI, with no task details, permission or interaction records; status DONE, or for manage_task ERROR with an optional outer error of only short and full text. Presented unchanged.",
-        reasons: &[
-            Reason::PayloadFreeArguments,
-            Reason::PayloadFreeResult,
-            Reason::PayloadFreeMetadataKeys,
-            Reason::PayloadFreeOuterError,
-            Reason::PayloadFreeStatus,
-            Reason::PayloadFreeRecords,
-            Reason::OuterErrorText,
-        ],
+        reasons: METADATA_REASONS,
     },
     RuleDoc {
         rule: RuleId::ManageTaskSendInput,
@@ -74,15 +79,7 @@ pub(crate) const DOCS: &[RuleDoc] = &[
     RuleDoc {
         rule: RuleId::PayloadFreeScheduleSubagents,
         accepts: "A DONE generic schedule (a nonempty subset of DurationSeconds, Prompt, TimerCondition), manage_subagents (exactly Action) or define_subagent (exactly definition, or name with any of description, enable_mcp_tools, enable_subagent_tools, enable_write_tools, system_prompt) step whose result holds only result text, an output URI and render information (manage_subagents also metadata with only killed_conversation_ids), without permission or interaction records; only schedule may carry task details, and a schedule may instead be ERROR with an outer error of only short and full text. Presented unchanged.",
-        reasons: &[
-            Reason::PayloadFreeArguments,
-            Reason::PayloadFreeResult,
-            Reason::PayloadFreeMetadataKeys,
-            Reason::PayloadFreeOuterError,
-            Reason::PayloadFreeStatus,
-            Reason::PayloadFreeRecords,
-            Reason::OuterErrorText,
-        ],
+        reasons: METADATA_REASONS,
     },
     RuleDoc {
         rule: RuleId::PayloadFreeListPermissions,
@@ -102,8 +99,8 @@ fn project(_ctx: &Ctx<'_>, w: &Wrapper) -> R<Presented> {
         "manage_task" if w.args.string("Action").as_deref() == Some("send_input") => send_input(w),
         "manage_task" | "send_message" => manage_task(w),
         "schedule" | "manage_subagents" | "define_subagent" => schedule_subagents(w),
-        "list_permissions" => list_permissions(w),
-        "ask_permission" => ask_permission(w),
+        "list_permissions" => text_and_render(RuleId::PayloadFreeListPermissions, w),
+        "ask_permission" => text_and_render(RuleId::PayloadFreeAskPermission, w),
         "" => unqualified(w),
         t => reject(None, Reason::PayloadFreeTool, t.to_string()),
     }
@@ -324,24 +321,18 @@ fn schedule_subagents(w: &Wrapper) -> R<Presented> {
 /// presented unchanged. It is bounded to no arguments, a result of only text
 /// and render information (no output URI, metadata, media, or payload), no
 /// outer task details or error, and status DONE."
-fn list_permissions(w: &Wrapper) -> R<Presented> {
-    let rule = RuleId::PayloadFreeListPermissions;
-    records(rule, w, false)?;
-    // No arguments: its declared bound ([`ARGS`]) names none.
-    result_fields(rule, w, RESULT_TEXT_RENDER)?;
-    status_and_error(rule, w, false, false)?;
-    Ok(Presented::unchanged(rule))
-}
-
+///
 /// "A payload-free ask_permission step also remains generic and is
 /// presented unchanged. It is bounded to exactly the Action, Reason and
 /// Target arguments, a result of only text and render information (no
 /// output URI, metadata, media, or payload), no outer task details, error or
 /// permission records, and status DONE."
-fn ask_permission(w: &Wrapper) -> R<Presented> {
-    let rule = RuleId::PayloadFreeAskPermission;
+///
+/// The two rules share every bound but their arguments, which are their
+/// declared bounds ([`ARGS`]: none; exactly Action, Reason and Target) the
+/// dispatcher enforces.
+fn text_and_render(rule: RuleId, w: &Wrapper) -> R<Presented> {
     records(rule, w, false)?;
-    // Exactly Action, Reason and Target: its declared bound ([`ARGS`]).
     result_fields(rule, w, RESULT_TEXT_RENDER)?;
     status_and_error(rule, w, false, false)?;
     Ok(Presented::unchanged(rule))

@@ -451,14 +451,7 @@ impl Ctx {
             let fd = fm
                 .map(|m| desc(m.fields().map(|f| field_text(&f)).collect()))
                 .unwrap_or_default();
-            if bd == fd {
-                return Ok(Placed::Unchanged);
-            }
-            return Err(BundleError::Conflict {
-                name: name.to_string(),
-                base: bd,
-                from: fd,
-            });
+            return unchanged_or_conflict(name, bd, fd);
         }
         if self.base_pool.get_enum_by_name(name).is_some() {
             return Err(BundleError::Conflict {
@@ -505,14 +498,7 @@ impl Ctx {
                 .iter()
                 .map(|v| format!("{}={}", v.name(), v.number()))
                 .collect();
-            if bd == fd {
-                return Ok(Placed::Unchanged);
-            }
-            return Err(BundleError::Conflict {
-                name: name.to_string(),
-                base: bd.join(", "),
-                from: fd.join(", "),
-            });
+            return unchanged_or_conflict(name, bd.join(", "), fd.join(", "));
         }
         match enclosing(dst, path, name)? {
             Some(parent) => parent.enum_type.push(e),
@@ -551,14 +537,7 @@ impl Ctx {
             .ok_or_else(|| BundleError::NotFound(name.to_string()))?;
         if let Some(b) = base_msg.get_field_by_name(field) {
             let (bd, fd) = (field_text(&b), field_text(&from_fd));
-            if bd == fd {
-                return Ok(Placed::Unchanged);
-            }
-            return Err(BundleError::Conflict {
-                name: name.to_string(),
-                base: bd,
-                from: fd,
-            });
+            return unchanged_or_conflict(name, bd, fd);
         }
         if let Some(b) = base_msg.get_field(from_fd.number()) {
             return Err(BundleError::Conflict {
@@ -611,14 +590,11 @@ impl Ctx {
             });
         };
         if let Some(b) = base_enum.get_value_by_name(value) {
-            if b.number() == v.number() {
-                return Ok(Placed::Unchanged);
-            }
-            return Err(BundleError::Conflict {
-                name: name.to_string(),
-                base: format!("{} = {}", b.name(), b.number()),
-                from: format!("{} = {}", v.name(), v.number()),
-            });
+            let (bd, fd) = (
+                format!("{} = {}", b.name(), b.number()),
+                format!("{} = {}", v.name(), v.number()),
+            );
+            return unchanged_or_conflict(name, bd, fd);
         }
         if let Some(b) = base_enum.get_value(v.number()) {
             return Err(BundleError::Conflict {
@@ -745,4 +721,18 @@ fn encode_set(base: &[u8], base_set: &FileDescriptorSet, touched: &BTreeSet<Stri
         set.extend(body);
     }
     set
+}
+/// A declaration the base already holds: unchanged when the base's
+/// description (`base`) is the added one's (`from`), else a conflict naming
+/// both.
+fn unchanged_or_conflict(name: &str, base: String, from: String) -> Result<Placed, BundleError> {
+    if base == from {
+        Ok(Placed::Unchanged)
+    } else {
+        Err(BundleError::Conflict {
+            name: name.to_string(),
+            base,
+            from,
+        })
+    }
 }

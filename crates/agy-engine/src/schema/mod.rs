@@ -14,7 +14,7 @@ mod names;
 pub mod pin;
 
 pub use error::{PoolError, SchemaError, UnsupportedSyntax};
-pub use names::{ModernNames, Names, TrajectoryFields, MODERN_DECLARATIONS};
+pub use names::{ModernNames, Names, TrajectoryFields, FILE_EDIT_FIELDS, MODERN_DECLARATIONS};
 
 use prost_reflect::{DescriptorPool, MessageDescriptor};
 use sha2::{Digest, Sha256};

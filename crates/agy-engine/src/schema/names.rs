@@ -21,6 +21,17 @@ pub struct Names {
     pub modern: ModernNames,
 }
 
+/// The FileEdit fields the modern file-edit rules read (tools143's first
+/// four, ide225's artifact fields after them).
+pub const FILE_EDIT_FIELDS: &[&str] = &[
+    "path",
+    "kind",
+    "diff",
+    "outcome",
+    "is_artifact_file",
+    "artifact_metadata",
+];
+
 /// The modern payload messages the `project::modern` rules read, each with
 /// the fields they read, by name: `(message, fields)`.
 pub const MODERN_DECLARATIONS: &[(&str, &[&str])] = &[
@@ -49,17 +60,7 @@ pub const MODERN_DECLARATIONS: &[(&str, &[&str])] = &[
             "not_found",
         ],
     ),
-    (
-        "exa.cortex.core.tools.FileEdit",
-        &[
-            "path",
-            "kind",
-            "diff",
-            "outcome",
-            "is_artifact_file",
-            "artifact_metadata",
-        ],
-    ),
+    ("exa.cortex.core.tools.FileEdit", FILE_EDIT_FIELDS),
     (
         "exa.cortex.core.tools.InvokeSubagent",
         &["specs", "results", "task_mode", "outcome"],

@@ -147,26 +147,30 @@ struct Expected<'a> {
     render: Observed<'a>,
 }
 
+/// The compared top-level Step fields' numbers: generic, type, status,
+/// metadata, error, permissions, task_details and subtrajectory (0 when the
+/// schema has none).
+fn compared_numbers(names: &Names) -> [u32; 8] {
+    let s = names.step_fields;
+    [
+        s.generic,
+        s.r#type,
+        s.status,
+        s.metadata,
+        s.error,
+        s.permissions,
+        s.task_details,
+        s.subtrajectory.unwrap_or(0),
+    ]
+}
+
 /// The fast path: every compared field occurs at most once.
 fn expected_single<'a>(names: &Names, payload: &'a [u8]) -> Expected<'a> {
     let s = names.step_fields;
     // One pass over the payload for every compared field (field number 0
     // never occurs, so an absent subtrajectory number finds nothing).
     let [generic, step_type, status, metadata, error, permissions, task_details, subtrajectory] =
-        singles(
-            payload,
-            [
-                s.generic,
-                s.r#type,
-                s.status,
-                s.metadata,
-                s.error,
-                s.permissions,
-                s.task_details,
-                s.subtrajectory.unwrap_or(0),
-            ],
-        )
-        .map(|r| r.ok().flatten());
+        singles(payload, compared_numbers(names)).map(|r| r.ok().flatten());
     let blob = |v: Option<(&'a [u8], WireType)>| match v {
         Some((b, _)) => Observed::Bytes(b),
         None => Observed::Absent,
@@ -298,18 +302,12 @@ pub struct StepColumns {
 impl StepColumns {
     pub fn new(names: &Names) -> StepColumns {
         let s = names.step_fields;
-        let mut compared = vec![
-            s.r#type,
-            s.status,
-            s.metadata,
-            s.error,
-            s.permissions,
-            s.task_details,
-            s.generic,
-        ];
-        compared.extend(s.subtrajectory);
         StepColumns {
-            compared,
+            // Field number 0 never occurs: the schema has no subtrajectory.
+            compared: compared_numbers(names)
+                .into_iter()
+                .filter(|n| *n != 0)
+                .collect(),
             oneof: step_oneof(names),
             blob_types: [s.metadata, s.error, s.permissions, s.task_details]
                 .map(|n| field_type(&names.step, n)),

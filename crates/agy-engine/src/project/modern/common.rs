@@ -4,8 +4,9 @@
 //! steps, and the path-only read bounds. A leaf: it imports the field
 //! helpers and the engine's leaf modules, never a family.
 
+use crate::project::args::ArgBound;
 use crate::project::checks::qualified_path;
-use crate::project::family::Ctx;
+use crate::project::family::{Args, Claim, Ctx, PayloadFn, Presented};
 use crate::project::fields::{
     self, enum_name, extra_field, has, new_sub, reject, set, set_enum, Reject, Wrapper, R,
 };
@@ -42,6 +43,39 @@ pub(crate) fn decode(ctx: &Ctx<'_>, rule: RuleId, short: &str, bytes: &Bytes) ->
     };
     DynamicMessage::decode(md, bytes.clone())
         .or_else(|e| reject(Some(rule), Reason::ModernPayloadUndecodable, e.to_string()))
+}
+
+/// The payload of a call of one of `tools`: decoded as
+/// `exa.cortex.core.tools.<short>` ([`decode`]), then the tool checked
+/// ([`tool_is`]).
+pub(crate) fn call_payload(
+    ctx: &Ctx<'_>,
+    w: &Wrapper,
+    rule: RuleId,
+    short: &str,
+    tools: &[&str],
+    bytes: &Bytes,
+) -> R<DynamicMessage> {
+    let payload = decode(ctx, rule, short, bytes)?;
+    tool_is(w, rule, tools)?;
+    Ok(payload)
+}
+
+/// The claim of a modern payload Any of type `url`, projected by
+/// `project`: every such presentation also relies on the permission1
+/// refusal.
+pub(crate) const fn payload_claim(url: &'static str, project: PayloadFn) -> Claim {
+    Claim::Payload {
+        url,
+        project,
+        extra: &[RuleId::ModernPermission1],
+    }
+}
+
+/// A modern rule's argument bound over calls of `tool`, refused with
+/// [`Reason::ModernArguments`].
+pub(crate) const fn arguments(rule: RuleId, tool: &'static str, bound: ArgBound) -> Args {
+    Args::of(rule, tool, bound, Reason::ModernArguments)
 }
 
 /// A declared payload message's descriptor (for nested messages such as
@@ -131,6 +165,23 @@ pub(crate) fn tool_is(w: &Wrapper, rule: RuleId, tools: &[&str]) -> R<()> {
     }
 }
 
+/// Refuses the wrapper's arguments with [`Reason::ModernArguments`] unless
+/// `ok`: for the argument checks a family keeps beside its declared bound
+/// because the ArgBound vocabulary cannot say them (canonical decimals, an
+/// argument present exactly when a payload field is, a JSON string); each
+/// caller says which.
+pub(crate) fn arguments_hold(w: &Wrapper, rule: RuleId, ok: bool) -> R<()> {
+    if ok {
+        Ok(())
+    } else {
+        reject(
+            Some(rule),
+            Reason::ModernArguments,
+            format!("{:?}", w.args.0),
+        )
+    }
+}
+
 /// The wrapper's status is `status` and the payload's outcome `outcome`.
 pub(crate) fn status_is(
     w: &Wrapper,
@@ -205,8 +256,9 @@ pub(crate) fn native_step(
 }
 
 /// The bounds every path-only modern read shares (missing-file and image
-/// reads): DONE and COMPLETED, a path that needs no URI normalization, and
-/// the arguments exactly AbsolutePath equal to it. Returns the path.
+/// reads): DONE and COMPLETED and a path that needs no URI normalization.
+/// Returns the path. Their arguments, exactly AbsolutePath equal to it, are
+/// each rule's declared bound, which the dispatcher enforces.
 pub(crate) fn completed_path_read(
     w: &Wrapper,
     payload: &DynamicMessage,
@@ -216,15 +268,6 @@ pub(crate) fn completed_path_read(
     let path = fields::text(payload, "path");
     if !qualified_path(&path) {
         return reject(Some(rule), Reason::ModernPath, path);
-    }
-    if !w.args.keys_are(&["AbsolutePath"])
-        || w.args.string("AbsolutePath").as_deref() != Some(path.as_str())
-    {
-        return reject(
-            Some(rule),
-            Reason::ModernArguments,
-            format!("{:?}", w.args.0),
-        );
     }
     Ok(path)
 }
@@ -245,4 +288,49 @@ pub(crate) fn view_file_step(
         Value::String(format!("file://{path}")),
     )?;
     Ok((step, vf))
+}
+
+/// The presented VIEW_FILE step of a modern read of `path` (`step` and `vf`
+/// from [`view_file_step`], with the rule's own fields set): `vf` gains the
+/// shown `content` and the skill146 flag, and the step is presented under
+/// `rule` and skill146, carrying the result text and payload it shows.
+pub(crate) fn view_file_presented(
+    step: DynamicMessage,
+    mut vf: DynamicMessage,
+    rule: RuleId,
+    path: &str,
+    content: String,
+) -> R<Presented> {
+    put(&mut vf, rule, "content", Value::String(content))?;
+    put(
+        &mut vf,
+        rule,
+        "is_skill_file",
+        Value::Bool(is_skill_path(path)),
+    )?;
+    let extra = vec![RuleId::ModernSkillPath];
+    presented_native(step, rule, ("view_file", vf), extra, SHOWS_RESULT)
+}
+
+/// What a presentation that shows the result text carries in another form.
+pub(crate) const SHOWS_RESULT: &[&str] = &["generic.result.result", "generic.result.payload"];
+/// What one that shows only the payload carries.
+pub(crate) const SHOWS_PAYLOAD: &[&str] = &["generic.result.payload"];
+
+/// The presented native `step` with its body (field name, message) set,
+/// under `rule` and `extra`, carrying the stored paths `carried` shows.
+pub(crate) fn presented_native(
+    mut step: DynamicMessage,
+    rule: RuleId,
+    (field, body): (&str, DynamicMessage),
+    extra: Vec<RuleId>,
+    carried: &[&'static str],
+) -> R<Presented> {
+    put(&mut step, rule, field, Value::Message(body))?;
+    Ok(Presented {
+        step: Some(step),
+        rule,
+        extra,
+        carried: carried.to_vec(),
+    })
 }

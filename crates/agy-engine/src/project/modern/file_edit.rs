@@ -2,29 +2,28 @@
 //! CODE_ACTION.
 
 use super::common::{
-    child, decode, native_step, payload_fields, put, status_is, tool_is, wrapper_shape, COMPLETED,
+    arguments, arguments_hold, call_payload, child, native_step, payload_claim, payload_fields,
+    presented_native, put, status_is, wrapper_shape, COMPLETED, SHOWS_PAYLOAD,
 };
 use crate::project::args::ArgBound;
 use crate::project::checks::qualified_path;
 use crate::project::doc::RuleDoc;
-use crate::project::family::{Args, Claim, Ctx, Family, Hook, Presented};
+use crate::project::family::{Args, Ctx, Family, Hook, Presented};
 use crate::project::fields::{enum_name, flag, reject, text, Wrapper, DONE, R};
 use crate::project::reasons::Reason;
 use crate::rules::RuleId;
+use crate::schema::FILE_EDIT_FIELDS;
 use bytes::Bytes;
 use prost_reflect::Value;
 
 const CODE_ACTION_TYPE: &str = "CORTEX_STEP_TYPE_CODE_ACTION";
-const PAYLOAD_FIELDS: &[&str] = &["path", "kind", "diff", "outcome"];
-/// With ide225's artifact fields.
-const ARTIFACT_FIELDS: &[&str] = &[
-    "path",
-    "kind",
-    "diff",
-    "outcome",
-    "is_artifact_file",
-    "artifact_metadata",
-];
+/// With ide225's artifact fields: every FileEdit field the schema resolves.
+const ARTIFACT_FIELDS: &[&str] = FILE_EDIT_FIELDS;
+/// tools143's: the artifact fields' first four.
+const PAYLOAD_FIELDS: &[&str] = match ARTIFACT_FIELDS.split_at_checked(4) {
+    Some((fields, _artifact)) => fields,
+    None => &[],
+};
 
 pub(crate) const DOCS: &[RuleDoc] = &[RuleDoc {
     rule: RuleId::ModernFileEdit,
@@ -60,8 +59,14 @@ pub(crate) const DOCS: &[RuleDoc] = &[RuleDoc {
 /// ArtifactMetadata argument on creates.
 fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     let rule = RuleId::ModernFileEdit;
-    let payload = decode(ctx, rule, "FileEdit", bytes)?;
-    tool_is(w, rule, &["write_to_file", "replace_file_content"])?;
+    let payload = call_payload(
+        ctx,
+        w,
+        rule,
+        "FileEdit",
+        &["write_to_file", "replace_file_content"],
+        bytes,
+    )?;
     wrapper_shape(
         w,
         rule,
@@ -101,29 +106,20 @@ fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     if !qualified_path(&path) {
         return reject(Some(rule), Reason::ModernPath, path);
     }
-    let with_metadata = artifact.as_ref().is_some_and(|a| a.metadata.is_some());
-    let keys: &[&str] = if create && with_metadata {
-        &["ArtifactMetadata", "CodeContent", "TargetFile"]
-    } else if create {
-        &["CodeContent", "TargetFile"]
+    // The names (ArtifactMetadata only under ide225's rule, which the
+    // artifact hook adds for a create with metadata) and TargetFile (= path)
+    // are the declared bounds ([`ARGS`], ide225's), which the dispatcher
+    // enforces. The content arguments being JSON strings is checked here:
+    // the ArgBound vocabulary cannot say it.
+    let texts: &[&str] = if create {
+        &["CodeContent"]
     } else {
-        &["Instruction", "ReplacementContent", "TargetFile"]
+        &["Instruction", "ReplacementContent"]
     };
-    let args_ok = w.args.keys_are(keys)
-        && w.args.string("TargetFile").as_deref() == Some(path.as_str())
-        && keys
-            .iter()
-            .all(|k| *k == "ArtifactMetadata" || w.args.string(k).is_some());
-    if !args_ok {
-        return reject(
-            Some(rule),
-            Reason::ModernArguments,
-            format!("{:?}", w.args.keys()),
-        );
-    }
+    arguments_hold(w, rule, texts.iter().all(|k| w.args.string(k).is_some()))?;
     let uri = format!("file://{path}");
 
-    let mut step = native_step(w, rule, CODE_ACTION_TYPE, false)?;
+    let step = native_step(w, rule, CODE_ACTION_TYPE, false)?;
     let mut ca = child(&step, rule, "code_action")?;
     let mut spec = child(&ca, rule, "action_spec")?;
     let mut result = child(&ca, rule, "action_result")?;
@@ -180,32 +176,24 @@ fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
         }
         extra.push(arule);
     }
-    put(&mut step, rule, "code_action", Value::Message(ca))?;
-    Ok(Presented {
-        step: Some(step),
-        rule,
-        extra,
-        carried: vec!["generic.result.payload"],
-    })
+    presented_native(step, rule, ("code_action", ca), extra, SHOWS_PAYLOAD)
 }
 
 /// The family's argument bounds (TargetFile is the payload's path; the create and edit shapes).
 const ARGS: &[Args] = &[
-    Args::of(
+    arguments(
         RuleId::ModernFileEdit,
         "write_to_file",
         ArgBound::NONE
             .equal(&[("TargetFile", "path")])
             .required(&["CodeContent"]),
-        Reason::ModernArguments,
     ),
-    Args::of(
+    arguments(
         RuleId::ModernFileEdit,
         "replace_file_content",
         ArgBound::NONE
             .equal(&[("TargetFile", "path")])
             .required(&["Instruction", "ReplacementContent"]),
-        Reason::ModernArguments,
     ),
 ];
 
@@ -214,11 +202,10 @@ const ARGS: &[Args] = &[
 pub(crate) const FAMILY: Family = Family {
     file: "modern/file_edit.rs",
     docs: DOCS,
-    claims: &[Claim::Payload {
-        url: "type.googleapis.com/exa.cortex.core.tools.FileEdit",
+    claims: &[payload_claim(
+        "type.googleapis.com/exa.cortex.core.tools.FileEdit",
         project,
-        extra: &[RuleId::ModernPermission1],
-    }],
+    )],
     hooks: &[],
     args: ARGS,
 };

@@ -12,11 +12,12 @@
 //! bounded to the one shape the words name.
 
 use super::common::{
-    completed_path_read, decode, payload_fields, status_is, tool_is, wrapper_shape, COMPLETED,
+    arguments, call_payload, completed_path_read, payload_claim, payload_fields, status_is,
+    wrapper_shape, COMPLETED,
 };
 use crate::project::args::ArgBound;
 use crate::project::doc::RuleDoc;
-use crate::project::family::{Args, Claim, Ctx, Family, Hook, Presented};
+use crate::project::family::{Args, Ctx, Family, Hook, Presented};
 use crate::project::fields::{flag, reject, text, Wrapper, DONE, R};
 use crate::project::reasons::Reason;
 use crate::rules::RuleId;
@@ -76,8 +77,7 @@ fn object(s: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
 /// task details; permission1. Presented exactly as stored.
 fn project_finish(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     let rule = RuleId::ModernFinish;
-    let payload = decode(ctx, rule, "Finish", bytes)?;
-    tool_is(w, rule, &["finish"])?;
+    let payload = call_payload(ctx, w, rule, "Finish", &["finish"], bytes)?;
     wrapper_shape(
         w,
         rule,
@@ -90,22 +90,9 @@ fn project_finish(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     if object(&schema).is_none_or(|o| o.is_empty()) {
         return reject(Some(rule), Reason::FinishSchema, schema);
     }
-    if !w.args.repeat_tool_call(w.step) {
-        return reject(
-            Some(rule),
-            Reason::ModernToolCallRepeat,
-            format!("{:?}", w.args.keys()),
-        );
-    }
-    let result = text(&payload, "result_json");
-    let same = object(&result).is_some_and(|o| {
-        o.len() == w.args.0.len()
-            && o.iter()
-                .all(|(k, v)| w.args.json(k).is_some_and(|a| a == *v))
-    });
-    if !same {
-        return reject(Some(rule), Reason::FinishResult, result);
-    }
+    // The arguments repeating the retained tool call (refused first) and
+    // being exactly result_json's members, each the same JSON, are the
+    // declared bound ([`ARGS`]), which the dispatcher enforces.
     Ok(Presented::unchanged(rule))
 }
 
@@ -134,13 +121,9 @@ fn project_missing_file(w: &Wrapper, payload: &DynamicMessage) -> R<Presented> {
         return reject(Some(rule), Reason::ModernPayloadField, "not_found false");
     }
     completed_path_read(w, payload, rule)?;
-    if !w.args.repeat_tool_call(w.step) {
-        return reject(
-            Some(rule),
-            Reason::ModernToolCallRepeat,
-            format!("{:?}", w.args.keys()),
-        );
-    }
+    // The arguments, exactly AbsolutePath (= path) repeating the retained
+    // tool call, are the declared bound ([`ARGS`]), which the dispatcher
+    // enforces.
     Ok(Presented::unchanged(rule))
 }
 
@@ -153,13 +136,12 @@ const ARGS: &[Args] = &[
         Reason::FinishResult,
     )
     .repeat_refused(Reason::ModernToolCallRepeat),
-    Args::of(
+    arguments(
         RuleId::ModernMissingFileRead,
         "read_file",
         ArgBound::NONE
             .equal(&[("AbsolutePath", "path")])
             .repeating(),
-        Reason::ModernArguments,
     )
     .repeat_refused(Reason::ModernToolCallRepeat),
 ];
@@ -169,11 +151,10 @@ const ARGS: &[Args] = &[
 pub(crate) const FAMILY: Family = Family {
     file: "modern/finish.rs",
     docs: DOCS,
-    claims: &[Claim::Payload {
-        url: "type.googleapis.com/exa.cortex.core.tools.Finish",
-        project: project_finish,
-        extra: &[RuleId::ModernPermission1],
-    }],
+    claims: &[payload_claim(
+        "type.googleapis.com/exa.cortex.core.tools.Finish",
+        project_finish,
+    )],
     hooks: &[Hook::ModernRead {
         field: "not_found",
         project: project_missing_file,

@@ -2,12 +2,12 @@
 //! payload: tools143 ManageTask and Schedule, tools144 ManageSubagents list.
 
 use super::common::{
-    declared, decode, no_permission_records, payload_fields, status_is, tool_is, wrapper_shape,
-    CANCELED_OUTCOME, COMPLETED,
+    arguments, arguments_hold, call_payload, declared, decode, no_permission_records,
+    payload_claim, payload_fields, status_is, tool_is, wrapper_shape, CANCELED_OUTCOME, COMPLETED,
 };
 use crate::project::args::ArgBound;
 use crate::project::doc::RuleDoc;
-use crate::project::family::{Args, Claim, Ctx, Family, Presented};
+use crate::project::family::{Args, Ctx, Family, Presented};
 use crate::project::fields::{flag, int, message_refs, reject, text, Wrapper, CANCELED, DONE, R};
 use crate::project::reasons::Reason;
 use crate::rules::RuleId;
@@ -141,20 +141,16 @@ fn project_manage_task(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented
     let task = tasks[0];
     payload_fields(task, rule, &["task_id", "description", "status"])?;
     let id = text(task, "task_id");
-    let args_ok = w.args.string("Action").as_deref() == Some(action.as_str())
-        && if action == "list" {
-            w.args.keys_are(&["Action"])
-        } else {
-            w.args.keys_are(&["Action", "TaskId"])
-                && w.args.string("TaskId").as_deref() == Some(id.as_str())
-        };
-    if !args_ok || id.is_empty() {
-        return reject(
-            Some(rule),
-            Reason::ModernArguments,
-            format!("{:?}", w.args.0),
-        );
-    }
+    // Action (= the payload's action) and the names are the declared bound
+    // ([`ARGS`]), which the dispatcher enforces. TaskId present exactly for
+    // status and kill, equal to the one task's id, is checked here: the
+    // ArgBound vocabulary says neither a presence that depends on the action
+    // nor a field of an element of a repeated message.
+    let task_arg = match action.as_str() {
+        "list" => !w.args.has("TaskId"),
+        _ => w.args.string("TaskId").as_deref() == Some(id.as_str()),
+    };
+    arguments_hold(w, rule, task_arg && !id.is_empty())?;
     with_metadata(
         w,
         rule,
@@ -179,8 +175,7 @@ fn project_manage_task(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented
 /// duration_seconds and canceled.
 fn project_schedule(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     let rule = RuleId::ModernSchedule;
-    let payload = decode(ctx, rule, "Schedule", bytes)?;
-    tool_is(w, rule, &["schedule"])?;
+    let payload = call_payload(ctx, w, rule, "Schedule", &["schedule"], bytes)?;
     shape(
         w,
         rule,
@@ -196,21 +191,14 @@ fn project_schedule(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
             format!("canceled {}, {secs} s", flag(&payload, "canceled")),
         );
     }
-    let prompt = text(&payload, "prompt");
-    let args_ok = w.args.canonical_uint("DurationSeconds").map(i128::from) == Some(secs)
-        && if prompt.is_empty() {
-            w.args.keys_are(&["DurationSeconds"])
-        } else {
-            w.args.keys_are(&["DurationSeconds", "Prompt"])
-                && w.args.string("Prompt").as_deref() == Some(prompt.as_str())
-        };
-    if !args_ok {
-        return reject(
-            Some(rule),
-            Reason::ModernArguments,
-            format!("{:?}", w.args.0),
-        );
-    }
+    // The names and Prompt (= prompt, when present) are the declared bound
+    // ([`ARGS`]), which the dispatcher enforces. Checked here, as the
+    // ArgBound vocabulary cannot say them: DurationSeconds a canonical
+    // decimal equal to the duration (JSON equality would take ` 300`), and
+    // Prompt present exactly when the payload has one.
+    let secs_arg = w.args.canonical_uint("DurationSeconds").map(i128::from) == Some(secs);
+    let prompt_arg = w.args.has("Prompt") != text(&payload, "prompt").is_empty();
+    arguments_hold(w, rule, secs_arg && prompt_arg)?;
     with_metadata(
         w,
         rule,
@@ -234,8 +222,14 @@ fn project_schedule(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
 /// action and conversation_ids.
 fn project_manage_subagents(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     let rule = RuleId::ModernManageSubagentsList;
-    let payload = decode(ctx, rule, "ManageSubagents", bytes)?;
-    tool_is(w, rule, &["manage_subagents"])?;
+    let payload = call_payload(
+        ctx,
+        w,
+        rule,
+        "ManageSubagents",
+        &["manage_subagents"],
+        bytes,
+    )?;
     shape(
         w,
         rule,
@@ -261,13 +255,9 @@ fn project_manage_subagents(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Pres
             format!("{action} with {} IDs", ids.len()),
         );
     }
-    if !w.args.keys_are(&["Action"]) || w.args.string("Action").as_deref() != Some("list") {
-        return reject(
-            Some(rule),
-            Reason::ModernArguments,
-            format!("{:?}", w.args.0),
-        );
-    }
+    // The argument, exactly Action equal to the payload's action ("list",
+    // checked above): the declared bound ([`ARGS`]), which the dispatcher
+    // enforces.
     with_metadata(
         w,
         rule,
@@ -277,25 +267,24 @@ fn project_manage_subagents(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Pres
 
 /// The family's argument bounds (each payload's own arguments).
 const ARGS: &[Args] = &[
-    Args::of(
+    arguments(
         RuleId::ModernManageTask,
         "manage_task",
-        ArgBound::NONE.required(&["Action"]).optional(&["TaskId"]),
-        Reason::ModernArguments,
+        ArgBound::NONE
+            .equal(&[("Action", "action")])
+            .optional(&["TaskId"]),
     ),
-    Args::of(
+    arguments(
         RuleId::ModernSchedule,
         "schedule",
         ArgBound::NONE
             .required(&["DurationSeconds"])
             .equal_if_present(&[("Prompt", "prompt")]),
-        Reason::ModernArguments,
     ),
-    Args::of(
+    arguments(
         RuleId::ModernManageSubagentsList,
         "manage_subagents",
-        ArgBound::NONE.required(&["Action"]),
-        Reason::ModernArguments,
+        ArgBound::NONE.equal(&[("Action", "action")]),
     ),
 ];
 
@@ -305,21 +294,18 @@ pub(crate) const FAMILY: Family = Family {
     file: "modern/generic.rs",
     docs: DOCS,
     claims: &[
-        Claim::Payload {
-            url: "type.googleapis.com/exa.cortex.core.tools.ManageTask",
-            project: project_manage_task,
-            extra: &[RuleId::ModernPermission1],
-        },
-        Claim::Payload {
-            url: "type.googleapis.com/exa.cortex.core.tools.Schedule",
-            project: project_schedule,
-            extra: &[RuleId::ModernPermission1],
-        },
-        Claim::Payload {
-            url: "type.googleapis.com/exa.cortex.core.tools.ManageSubagents",
-            project: project_manage_subagents,
-            extra: &[RuleId::ModernPermission1],
-        },
+        payload_claim(
+            "type.googleapis.com/exa.cortex.core.tools.ManageTask",
+            project_manage_task,
+        ),
+        payload_claim(
+            "type.googleapis.com/exa.cortex.core.tools.Schedule",
+            project_schedule,
+        ),
+        payload_claim(
+            "type.googleapis.com/exa.cortex.core.tools.ManageSubagents",
+            project_manage_subagents,
+        ),
     ],
     hooks: &[],
     args: ARGS,

@@ -9,7 +9,8 @@
 //! source comparison still checks all dropped wrapper content."
 
 use super::common::{
-    completed_path_read, is_skill_path, payload_fields, put, view_file_step, wrapper_shape,
+    arguments, completed_path_read, payload_fields, put, view_file_presented, view_file_step,
+    wrapper_shape,
 };
 use crate::project::args::ArgBound;
 use crate::project::doc::RuleDoc;
@@ -63,6 +64,10 @@ fn project(w: &Wrapper, payload: &DynamicMessage) -> R<Presented> {
         &["type", "status", "metadata", "generic"],
         &["result", "payload"],
     )?;
+    // Line-range arguments are refused as a range (the rule names them
+    // outside it), before the payload is read; the declared bound
+    // ([`ARGS`], exactly AbsolutePath = path, which the dispatcher enforces)
+    // would refuse them only later, as unnamed arguments.
     if w.args.has("StartLine") || w.args.has("EndLine") {
         return reject(Some(rule), Reason::ModernRange, format!("{:?}", w.args.0));
     }
@@ -115,31 +120,17 @@ fn project(w: &Wrapper, payload: &DynamicMessage) -> R<Presented> {
         );
     }
 
-    let (mut step, mut vf) = view_file_step(w, rule, &path)?;
-    put(&mut vf, rule, "content", Value::String(shown))?;
+    let (step, mut vf) = view_file_step(w, rule, &path)?;
     put(&mut vf, rule, "media_data", Value::Message(item.clone()))?;
     put(&mut vf, rule, "num_bytes", Value::U32(n))?;
-    put(
-        &mut vf,
-        rule,
-        "is_skill_file",
-        Value::Bool(is_skill_path(&path)),
-    )?;
-    put(&mut step, rule, "view_file", Value::Message(vf))?;
-    Ok(Presented {
-        step: Some(step),
-        rule,
-        extra: vec![RuleId::ModernSkillPath],
-        carried: vec!["generic.result.result", "generic.result.payload"],
-    })
+    view_file_presented(step, vf, rule, &path, shown)
 }
 
 /// The family's argument bounds (AbsolutePath alone, the payload's path).
-const ARGS: &[Args] = &[Args::of(
+const ARGS: &[Args] = &[arguments(
     RuleId::ModernImageRead,
     "read_file",
     ArgBound::NONE.equal(&[("AbsolutePath", "path")]),
-    Reason::ModernArguments,
 )];
 
 /// The family: replay147's image reads (a ReadFile payload with media,

@@ -2,11 +2,12 @@
 //! Workspace=inherit argument.
 
 use super::common::{
-    child, decode, native_step, payload_fields, put, status_is, tool_is, wrapper_shape, COMPLETED,
+    arguments, arguments_hold, call_payload, child, native_step, payload_claim, payload_fields,
+    presented_native, put, status_is, wrapper_shape, COMPLETED, SHOWS_PAYLOAD,
 };
 use crate::project::args::ArgBound;
 use crate::project::doc::RuleDoc;
-use crate::project::family::{Args, Claim, Ctx, Family, Presented};
+use crate::project::family::{Args, Ctx, Family, Presented};
 use crate::project::fields::{flag, message_refs, reject, Wrapper, DONE, R};
 use crate::project::reasons::Reason;
 use crate::rules::RuleId;
@@ -53,8 +54,7 @@ pub(crate) const DOCS: &[RuleDoc] = &[
 /// and payload; no outer error or task details; permission1.
 fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     let rule = RuleId::ModernInvokeSubagent;
-    let payload = decode(ctx, rule, "InvokeSubagent", bytes)?;
-    tool_is(w, rule, &["invoke_subagent"])?;
+    let payload = call_payload(ctx, w, rule, "InvokeSubagent", &["invoke_subagent"], bytes)?;
     wrapper_shape(
         w,
         rule,
@@ -68,17 +68,21 @@ fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     status_is(w, &payload, rule, DONE, COMPLETED)?;
     let specs = message_refs(&payload, "specs");
     let results = message_refs(&payload, "results");
-    if specs.is_empty() || w.args.string("Prompt").is_none() {
-        return reject(
-            Some(rule),
-            Reason::ModernArguments,
-            format!("{:?}", w.args.keys()),
-        );
-    }
+    // Prompt a JSON string is checked here (the ArgBound vocabulary cannot
+    // say it); the names are the declared bounds ([`ARGS`]), which the
+    // dispatcher enforces: exactly Prompt, or, under tools144's rule, Prompt
+    // and Workspace repeating the retained tool call.
+    arguments_hold(
+        w,
+        rule,
+        !specs.is_empty() && w.args.string("Prompt").is_some(),
+    )?;
     let mut extra = Vec::new();
+    // Exactly Prompt and Workspace is tools144's shape; its Workspace
+    // "inherit" is checked here (no stored field holds it for a bound to
+    // name). Any other names stay under tools143's bound alone.
     if w.args.keys_are(&["Prompt", "Workspace"]) {
-        let inherit = w.args.string("Workspace").as_deref() == Some("inherit");
-        if !inherit || !w.args.repeat_tool_call(w.step) {
+        if w.args.string("Workspace").as_deref() != Some("inherit") {
             return reject(
                 Some(RuleId::ModernSubagentInheritWorkspace),
                 Reason::ModernWorkspace,
@@ -86,15 +90,9 @@ fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
             );
         }
         extra.push(RuleId::ModernSubagentInheritWorkspace);
-    } else if !w.args.keys_are(&["Prompt"]) {
-        return reject(
-            Some(rule),
-            Reason::ModernArguments,
-            format!("{:?}", w.args.keys()),
-        );
     }
 
-    let mut step = native_step(w, rule, INVOKE_TYPE, false)?;
+    let step = native_step(w, rule, INVOKE_TYPE, false)?;
     let mut inv = child(&step, rule, "invoke_subagent")?;
     let list = |v: Vec<&prost_reflect::DynamicMessage>| {
         Value::List(v.into_iter().map(|m| Value::Message(m.clone())).collect())
@@ -103,22 +101,15 @@ fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     if !results.is_empty() {
         put(&mut inv, rule, "results", list(results))?;
     }
-    put(&mut step, rule, "invoke_subagent", Value::Message(inv))?;
-    Ok(Presented {
-        step: Some(step),
-        rule,
-        extra,
-        carried: vec!["generic.result.payload"],
-    })
+    presented_native(step, rule, ("invoke_subagent", inv), extra, SHOWS_PAYLOAD)
 }
 
 /// The family's argument bounds (Prompt; tools144's optional Workspace=inherit, with which the arguments repeat the tool call).
 const ARGS: &[Args] = &[
-    Args::of(
+    arguments(
         RuleId::ModernInvokeSubagent,
         "invoke_subagent",
         ArgBound::NONE.required(&["Prompt"]),
-        Reason::ModernArguments,
     ),
     Args::of(
         RuleId::ModernSubagentInheritWorkspace,
@@ -135,11 +126,10 @@ const ARGS: &[Args] = &[
 pub(crate) const FAMILY: Family = Family {
     file: "modern/invoke_subagent.rs",
     docs: DOCS,
-    claims: &[Claim::Payload {
-        url: "type.googleapis.com/exa.cortex.core.tools.InvokeSubagent",
+    claims: &[payload_claim(
+        "type.googleapis.com/exa.cortex.core.tools.InvokeSubagent",
         project,
-        extra: &[RuleId::ModernPermission1],
-    }],
+    )],
     hooks: &[],
     args: ARGS,
 };

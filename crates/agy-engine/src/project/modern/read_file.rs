@@ -2,13 +2,13 @@
 //! skill146 path rule for its isSkillFile flag.
 
 use super::common::{
-    decode, is_skill_path, no_permission_records, payload_fields, put, status_is, tool_is,
-    view_file_step, wrapper_fields, COMPLETED,
+    arguments, arguments_hold, call_payload, no_permission_records, payload_claim, payload_fields,
+    put, status_is, view_file_presented, view_file_step, wrapper_fields, COMPLETED,
 };
 use crate::project::args::ArgBound;
 use crate::project::checks::qualified_path;
 use crate::project::doc::RuleDoc;
-use crate::project::family::{Args, Claim, Ctx, Family, Hook, Presented};
+use crate::project::family::{Args, Ctx, Family, Hook, Presented};
 use crate::project::fields::{has, int, reject, text, Wrapper, DONE, R};
 use crate::project::reasons::Reason;
 use crate::rules::RuleId;
@@ -66,8 +66,7 @@ pub(crate) const DOCS: &[RuleDoc] = &[
 /// finish147's missing-file read (`finish.rs`).
 fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     let rule = RuleId::ModernReadFile;
-    let payload = decode(ctx, rule, "ReadFile", bytes)?;
-    tool_is(w, rule, &["read_file"])?;
+    let payload = call_payload(ctx, w, rule, "ReadFile", &["read_file"], bytes)?;
     // A payload setting another rule's field (media, not_found) is that
     // rule's read; without it registered, a newly populated field.
     for (field, project) in ctx.hooks().filter_map(|h| match h {
@@ -127,28 +126,20 @@ fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
         (Some(s), Some(e)) if 1 <= s && s <= e && e <= i128::from(u32::MAX) => Some((s, e)),
         (s, e) => return reject(Some(rule), Reason::ModernRange, format!("{s:?}..{e:?}")),
     };
-    let keys: &[&str] = match (range.is_some(), offset) {
-        (false, false) => &["AbsolutePath"],
-        (false, true) => &["AbsolutePath", "ByteOffset"],
-        (true, false) => &["AbsolutePath", "EndLine", "StartLine"],
-        (true, true) => &["AbsolutePath", "ByteOffset", "EndLine", "StartLine"],
+    // AbsolutePath (= path) and the names (ByteOffset only under ide225's
+    // rule, which the offset hook adds) are the declared bounds ([`ARGS`],
+    // ide225's), which the dispatcher enforces. StartLine and EndLine
+    // present exactly with a stored range, as canonical decimals equal to
+    // it, are checked here: the ArgBound vocabulary cannot say a presence
+    // that depends on a payload field, nor a canonical decimal.
+    let lines_ok = match range {
+        None => !w.args.has("StartLine") && !w.args.has("EndLine"),
+        Some((s, e)) => {
+            w.args.canonical_uint("StartLine").map(i128::from) == Some(s)
+                && w.args.canonical_uint("EndLine").map(i128::from) == Some(e)
+        }
     };
-    let args_ok = w.args.string("AbsolutePath").as_deref() == Some(path.as_str())
-        && w.args.keys_are(keys)
-        && match range {
-            None => true,
-            Some((s, e)) => {
-                w.args.canonical_uint("StartLine").map(i128::from) == Some(s)
-                    && w.args.canonical_uint("EndLine").map(i128::from) == Some(e)
-            }
-        };
-    if !args_ok {
-        return reject(
-            Some(rule),
-            Reason::ModernArguments,
-            format!("{:?}", w.args.0),
-        );
-    }
+    arguments_hold(w, rule, lines_ok)?;
     let content = w.result.map(|r| text(r, "result")).unwrap_or_default();
 
     let (mut step, mut vf) = view_file_step(w, rule, &path)?;
@@ -158,42 +149,30 @@ fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
         put(&mut vf, rule, "start_line", Value::U32(zero(s)))?;
         put(&mut vf, rule, "end_line", Value::U32(zero(e)))?;
     }
-    put(&mut vf, rule, "content", Value::String(content))?;
-    put(
-        &mut vf,
-        rule,
-        "is_skill_file",
-        Value::Bool(is_skill_path(&path)),
-    )?;
-    put(&mut step, rule, "view_file", Value::Message(vf))?;
-    let mut extra = vec![RuleId::ModernSkillPath];
     if records {
         for f in ["permissions", "completed_interactions"] {
             if let Some(v) = w.step.get_field_by_name(f) {
                 put(&mut step, rule, f, v.into_owned())?;
             }
         }
-        extra.push(RuleId::ModernIde225ReadPermissions);
+    }
+    let mut presented = view_file_presented(step, vf, rule, &path, content)?;
+    if records {
+        presented.extra.push(RuleId::ModernIde225ReadPermissions);
     }
     if offset {
-        extra.push(RuleId::ModernIde225ByteOffset);
+        presented.extra.push(RuleId::ModernIde225ByteOffset);
     }
-    Ok(Presented {
-        step: Some(step),
-        rule,
-        extra,
-        carried: vec!["generic.result.result", "generic.result.payload"],
-    })
+    Ok(presented)
 }
 
 /// The family's argument bounds (AbsolutePath is the payload's path; the range both or neither).
-const ARGS: &[Args] = &[Args::of(
+const ARGS: &[Args] = &[arguments(
     RuleId::ModernReadFile,
     "read_file",
     ArgBound::NONE
         .equal(&[("AbsolutePath", "path")])
         .optional(&["StartLine", "EndLine"]),
-    Reason::ModernArguments,
 )];
 
 /// The family: tools143 ReadFile (with skill146's path rule); the reads
@@ -201,11 +180,10 @@ const ARGS: &[Args] = &[Args::of(
 pub(crate) const FAMILY: Family = Family {
     file: "modern/read_file.rs",
     docs: DOCS,
-    claims: &[Claim::Payload {
-        url: "type.googleapis.com/exa.cortex.core.tools.ReadFile",
+    claims: &[payload_claim(
+        "type.googleapis.com/exa.cortex.core.tools.ReadFile",
         project,
-        extra: &[RuleId::ModernPermission1],
-    }],
+    )],
     hooks: &[],
     args: ARGS,
 };

@@ -2,8 +2,8 @@
 //! background command with a render-only result.
 
 use super::common::{
-    child, decode, native_step, payload_fields, put, status_is, tool_is, wrapper_shape, COMPLETED,
-    WAIT_FIELD,
+    arguments, arguments_hold, call_payload, child, native_step, payload_claim, payload_fields,
+    presented_native, put, status_is, wrapper_shape, COMPLETED, SHOWS_RESULT, WAIT_FIELD,
 };
 use crate::project::args::ArgBound;
 use crate::project::doc::RuleDoc;
@@ -67,8 +67,7 @@ pub(crate) const DOCS: &[RuleDoc] = &[
 /// optional; no outer error; permission1.
 fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     let rule = RuleId::ModernRunCommand;
-    let payload = decode(ctx, rule, "RunCommand", bytes)?;
-    tool_is(w, rule, &["run_command"])?;
+    let payload = call_payload(ctx, w, rule, "RunCommand", &["run_command"], bytes)?;
     wrapper_shape(
         w,
         rule,
@@ -79,24 +78,16 @@ fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     status_is(w, &payload, rule, DONE, COMPLETED)?;
     let cmd = text(&payload, "command_line");
     let cwd = text(&payload, "cwd");
-    let keys_ok = w
-        .args
-        .extra_key(&["CommandLine", "Cwd", "WaitMsBeforeAsync"])
-        .is_none()
-        && w.args.string("CommandLine").as_deref() == Some(cmd.as_str())
-        && w.args.string("Cwd").as_deref() == Some(cwd.as_str())
-        && (!w.args.has("WaitMsBeforeAsync")
-            || w.args.canonical_uint("WaitMsBeforeAsync").is_some());
-    if !keys_ok || cmd.is_empty() {
-        return reject(
-            Some(rule),
-            Reason::ModernArguments,
-            format!("{:?}", w.args.keys()),
-        );
-    }
+    // The names and CommandLine/Cwd (= the payload's) are the declared bound
+    // ([`ARGS`]), which the dispatcher enforces. WaitMsBeforeAsync, when
+    // present, a canonical decimal is checked here: the ArgBound vocabulary
+    // cannot say it.
+    let wait_ok =
+        !w.args.has("WaitMsBeforeAsync") || w.args.canonical_uint("WaitMsBeforeAsync").is_some();
+    arguments_hold(w, rule, wait_ok && !cmd.is_empty())?;
     let output = w.result.map(|r| text(r, "result")).unwrap_or_default();
 
-    let mut step = native_step(w, rule, RUN_COMMAND_TYPE, true)?;
+    let step = native_step(w, rule, RUN_COMMAND_TYPE, true)?;
     let mut rc = child(&step, rule, "run_command")?;
     put(&mut rc, rule, "command_line", Value::String(cmd.clone()))?;
     put(&mut rc, rule, "proposed_command_line", Value::String(cmd))?;
@@ -125,13 +116,8 @@ fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
             Value::U64(wait),
         )?;
     }
-    put(&mut step, rule, "run_command", Value::Message(rc))?;
-    Ok(Presented {
-        step: Some(step),
-        rule,
-        extra: vec![RuleId::ModernReplayWaits],
-        carried: vec!["generic.result.result", "generic.result.payload"],
-    })
+    let extra = vec![RuleId::ModernReplayWaits];
+    presented_native(step, rule, ("run_command", rc), extra, SHOWS_RESULT)
 }
 
 /// Whether a payload-less wrapper is the tools144 canceled background
@@ -168,13 +154,11 @@ pub(crate) fn project_canceled_background(w: &Wrapper) -> R<Presented> {
     )?;
     let cmd = w.args.string("CommandLine").unwrap_or_default();
     let cwd = w.args.string("Cwd");
-    if !w
-        .args
-        .keys_are(&["CommandLine", "Cwd", "WaitMsBeforeAsync"])
-        || cmd.is_empty()
-        || cwd.is_none()
-        || w.args.raw("WaitMsBeforeAsync") != Some(BACKGROUND_WAIT)
-    {
+    // Exactly these three names is the declared bound ([`ARGS`]), which the
+    // dispatcher enforces; their values (JSON strings, the command
+    // nonempty, the wait exactly 5000) are checked here: the ArgBound
+    // vocabulary cannot say them.
+    if cmd.is_empty() || cwd.is_none() || w.args.raw("WaitMsBeforeAsync") != Some(BACKGROUND_WAIT) {
         return reject(
             Some(rule),
             Reason::BackgroundWait,
@@ -190,31 +174,24 @@ pub(crate) fn project_canceled_background(w: &Wrapper) -> R<Presented> {
     if !backgrounded {
         return reject(Some(rule), Reason::BackgroundTimestamp, String::new());
     }
-    let mut step = native_step(w, rule, RUN_COMMAND_TYPE, true)?;
+    let step = native_step(w, rule, RUN_COMMAND_TYPE, true)?;
     let mut rc = child(&step, rule, "run_command")?;
     put(&mut rc, rule, "command_line", Value::String(cmd.clone()))?;
     put(&mut rc, rule, "proposed_command_line", Value::String(cmd))?;
     put(&mut rc, rule, "cwd", Value::String(cwd.unwrap_or_default()))?;
     let out = child(&rc, rule, "combined_output")?;
     put(&mut rc, rule, "combined_output", Value::Message(out))?;
-    put(&mut step, rule, "run_command", Value::Message(rc))?;
-    Ok(Presented {
-        step: Some(step),
-        rule,
-        extra: Vec::new(),
-        carried: vec![],
-    })
+    presented_native(step, rule, ("run_command", rc), Vec::new(), &[])
 }
 
 /// The family's argument bounds (CommandLine and Cwd are the payload's; the background command's three arguments).
 const ARGS: &[Args] = &[
-    Args::of(
+    arguments(
         RuleId::ModernRunCommand,
         "run_command",
         ArgBound::NONE
             .equal(&[("CommandLine", "command_line"), ("Cwd", "cwd")])
             .optional(&["WaitMsBeforeAsync"]),
-        Reason::ModernArguments,
     ),
     Args::of(
         RuleId::ModernCanceledBackgroundCommand,
@@ -230,11 +207,10 @@ pub(crate) const FAMILY: Family = Family {
     file: "modern/run_command.rs",
     docs: DOCS,
     claims: &[
-        Claim::Payload {
-            url: "type.googleapis.com/exa.cortex.core.tools.RunCommand",
+        payload_claim(
+            "type.googleapis.com/exa.cortex.core.tools.RunCommand",
             project,
-            extra: &[RuleId::ModernPermission1],
-        },
+        ),
         Claim::PayloadlessWhen {
             when: is_canceled_background,
             project: |_ctx, w| project_canceled_background(w),
