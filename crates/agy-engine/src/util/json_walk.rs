@@ -278,72 +278,8 @@ impl<'a> Reader<'a> {
 
     fn value<V: Visit>(&mut self, v: &mut V, depth: usize) -> Result<(), WalkError> {
         match self.peek() {
-            Some(b'{') => {
-                if depth >= MAX_DEPTH {
-                    return Err(self.err("nested too deep"));
-                }
-                self.i += 1;
-                v.begin_object()?;
-                self.ws();
-                if self.peek() == Some(b'}') {
-                    self.i += 1;
-                    return v.end_object();
-                }
-                loop {
-                    if self.peek() != Some(b'"') {
-                        return Err(self.err("expected a key"));
-                    }
-                    self.i += 1;
-                    let content = self.string(true)?;
-                    self.report_key(content, v)?;
-                    self.ws();
-                    if self.peek() != Some(b':') {
-                        return Err(self.err("expected `:`"));
-                    }
-                    self.i += 1;
-                    self.ws();
-                    self.value(v, depth + 1)?;
-                    self.ws();
-                    match self.peek() {
-                        Some(b',') => {
-                            self.i += 1;
-                            self.ws();
-                        }
-                        Some(b'}') => {
-                            self.i += 1;
-                            return v.end_object();
-                        }
-                        _ => return Err(self.err("expected `,` or `}`")),
-                    }
-                }
-            }
-            Some(b'[') => {
-                if depth >= MAX_DEPTH {
-                    return Err(self.err("nested too deep"));
-                }
-                self.i += 1;
-                v.begin_array()?;
-                self.ws();
-                if self.peek() == Some(b']') {
-                    self.i += 1;
-                    return v.end_array();
-                }
-                loop {
-                    self.value(v, depth + 1)?;
-                    self.ws();
-                    match self.peek() {
-                        Some(b',') => {
-                            self.i += 1;
-                            self.ws();
-                        }
-                        Some(b']') => {
-                            self.i += 1;
-                            return v.end_array();
-                        }
-                        _ => return Err(self.err("expected `,` or `]`")),
-                    }
-                }
-            }
+            Some(b'{') => self.container(v, depth, true),
+            Some(b'[') => self.container(v, depth, false),
             Some(b'"') => {
                 self.i += 1;
                 let content = self.string(false)?;
@@ -373,6 +309,74 @@ impl<'a> Reader<'a> {
             Some(b'n') => self.literal(b"null", Scalar::Null, v),
             _ => Err(self.err("expected a value")),
         }
+    }
+
+    /// An object's members or an array's elements, its opening bracket
+    /// next: the one loop both containers share.
+    fn container<V: Visit>(
+        &mut self,
+        v: &mut V,
+        depth: usize,
+        object: bool,
+    ) -> Result<(), WalkError> {
+        if depth >= MAX_DEPTH {
+            return Err(self.err("nested too deep"));
+        }
+        self.i += 1;
+        let (close, expected) = if object {
+            v.begin_object()?;
+            (b'}', "expected `,` or `}`")
+        } else {
+            v.begin_array()?;
+            (b']', "expected `,` or `]`")
+        };
+        let end = |v: &mut V| {
+            if object {
+                v.end_object()
+            } else {
+                v.end_array()
+            }
+        };
+        self.ws();
+        if self.peek() == Some(close) {
+            self.i += 1;
+            return end(v);
+        }
+        loop {
+            if object {
+                self.member_key(v)?;
+            }
+            self.value(v, depth + 1)?;
+            self.ws();
+            match self.peek() {
+                Some(b',') => {
+                    self.i += 1;
+                    self.ws();
+                }
+                Some(c) if c == close => {
+                    self.i += 1;
+                    return end(v);
+                }
+                _ => return Err(self.err(expected)),
+            }
+        }
+    }
+
+    /// A member's key and its colon, reported to `v`.
+    fn member_key<V: Visit>(&mut self, v: &mut V) -> Result<(), WalkError> {
+        if self.peek() != Some(b'"') {
+            return Err(self.err("expected a key"));
+        }
+        self.i += 1;
+        let content = self.string(true)?;
+        self.report_key(content, v)?;
+        self.ws();
+        if self.peek() != Some(b':') {
+            return Err(self.err("expected `:`"));
+        }
+        self.i += 1;
+        self.ws();
+        Ok(())
     }
 
     /// Gives back the string buffers after a large escaped string (a
