@@ -169,8 +169,24 @@ pub(crate) fn tool_is(w: &Wrapper, rule: RuleId, tools: &[&str]) -> R<()> {
 /// `ok`: for the argument checks a family keeps beside its declared bound
 /// because the ArgBound vocabulary cannot say them (canonical decimals, an
 /// argument present exactly when a payload field is, a JSON string); each
-/// caller says which.
+/// caller says which. The refusal names the arguments, never their values:
+/// a CodeContent or a Prompt can be a whole file, and a reason is shared.
 pub(crate) fn arguments_hold(w: &Wrapper, rule: RuleId, ok: bool) -> R<()> {
+    if ok {
+        Ok(())
+    } else {
+        reject(
+            Some(rule),
+            Reason::ModernArguments,
+            format!("{:?}", w.args.keys()),
+        )
+    }
+}
+
+/// [`arguments_hold`] for a family whose arguments are short values
+/// (identifiers, an action, a number of seconds): the refusal shows them, so
+/// that the value that missed is named.
+pub(crate) fn argument_values_hold(w: &Wrapper, rule: RuleId, ok: bool) -> R<()> {
     if ok {
         Ok(())
     } else {

@@ -2,7 +2,7 @@
 //! payload: tools143 ManageTask and Schedule, tools144 ManageSubagents list.
 
 use super::common::{
-    arguments, arguments_hold, call_payload, declared, decode, no_permission_records,
+    argument_values_hold, arguments, call_payload, declared, decode, no_permission_records,
     payload_claim, payload_fields, status_is, tool_is, wrapper_shape, CANCELED_OUTCOME, COMPLETED,
 };
 use crate::project::args::ArgBound;
@@ -150,7 +150,7 @@ fn project_manage_task(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented
         "list" => !w.args.has("TaskId"),
         _ => w.args.string("TaskId").as_deref() == Some(id.as_str()),
     };
-    arguments_hold(w, rule, task_arg && !id.is_empty())?;
+    argument_values_hold(w, rule, task_arg && !id.is_empty())?;
     with_metadata(
         w,
         rule,
@@ -198,7 +198,7 @@ fn project_schedule(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
     // Prompt present exactly when the payload has one.
     let secs_arg = w.args.canonical_uint("DurationSeconds").map(i128::from) == Some(secs);
     let prompt_arg = w.args.has("Prompt") != text(&payload, "prompt").is_empty();
-    arguments_hold(w, rule, secs_arg && prompt_arg)?;
+    argument_values_hold(w, rule, secs_arg && prompt_arg)?;
     with_metadata(
         w,
         rule,

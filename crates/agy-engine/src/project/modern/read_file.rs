@@ -2,8 +2,8 @@
 //! skill146 path rule for its isSkillFile flag.
 
 use super::common::{
-    arguments, arguments_hold, call_payload, no_permission_records, payload_claim, payload_fields,
-    put, status_is, view_file_presented, view_file_step, wrapper_fields, COMPLETED,
+    argument_values_hold, arguments, call_payload, no_permission_records, payload_claim,
+    payload_fields, put, status_is, view_file_presented, view_file_step, wrapper_fields, COMPLETED,
 };
 use crate::project::args::ArgBound;
 use crate::project::checks::qualified_path;
@@ -139,7 +139,7 @@ fn project(ctx: &Ctx<'_>, w: &Wrapper, bytes: &Bytes) -> R<Presented> {
                 && w.args.canonical_uint("EndLine").map(i128::from) == Some(e)
         }
     };
-    arguments_hold(w, rule, lines_ok)?;
+    argument_values_hold(w, rule, lines_ok)?;
     let content = w.result.map(|r| text(r, "result")).unwrap_or_default();
 
     let (mut step, mut vf) = view_file_step(w, rule, &path)?;
