@@ -172,29 +172,22 @@ pub(crate) fn tool_is(w: &Wrapper, rule: RuleId, tools: &[&str]) -> R<()> {
 /// caller says which. The refusal names the arguments, never their values:
 /// a CodeContent or a Prompt can be a whole file, and a reason is shared.
 pub(crate) fn arguments_hold(w: &Wrapper, rule: RuleId, ok: bool) -> R<()> {
-    if ok {
-        Ok(())
-    } else {
-        reject(
-            Some(rule),
-            Reason::ModernArguments,
-            format!("{:?}", w.args.keys()),
-        )
-    }
+    refuse_arguments_unless(ok, rule, || format!("{:?}", w.args.keys()))
 }
 
 /// [`arguments_hold`] for a family whose arguments are short values
 /// (identifiers, an action, a number of seconds): the refusal shows them, so
 /// that the value that missed is named.
 pub(crate) fn argument_values_hold(w: &Wrapper, rule: RuleId, ok: bool) -> R<()> {
+    refuse_arguments_unless(ok, rule, || format!("{:?}", w.args.0))
+}
+
+/// [`Reason::ModernArguments`] with `detail`, unless `ok`.
+fn refuse_arguments_unless(ok: bool, rule: RuleId, detail: impl FnOnce() -> String) -> R<()> {
     if ok {
         Ok(())
     } else {
-        reject(
-            Some(rule),
-            Reason::ModernArguments,
-            format!("{:?}", w.args.0),
-        )
+        reject(Some(rule), Reason::ModernArguments, detail())
     }
 }
 
