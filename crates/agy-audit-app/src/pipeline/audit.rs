@@ -420,21 +420,16 @@ pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult 
     // scan always decodes; should it not, the source is refused as it
     // was before the fetch, and the answers are not kept.
     if prepared.source.materialize().is_none() {
-        let refusal = prepared.refusal().unwrap_or_else(|| {
-            Refusal::new(
-                ReasonClass::MalformedProtobuf,
-                "",
-                "the trajectory does not decode",
-            )
-        });
+        let refusal = prepared.refusal().unwrap_or_else(undecoded);
         return session(&prepared, SessionOutcome::refused(refusal));
     }
-    let (Some(projection), Some(persisted)) = (
+    let (Some(projection), Some(_)) = (
         prepared.projection.as_mut(),
-        prepared.source.trajectory.as_mut(),
+        prepared.source.trajectory.as_ref(),
     ) else {
         return no_daemon(&prepared);
     };
+    let persisted = &mut prepared.source.trajectory;
     let judged = if changed {
         Err(Refusal::new(
             ReasonClass::SourceChanged,
@@ -472,6 +467,15 @@ pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult 
     result
 }
 
+/// A passing strict scan's source whose tree does not decode after all.
+fn undecoded() -> Refusal {
+    Refusal::new(
+        ReasonClass::MalformedProtobuf,
+        "",
+        "the trajectory does not decode",
+    )
+}
+
 /// A verified session's evidence.
 struct Judged {
     /// Verified, or verified with source-only fields.
@@ -493,7 +497,7 @@ fn judge(
     (profile, source_digest): (&str, &str),
     source_only: Vec<SourceOnlyEntry>,
     projection: &mut Projection,
-    persisted: &mut prost_reflect::DynamicMessage,
+    persisted: &mut Option<prost_reflect::DynamicMessage>,
     (full, ordinary): (&TrajectoryResponse, &TrajectoryResponse),
     attempt: u32,
 ) -> Result<Judged, Refusal> {
@@ -508,10 +512,16 @@ fn judge(
             Refusal::new(ReasonClass::SourceChanged, "", detail)
         }
     };
-    compare_full(ctx.schema, persisted, full.trajectory()).map_err(mismatch)?;
-    let rpc_only =
-        compare_ordinary_projection(ctx.schema, projection, persisted, ordinary.trajectory())
-            .map_err(mismatch)?;
+    let Some(tree) = persisted.as_mut() else {
+        return Err(undecoded());
+    };
+    compare_full(ctx.schema, tree, full.trajectory()).map_err(mismatch)?;
+    let rpc_only = compare_ordinary_projection(ctx.schema, projection, tree, ordinary.trajectory())
+        .map_err(mismatch)?;
+    // Compared: the decoded tree is not read again, and the attestation's
+    // buffers below are this conversation's largest; the tree (a copy of
+    // every string of the source) goes first.
+    *persisted = None;
     // One pass over the text gives the digest, the sidecar and the listing
     // without a tree; the tree is parsed only when that pass stops (it is
     // the reference, and names the error when the text is not JSON).
