@@ -1,7 +1,7 @@
 //! `agy-audit bench`: decode throughput against the hash limit and a peer.
 
 use super::common::MAX_CONCURRENCY;
-use super::common::{whole, DecodeArgs, MAX_LATENCY_MS};
+use super::common::{real, whole, DecodeArgs, MAX_LATENCY_MS};
 use crate::bench::{
     comparison_throughput, ensure_corpus_of, largest_expected_message, offline_verify,
     offline_verify_passes, peak_rss_bytes, serve_sim, sources, store_scaling, sweep_scaling,
@@ -72,8 +72,9 @@ pub struct BenchArgs {
     /// The offline verify's CPU seconds as issue 49's base commit measured
     /// them on this machine (BENCHMARKS.md records the figure): the sweep's
     /// CPU target is held to it, so a faster verify does not make the target
-    /// harder. Without it, this run's verify is used, and the target says so.
-    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
+    /// harder. Without it, this run's verify is used, and the target says so
+    /// (a number of seconds above 0, at most 86400).
+    #[arg(long, value_name = "SECONDS", allow_hyphen_values = true, value_parser = real(0.0, true, 86_400.0))]
     pub base_verify_cpu: Option<f64>,
     /// Skip the JSON comparison's throughput measurement.
     #[arg(long)]
@@ -107,16 +108,6 @@ pub struct BenchArgs {
     pub rss_probe: Option<usize>,
     #[command(flatten)]
     pub decode: DecodeArgs,
-}
-
-/// A CPU time in seconds: a finite number above 0 and at most a day.
-fn positive_seconds(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 && v <= 86_400.0 => Ok(v),
-        _ => Err(format!(
-            "{s:?} is not a number of seconds above 0 (at most 86400)"
-        )),
-    }
 }
 
 fn default_corpus() -> anyhow::Result<PathBuf> {
