@@ -20,7 +20,7 @@ fn corpus_root() -> PathBuf {
     let root = std::env::var_os("AGY_AUDIT_BENCH_CORPUS")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-corpus"));
-    agy_audit::bench::ensure_corpus(&root, |_| {})
+    agy_audit::bench::ensure_corpus_of(&root, 1, |_| {})
         .unwrap_or_else(|e| panic!("bench corpus at {}: {e}", root.display()));
     root
 }

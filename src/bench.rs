@@ -426,7 +426,7 @@ pub fn write_payloads(path: &Path, encodings: &[Vec<u8>]) -> Result<()> {
     std::fs::write(path, out).map_err(|e| crate::Error::io(path, e).into())
 }
 
-/// What [`ensure_corpus`] found at the corpus root.
+/// What [`ensure_corpus_of`] found at the corpus root.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CorpusCache {
     /// A finished generation of this very generator build: reused.
@@ -439,26 +439,21 @@ pub enum CorpusCache {
     Regenerated,
 }
 
-/// Makes sure the default synthetic corpus (405 conversations, seed 1) of
-/// this build's generator is at `root`: a current one is reused, a missing
-/// one generated, and a stale one (another generator build wrote it, or a
-/// generation was interrupted) replaced, so the figures are always measured
-/// on the corpus this build describes. `before` is told which of the two
-/// generations is about to run (it takes a while), and is not called when
-/// the corpus is current.
-pub fn ensure_corpus(root: &Path, before: impl FnOnce(CorpusCache)) -> Result<CorpusCache> {
-    ensure_corpus_of(root, 1, before)
-}
-
 /// How many times the default corpus's conversations the larger store of
 /// the store-scaling measurement holds ([`store_scaling`]).
 pub const STORE_SCALING_FACTOR: usize = 4;
 
-/// As [`ensure_corpus`], for a corpus of `times` × the default corpus's
-/// conversations (seed 1, the same plan otherwise). Whatever the count, the
-/// generator's largest conversation is the same one (its large outputs are
-/// a Zipf tail whose first rank is fixed at 20 MiB), so a store
-/// `times` × larger does `times` × the work with the same largest answer.
+/// Makes sure the default synthetic corpus (seed 1) × `times` of this
+/// build's generator is at `root` (`times` 1: the default corpus, 405
+/// conversations): a current one is reused, a missing one generated, and a
+/// stale one (another generator build wrote it, or a generation was
+/// interrupted) replaced, so the figures are always measured on the corpus
+/// this build describes. `before` is told which of the two generations is
+/// about to run (it takes a while), and is not called when the corpus is
+/// current. Whatever the count, the generator's largest conversation is the
+/// same one (its large outputs are a Zipf tail whose first rank is fixed at
+/// 20 MiB), so a store `times` × larger does `times` × the work with the
+/// same largest answer.
 pub fn ensure_corpus_of(
     root: &Path,
     times: usize,
