@@ -420,16 +420,23 @@ pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult 
     // scan always decodes; should it not, the source is refused as it
     // was before the fetch, and the answers are not kept.
     if prepared.source.materialize().is_none() {
-        let refusal = prepared.refusal().unwrap_or_else(undecoded);
+        let refusal = prepared.refusal().unwrap_or_else(|| {
+            Refusal::new(
+                ReasonClass::MalformedProtobuf,
+                "",
+                "the trajectory does not decode",
+            )
+        });
         return session(&prepared, SessionOutcome::refused(refusal));
     }
-    let (Some(projection), Some(_)) = (
+    // The tree is the judge's to drop once compared: nothing after the
+    // comparisons reads it ([`session`] reads the wire and the projection).
+    let (Some(projection), Some(persisted)) = (
         prepared.projection.as_mut(),
-        prepared.source.trajectory.as_ref(),
+        prepared.source.trajectory.take(),
     ) else {
         return no_daemon(&prepared);
     };
-    let persisted = &mut prepared.source.trajectory;
     let judged = if changed {
         Err(Refusal::new(
             ReasonClass::SourceChanged,
@@ -467,15 +474,6 @@ pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult 
     result
 }
 
-/// A passing strict scan's source whose tree does not decode after all.
-fn undecoded() -> Refusal {
-    Refusal::new(
-        ReasonClass::MalformedProtobuf,
-        "",
-        "the trajectory does not decode",
-    )
-}
-
 /// A verified session's evidence.
 struct Judged {
     /// Verified, or verified with source-only fields.
@@ -497,7 +495,7 @@ fn judge(
     (profile, source_digest): (&str, &str),
     source_only: Vec<SourceOnlyEntry>,
     projection: &mut Projection,
-    persisted: &mut Option<prost_reflect::DynamicMessage>,
+    mut persisted: prost_reflect::DynamicMessage,
     (full, ordinary): (&TrajectoryResponse, &TrajectoryResponse),
     attempt: u32,
 ) -> Result<Judged, Refusal> {
@@ -512,16 +510,18 @@ fn judge(
             Refusal::new(ReasonClass::SourceChanged, "", detail)
         }
     };
-    let Some(tree) = persisted.as_mut() else {
-        return Err(undecoded());
-    };
-    compare_full(ctx.schema, tree, full.trajectory()).map_err(mismatch)?;
-    let rpc_only = compare_ordinary_projection(ctx.schema, projection, tree, ordinary.trajectory())
-        .map_err(mismatch)?;
+    compare_full(ctx.schema, &persisted, full.trajectory()).map_err(mismatch)?;
+    let rpc_only = compare_ordinary_projection(
+        ctx.schema,
+        projection,
+        &mut persisted,
+        ordinary.trajectory(),
+    )
+    .map_err(mismatch)?;
     // Compared: the decoded tree is not read again, and the attestation's
     // buffers below are this conversation's largest; the tree (a copy of
     // every string of the source) goes first.
-    *persisted = None;
+    drop(persisted);
     // One pass over the text gives the digest, the sidecar and the listing
     // without a tree; the tree is parsed only when that pass stops (it is
     // the reference, and names the error when the text is not JSON).
