@@ -261,10 +261,10 @@ fn plant_original_name(store: &Path, id: &str, db: &Path, i: usize, number: u32)
     }
 }
 
-#[test]
-fn a_conversation_carrying_original_name_verifies_under_the_installed_schema_only() {
-    let env = Env::new();
-    let sha = fake_agy(&env, "1.0.10");
+/// A small generated store in `env`'s home whose one planner tool call
+/// carries `originalName` (the source and the daemon views): the store, the
+/// conversation's id and its database.
+fn store_with_original_name(env: &Env) -> (PathBuf, String, PathBuf) {
     let store = env.home.join("store");
     generate_store(
         &store,
@@ -272,6 +272,14 @@ fn a_conversation_carrying_original_name_verifies_under_the_installed_schema_onl
     );
     let (id, db, i) = planner_tool_call(&store);
     plant_original_name(&store, &id, &db, i, original_name_number());
+    (store, id, db)
+}
+
+#[test]
+fn a_conversation_carrying_original_name_verifies_under_the_installed_schema_only() {
+    let env = Env::new();
+    let sha = fake_agy(&env, "1.0.10");
+    let (store, id, db) = store_with_original_name(&env);
     let truth = store.join(".truth").join("daemon");
     let full = truth.join(format!("{id}.full.json"));
     let ordinary = truth.join(format!("{id}.ordinary.json"));
@@ -337,13 +345,7 @@ fn a_conversation_carrying_original_name_verifies_under_the_installed_schema_onl
 fn evidence_under_an_installed_set_is_rechecked_with_that_set() {
     let env = Env::new();
     let sha = fake_agy(&env, "1.0.10");
-    let store = env.home.join("store");
-    generate_store(
-        &store,
-        &["--conversations", "8", "--seed", "48", "--scale", "0.1"],
-    );
-    let (id, db, i) = planner_tool_call(&store);
-    plant_original_name(&store, &id, &db, i, original_name_number());
+    let (store, id, db) = store_with_original_name(&env);
     let o = env.run(&["schema", "extract", "--installed"]);
     assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
     let sources = || {
@@ -503,13 +505,7 @@ fn evidence_under_an_installed_set_is_rechecked_with_that_set() {
 fn doctor_advises_the_installed_set_and_the_sweep_verifies_under_it() {
     let env = Env::new();
     let sha = fake_agy(&env, "1.0.10");
-    let store = env.home.join("store");
-    generate_store(
-        &store,
-        &["--conversations", "8", "--seed", "48", "--scale", "0.1"],
-    );
-    let (id, db, i) = planner_tool_call(&store);
-    plant_original_name(&store, &id, &db, i, original_name_number());
+    let (store, id, _) = store_with_original_name(&env);
     let before = tree(&store.join("conversations"));
     let doctor = |extra: &[&str]| {
         let mut args = vec!["doctor", "--root", store.to_str().unwrap()];
