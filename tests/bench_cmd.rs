@@ -241,3 +241,32 @@ fn bench_store_scaling_sweeps_a_store_four_times_larger() {
     );
     assert_eq!(cpu_target["met"], true);
 }
+
+#[test]
+fn bench_records_never_writes_into_a_folder_holding_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let held = dir.path().join("held");
+    std::fs::create_dir(&held).unwrap();
+    // A name the bench writes, and one it removes before a command runs.
+    std::fs::write(held.join("old.json"), b"mine").unwrap();
+    std::fs::write(held.join("report.html"), b"mine too").unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, b"plain").unwrap();
+    for target in [&held, &file] {
+        let o = bin()
+            .args(["bench", "--records", "10", "--records-dir"])
+            .arg(target)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("--records-dir"), "{err}");
+    }
+    assert_eq!(std::fs::read(held.join("old.json")).unwrap(), b"mine");
+    assert_eq!(
+        std::fs::read(held.join("report.html")).unwrap(),
+        b"mine too"
+    );
+    assert_eq!(std::fs::read_dir(&held).unwrap().count(), 2);
+    assert_eq!(std::fs::read(&file).unwrap(), b"plain");
+}

@@ -100,7 +100,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole::<u64>(1, 1_000_000))]
     pub records: Option<u64>,
     /// Where --records writes its manifests and the commands' outputs (kept;
-    /// default: a temporary folder, removed after).
+    /// a new or an empty folder; default: a temporary folder, removed after).
     #[arg(long, value_name = "DIR", requires = "records")]
     pub records_dir: Option<PathBuf>,
     /// Internal: verify the corpus this many times and print peak RSS (child process mode).
@@ -500,13 +500,37 @@ fn print_store_scaling(s: &StoreScaling) {
     );
 }
 
+/// `--records-dir`: a new folder (created), or an empty one. The bench
+/// writes its manifests, the commands' outputs and their standard error
+/// there, and removes its own outputs before each command, so a folder
+/// holding anything (or a link) is refused: a user's file is never
+/// overwritten or removed.
+fn records_dir(d: &std::path::Path) -> anyhow::Result<()> {
+    let refuse = |what: &str| {
+        anyhow::Error::new(super::errors::Usage::Text(format!(
+            "--records-dir {}: {what}; name a new or an empty folder",
+            d.display()
+        )))
+    };
+    match std::fs::symlink_metadata(d) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(d)?;
+            Ok(())
+        }
+        Err(e) => Err(e.into()),
+        Ok(m) if !m.is_dir() => Err(refuse("not a folder")),
+        Ok(_) if std::fs::read_dir(d)?.next().is_some() => Err(refuse("not empty")),
+        Ok(_) => Ok(()),
+    }
+}
+
 /// `bench --records N`: the records synthesized and measured, printed.
 fn run_records(n: u64, dir: Option<&std::path::Path>, json: bool) -> anyhow::Result<i32> {
     let exe = std::env::current_exe()?;
     let temp = tempfile::tempdir()?;
     let dir = match dir {
         Some(d) => {
-            std::fs::create_dir_all(d)?;
+            records_dir(d)?;
             d.to_path_buf()
         }
         None => temp.path().to_path_buf(),
