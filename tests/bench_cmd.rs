@@ -254,7 +254,7 @@ fn bench_records_never_writes_into_a_folder_holding_anything() {
     std::fs::write(&file, b"plain").unwrap();
     for target in [&held, &file] {
         let o = bin()
-            .args(["bench", "--records", "10", "--records-dir"])
+            .args(["bench", "--records", "1000", "--records-dir"])
             .arg(target)
             .output()
             .unwrap();
@@ -269,4 +269,8 @@ fn bench_records_never_writes_into_a_folder_holding_anything() {
     );
     assert_eq!(std::fs::read_dir(&held).unwrap().count(), 2);
     assert_eq!(std::fs::read(&file).unwrap(), b"plain");
+    // Fewer sessions than the planted changes need is refused by name.
+    let o = bin().args(["bench", "--records", "999"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--records"));
 }
