@@ -24,6 +24,7 @@
 // (`clippy.toml`) is for the tool's inputs.
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
+pub mod answer;
 pub mod attest;
 pub mod compare;
 pub mod error;

@@ -1,0 +1,225 @@
+//! Stage 5a': one daemon answer read once, as it arrives.
+//!
+//! [`AnswerReader`] is a synchronous push reader: the caller hands it the
+//! body's bytes in chunks of any size, in order, as they come off the
+//! connection (or out of a file), and asks for the verdict on the envelope
+//! at the end. In that one pass it checks UTF-8, the JSON grammar and its
+//! nesting ([`lex`]), and the GetCascadeTrajectoryResponse envelope
+//! ([`envelope`]: members, repeats, `status`, `numTotalSteps`, the
+//! trajectory's two counted lists) and finds where the trajectory lies; it
+//! keeps nothing of the body but a few short member values, so the caller
+//! may write each chunk to disk and let it go.
+//!
+//! **Invariant:** it needs no runtime and does no I/O: bytes in, an
+//! [`Envelope`] or a [`ResponseDefect`] out. Its acceptance is that of the
+//! earlier whole-text check (`serde_json` over the body), which the
+//! application keeps as the reference of a differential test.
+//!
+//! Not yet in this pass (BENCHMARKS.md, issue 49): the comparison with the
+//! expected message, the attestation's digest and the shape listing read
+//! the trajectory's text again once it is whole.
+
+pub mod envelope;
+pub mod lex;
+
+pub use envelope::{Envelope, ResponseDefect, MAX_JSON_DEPTH, RUN_STATUSES};
+
+use envelope::EnvelopeEvents;
+use lex::{LexError, Lexer};
+
+/// The strict reader of one answer; see the module doc.
+pub struct AnswerReader {
+    lexer: Lexer,
+    events: EnvelopeEvents,
+    utf8: Utf8,
+    len: u64,
+}
+
+impl AnswerReader {
+    /// A reader of a whole GetCascadeTrajectory answer.
+    pub fn response() -> AnswerReader {
+        AnswerReader::new(false)
+    }
+
+    /// A reader of a bare trajectory (a captured answer without its
+    /// envelope, as a sidecar keeps it): one JSON object whose `steps` and
+    /// `generatorMetadata` appear at most once; the status reads as
+    /// unspecified and the step count is the trajectory's own.
+    pub fn bare() -> AnswerReader {
+        AnswerReader::new(true)
+    }
+
+    fn new(bare: bool) -> AnswerReader {
+        AnswerReader {
+            lexer: Lexer::new(MAX_JSON_DEPTH),
+            events: EnvelopeEvents::new(bare),
+            utf8: Utf8::default(),
+            len: 0,
+        }
+    }
+
+    /// The next bytes of the body.
+    pub fn push(&mut self, chunk: &[u8]) {
+        self.utf8.push(chunk, self.len);
+        self.len += chunk.len() as u64;
+        if self.utf8.bad.is_none() {
+            self.lexer.push(chunk, &mut self.events);
+        }
+    }
+
+    /// How many bytes were pushed.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether nothing was pushed.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The end of the body: the checked envelope, or its first defect.
+    pub fn finish(mut self) -> Result<Envelope, ResponseDefect> {
+        if let Some(offset) = self.utf8.finish() {
+            return Err(ResponseDefect::NotUtf8 {
+                offset: usize::try_from(offset).unwrap_or(usize::MAX),
+            });
+        }
+        match self.lexer.finish(&mut self.events) {
+            Ok(()) => {}
+            Err(LexError::TooDeep { offset }) => {
+                return Err(ResponseDefect::TooDeep {
+                    offset: usize::try_from(offset).unwrap_or(usize::MAX),
+                })
+            }
+            Err(LexError::Syntax { offset, what }) => {
+                return Err(ResponseDefect::NotJson {
+                    detail: format!("{what} at byte {offset}"),
+                })
+            }
+        }
+        self.events.finish()
+    }
+
+    /// Reads a whole body at once.
+    pub fn read(mut self, body: &[u8]) -> Result<Envelope, ResponseDefect> {
+        self.push(body);
+        self.finish()
+    }
+}
+
+/// UTF-8 checked across chunk boundaries: the offset of the first byte of
+/// the first invalid sequence, as `std::str::from_utf8` over the whole body
+/// names it.
+#[derive(Debug, Default)]
+struct Utf8 {
+    /// The start of a character cut by the chunk's end, and its offset.
+    carry: Vec<u8>,
+    carry_at: u64,
+    bad: Option<u64>,
+}
+
+impl Utf8 {
+    fn push(&mut self, mut chunk: &[u8], mut base: u64) {
+        if self.bad.is_some() {
+            return;
+        }
+        if !self.carry.is_empty() {
+            let need = match self.carry[0] {
+                0xC0..=0xDF => 2,
+                0xE0..=0xEF => 3,
+                _ => 4,
+            };
+            let take = (need - self.carry.len()).min(chunk.len());
+            self.carry.extend_from_slice(&chunk[..take]);
+            match std::str::from_utf8(&self.carry) {
+                Ok(_) => self.carry.clear(),
+                Err(e) if e.error_len().is_none() && take == chunk.len() => return,
+                Err(_) => {
+                    self.bad = Some(self.carry_at);
+                    return;
+                }
+            }
+            chunk = &chunk[take..];
+            base += take as u64;
+        }
+        if let Err(e) = std::str::from_utf8(chunk) {
+            let at = e.valid_up_to();
+            if e.error_len().is_some() {
+                self.bad = Some(base + at as u64);
+            } else {
+                self.carry = chunk[at..].to_vec();
+                self.carry_at = base + at as u64;
+            }
+        }
+    }
+
+    /// The first invalid byte's offset, a character cut by the end included.
+    fn finish(&mut self) -> Option<u64> {
+        if self.bad.is_none() && !self.carry.is_empty() {
+            self.bad = Some(self.carry_at);
+        }
+        self.bad
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every split of `body` into two chunks, and byte by byte, reads as the
+    /// whole body at once.
+    fn same_in_chunks(body: &[u8]) -> Result<Envelope, ResponseDefect> {
+        let whole = AnswerReader::response().read(body);
+        for cut in 0..=body.len() {
+            let mut r = AnswerReader::response();
+            r.push(&body[..cut]);
+            r.push(&body[cut..]);
+            assert_eq!(r.finish(), whole, "cut at {cut}");
+        }
+        let mut r = AnswerReader::response();
+        for b in body {
+            r.push(std::slice::from_ref(b));
+        }
+        assert_eq!(r.finish(), whole, "byte by byte");
+        whole
+    }
+
+    #[test]
+    fn an_answer_reads_the_same_in_any_chunks() {
+        let body = r#" {"trajectory" : {"steps":[{"a":"x\"y\u00e9\ud83d\ude00"},[1,2.5e-3,-0],null,true,false],"k\u0065y":{}}, "status":"CASCADE_RUN_STATUS_IDLE","numTotalSteps":"5"} "#;
+        let e = same_in_chunks(body.as_bytes()).unwrap();
+        assert_eq!(e.num_total_steps, 5);
+        assert_eq!(e.status, "CASCADE_RUN_STATUS_IDLE");
+        assert!(body[e.trajectory.clone()].starts_with("{\"steps\""));
+        assert!(body[e.trajectory.clone()].ends_with("{}}"));
+        for bad in [
+            &b"{\"trajectory\":{},\"x\":1}"[..],
+            b"{\"trajectory\":{}",
+            b"{\"trajectory\":{},\"status\":\"\xe9\"}",
+            b"{\"trajectory\":{\"steps\":[01]}}",
+            b"{\"trajectory\":{\"steps\":5}}",
+            b"{\"trajectory\":{\"st\\ud800eps\":[]}}",
+            b"{\"tr\\ud800ajectory\":{}}",
+            b"{\"trajectory\":{},\"numTotalSteps\":1}",
+        ] {
+            assert!(
+                same_in_chunks(bad).is_err(),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    #[test]
+    fn a_character_cut_across_chunks_is_utf8() {
+        let body = "{\"trajectory\":{\"a\":\"\u{1F600}\u{e9}\"}}".as_bytes();
+        assert!(same_in_chunks(body).is_ok());
+        let mut cut = body.to_vec();
+        cut.truncate(cut.len() - 5);
+        cut.extend_from_slice(b"\xf0\x9f\"}}");
+        assert!(matches!(
+            same_in_chunks(&cut),
+            Err(ResponseDefect::NotUtf8 { .. })
+        ));
+    }
+}
