@@ -175,6 +175,8 @@ fn start(
         &opts.endpoint,
         ClientOptions {
             concurrency: opts.concurrency.max(1),
+            // Large answers arrive on disk, in the sweep's own folder.
+            spool: Some(dir.corpus()),
             ..opts.client.clone()
         },
     )?;
@@ -496,11 +498,10 @@ impl Stages<'_> {
                 continue;
             }
             let tx = tx_judge.clone();
-            // A large answer waits for its judge on disk, not in memory.
-            let aside = self.dir.corpus();
+            // A large answer arrives on disk ([`ClientOptions::spool`]) and
+            // waits for its judge there, not in memory.
             self.client
-                .fetch_detached(p.source.cascade_id(), move |answers| {
-                    let held = answers.map(|(f, o)| (f.hold(&aside), o.hold(&aside)));
+                .fetch_detached(p.source.cascade_id(), move |held| {
                     let _ = tx.send(Job::Answered(Box::new(p), held, slot, files));
                 });
         }
@@ -704,12 +705,5 @@ fn take_held(
     endpoint: &str,
 ) -> Result<(TrajectoryResponse, TrajectoryResponse), RpcError> {
     let (full, ordinary) = held?;
-    let lost = |e: std::io::Error| RpcError::Transport {
-        endpoint: endpoint.to_string(),
-        method: "GetCascadeTrajectory",
-        detail: format!(
-            "the answer set aside on disk while it waited to be judged could not be read back: {e}"
-        ),
-    };
-    Ok((full.take().map_err(lost)?, ordinary.take().map_err(lost)?))
+    Ok((full.take_answer(endpoint)?, ordinary.take_answer(endpoint)?))
 }

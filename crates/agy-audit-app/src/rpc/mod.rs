@@ -8,8 +8,9 @@
 //! the cap), no redirects (an answer comes from the endpoint or is an
 //! error), and bounded retries with backoff on transport errors only (never
 //! on an HTTP status, never on a timeout). A GetCascadeTrajectory answer is
-//! parsed whole and strictly ([`envelope`]). Every error names the endpoint
-//! and method.
+//! read strictly as it arrives, chunk by chunk, by the engine's one-pass
+//! reader, and kept on disk once it is large ([`Spooler`]). Every error
+//! names the endpoint and method.
 //!
 //! The client is asynchronous inside and synchronous outside: one small
 //! tokio runtime per client (shared by its clones) drives every connection
@@ -63,6 +64,10 @@ pub struct ClientOptions {
     /// GetCascadeTrajectory), so a sweep reuses its connections instead of
     /// opening new ones.
     pub concurrency: usize,
+    /// Where a GetCascadeTrajectory answer of [`HOLD_IN_MEMORY_BELOW`]
+    /// bytes or more is written as it arrives (an unnamed temporary file:
+    /// [`Spooler`]); `None` keeps every answer in memory.
+    pub spool: Option<std::path::PathBuf>,
 }
 
 impl Default for ClientOptions {
@@ -76,6 +81,7 @@ impl Default for ClientOptions {
             cancel: None,
             daemon_of: None,
             concurrency: 8,
+            spool: None,
         }
     }
 }
@@ -134,6 +140,47 @@ async fn read_capped(
             bytes.try_reserve_exact(cap - bytes.len()).map_err(oom)?;
         }
         bytes.extend_from_slice(&chunk);
+    }
+}
+
+/// How a call takes in the body of a 2xx answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Intake {
+    /// Whole, in memory ([`read_capped`]).
+    Whole,
+    /// As a GetCascadeTrajectory answer, read and kept as it arrives
+    /// ([`read_spooled`]).
+    Answer,
+}
+
+/// A 2xx body, as its [`Intake`] took it in.
+enum Taken {
+    Whole(Vec<u8>),
+    Answer(Result<HeldResponse, ResponseDefect>),
+}
+
+/// Reads a GetCascadeTrajectory answer as it arrives, at most `limit`
+/// bytes, each chunk checked and kept by a [`Spooler`] and let go: the
+/// answer is never whole in memory unless it is small.
+async fn read_spooled(
+    mut resp: reqwest::Response,
+    limit: u64,
+    spool: Option<&std::path::Path>,
+) -> Result<Result<HeldResponse, ResponseDefect>, BodyError> {
+    let cap = usize::try_from(limit).unwrap_or(usize::MAX);
+    let mut spooler = Spooler::new(spool);
+    loop {
+        let chunk = match resp.chunk().await {
+            Ok(Some(c)) => c,
+            Ok(None) => return Ok(spooler.finish()),
+            Err(e) => return Err(BodyError::Failed(e.to_string())),
+        };
+        if chunk.len() > cap - spooler.len() {
+            return Err(BodyError::TooLarge);
+        }
+        spooler
+            .push(&chunk)
+            .map_err(|e| BodyError::Failed(format!("setting the answer aside: {e}")))?;
     }
 }
 
@@ -262,27 +309,81 @@ impl TrajectoryResponse {
     pub fn num_total_steps(&self) -> u32 {
         self.envelope.num_total_steps
     }
+}
 
-    /// Sets the checked answer aside in `dir` while it waits to be judged
-    /// ([`HeldResponse`]); an answer under [`HOLD_IN_MEMORY_BELOW`] bytes,
-    /// or one the folder cannot take, stays in memory.
-    pub fn hold(self, dir: &std::path::Path) -> HeldResponse {
-        if self.body.len() < HOLD_IN_MEMORY_BELOW {
-            return HeldResponse(Held::Memory(self));
+/// One GetCascadeTrajectory answer taken in as it arrives, chunk by chunk:
+/// each chunk is read by the engine's one-pass reader
+/// ([`agy_engine::answer::AnswerReader`]: UTF-8, JSON, the envelope) and
+/// kept, in memory while the answer is under [`HOLD_IN_MEMORY_BELOW`] bytes,
+/// else in an unnamed temporary file in the spool folder from then on (a
+/// folder that cannot take it keeps the answer in memory). So an answer in
+/// flight costs at most that much memory however large it is, and nothing
+/// reads it again before its judge.
+pub struct Spooler {
+    reader: agy_engine::answer::AnswerReader,
+    dir: Option<std::path::PathBuf>,
+    memory: Vec<u8>,
+    file: Option<std::fs::File>,
+    len: usize,
+}
+
+impl Spooler {
+    /// A spooler writing large answers under `dir` (`None`: memory only).
+    pub fn new(dir: Option<&std::path::Path>) -> Spooler {
+        Spooler {
+            reader: agy_engine::answer::AnswerReader::response(),
+            dir: dir.map(std::path::Path::to_path_buf),
+            memory: Vec::new(),
+            file: None,
+            len: 0,
         }
-        let spooled = tempfile::tempfile_in(dir).and_then(|mut file| {
-            use std::io::Write;
-            file.write_all(self.body.as_bytes())?;
-            Ok(file)
-        });
-        match spooled {
-            Ok(file) => HeldResponse(Held::Disk {
+    }
+
+    /// The next bytes of the answer.
+    pub fn push(&mut self, chunk: &[u8]) -> std::io::Result<()> {
+        use std::io::Write;
+        self.reader.push(chunk);
+        self.len += chunk.len();
+        if let Some(file) = &mut self.file {
+            return file.write_all(chunk);
+        }
+        self.memory.extend_from_slice(chunk);
+        if self.memory.len() >= HOLD_IN_MEMORY_BELOW {
+            if let Some(dir) = self.dir.take() {
+                if let Ok(mut file) = tempfile::tempfile_in(&dir) {
+                    file.write_all(&self.memory)?;
+                    self.memory = Vec::new();
+                    self.file = Some(file);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// How many bytes were pushed.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing was pushed.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The end of the answer: held where it was kept, or its defect.
+    pub fn finish(self) -> Result<HeldResponse, ResponseDefect> {
+        let envelope = self.reader.finish()?;
+        Ok(HeldResponse(match self.file {
+            Some(file) => Held::Disk {
                 file,
-                len: self.body.len(),
-                envelope: self.envelope,
+                len: self.len,
+                envelope,
+            },
+            None => Held::Memory(TrajectoryResponse {
+                body: envelope::into_text(self.memory)?,
+                envelope,
             }),
-            Err(_) => HeldResponse(Held::Memory(self)),
-        }
+        }))
     }
 }
 
@@ -295,9 +396,10 @@ pub const HOLD_IN_MEMORY_BELOW: usize = 64 << 10;
 /// answered conversations wait for a judge thread, and their bodies were
 /// most of the sweep's memory (issue 49: 85 MB of 344 at concurrency 64),
 /// so a large body waits on disk: an unnamed temporary file in the sweep's
-/// own folder (nothing is left behind if the run dies), written once and
-/// read back whole, through the same handle, when its conversation is
-/// judged. The page cache holds it meanwhile, not the process.
+/// own folder (nothing is left behind if the run dies), written as it
+/// arrives ([`Spooler`]) and read back whole, through the same handle, when
+/// its conversation is judged. The page cache holds it meanwhile, not the
+/// process.
 #[derive(Debug)]
 pub struct HeldResponse(Held);
 
@@ -312,6 +414,24 @@ enum Held {
 }
 
 impl HeldResponse {
+    /// [`Self::take`], an answer that cannot be read back reported as the
+    /// transport failure it is (the session is not fetched, and `--resume`
+    /// fetches it again).
+    pub fn take_answer(self, endpoint: &str) -> Result<TrajectoryResponse, RpcError> {
+        self.take().map_err(|e| RpcError::Transport {
+            endpoint: endpoint.to_string(),
+            method: "GetCascadeTrajectory",
+            detail: format!(
+                "the answer set aside on disk while it waited to be judged could not be read back: {e}"
+            ),
+        })
+    }
+
+    /// An answer already whole in memory (a captured one), held there.
+    pub fn memory(answer: TrajectoryResponse) -> HeldResponse {
+        HeldResponse(Held::Memory(answer))
+    }
+
     /// The answer, as it was checked: read back from its file when it was
     /// set aside (exactly the bytes written, valid UTF-8, or an error).
     pub fn take(self) -> std::io::Result<TrajectoryResponse> {
@@ -526,6 +646,20 @@ impl DaemonClient {
     /// backoff that doubles, anything else (an answer, a status, a timeout)
     /// is final.
     async fn call(&self, method: &'static str, body: String) -> Result<Vec<u8>, RpcError> {
+        match self.call_taking(method, body, Intake::Whole).await? {
+            Taken::Whole(bytes) => Ok(bytes),
+            // Not asked for: a whole body is what a plain call takes.
+            Taken::Answer(_) => Ok(Vec::new()),
+        }
+    }
+
+    /// [`Self::call`], the 2xx body taken in as `intake` says.
+    async fn call_taking(
+        &self,
+        method: &'static str,
+        body: String,
+        intake: Intake,
+    ) -> Result<Taken, RpcError> {
         let url = format!("{}/{SERVICE}/{method}", self.base);
         let body = bytes::Bytes::from(body);
         let mut attempt = 0;
@@ -533,7 +667,7 @@ impl DaemonClient {
             if self.cancelled() {
                 return Err(self.cancelled_error(method));
             }
-            match self.call_once(method, &url, body.clone()).await {
+            match self.call_once(method, &url, body.clone(), intake).await {
                 Err(RpcError::Transport { .. }) if attempt < self.opts.retries => {
                     attempt += 1;
                     tokio::time::sleep(self.opts.backoff * (1 << (attempt - 1))).await;
@@ -550,9 +684,10 @@ impl DaemonClient {
         method: &'static str,
         url: &str,
         body: bytes::Bytes,
-    ) -> Result<Vec<u8>, RpcError> {
+        intake: Intake,
+    ) -> Result<Taken, RpcError> {
         let deadline = tokio::time::Instant::now() + self.opts.timeout;
-        tokio::time::timeout_at(deadline, self.exchange(method, url, body))
+        tokio::time::timeout_at(deadline, self.exchange(method, url, body, intake))
             .await
             .unwrap_or_else(|_| Err(self.timeout_error(method)))
     }
@@ -572,7 +707,8 @@ impl DaemonClient {
         method: &'static str,
         url: &str,
         body: bytes::Bytes,
-    ) -> Result<Vec<u8>, RpcError> {
+        intake: Intake,
+    ) -> Result<Taken, RpcError> {
         let endpoint = self.base.clone();
         let transport = |e: reqwest::Error| {
             if e.is_timeout() {
@@ -621,17 +757,26 @@ impl DaemonClient {
                 token_sent: self.opts.csrf_token.is_some(),
             });
         }
+        let body_error = |e| match e {
+            BodyError::TooLarge => too_large(),
+            BodyError::Failed(detail) => RpcError::Transport {
+                endpoint: endpoint.clone(),
+                method,
+                detail: format!("reading the body: {detail}"),
+            },
+        };
+        let ok = (200..300).contains(&status);
+        if ok && intake == Intake::Answer {
+            let spool = self.opts.spool.as_deref();
+            return read_spooled(resp, self.opts.max_body, spool)
+                .await
+                .map(Taken::Answer)
+                .map_err(body_error);
+        }
         let bytes = read_capped(resp, self.opts.max_body, declared)
             .await
-            .map_err(|e| match e {
-                BodyError::TooLarge => too_large(),
-                BodyError::Failed(detail) => RpcError::Transport {
-                    endpoint: endpoint.clone(),
-                    method,
-                    detail: format!("reading the body: {detail}"),
-                },
-            })?;
-        if !(200..300).contains(&status) {
+            .map_err(body_error)?;
+        if !ok {
             let env: Option<ErrorEnvelope> = serde_json::from_slice(&bytes).ok();
             let connect_code = env.as_ref().is_some_and(|e| e.code.is_some());
             if status == 415 || (status == 400 && !connect_code) {
@@ -655,7 +800,7 @@ impl DaemonClient {
                     .unwrap_or_else(|| String::from_utf8_lossy(&bytes).chars().take(200).collect()),
             });
         }
-        Ok(bytes)
+        Ok(Taken::Whole(bytes))
     }
 
     /// Whether the daemon accepts this client's requests at all: one
@@ -769,7 +914,8 @@ impl DaemonClient {
         cascade_id: &str,
         full: bool,
     ) -> Result<TrajectoryResponse, RpcError> {
-        self.wait("GetCascadeTrajectory", self.trajectory(cascade_id, full))
+        self.wait("GetCascadeTrajectory", self.trajectory(cascade_id, full))?
+            .take_answer(&self.base)
     }
 
     /// The full and the ordinary `GetCascadeTrajectory` of a loaded
@@ -781,15 +927,16 @@ impl DaemonClient {
         &self,
         cascade_id: &str,
     ) -> Result<(TrajectoryResponse, TrajectoryResponse), RpcError> {
-        self.wait("GetCascadeTrajectory", self.pair(cascade_id))
+        let (full, ordinary) = self.wait("GetCascadeTrajectory", self.pair(cascade_id))?;
+        Ok((
+            full.take_answer(&self.base)?,
+            ordinary.take_answer(&self.base)?,
+        ))
     }
 
     /// The full and the ordinary `GetCascadeTrajectory`, polled together;
     /// when both fail, the full one's error.
-    async fn pair(
-        &self,
-        cascade_id: &str,
-    ) -> Result<(TrajectoryResponse, TrajectoryResponse), RpcError> {
+    async fn pair(&self, cascade_id: &str) -> Result<(HeldResponse, HeldResponse), RpcError> {
         let (full, ordinary) = both(
             self.trajectory(cascade_id, true),
             self.trajectory(cascade_id, false),
@@ -808,7 +955,7 @@ impl DaemonClient {
     /// thread: the sweep keeps `--concurrency` conversations in flight so.
     pub fn fetch_detached<F>(&self, cascade_id: String, done: F)
     where
-        F: FnOnce(Result<(TrajectoryResponse, TrajectoryResponse), RpcError>) + Send + 'static,
+        F: FnOnce(Result<(HeldResponse, HeldResponse), RpcError>) + Send + 'static,
     {
         let this = self.clone();
         self.shared.handle.spawn(async move {
@@ -820,14 +967,10 @@ impl DaemonClient {
         });
     }
 
-    /// One `GetCascadeTrajectory`, its answer checked whole as soon as it
-    /// has arrived (on the waiting thread, while the other of a pair may
-    /// still be arriving).
-    async fn trajectory(
-        &self,
-        cascade_id: &str,
-        full: bool,
-    ) -> Result<TrajectoryResponse, RpcError> {
+    /// One `GetCascadeTrajectory`, its answer read and kept as it arrives
+    /// ([`read_spooled`]): large answers wait on disk in the spool folder
+    /// ([`ClientOptions::spool`]) from their first 64 KiB on.
+    async fn trajectory(&self, cascade_id: &str, full: bool) -> Result<HeldResponse, RpcError> {
         let body = if full {
             serde_json::json!({
                 "cascadeId": cascade_id,
@@ -838,8 +981,14 @@ impl DaemonClient {
             serde_json::json!({ "cascadeId": cascade_id })
         };
         let method = "GetCascadeTrajectory";
-        let bytes = self.call(method, body.to_string()).await?;
-        TrajectoryResponse::parse(bytes).map_err(|defect| RpcError::InvalidResponse {
+        let answer = match self
+            .call_taking(method, body.to_string(), Intake::Answer)
+            .await?
+        {
+            Taken::Answer(answer) => answer,
+            Taken::Whole(bytes) => TrajectoryResponse::parse(bytes).map(HeldResponse::memory),
+        };
+        answer.map_err(|defect| RpcError::InvalidResponse {
             endpoint: self.base.clone(),
             method,
             defect,
@@ -866,12 +1015,21 @@ mod tests {
         )
     }
 
+    /// `text` through a spooler under `dir`, in chunks of 1,000 bytes.
+    fn spooled(text: &str, dir: Option<&std::path::Path>) -> Result<HeldResponse, ResponseDefect> {
+        let mut s = Spooler::new(dir);
+        for chunk in text.as_bytes().chunks(1000) {
+            s.push(chunk).unwrap();
+        }
+        s.finish()
+    }
+
     #[test]
-    fn a_large_answer_waits_on_disk_and_comes_back_as_it_was_checked() {
+    fn a_large_answer_arrives_on_disk_and_comes_back_as_it_was_checked() {
         let dir = tempfile::tempdir().unwrap();
         let text = large_answer(HOLD_IN_MEMORY_BELOW * 2);
         let r = TrajectoryResponse::parse(text.clone().into_bytes()).unwrap();
-        let held = r.clone().hold(dir.path());
+        let held = spooled(&text, Some(dir.path())).unwrap();
         assert!(matches!(held.0, Held::Disk { .. }), "set aside");
         // Unnamed: nothing in the folder, whatever happens to the run.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
@@ -879,12 +1037,23 @@ mod tests {
         assert_eq!(back.trajectory(), r.trajectory());
         assert_eq!(back.status(), "CASCADE_RUN_STATUS_IDLE");
         assert_eq!(back.num_total_steps(), 1);
-        assert_eq!(back.into_body(), text.into_bytes());
-        let small = TrajectoryResponse::parse(ANSWER.as_bytes().to_vec()).unwrap();
-        assert!(matches!(small.hold(dir.path()).0, Held::Memory(_)));
-        // A folder that cannot take it: kept in memory, not lost.
+        assert_eq!(back.into_body(), text.clone().into_bytes());
+        let small = spooled(ANSWER, Some(dir.path())).unwrap();
+        assert!(matches!(small.0, Held::Memory(_)));
+        // A folder that cannot take it, or none: kept in memory, not lost.
         let gone = dir.path().join("gone");
-        assert!(matches!(r.hold(&gone).0, Held::Memory(_)));
+        for memory in [spooled(&text, Some(&gone)), spooled(&text, None)] {
+            let Held::Memory(m) = memory.unwrap().0 else {
+                panic!("not in memory")
+            };
+            assert_eq!(m.into_body(), text.clone().into_bytes());
+        }
+        // A defect is named at the end, wherever the answer was kept.
+        let miscounted = text.replace(r#""numTotalSteps":1"#, r#""numTotalSteps":2"#);
+        assert!(matches!(
+            spooled(&miscounted, Some(dir.path())),
+            Err(ResponseDefect::CountMismatch { declared: 2, .. })
+        ));
     }
 
     #[test]
@@ -1155,6 +1324,51 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn an_answer_streams_to_the_spool_and_past_the_cap_is_refused_while_it_streams() {
+        // A 200 KB answer, sent in chunks of 4 KiB.
+        let text = large_answer(200_000);
+        let served = text.clone();
+        let url = serve(move |_| {
+            let mut r = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n".to_vec();
+            for chunk in served.as_bytes().chunks(4096) {
+                r.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+                r.extend_from_slice(chunk);
+                r.extend_from_slice(b"\r\n");
+            }
+            r.extend_from_slice(b"0\r\n\r\n");
+            Some(r)
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let client = DaemonClient::new(
+            &url,
+            ClientOptions {
+                spool: Some(dir.path().to_path_buf()),
+                ..options()
+            },
+        )
+        .unwrap();
+        let held = client
+            .wait("GetCascadeTrajectory", client.trajectory("c1", false))
+            .unwrap();
+        assert!(matches!(held.0, Held::Disk { .. }), "arrived on disk");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        assert_eq!(held.take().unwrap().into_body(), text.as_bytes());
+        let capped = DaemonClient::new(
+            &url,
+            ClientOptions {
+                max_body: 100_000,
+                spool: Some(dir.path().to_path_buf()),
+                ..options()
+            },
+        )
+        .unwrap();
+        assert!(matches!(
+            capped.get_trajectory("c1", false),
+            Err(RpcError::TooLarge { limit: 100_000, .. })
+        ));
     }
 
     #[test]
