@@ -25,7 +25,9 @@
 //! sweep's manifest is its commit point").
 
 use crate::error::{Error, Result};
-use crate::util::atomic::{sync_dir, write_file, write_file_unsynced_dir, WriteOptions};
+use crate::util::atomic::{
+    sync_dir, write_contents_unsynced_dir, write_file, Contents, WriteOptions,
+};
 use std::path::{Path, PathBuf};
 
 /// The folder of the sessions' saved answers and sidecars.
@@ -173,12 +175,13 @@ impl SweepDir {
     }
 }
 
-/// What a session leaves under `corpus/`: the bodies it received and its
-/// sidecar, each written only when present.
-#[derive(Debug, Clone, Copy, Default)]
+/// What a session leaves under `corpus/`: the answers it received (copied
+/// from where they wait: memory, or a file for a large one) and its sidecar,
+/// each written only when present.
+#[derive(Clone, Copy, Default)]
 pub struct SessionFiles<'a> {
-    pub full: Option<&'a [u8]>,
-    pub ordinary: Option<&'a [u8]>,
+    pub full: Option<&'a dyn Contents>,
+    pub ordinary: Option<&'a dyn Contents>,
     pub sidecar: Option<&'a [u8]>,
 }
 
@@ -215,13 +218,14 @@ impl SessionWriter {
         let opts = private();
         let mut written = Vec::new();
         let id = &self.file_id;
-        for (path, bytes) in [
+        let sidecar = files.sidecar.as_ref().map(|b| b as &dyn Contents);
+        for (path, contents) in [
             (self.dir.answer(id, Answer::Full), files.full),
             (self.dir.answer(id, Answer::Ordinary), files.ordinary),
-            (self.dir.sidecar(id), files.sidecar),
+            (self.dir.sidecar(id), sidecar),
         ] {
-            if let Some(b) = bytes {
-                write_file_unsynced_dir(&path, b, &opts)?;
+            if let Some(c) = contents {
+                write_contents_unsynced_dir(&path, c, &opts)?;
                 written.push(path);
             }
         }
@@ -265,6 +269,8 @@ fn remove_own_temp_files(dir: &Path) -> Result<()> {
 mod tests {
     use super::*;
 
+    const F: &[u8] = b"F";
+
     #[test]
     fn the_layout_is_spelled_here_once() {
         let d = SweepDir::new("/s");
@@ -298,7 +304,7 @@ mod tests {
         assert_eq!(w.file_id(), "id1");
         let c = w
             .commit(SessionFiles {
-                full: Some(b"F"),
+                full: Some(&F),
                 ordinary: None,
                 sidecar: Some(b"S"),
             })
@@ -319,7 +325,7 @@ mod tests {
         let e = d
             .open_session("id2")
             .commit(SessionFiles {
-                full: Some(b"F"),
+                full: Some(&F),
                 ..Default::default()
             })
             .unwrap_err();

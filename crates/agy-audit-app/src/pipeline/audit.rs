@@ -7,7 +7,7 @@ use crate::compare::{compare_full, compare_ordinary_projection, parse_value};
 use crate::manifest::SessionRecord;
 use crate::outcome::SessionOutcome;
 use crate::project::{project, Projection};
-use crate::rpc::{DaemonClient, RpcError, TrajectoryResponse};
+use crate::rpc::{DaemonClient, HeldResponse, RpcError, TrajectoryResponse};
 use crate::schema::Schema;
 use crate::source::legacy::LegacyKey;
 use crate::source::source_only::{record, SourceOnlyEntry};
@@ -18,19 +18,22 @@ use std::path::{Path, PathBuf};
 
 /// One audited conversation: its manifest record (the outcome and the
 /// source it is about) and what the sweep writes beside it.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct SessionResult {
     /// What the manifest records (the sweep's writer adds the endpoint).
     pub record: SessionRecord,
     pub path: PathBuf,
-    /// The raw bodies received (full, ordinary), kept for the corpus.
-    pub full_body: Option<Vec<u8>>,
-    pub ordinary_body: Option<Vec<u8>>,
+    /// The raw answers received (full, ordinary), kept for the corpus
+    /// where they wait (a large one on disk: [`HeldResponse`]).
+    pub full_body: Option<HeldResponse>,
+    pub ordinary_body: Option<HeldResponse>,
     /// The sidecar document's bytes ([`crate::attest::sidecar_bytes`]), when verified.
     pub sidecar: Option<Vec<u8>>,
-    /// The ordinary answer's response shape listing, when the audit read
-    /// that answer whole for its digest (a verified session): the sweep
-    /// lists the saved answers, and need not read this one again.
+    /// The response shape listings of the two answers, taken while the
+    /// judge had each answer's text (the ordinary one from the attestation's
+    /// pass when verified); `None` when there is no such answer or its text
+    /// does not list (the sweep then lists the saved file at its end).
+    pub full_shapes: Option<crate::shapes::Listing>,
     pub ordinary_shapes: Option<crate::shapes::Listing>,
     /// The fetch was abandoned (Ctrl-C) or the daemon went away: nothing
     /// about this session is known, so the sweep does not record it and
@@ -53,6 +56,7 @@ impl SessionResult {
             full_body: None,
             ordinary_body: None,
             sidecar: None,
+            full_shapes: None,
             ordinary_shapes: None,
             abandoned: false,
             setup: None,
@@ -66,14 +70,21 @@ impl SessionResult {
 /// ([`Captured`]). The audit brackets whichever it is with two source
 /// snapshots and judges the answers the same way.
 pub trait Answers: Sync {
-    /// The full (unrehydrated) and the ordinary answer for `cascade`.
-    fn fetch(&self, cascade: &str) -> Result<(TrajectoryResponse, TrajectoryResponse), RpcError>;
+    /// The full (unrehydrated) and the ordinary answer for `cascade`, each
+    /// held where it arrived.
+    fn fetch(&self, cascade: &str) -> Result<(HeldResponse, HeldResponse), RpcError>;
+    /// Where the answers come from, for messages.
+    fn origin(&self) -> &str;
 }
 
 impl Answers for DaemonClient {
-    fn fetch(&self, cascade: &str) -> Result<(TrajectoryResponse, TrajectoryResponse), RpcError> {
+    fn fetch(&self, cascade: &str) -> Result<(HeldResponse, HeldResponse), RpcError> {
         self.load_trajectory(cascade)
             .and_then(|()| fetch_pair(self, cascade))
+    }
+
+    fn origin(&self) -> &str {
+        self.endpoint()
     }
 }
 
@@ -88,17 +99,21 @@ pub struct Captured {
 }
 
 impl Answers for Captured {
-    fn fetch(&self, _cascade: &str) -> Result<(TrajectoryResponse, TrajectoryResponse), RpcError> {
+    fn fetch(&self, _cascade: &str) -> Result<(HeldResponse, HeldResponse), RpcError> {
         let parse = |(name, body): &(String, Vec<u8>)| {
-            TrajectoryResponse::parse_captured(body.clone()).map_err(|defect| {
-                RpcError::InvalidResponse {
+            TrajectoryResponse::parse_captured(body.clone())
+                .map(HeldResponse::memory)
+                .map_err(|defect| RpcError::InvalidResponse {
                     endpoint: name.clone(),
                     method: "GetCascadeTrajectory",
                     defect,
-                }
-            })
+                })
         };
         Ok((parse(&self.full)?, parse(&self.ordinary)?))
+    }
+
+    fn origin(&self) -> &str {
+        &self.full.0
     }
 }
 
@@ -252,8 +267,8 @@ fn daemon_unavailable(p: &Prepared, e: &RpcError) -> SessionResult {
 fn fetch_pair(
     client: &DaemonClient,
     cascade: &str,
-) -> Result<(TrajectoryResponse, TrajectoryResponse), RpcError> {
-    client.get_trajectory_pair(cascade)
+) -> Result<(HeldResponse, HeldResponse), RpcError> {
+    client.get_held_pair(cascade)
 }
 
 /// A prepared source with no daemon answer to compare against: refused,
@@ -290,8 +305,8 @@ pub enum Fetched {
 /// Both answers of a prepared source and its bracket.
 pub struct Answered {
     prepared: Prepared,
-    full: TrajectoryResponse,
-    ordinary: TrajectoryResponse,
+    full: HeldResponse,
+    ordinary: HeldResponse,
     /// The source's second snapshot differed from the first.
     changed: bool,
     /// How many times the source was read again after a change.
@@ -325,7 +340,7 @@ pub fn fetch_prepared(ctx: &AuditContext<'_>, prepared: Prepared) -> Fetched {
 pub fn bracket_fetched(
     ctx: &AuditContext<'_>,
     prepared: Prepared,
-    answers: Result<(TrajectoryResponse, TrajectoryResponse), RpcError>,
+    answers: Result<(HeldResponse, HeldResponse), RpcError>,
 ) -> Fetched {
     bracket(ctx, prepared, Some(answers))
 }
@@ -351,7 +366,7 @@ pub fn fetchable<'c>(
 fn bracket(
     ctx: &AuditContext<'_>,
     mut prepared: Prepared,
-    mut first: Option<Result<(TrajectoryResponse, TrajectoryResponse), RpcError>>,
+    mut first: Option<Result<(HeldResponse, HeldResponse), RpcError>>,
 ) -> Fetched {
     let mut attempt = 0;
     loop {
@@ -404,7 +419,11 @@ fn bracket(
 
 /// The CPU half of the audit: the whole tree decoded, both answers compared
 /// with the source and its projection, and, when they agree, the
-/// attestation.
+/// attestation. The answers are read one at a time, each dropped once read
+/// (a large one waits on disk, [`HeldResponse`]): the full one for its
+/// comparison and shape listing, then the ordinary one for its comparison,
+/// attestation and listing; the session's files are copied from where they
+/// wait.
 pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult {
     let Answered {
         mut prepared,
@@ -437,23 +456,54 @@ pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult 
     ) else {
         return no_daemon(&prepared);
     };
-    let judged = if changed {
-        Err(Refusal::new(
-            ReasonClass::SourceChanged,
-            "",
-            "source changed during fetch",
-        ))
-    } else {
-        let source_only = record(&prepared.source.source_only);
-        judge(
-            ctx,
-            (&prepared.source.profile, &prepared.source.source_digest),
-            source_only,
-            projection,
-            persisted,
-            (&full, &ordinary),
-            attempt,
-        )
+    let origin = ctx.client.map_or("", |c| c.origin());
+    let source = (
+        prepared.source.profile.as_str(),
+        prepared.source.source_digest.as_str(),
+    );
+    let judged = (|| {
+        let first = if changed {
+            Err(Refusal::new(
+                ReasonClass::SourceChanged,
+                "",
+                "source changed during fetch",
+            ))
+        } else {
+            Ok(())
+        };
+        let (full_shapes, first) = {
+            let text = full.read_answer(origin)?;
+            let shapes = listing_of(text.body());
+            let compared = first.and_then(|()| {
+                compare_full(ctx.schema, &persisted, text.trajectory())
+                    .map_err(|m| mismatch(m, attempt))
+            });
+            (shapes, compared)
+        };
+        let text = ordinary.read_answer(origin)?;
+        let verified = first.and_then(|()| {
+            let source_only = record(&prepared.source.source_only);
+            judge(
+                ctx,
+                source,
+                source_only,
+                projection,
+                persisted,
+                &text,
+                attempt,
+            )
+        });
+        let ordinary_shapes = match &verified {
+            Ok(j) => Some(j.ordinary_shapes.clone()),
+            Err(_) => listing_of(text.body()),
+        };
+        Ok::<_, RpcError>((verified, full_shapes, ordinary_shapes))
+    })();
+    let (judged, full_shapes, ordinary_shapes) = match judged {
+        Ok(j) => j,
+        // An answer set aside that cannot be read back never reached its
+        // judge: not fetched, as after a transport failure.
+        Err(e) => return daemon_unavailable(&prepared, &e),
     };
     let mut result = match judged {
         Ok(j) => {
@@ -462,16 +512,41 @@ pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult 
             r.record.rpc_only_fields = j.rpc_only.paths;
             r.record.rpc_only_fields_unlisted = j.rpc_only.more;
             r.sidecar = Some(j.sidecar);
-            r.ordinary_shapes = Some(j.ordinary_shapes);
             r
         }
         Err(refusal) => session(&prepared, SessionOutcome::refused(refusal)),
     };
-    // The bodies are kept as received (valid answers only: an invalid
+    // The answers are kept as received (valid answers only: an invalid
     // one never got here), whatever the verdict.
-    result.full_body = Some(full.into_body());
-    result.ordinary_body = Some(ordinary.into_body());
+    result.full_body = Some(full);
+    result.ordinary_body = Some(ordinary);
+    result.full_shapes = full_shapes;
+    result.ordinary_shapes = ordinary_shapes;
     result
+}
+
+/// An answer's response shape listing, in one pass over its text (a tree
+/// only when that pass stops); `None` when it does not list.
+fn listing_of(body: &[u8]) -> Option<crate::shapes::Listing> {
+    let mut l = crate::shapes::Listing::new();
+    l.add_bytes(Path::new(""), body).ok()?;
+    Some(l)
+}
+
+/// A comparison's mismatch as the session's refusal. A mismatch after the
+/// source changed during an earlier bracket (`attempt` > 0) is reported as
+/// the change it most likely is (the daemon has not caught up with the new
+/// source), with the mismatch as detail.
+fn mismatch(m: crate::compare::Mismatch, attempt: u32) -> Refusal {
+    if attempt == 0 {
+        m.to_refusal()
+    } else {
+        let detail = format!(
+            "source changed during fetch; on re-fetch: {}",
+            m.to_refusal().detail
+        );
+        Refusal::new(ReasonClass::SourceChanged, "", detail)
+    }
 }
 
 /// A verified session's evidence.
@@ -485,39 +560,24 @@ struct Judged {
     ordinary_shapes: crate::shapes::Listing,
 }
 
-/// Compares both answers with the source and its projection and, when they
-/// agree, attests; otherwise the refusal. A mismatch after the source
-/// changed during an earlier bracket (`attempt` > 0) is reported as the
-/// change it most likely is (the daemon has not caught up with the new
-/// source), with the mismatch as detail.
+/// Compares the ordinary answer with the projection (the full one agreed
+/// with the source) and, when they agree, attests; otherwise the refusal.
 fn judge(
     ctx: &AuditContext<'_>,
     (profile, source_digest): (&str, &str),
     source_only: Vec<SourceOnlyEntry>,
     projection: &mut Projection,
     mut persisted: prost_reflect::DynamicMessage,
-    (full, ordinary): (&TrajectoryResponse, &TrajectoryResponse),
+    ordinary: &TrajectoryResponse,
     attempt: u32,
 ) -> Result<Judged, Refusal> {
-    let mismatch = |m: crate::compare::Mismatch| {
-        if attempt == 0 {
-            m.to_refusal()
-        } else {
-            let detail = format!(
-                "source changed during fetch; on re-fetch: {}",
-                m.to_refusal().detail
-            );
-            Refusal::new(ReasonClass::SourceChanged, "", detail)
-        }
-    };
-    compare_full(ctx.schema, &persisted, full.trajectory()).map_err(mismatch)?;
     let rpc_only = compare_ordinary_projection(
         ctx.schema,
         projection,
         &mut persisted,
         ordinary.trajectory(),
     )
-    .map_err(mismatch)?;
+    .map_err(|m| mismatch(m, attempt))?;
     // Compared: the decoded tree is not read again, and the attestation's
     // buffers below are this conversation's largest; the tree (a copy of
     // every string of the source) goes first.

@@ -8,7 +8,6 @@ use crate::manifest::Manifest;
 use crate::shapes::{Listing, ListingRecord, Shapes, FULL_FILE, ORDINARY_FILE};
 use crate::sweep_dir::{Answer, Committed, SweepDir};
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -121,26 +120,16 @@ struct SessionShapes {
 }
 
 impl SessionShapes {
-    /// Both answers' listings; `None` unless the session has both bodies and
-    /// both parse (then the end of the sweep reads its saved files, exactly
-    /// as for a session of an earlier run).
+    /// Both answers' listings, taken by the judge while it read each answer
+    /// ([`SessionResult::full_shapes`]); `None` unless the session has both
+    /// answers and both listed (then the end of the sweep reads its saved
+    /// files, exactly as for a session of an earlier run).
     fn of(r: &SessionResult) -> Option<SessionShapes> {
-        // One pass over the text, no tree ([`Listing::add_bytes`] parses a
-        // tree only when [`Listing::add_text`] stops).
-        let listing = |b: &Option<Vec<u8>>| {
-            let mut l = Listing::new();
-            l.add_bytes(Path::new(""), b.as_deref()?).ok()?;
-            Some(l)
-        };
-        // A verified session's ordinary answer was listed when it was read
-        // for its digest (the same text, the same pass).
-        let ordinary = match (&r.ordinary_shapes, &r.ordinary_body) {
-            (Some(l), Some(_)) => l.clone(),
-            (_, body) => listing(body)?,
-        };
+        r.full_body.as_ref()?;
+        r.ordinary_body.as_ref()?;
         Some(SessionShapes {
-            ordinary,
-            full: listing(&r.full_body)?,
+            ordinary: r.ordinary_shapes.clone()?,
+            full: r.full_shapes.clone()?,
         })
     }
 }

@@ -17,10 +17,11 @@ use crate::discover::{discover, SourceRef};
 use crate::error::{CorruptInput, Error, Result};
 use crate::manifest::Manifest;
 use crate::outcome::SessionOutcome;
-use crate::rpc::{ClientOptions, DaemonClient, HeldResponse, RpcError, TrajectoryResponse};
+use crate::rpc::{ClientOptions, DaemonClient, HeldResponse, RpcError};
 use crate::schema::Schema;
 use crate::source::legacy::LegacyKey;
 use crate::sweep_dir::{SessionFiles, SessionWriter, SweepDir};
+use crate::util::atomic::Contents;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -514,8 +515,7 @@ impl Stages<'_> {
             let (fetched, _slot, files) = match job {
                 Job::Ready(f, slot, files) => (f, slot, files),
                 Job::Answered(p, held, slot, files) => {
-                    let answers = take_held(held, self.endpoint);
-                    (bracket_fetched(&self.ctx, *p, answers), slot, files)
+                    (bracket_fetched(&self.ctx, *p, held), slot, files)
                 }
             };
             if let Some(r) = fetched.ended() {
@@ -551,8 +551,8 @@ impl Stages<'_> {
     fn commit(&self, files: Option<SessionWriter>, mut r: SessionResult) -> Written {
         let writer = files.unwrap_or_else(|| self.dir.open_session(&r.record.file_id));
         let committed = writer.commit(SessionFiles {
-            full: r.full_body.as_deref(),
-            ordinary: r.ordinary_body.as_deref(),
+            full: r.full_body.as_ref().map(|b| b as &dyn Contents),
+            ordinary: r.ordinary_body.as_ref().map(|b| b as &dyn Contents),
             sidecar: r.sidecar.as_deref(),
         });
         let files = committed.map(|c| {
@@ -563,6 +563,7 @@ impl Stages<'_> {
         r.full_body = None;
         r.ordinary_body = None;
         r.sidecar = None;
+        r.full_shapes = None;
         r.ordinary_shapes = None;
         (r, files)
     }
@@ -696,14 +697,3 @@ enum Job {
 }
 
 type HeldPair = Result<(HeldResponse, HeldResponse), RpcError>;
-
-/// The held answers, taken back for judging. An answer set aside that
-/// cannot be read back never reached its judge: the session is not
-/// fetched, as after a transport failure, and `--resume` fetches it again.
-fn take_held(
-    held: HeldPair,
-    endpoint: &str,
-) -> Result<(TrajectoryResponse, TrajectoryResponse), RpcError> {
-    let (full, ordinary) = held?;
-    Ok((full.take_answer(endpoint)?, ordinary.take_answer(endpoint)?))
-}

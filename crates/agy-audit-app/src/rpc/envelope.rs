@@ -50,7 +50,7 @@ pub fn is_enveloped(text: &str) -> bool {
 /// reference its acceptance is tested against (see `tests` below).
 #[cfg(test)]
 mod reference {
-    use super::{Envelope, ResponseDefect, MAX_JSON_DEPTH, RUN_STATUSES};
+    use crate::rpc::envelope::{Envelope, ResponseDefect, MAX_JSON_DEPTH, RUN_STATUSES};
     use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
     use serde::Deserializer;
     use std::fmt;

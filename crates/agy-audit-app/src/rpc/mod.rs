@@ -165,10 +165,11 @@ enum Taken {
 async fn read_spooled(
     mut resp: reqwest::Response,
     limit: u64,
+    declared: Option<u64>,
     spool: Option<&std::path::Path>,
 ) -> Result<Result<HeldResponse, ResponseDefect>, BodyError> {
     let cap = usize::try_from(limit).unwrap_or(usize::MAX);
-    let mut spooler = Spooler::new(spool);
+    let mut spooler = Spooler::new(spool, declared, cap);
     loop {
         let chunk = match resp.chunk().await {
             Ok(Some(c)) => c,
@@ -296,6 +297,11 @@ impl TrajectoryResponse {
     }
 
     /// The whole body, as received.
+    pub fn body(&self) -> &[u8] {
+        self.body.as_bytes()
+    }
+
+    /// The whole body, as received.
     pub fn into_body(self) -> Vec<u8> {
         self.body.into_bytes()
     }
@@ -325,18 +331,47 @@ pub struct Spooler {
     memory: Vec<u8>,
     file: Option<std::fs::File>,
     len: usize,
+    /// What an answer kept in memory reserves at once: its declared length
+    /// (at most the cap) or the cap, then the cap when it runs past its
+    /// declared length ([`read_capped`]'s rule: a buffer that never doubles
+    /// never holds an old copy beside the new one).
+    expected: usize,
+    cap: usize,
 }
 
 impl Spooler {
-    /// A spooler writing large answers under `dir` (`None`: memory only).
-    pub fn new(dir: Option<&std::path::Path>) -> Spooler {
+    /// A spooler writing large answers under `dir` (`None`: memory only),
+    /// for an answer of at most `cap` bytes that declared `declared`.
+    pub fn new(dir: Option<&std::path::Path>, declared: Option<u64>, cap: usize) -> Spooler {
+        let expected = declared
+            .and_then(|d| usize::try_from(d).ok())
+            .map_or(cap, |d| d.min(cap));
         Spooler {
             reader: agy_engine::answer::AnswerReader::response(),
             dir: dir.map(std::path::Path::to_path_buf),
             memory: Vec::new(),
             file: None,
             len: 0,
+            expected,
+            cap,
         }
+    }
+
+    /// Room in memory for `more` bytes: as a vector grows while the answer
+    /// may still go to disk, else reserved once as [`Self::expected`] says.
+    fn make_room(&mut self, more: usize) -> std::io::Result<()> {
+        let len = self.memory.len();
+        if self.memory.capacity() - len >= more || self.dir.is_some() {
+            return Ok(());
+        }
+        let want = if len + more <= self.expected {
+            self.expected
+        } else {
+            self.cap.max(len + more)
+        };
+        self.memory
+            .try_reserve_exact(want - len)
+            .map_err(|e| std::io::Error::other(format!("out of memory: {e}")))
     }
 
     /// The next bytes of the answer.
@@ -347,6 +382,7 @@ impl Spooler {
         if let Some(file) = &mut self.file {
             return file.write_all(chunk);
         }
+        self.make_room(chunk.len())?;
         self.memory.extend_from_slice(chunk);
         if self.memory.len() >= HOLD_IN_MEMORY_BELOW {
             if let Some(dir) = self.dir.take() {
@@ -418,13 +454,7 @@ impl HeldResponse {
     /// transport failure it is (the session is not fetched, and `--resume`
     /// fetches it again).
     pub fn take_answer(self, endpoint: &str) -> Result<TrajectoryResponse, RpcError> {
-        self.take().map_err(|e| RpcError::Transport {
-            endpoint: endpoint.to_string(),
-            method: "GetCascadeTrajectory",
-            detail: format!(
-                "the answer set aside on disk while it waited to be judged could not be read back: {e}"
-            ),
-        })
+        self.take().map_err(|e| lost(endpoint, &e))
     }
 
     /// An answer already whole in memory (a captured one), held there.
@@ -435,14 +465,25 @@ impl HeldResponse {
     /// The answer, as it was checked: read back from its file when it was
     /// set aside (exactly the bytes written, valid UTF-8, or an error).
     pub fn take(self) -> std::io::Result<TrajectoryResponse> {
+        match self.0 {
+            Held::Memory(r) => Ok(r),
+            Held::Disk { .. } => self.read().map(std::borrow::Cow::into_owned),
+        }
+    }
+
+    /// The answer, as it was checked, without letting it go: borrowed when
+    /// it is in memory, read back from its file (exactly the bytes written,
+    /// valid UTF-8, or an error) when it was set aside, so that the judge
+    /// holds one answer's text at a time and drops it once read.
+    pub fn read(&self) -> std::io::Result<std::borrow::Cow<'_, TrajectoryResponse>> {
         use std::io::{Read, Seek};
-        let (mut file, len, envelope) = match self.0 {
-            Held::Memory(r) => return Ok(r),
+        let (mut file, len, envelope) = match &self.0 {
+            Held::Memory(r) => return Ok(std::borrow::Cow::Borrowed(r)),
             Held::Disk {
                 file,
                 len,
                 envelope,
-            } => (file, len, envelope),
+            } => (file, *len, envelope),
         };
         file.rewind()?;
         let mut bytes = Vec::new();
@@ -459,7 +500,54 @@ impl HeldResponse {
         }
         let body = String::from_utf8(bytes)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-        Ok(TrajectoryResponse { body, envelope })
+        Ok(std::borrow::Cow::Owned(TrajectoryResponse {
+            body,
+            envelope: envelope.clone(),
+        }))
+    }
+
+    /// [`Self::read`], an answer that cannot be read back reported as
+    /// [`Self::take_answer`] reports it.
+    pub fn read_answer(
+        &self,
+        endpoint: &str,
+    ) -> Result<std::borrow::Cow<'_, TrajectoryResponse>, RpcError> {
+        self.read().map_err(|e| lost(endpoint, &e))
+    }
+}
+
+/// The error of an answer set aside that cannot be read back.
+fn lost(endpoint: &str, e: &std::io::Error) -> RpcError {
+    RpcError::Transport {
+        endpoint: endpoint.to_string(),
+        method: "GetCascadeTrajectory",
+        detail: format!(
+            "the answer set aside on disk while it waited to be judged could not be read back: {e}"
+        ),
+    }
+}
+
+/// A held answer is written to its session file as it is held: copied file
+/// to file when it waits on disk (exactly its length, or an error), never
+/// read into memory for it.
+impl agy_engine::util::atomic::Contents for HeldResponse {
+    fn write_into(&self, out: &mut std::fs::File) -> std::io::Result<()> {
+        use std::io::{Read, Seek, Write};
+        match &self.0 {
+            Held::Memory(r) => out.write_all(r.body.as_bytes()),
+            Held::Disk { file, len, .. } => {
+                let mut file = file;
+                file.rewind()?;
+                let copied = std::io::copy(&mut file.take(*len as u64), out)?;
+                if copied != *len as u64 {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!("{copied} bytes copied of the {len} set aside"),
+                    ));
+                }
+                Ok(())
+            }
+        }
     }
 }
 
@@ -768,7 +856,7 @@ impl DaemonClient {
         let ok = (200..300).contains(&status);
         if ok && intake == Intake::Answer {
             let spool = self.opts.spool.as_deref();
-            return read_spooled(resp, self.opts.max_body, spool)
+            return read_spooled(resp, self.opts.max_body, declared, spool)
                 .await
                 .map(Taken::Answer)
                 .map_err(body_error);
@@ -934,6 +1022,15 @@ impl DaemonClient {
         ))
     }
 
+    /// [`Self::get_trajectory_pair`], each answer held where it arrived
+    /// (a large one on disk in the spool folder, [`ClientOptions::spool`]).
+    pub fn get_held_pair(
+        &self,
+        cascade_id: &str,
+    ) -> Result<(HeldResponse, HeldResponse), RpcError> {
+        self.wait("GetCascadeTrajectory", self.pair(cascade_id))
+    }
+
     /// The full and the ordinary `GetCascadeTrajectory`, polled together;
     /// when both fail, the full one's error.
     async fn pair(&self, cascade_id: &str) -> Result<(HeldResponse, HeldResponse), RpcError> {
@@ -1017,7 +1114,7 @@ mod tests {
 
     /// `text` through a spooler under `dir`, in chunks of 1,000 bytes.
     fn spooled(text: &str, dir: Option<&std::path::Path>) -> Result<HeldResponse, ResponseDefect> {
-        let mut s = Spooler::new(dir);
+        let mut s = Spooler::new(dir, None, 1 << 20);
         for chunk in text.as_bytes().chunks(1000) {
             s.push(chunk).unwrap();
         }

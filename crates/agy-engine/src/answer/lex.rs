@@ -158,6 +158,14 @@ const fn string_stops() -> [bool; 256] {
 }
 static STRING_STOPS: [bool; 256] = string_stops();
 
+/// Where the reader is in the chunk being pushed.
+struct At<'c> {
+    chunk: &'c [u8],
+    i: usize,
+    /// Where the captured value's bytes in this chunk begin.
+    cap_from: Option<usize>,
+}
+
 /// The reader's state between chunks.
 pub struct Lexer {
     max_depth: usize,
@@ -211,269 +219,274 @@ impl Lexer {
 
     /// Reads the next bytes of the text.
     pub fn push<E: Events>(&mut self, chunk: &[u8], sink: &mut E) {
-        let mut i = 0;
-        // Where the captured value's bytes in this chunk begin.
-        let mut cap_from = self.capture.map(|_| 0);
-        while i < chunk.len() {
-            let c = chunk[i];
+        let mut at = At {
+            chunk,
+            i: 0,
+            // Where the captured value's bytes in this chunk begin.
+            cap_from: self.capture.map(|_| 0),
+        };
+        while at.i < chunk.len() {
+            let c = chunk[at.i];
             match self.state {
-                State::Str { key } => {
-                    // The fast run: plain bytes up to a quote, a backslash or
-                    // a control character.
-                    let start = i;
-                    while i < chunk.len() && !STRING_STOPS[chunk[i] as usize] {
-                        i += 1;
-                    }
-                    if key && self.key_wanted {
-                        if self.high.is_some() && i > start {
-                            self.key_bad = true;
-                            self.high = None;
-                        }
-                        self.key_bytes(&chunk[start..i]);
-                    }
-                    let Some(&c) = chunk.get(i) else { break };
-                    match c {
-                        b'"' => {
-                            if key {
-                                self.end_key(sink);
-                                self.state = State::Colon;
-                            } else {
-                                self.end_value(sink, chunk, &mut cap_from, i + 1);
-                            }
-                        }
-                        b'\\' => self.state = State::Escape { key },
-                        _ => {
-                            self.fail(i, "a control character in a string");
-                            continue;
-                        }
-                    }
-                    i += 1;
-                }
-                State::Escape { key } => {
-                    let decoded = match c {
-                        b'"' => b'"',
-                        b'\\' => b'\\',
-                        b'/' => b'/',
-                        b'b' => 0x08,
-                        b'f' => 0x0c,
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
-                        b'u' => {
-                            self.state = State::Hex { key, n: 0, acc: 0 };
-                            i += 1;
-                            continue;
-                        }
-                        _ => {
-                            // The tolerant count takes this byte with the
-                            // backslash, as it would have.
-                            self.fail(i, "an invalid escape");
-                            self.state = State::Tolerant {
-                                in_string: true,
-                                escape: false,
-                            };
-                            i += 1;
-                            continue;
-                        }
-                    };
-                    if key && self.key_wanted {
-                        if self.high.take().is_some() {
-                            self.key_bad = true;
-                        }
-                        self.key_bytes(&[decoded]);
-                    }
-                    self.state = State::Str { key };
-                    i += 1;
-                }
-                State::Hex { key, n, acc } => {
-                    let Some(d) = (c as char).to_digit(16) else {
-                        self.fail(i, "an invalid \\u escape");
-                        self.state = State::Tolerant {
-                            in_string: true,
-                            escape: false,
-                        };
-                        continue;
-                    };
-                    let acc = (acc << 4) | d as u16;
-                    self.state = if n == 3 {
-                        if key && self.key_wanted {
-                            self.key_unit(acc);
-                        }
-                        State::Str { key }
-                    } else {
-                        State::Hex { key, n: n + 1, acc }
-                    };
-                    i += 1;
-                }
-                State::Number(n) => {
-                    let next = match (n, c) {
-                        (Num::Minus, b'0') => Some(Num::Zero),
-                        (Num::Minus, b'1'..=b'9') => Some(Num::Int),
-                        (Num::Int, b'0'..=b'9') => Some(Num::Int),
-                        (Num::Zero | Num::Int, b'.') => Some(Num::Dot),
-                        (Num::Dot | Num::Frac, b'0'..=b'9') => Some(Num::Frac),
-                        (Num::Zero | Num::Int | Num::Frac, b'e' | b'E') => Some(Num::E),
-                        (Num::E, b'+' | b'-') => Some(Num::ESign),
-                        (Num::E | Num::ESign | Num::Exp, b'0'..=b'9') => Some(Num::Exp),
-                        _ => None,
-                    };
-                    match next {
-                        Some(n) => {
-                            self.state = State::Number(n);
-                            i += 1;
-                        }
-                        None if n.complete() && !c.is_ascii_digit() => {
-                            // The byte after the number is read again as
-                            // what follows a value.
-                            self.end_value(sink, chunk, &mut cap_from, i);
-                        }
-                        None => self.fail(i, "an invalid number"),
-                    }
-                }
-                State::Literal { word, at } => {
-                    if word.get(usize::from(at)) != Some(&c) {
-                        self.fail(i, "an invalid literal");
+                State::Str { key } => self.string_run(&mut at, sink, key),
+                State::Escape { key } => self.escape(&mut at, key),
+                State::Hex { key, n, acc } => self.hex(&mut at, key, n, acc),
+                State::Number(n) => self.number(&mut at, sink, n),
+                State::Literal { word, at: k } => {
+                    if word.get(usize::from(k)) != Some(&c) {
+                        self.fail(at.i, "an invalid literal");
                         continue;
                     }
-                    i += 1;
-                    if usize::from(at) + 1 == word.len() {
-                        self.end_value(sink, chunk, &mut cap_from, i);
+                    at.i += 1;
+                    if usize::from(k) + 1 == word.len() {
+                        let end = at.i;
+                        self.end_value(sink, &mut at, end);
                     } else {
-                        self.state = State::Literal { word, at: at + 1 };
+                        self.state = State::Literal { word, at: k + 1 };
                     }
                 }
                 State::Tolerant { in_string, escape } => {
-                    i = self.tolerant(chunk, i, in_string, escape);
+                    at.i = self.tolerant(chunk, at.i, in_string, escape);
                 }
                 State::Stopped => return,
-                _ if matches!(c, b' ' | b'\t' | b'\n' | b'\r') => i += 1,
-                State::Value { close } => {
-                    if close && c == b']' {
-                        self.close(sink, chunk, &mut cap_from, i);
-                        i += 1;
-                        continue;
+                _ if matches!(c, b' ' | b'\t' | b'\n' | b'\r') => at.i += 1,
+                State::Value { close } => self.value(&mut at, sink, close),
+                State::After => self.after(&mut at, sink),
+                State::Key { close } => match c {
+                    b'"' => {
+                        let depth = self.stack.len();
+                        self.key_wanted = sink.wants_key(depth);
+                        self.key_start = self.base + at.i as u64;
+                        self.key.clear();
+                        self.key_cut = false;
+                        self.key_bad = false;
+                        self.high = None;
+                        self.state = State::Str { key: true };
+                        at.i += 1;
                     }
-                    let kind = match c {
-                        b'{' => Kind::Object,
-                        b'[' => Kind::Array,
-                        b'"' => Kind::String,
-                        b'-' | b'0'..=b'9' => Kind::Number,
-                        b't' | b'f' => Kind::Bool,
-                        b'n' => Kind::Null,
-                        _ => {
-                            self.fail(i, "expected a value");
-                            continue;
-                        }
-                    };
-                    if matches!(kind, Kind::Object | Kind::Array)
-                        && self.stack.len() >= self.max_depth
-                    {
-                        self.error = Some(LexError::TooDeep {
-                            offset: self.base + i as u64,
-                        });
-                        self.state = State::Stopped;
-                        return;
-                    }
-                    let depth = self.stack.len();
-                    if sink.value_start(depth, self.base + i as u64, kind) && self.capture.is_none()
-                    {
-                        self.capture = Some(depth);
-                        self.captured.clear();
-                        self.capture_cut = false;
-                        cap_from = Some(i);
-                    }
-                    self.state = match c {
-                        b'{' => {
-                            self.stack.push(true);
-                            State::Key { close: true }
-                        }
-                        b'[' => {
-                            self.stack.push(false);
-                            State::Value { close: true }
-                        }
-                        b'"' => State::Str { key: false },
-                        b't' => State::Literal {
-                            word: b"true",
-                            at: 1,
-                        },
-                        b'f' => State::Literal {
-                            word: b"false",
-                            at: 1,
-                        },
-                        b'n' => State::Literal {
-                            word: b"null",
-                            at: 1,
-                        },
-                        b'-' => State::Number(Num::Minus),
-                        b'0' => State::Number(Num::Zero),
-                        _ => State::Number(Num::Int),
-                    };
-                    i += 1;
-                }
-                State::After => {
-                    let object = self.stack.last().copied().unwrap_or(false);
-                    match c {
-                        b',' => {
-                            self.state = if object {
-                                State::Key { close: false }
-                            } else {
-                                State::Value { close: false }
-                            };
-                        }
-                        b'}' if object => self.close(sink, chunk, &mut cap_from, i),
-                        b']' if !object => self.close(sink, chunk, &mut cap_from, i),
-                        _ => {
-                            self.fail(i, "expected `,` or the end of the container");
-                            continue;
-                        }
-                    }
-                    i += 1;
-                }
-                State::Key { close } => {
-                    match c {
-                        b'"' => {
-                            let depth = self.stack.len();
-                            self.key_wanted = sink.wants_key(depth);
-                            self.key_start = self.base + i as u64;
-                            self.key.clear();
-                            self.key_cut = false;
-                            self.key_bad = false;
-                            self.high = None;
-                            self.state = State::Str { key: true };
-                        }
-                        b'}' if close => self.close(sink, chunk, &mut cap_from, i),
-                        _ => {
-                            self.fail(i, "expected a member name");
-                            continue;
-                        }
-                    }
-                    i += 1;
-                }
-                State::Colon => {
-                    if c != b':' {
-                        self.fail(i, "expected `:`");
-                        continue;
-                    }
+                    b'}' if close => self.close(sink, &mut at),
+                    _ => self.fail(at.i, "expected a member name"),
+                },
+                State::Colon if c == b':' => {
                     self.state = State::Value { close: false };
-                    i += 1;
+                    at.i += 1;
                 }
-                State::Done => {
-                    self.fail(i, "trailing characters after the value");
-                }
+                State::Colon => self.fail(at.i, "expected `:`"),
+                State::Done => self.fail(at.i, "trailing characters after the value"),
             }
         }
-        if let (Some(from), Some(_)) = (cap_from, self.capture) {
+        if let (Some(from), Some(_)) = (at.cap_from, self.capture) {
             self.capture_bytes(&chunk[from.min(chunk.len())..]);
         }
         self.base += chunk.len() as u64;
+    }
+
+    /// Inside a string: the fast run of plain bytes up to a quote, a
+    /// backslash or a control character, then that byte.
+    fn string_run<E: Events>(&mut self, at: &mut At<'_>, sink: &mut E, key: bool) {
+        let chunk = at.chunk;
+        let start = at.i;
+        let mut i = at.i;
+        while i < chunk.len() && !STRING_STOPS[chunk[i] as usize] {
+            i += 1;
+        }
+        if key && self.key_wanted {
+            if self.high.is_some() && i > start {
+                self.key_bad = true;
+                self.high = None;
+            }
+            self.key_bytes(&chunk[start..i]);
+        }
+        at.i = i;
+        let Some(&c) = chunk.get(i) else { return };
+        match c {
+            b'"' if key => {
+                self.end_key(sink);
+                self.state = State::Colon;
+                at.i += 1;
+            }
+            b'"' => self.end_value(sink, at, i + 1),
+            b'\\' => {
+                self.state = State::Escape { key };
+                at.i += 1;
+            }
+            _ => self.fail(i, "a control character in a string"),
+        }
+    }
+
+    /// The byte after a backslash.
+    fn escape(&mut self, at: &mut At<'_>, key: bool) {
+        let decoded = match at.chunk[at.i] {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            b'/' => b'/',
+            b'b' => 0x08,
+            b'f' => 0x0c,
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            b'u' => {
+                self.state = State::Hex { key, n: 0, acc: 0 };
+                at.i += 1;
+                return;
+            }
+            _ => {
+                // The tolerant count takes this byte with the backslash, as
+                // it would have.
+                self.fail(at.i, "an invalid escape");
+                at.i += 1;
+                return;
+            }
+        };
+        if key && self.key_wanted {
+            if self.high.take().is_some() {
+                self.key_bad = true;
+            }
+            self.key_bytes(&[decoded]);
+        }
+        self.state = State::Str { key };
+        at.i += 1;
+    }
+
+    /// A hex digit of a `\u` escape, `n` read before it.
+    fn hex(&mut self, at: &mut At<'_>, key: bool, n: u8, acc: u16) {
+        let Some(d) = (at.chunk[at.i] as char).to_digit(16) else {
+            // The tolerant count reads this byte again, inside the string.
+            self.fail(at.i, "an invalid \\u escape");
+            return;
+        };
+        let acc = (acc << 4) | d as u16;
+        self.state = if n == 3 {
+            if key && self.key_wanted {
+                self.key_unit(acc);
+            }
+            State::Str { key }
+        } else {
+            State::Hex { key, n: n + 1, acc }
+        };
+        at.i += 1;
+    }
+
+    /// A byte inside a number: its next state, or its end (the byte is then
+    /// read again as what follows a value).
+    fn number<E: Events>(&mut self, at: &mut At<'_>, sink: &mut E, n: Num) {
+        let c = at.chunk[at.i];
+        let next = match (n, c) {
+            (Num::Minus, b'0') => Some(Num::Zero),
+            (Num::Minus, b'1'..=b'9') => Some(Num::Int),
+            (Num::Int, b'0'..=b'9') => Some(Num::Int),
+            (Num::Zero | Num::Int, b'.') => Some(Num::Dot),
+            (Num::Dot | Num::Frac, b'0'..=b'9') => Some(Num::Frac),
+            (Num::Zero | Num::Int | Num::Frac, b'e' | b'E') => Some(Num::E),
+            (Num::E, b'+' | b'-') => Some(Num::ESign),
+            (Num::E | Num::ESign | Num::Exp, b'0'..=b'9') => Some(Num::Exp),
+            _ => None,
+        };
+        match next {
+            Some(n) => {
+                self.state = State::Number(n);
+                at.i += 1;
+            }
+            None if n.complete() && !c.is_ascii_digit() => {
+                let end = at.i;
+                self.end_value(sink, at, end);
+            }
+            None => self.fail(at.i, "an invalid number"),
+        }
+    }
+
+    /// Where a value is expected: its first byte (or the `]` of an empty
+    /// array).
+    fn value<E: Events>(&mut self, at: &mut At<'_>, sink: &mut E, close: bool) {
+        let c = at.chunk[at.i];
+        if close && c == b']' {
+            self.close(sink, at);
+            return;
+        }
+        let kind = match c {
+            b'{' => Kind::Object,
+            b'[' => Kind::Array,
+            b'"' => Kind::String,
+            b'-' | b'0'..=b'9' => Kind::Number,
+            b't' | b'f' => Kind::Bool,
+            b'n' => Kind::Null,
+            _ => {
+                self.fail(at.i, "expected a value");
+                return;
+            }
+        };
+        if matches!(kind, Kind::Object | Kind::Array) && self.stack.len() >= self.max_depth {
+            self.error = Some(LexError::TooDeep {
+                offset: self.base + at.i as u64,
+            });
+            self.state = State::Stopped;
+            at.i = at.chunk.len();
+            return;
+        }
+        let depth = self.stack.len();
+        if sink.value_start(depth, self.base + at.i as u64, kind) && self.capture.is_none() {
+            self.capture = Some(depth);
+            self.captured.clear();
+            self.capture_cut = false;
+            at.cap_from = Some(at.i);
+        }
+        self.state = match c {
+            b'{' => {
+                self.stack.push(true);
+                State::Key { close: true }
+            }
+            b'[' => {
+                self.stack.push(false);
+                State::Value { close: true }
+            }
+            b'"' => State::Str { key: false },
+            b't' => State::Literal {
+                word: b"true",
+                at: 1,
+            },
+            b'f' => State::Literal {
+                word: b"false",
+                at: 1,
+            },
+            b'n' => State::Literal {
+                word: b"null",
+                at: 1,
+            },
+            b'-' => State::Number(Num::Minus),
+            b'0' => State::Number(Num::Zero),
+            _ => State::Number(Num::Int),
+        };
+        at.i += 1;
+    }
+
+    /// After a value: a `,` or the end of its container.
+    fn after<E: Events>(&mut self, at: &mut At<'_>, sink: &mut E) {
+        let object = self.stack.last().copied().unwrap_or(false);
+        match at.chunk[at.i] {
+            b',' => {
+                self.state = if object {
+                    State::Key { close: false }
+                } else {
+                    State::Value { close: false }
+                };
+                at.i += 1;
+            }
+            b'}' if object => self.close(sink, at),
+            b']' if !object => self.close(sink, at),
+            _ => self.fail(at.i, "expected `,` or the end of the container"),
+        }
     }
 
     /// The end of the text: the first fault, if any.
     pub fn finish<E: Events>(&mut self, sink: &mut E) -> Result<(), LexError> {
         if let State::Number(n) = self.state {
             if n.complete() {
-                let mut from = self.capture.map(|_| 0);
-                self.end_value(sink, &[], &mut from, 0);
+                let mut at = At {
+                    chunk: &[],
+                    i: 0,
+                    cap_from: self.capture.map(|_| 0),
+                };
+                self.end_value(sink, &mut at, 0);
             }
         }
         if let Some(e) = &self.error {
@@ -555,32 +568,22 @@ impl Lexer {
         };
     }
 
-    /// A container ends at byte `i` (its closing bracket).
-    fn close<E: Events>(
-        &mut self,
-        sink: &mut E,
-        chunk: &[u8],
-        cap_from: &mut Option<usize>,
-        i: usize,
-    ) {
+    /// A container ends at the current byte (its closing bracket).
+    fn close<E: Events>(&mut self, sink: &mut E, at: &mut At<'_>) {
         self.stack.pop();
-        self.end_value(sink, chunk, cap_from, i + 1);
+        let end = at.i + 1;
+        self.end_value(sink, at, end);
     }
 
-    /// The value at the current depth ends before chunk byte `end`.
-    fn end_value<E: Events>(
-        &mut self,
-        sink: &mut E,
-        chunk: &[u8],
-        cap_from: &mut Option<usize>,
-        end: usize,
-    ) {
+    /// The value at the current depth ends before chunk byte `end`, where
+    /// reading goes on.
+    fn end_value<E: Events>(&mut self, sink: &mut E, at: &mut At<'_>, end: usize) {
         let depth = self.stack.len();
-        let captured = match (self.capture, *cap_from) {
+        let captured = match (self.capture, at.cap_from) {
             (Some(d), Some(from)) if d == depth => {
-                self.capture_bytes(&chunk[from.min(end)..end]);
+                self.capture_bytes(&at.chunk[from.min(end)..end]);
                 self.capture = None;
-                *cap_from = None;
+                at.cap_from = None;
                 true
             }
             _ => false,
@@ -595,6 +598,7 @@ impl Lexer {
         } else {
             State::After
         };
+        at.i = end;
     }
 
     fn capture_bytes(&mut self, bytes: &[u8]) {

@@ -235,7 +235,7 @@ pub fn is_own_temp_name(name: &str) -> bool {
 /// synced before the rename, and the folder after it, so that once this
 /// returns the file survives a crash under its name.
 pub fn write_file(path: &Path, bytes: &[u8], opts: &WriteOptions) -> Result<(), WriteError> {
-    write_file_synced(path, bytes, opts, true)
+    write_file_synced(path, &bytes, opts, true)
 }
 
 /// [`write_file`] without the folder's sync: the file's bytes are synced
@@ -249,7 +249,29 @@ pub fn write_file_unsynced_dir(
     bytes: &[u8],
     opts: &WriteOptions,
 ) -> Result<(), WriteError> {
-    write_file_synced(path, bytes, opts, false)
+    write_file_synced(path, &bytes, opts, false)
+}
+
+/// What a file is written from: bytes in memory, or anything that can write
+/// its whole self into the temp file (an answer kept on disk is copied file
+/// to file, never read into memory for it).
+pub trait Contents {
+    fn write_into(&self, out: &mut fs::File) -> std::io::Result<()>;
+}
+
+impl Contents for &[u8] {
+    fn write_into(&self, out: &mut fs::File) -> std::io::Result<()> {
+        out.write_all(self)
+    }
+}
+
+/// [`write_file_unsynced_dir`] of any [`Contents`].
+pub fn write_contents_unsynced_dir(
+    path: &Path,
+    contents: &dyn Contents,
+    opts: &WriteOptions,
+) -> Result<(), WriteError> {
+    write_file_synced(path, contents, opts, false)
 }
 
 /// Makes the renames done in `dir` so far durable (fsync of the folder),
@@ -326,7 +348,7 @@ fn check_target(path: &Path, opts: &WriteOptions) -> Result<PathBuf, WriteError>
 
 fn write_file_synced(
     path: &Path,
-    bytes: &[u8],
+    contents: &dyn Contents,
     opts: &WriteOptions,
     sync_parent: bool,
 ) -> Result<(), WriteError> {
@@ -343,7 +365,7 @@ fn write_file_synced(
         let mode = opts.mode.unwrap_or(0o644);
         fs::set_permissions(tmp.path(), fs::Permissions::from_mode(mode)).map_err(io(path))?;
     }
-    tmp.write_all(bytes).map_err(io(path))?;
+    contents.write_into(tmp.as_file_mut()).map_err(io(path))?;
     tmp.as_file().sync_all().map_err(io(path))?;
     if opts.force {
         tmp.persist(&target).map_err(|e| WriteError::Io {
