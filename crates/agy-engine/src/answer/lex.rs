@@ -158,6 +158,34 @@ const fn string_stops() -> [bool; 256] {
 }
 static STRING_STOPS: [bool; 256] = string_stops();
 
+/// Where the plain bytes of a string from `i` end: the first quote,
+/// backslash or control character, or the end of `b`. Eight bytes are
+/// looked at a time (whether any of them is one of those), then the one is
+/// found byte by byte.
+fn plain_run(b: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // A byte of `x` is zero / below 0x20: exact as to whether any is.
+    let any_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    while let Some(word) = b.get(i..i + 8) {
+        let Ok(word) = <[u8; 8]>::try_from(word) else {
+            break;
+        };
+        let x = u64::from_le_bytes(word);
+        let stops = any_zero(x ^ (ONES * u64::from(b'"')))
+            | any_zero(x ^ (ONES * u64::from(b'\\')))
+            | (x.wrapping_sub(ONES * 0x20) & !x & HIGH);
+        if stops != 0 {
+            break;
+        }
+        i += 8;
+    }
+    while i < b.len() && !STRING_STOPS[b[i] as usize] {
+        i += 1;
+    }
+    i
+}
+
 /// Where the reader is in the chunk being pushed.
 struct At<'c> {
     chunk: &'c [u8],
@@ -286,11 +314,19 @@ impl Lexer {
     fn string_run<E: Events>(&mut self, at: &mut At<'_>, sink: &mut E, key: bool) {
         let chunk = at.chunk;
         let start = at.i;
-        let mut i = at.i;
-        while i < chunk.len() && !STRING_STOPS[chunk[i] as usize] {
-            i += 1;
+        let wanted = key && self.key_wanted;
+        let mut i = plain_run(chunk, at.i);
+        // A string nobody reads: a one-letter escape is stepped over here,
+        // without a turn of the state machine.
+        while !wanted && chunk.get(i) == Some(&b'\\') {
+            match chunk.get(i + 1) {
+                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
+                    i = plain_run(chunk, i + 2);
+                }
+                _ => break,
+            }
         }
-        if key && self.key_wanted {
+        if wanted {
             if self.high.is_some() && i > start {
                 self.key_bad = true;
                 self.high = None;
