@@ -75,6 +75,12 @@ pub trait Answers: Sync {
     fn fetch(&self, cascade: &str) -> Result<(HeldResponse, HeldResponse), RpcError>;
     /// Where the answers come from, for messages.
     fn origin(&self) -> &str;
+    /// A folder for what the judge sets aside on disk (the attestation's
+    /// canonical bytes past [`crate::attest::payload::SPILL_AT`]); `None`
+    /// keeps everything in memory.
+    fn spool(&self) -> Option<&Path> {
+        None
+    }
 }
 
 impl Answers for DaemonClient {
@@ -85,6 +91,10 @@ impl Answers for DaemonClient {
 
     fn origin(&self) -> &str {
         self.endpoint()
+    }
+
+    fn spool(&self) -> Option<&Path> {
+        self.spool_dir()
     }
 }
 
@@ -586,7 +596,11 @@ fn judge(
     // without a tree; the tree is parsed only when that pass stops (it is
     // the reference, and names the error when the text is not JSON).
     let text = ordinary.trajectory();
-    let payload = match crate::attest::payload::read(text) {
+    let read = match ctx.client.and_then(|c| c.spool()) {
+        Some(dir) => crate::attest::payload::read_spilling(text, dir),
+        None => crate::attest::payload::read(text),
+    };
+    let payload = match read {
         Ok(read) => Payload::Text(read),
         Err(_) => Payload::Tree(
             parse_value(text).map_err(|e| Refusal::new(ReasonClass::OrdinaryMismatch, "", e))?,

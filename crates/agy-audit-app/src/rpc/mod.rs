@@ -630,6 +630,11 @@ impl DaemonClient {
         })
     }
 
+    /// Where large answers wait ([`ClientOptions::spool`]).
+    pub fn spool_dir(&self) -> Option<&std::path::Path> {
+        self.opts.spool.as_deref()
+    }
+
     pub fn endpoint(&self) -> &str {
         &self.base
     }

@@ -56,12 +56,19 @@ pub struct Read {
     splice: usize,
     listing: Listing,
     parent: Option<String>,
+    /// How many canonical bytes went to the spill file ([`read_spilling`]).
+    spilled: usize,
 }
 
 impl Read {
     /// The digest the text's payload has.
     pub fn digest(&self) -> &str {
         &self.digest
+    }
+
+    /// How many canonical bytes were set aside on disk ([`read_spilling`]).
+    pub fn spilled(&self) -> usize {
+        self.spilled
     }
 
     /// The parent cascade the sidecar stamps.
@@ -83,8 +90,21 @@ impl Read {
 
 /// Reads `text` (the ordinary trajectory) in one pass.
 pub fn read(text: &str) -> Result<Read, WalkError> {
-    read_with(text, false)
+    read_with(text, false, None)
 }
+
+/// [`read`], the canonical bytes of the top level's finished parts kept in
+/// an unnamed temporary file in `dir` once they pass [`SPILL_AT`] bytes,
+/// instead of in memory until the top level closes (its members are hashed
+/// in sorted order only then, so its largest member, a conversation's
+/// `steps`, was held whole): the same digest, the memory of one step.
+pub fn read_spilling(text: &str, dir: &std::path::Path) -> Result<Read, WalkError> {
+    read_with(text, false, Some(dir))
+}
+
+/// How many canonical bytes [`read_spilling`] keeps in memory before it
+/// writes them to its file.
+pub const SPILL_AT: usize = 1 << 20;
 
 /// [`read`] of a saved sidecar's text, as strictly as a daemon answer is
 /// read before its digest is taken: besides everything [`read`] refuses, a
@@ -94,15 +114,30 @@ pub fn read(text: &str) -> Result<Read, WalkError> {
 /// honest sidecar rechecks to its attested digest; an error is never
 /// followed by the tree (which keeps the last of a repeated member).
 pub fn read_saved(text: &str) -> Result<Read, WalkError> {
-    read_with(text, true)
+    read_with(text, true, None)
 }
 
-fn read_with(text: &str, every_object: bool) -> Result<Read, WalkError> {
+fn read_with(
+    text: &str,
+    every_object: bool,
+    spill: Option<&std::path::Path>,
+) -> Result<Read, WalkError> {
     let mut listing = Listing::new();
     let pass = OnePass {
         listing: ListingWalk::new(&mut listing),
-        canon: Vec::with_capacity(text.len()),
-        side: Vec::with_capacity(text.len() + 1024),
+        canon: Vec::with_capacity(if spill.is_some() {
+            SPILL_AT + (64 << 10)
+        } else {
+            text.len()
+        }),
+        spill: spill.map(|dir| Spill {
+            dir: dir.to_path_buf(),
+            file: None,
+        }),
+        spilled: 0,
+        // Room for the `agyReader` record spliced in at the end, so the
+        // splice never copies the whole sidecar into a larger buffer.
+        side: Vec::with_capacity(text.len() + (64 << 10)),
         frames: Vec::new(),
         members: Vec::new(),
         keys: String::new(),
@@ -137,12 +172,59 @@ fn read_with(text: &str, every_object: bool) -> Result<Read, WalkError> {
         crate::tree::links::parent_cascade_id_of(pass.cascade.as_deref(), pass.parent.as_deref());
     let sidecar = pass.side;
     Ok(Read {
+        spilled: pass.spilled,
         digest,
         sidecar,
         splice,
         listing,
         parent,
     })
+}
+
+/// Feeds the canonical bytes at `range` (offsets counted from the first
+/// canonical byte) to `hasher`: those before `spilled` from the spill file,
+/// the rest from `canon`.
+fn hash_range(
+    hasher: &mut Sha256,
+    (canon, spilled): (&[u8], usize),
+    file: Option<&std::fs::File>,
+    range: std::ops::Range<usize>,
+) -> Result<(), WalkError> {
+    let failed = |_| refused("the canonical bytes set aside could not be read back");
+    if range.start < spilled {
+        let Some(file) = file else {
+            return Err(refused("the canonical bytes set aside are gone"));
+        };
+        let mut buf = vec![0; 64 << 10];
+        let mut at = range.start;
+        let end = range.end.min(spilled);
+        while at < end {
+            let n = (end - at).min(buf.len());
+            read_exact_at(file, &mut buf[..n], at as u64).map_err(failed)?;
+            hasher.update(&buf[..n]);
+            at += n;
+        }
+    }
+    let from = range.start.max(spilled) - spilled;
+    let to = range.end.max(spilled) - spilled;
+    hasher.update(canon.get(from..to).unwrap_or_default());
+    Ok(())
+}
+
+/// Reads `buf.len()` bytes of `file` at `offset` (the handle's own position
+/// left as it was where the platform allows).
+fn read_exact_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut f = file;
+        f.seek(SeekFrom::Start(offset))?;
+        f.read_exact(buf)
+    }
 }
 
 fn refused(rule: &'static str) -> WalkError {
@@ -171,7 +253,14 @@ struct Frame {
 }
 
 /// One member of an open object in `canon`: its key (in `keys`) and the
-/// extent of its canonical `"key":value` bytes.
+/// extent of its canonical `"key":value` bytes (offsets counted from the
+/// first canonical byte, spilled ones included).
+
+/// Where [`read_spilling`] keeps the canonical bytes it let go.
+struct Spill {
+    dir: std::path::PathBuf,
+    file: Option<std::fs::File>,
+}
 struct Member {
     key: (usize, usize),
     start: usize,
@@ -180,8 +269,11 @@ struct Member {
 
 struct OnePass<'l> {
     listing: ListingWalk<'l>,
-    /// The canonical bytes of the open containers' interiors.
+    /// The canonical bytes of the open containers' interiors, from offset
+    /// `spilled` on (those before it are in the spill file).
     canon: Vec<u8>,
+    spill: Option<Spill>,
+    spilled: usize,
     /// The sidecar, as written so far.
     side: Vec<u8>,
     frames: Vec<Frame>,
@@ -207,6 +299,36 @@ struct OnePass<'l> {
 }
 
 impl OnePass<'_> {
+    /// The offset of the next canonical byte.
+    fn at(&self) -> usize {
+        self.spilled + self.canon.len()
+    }
+
+    /// Lets the canonical bytes so far go to the spill file when they are
+    /// many and final: only the top-level object and, inside it, arrays are
+    /// open (an object's members are reordered from `canon` when it
+    /// closes, so nothing spills while one below the top level is open).
+    fn maybe_spill(&mut self) -> Result<(), WalkError> {
+        use std::io::Write;
+        let Some(spill) = &mut self.spill else {
+            return Ok(());
+        };
+        if self.canon.len() < SPILL_AT || self.frames.iter().skip(1).any(|f| f.object) {
+            return Ok(());
+        }
+        let failed = |_| refused("the canonical bytes could not be set aside");
+        let file = match &mut spill.file {
+            Some(f) => f,
+            None => spill
+                .file
+                .insert(tempfile::tempfile_in(&spill.dir).map_err(failed)?),
+        };
+        file.write_all(&self.canon).map_err(failed)?;
+        self.spilled += self.canon.len();
+        self.canon.clear();
+        Ok(())
+    }
+
     /// Whether a value starting now is written (not inside, nor being, the
     /// top-level `agyReader` value); writes an array element's separator.
     fn value_start(&mut self, container: bool) -> Result<bool, WalkError> {
@@ -251,7 +373,7 @@ impl OnePass<'_> {
             object,
             first: true,
             members: self.members.len(),
-            body: self.canon.len(),
+            body: self.at(),
             ascending: true,
         });
         Ok(())
@@ -264,7 +386,7 @@ impl OnePass<'_> {
     /// Closes an object's members: sorted by key (an error when one
     /// repeats), with the last one's extent set.
     fn close_members(&mut self, f: &Frame) -> Result<(), WalkError> {
-        let end = self.canon.len();
+        let end = self.at();
         let own = self.members.get_mut(f.members..).unwrap_or_default();
         if let Some(last) = own.last_mut() {
             last.end = end;
@@ -289,14 +411,19 @@ impl OnePass<'_> {
         self.close_members(&f)?;
         let own = self.members.get(f.members..).unwrap_or_default();
         if self.frames.is_empty() {
-            // The top level: hashed in sorted order straight from `canon`.
+            // The top level: hashed in sorted order straight from `canon`
+            // (and the spill file).
             self.hasher.update(b"{");
             for (i, m) in own.iter().enumerate() {
                 if i > 0 {
                     self.hasher.update(b",");
                 }
-                self.hasher
-                    .update(self.canon.get(m.start..m.end).unwrap_or_default());
+                hash_range(
+                    &mut self.hasher,
+                    (&self.canon, self.spilled),
+                    self.spill.as_ref().and_then(|s| s.file.as_ref()),
+                    m.start..m.end,
+                )?;
             }
             self.hasher.update(b"}");
             if !self.reader_seen {
@@ -311,10 +438,13 @@ impl OnePass<'_> {
             self.canon = Vec::new();
         } else {
             if !f.ascending {
+                // Nothing spills while an object below the top level is
+                // open, so its body is in `canon`.
+                let body = f.body - self.spilled;
                 self.scratch.clear();
                 self.scratch
-                    .extend_from_slice(self.canon.get(f.body..).unwrap_or_default());
-                self.canon.truncate(f.body);
+                    .extend_from_slice(self.canon.get(body..).unwrap_or_default());
+                self.canon.truncate(body);
                 for (i, m) in own.iter().enumerate() {
                     if i > 0 {
                         self.canon.push(b',');
@@ -342,6 +472,9 @@ impl OnePass<'_> {
             self.keys.truncate(k);
         }
         self.members.truncate(f.members);
+        if !self.frames.is_empty() {
+            self.maybe_spill()?;
+        }
         Ok(())
     }
 }
@@ -381,7 +514,7 @@ impl Visit for OnePass<'_> {
         }
         let own = self.members.len() - f.members;
         if own > 0 {
-            let canon_len = self.canon.len();
+            let canon_len = self.spilled + self.canon.len();
             if let Some(last) = self.members.last_mut() {
                 last.end = canon_len;
                 if f.ascending && Self::key_text(&self.keys, last) >= key {
@@ -390,7 +523,7 @@ impl Visit for OnePass<'_> {
             }
             self.canon.push(b',');
         }
-        let start = self.canon.len();
+        let start = self.at();
         for out in [&mut self.side, &mut self.canon] {
             out.push(b'"');
             out.extend_from_slice(json);
@@ -434,7 +567,7 @@ impl Visit for OnePass<'_> {
         self.frames.pop();
         self.canon.push(b']');
         self.side.push(b']');
-        Ok(())
+        self.maybe_spill()
     }
 
     fn scalar(&mut self, value: Scalar<'_>) -> Result<(), WalkError> {
@@ -444,6 +577,7 @@ impl Visit for OnePass<'_> {
         }
         value.write(&mut self.side);
         value.write(&mut self.canon);
+        self.maybe_spill()?;
         if let Scalar::Str(s) = value {
             match self.frames.len() {
                 1 if self.top_key == TopKey::CascadeId => {
@@ -528,6 +662,38 @@ mod tests {
             deep = format!(r#"{{"z{i}":{deep},"a":[{i}]}}"#);
         }
         assert_same(&deep);
+    }
+
+    #[test]
+    fn spilling_the_canonical_bytes_gives_the_same_evidence() {
+        // Steps of reordered members, the large ones past the spill size,
+        // and top-level members after `steps` that sort before it.
+        let step = |i: usize| {
+            format!(
+                r#"{{"z":{i},"metadata":{{"b":[{{"y":1,"x":"{}"}}],"a":"é\n"}},"a":[{i},{{"q":1,"p":2}}]}}"#,
+                "w".repeat(i % 7 * 40_000)
+            )
+        };
+        let steps: Vec<String> = (0..120).map(step).collect();
+        let text = format!(
+            r#"{{"trajectoryId":"t","steps":[{}],"generatorMetadata":[{{"b":1,"a":2}}],"cascadeId":"c","metadata":{{"parentConversationId":"{P}"}},"agyReader":{{"x":1}},"executorMetadatas":[]}}"#,
+            steps.join(",")
+        );
+        assert!(text.len() > 4 * SPILL_AT);
+        let dir = tempfile::tempdir().unwrap();
+        let spilled = read_spilling(&text, dir.path()).unwrap();
+        assert!(spilled.spilled > 3 * SPILL_AT, "{}", spilled.spilled);
+        // Unnamed: nothing left in the folder.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let whole = read(&text).unwrap();
+        assert_eq!(whole.spilled, 0);
+        assert_eq!(spilled.digest(), whole.digest());
+        let c = completeness();
+        assert_eq!(spilled.into_evidence(&c).0, whole.into_evidence(&c).0);
+        assert_same(&text);
+        // A folder that cannot take the bytes: the pass stops, and the
+        // caller's tree decides.
+        assert!(read_spilling(&text, &dir.path().join("gone")).is_err());
     }
 
     #[test]
