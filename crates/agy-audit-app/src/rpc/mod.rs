@@ -1321,9 +1321,13 @@ mod tests {
                 .unwrap();
         }
         // one connection per request in flight at once (the pair's two),
-        // not one per call
+        // not one per call; a connection goes back to the pool on the
+        // runtime's worker once its body has ended, which can come after
+        // the next call asked for one (a race the base commit lost 13 times
+        // in 40 on a loaded machine), so a third or fourth may open: still
+        // far from the 20 of a client that does not pool
         let n = accepted.load(Ordering::SeqCst);
-        assert!((1..=2).contains(&n), "{n} connections for 20 calls");
+        assert!((1..=4).contains(&n), "{n} connections for 20 calls");
     }
 
     #[test]
