@@ -252,15 +252,15 @@ struct Frame {
     ascending: bool,
 }
 
-/// One member of an open object in `canon`: its key (in `keys`) and the
-/// extent of its canonical `"key":value` bytes (offsets counted from the
-/// first canonical byte, spilled ones included).
-
 /// Where [`read_spilling`] keeps the canonical bytes it let go.
 struct Spill {
     dir: std::path::PathBuf,
     file: Option<std::fs::File>,
 }
+
+/// One member of an open object in `canon`: its key (in `keys`) and the
+/// extent of its canonical `"key":value` bytes (offsets counted from the
+/// first canonical byte, spilled ones included).
 struct Member {
     key: (usize, usize),
     start: usize,
