@@ -483,7 +483,7 @@ pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult 
         };
         let (full_shapes, first) = {
             let text = full.read_answer(origin)?;
-            let shapes = listing_of(text.body());
+            let shapes = full.shapes().cloned().or_else(|| listing_of(text.body()));
             let compared = first.and_then(|()| {
                 compare_full(ctx.schema, &persisted, text.trajectory())
                     .map_err(|m| mismatch(m, attempt))
@@ -505,7 +505,10 @@ pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult 
         });
         let ordinary_shapes = match &verified {
             Ok(j) => Some(j.ordinary_shapes.clone()),
-            Err(_) => listing_of(text.body()),
+            Err(_) => ordinary
+                .shapes()
+                .cloned()
+                .or_else(|| listing_of(text.body())),
         };
         Ok::<_, RpcError>((verified, full_shapes, ordinary_shapes))
     })();

@@ -566,6 +566,21 @@ mod tests {
             for b in bodies {
                 let reference = into_text(b.clone()).and_then(|t| reference::parse(&t));
                 let reader = AnswerReader::response().read(&b);
+                // The listing taken in the same pass, when it is sure, is
+                // the one a walk of the whole text gives.
+                let mut listed = AnswerReader::response().listing();
+                listed.push(&b);
+                if let Ok((_, Some(listing))) = listed.finish_listed() {
+                    let mut want = crate::shapes::Listing::new();
+                    want.add_bytes(std::path::Path::new(""), &b).unwrap();
+                    assert_eq!(
+                        listing.text(),
+                        want.text(),
+                        "{}",
+                        String::from_utf8_lossy(&b)
+                    );
+                    *kinds.entry("listed".to_string()).or_insert(0) += 1;
+                }
                 assert!(
                     agree(&reference, &reader),
                     "{}:\n reference {reference:?}\n reader    {reader:?}",
@@ -596,6 +611,7 @@ mod tests {
         // The mutations reach every kind of verdict, or the test proves little.
         for kind in [
             "ok",
+            "listed",
             "NotUtf8",
             "TooDeep",
             "NotJson",

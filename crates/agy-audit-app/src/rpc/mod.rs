@@ -347,7 +347,7 @@ impl Spooler {
             .and_then(|d| usize::try_from(d).ok())
             .map_or(cap, |d| d.min(cap));
         Spooler {
-            reader: agy_engine::answer::AnswerReader::response(),
+            reader: agy_engine::answer::AnswerReader::response().listing(),
             dir: dir.map(std::path::Path::to_path_buf),
             memory: Vec::new(),
             file: None,
@@ -408,8 +408,8 @@ impl Spooler {
 
     /// The end of the answer: held where it was kept, or its defect.
     pub fn finish(self) -> Result<HeldResponse, ResponseDefect> {
-        let envelope = self.reader.finish()?;
-        Ok(HeldResponse(match self.file {
+        let (envelope, shapes) = self.reader.finish_listed()?;
+        let held = match self.file {
             Some(file) => Held::Disk {
                 file,
                 len: self.len,
@@ -419,7 +419,8 @@ impl Spooler {
                 body: envelope::into_text(self.memory)?,
                 envelope,
             }),
-        }))
+        };
+        Ok(HeldResponse(held, shapes))
     }
 }
 
@@ -437,7 +438,7 @@ pub const HOLD_IN_MEMORY_BELOW: usize = 64 << 10;
 /// its conversation is judged. The page cache holds it meanwhile, not the
 /// process.
 #[derive(Debug)]
-pub struct HeldResponse(Held);
+pub struct HeldResponse(Held, Option<crate::shapes::Listing>);
 
 #[derive(Debug)]
 enum Held {
@@ -459,7 +460,7 @@ impl HeldResponse {
 
     /// An answer already whole in memory (a captured one), held there.
     pub fn memory(answer: TrajectoryResponse) -> HeldResponse {
-        HeldResponse(Held::Memory(answer))
+        HeldResponse(Held::Memory(answer), None)
     }
 
     /// The answer, as it was checked: read back from its file when it was
@@ -504,6 +505,14 @@ impl HeldResponse {
             body,
             envelope: envelope.clone(),
         }))
+    }
+
+    /// The answer's response shape listing, taken in the pass that read it
+    /// as it arrived, when that pass was sure of it
+    /// ([`agy_engine::answer::AnswerReader::listing`]); `None`: list the
+    /// text.
+    pub fn shapes(&self) -> Option<&crate::shapes::Listing> {
+        self.1.as_ref()
     }
 
     /// [`Self::read`], an answer that cannot be read back reported as
@@ -1174,11 +1183,14 @@ mod tests {
         ] {
             let mut file = tempfile::tempfile().unwrap();
             file.write_all(&bytes).unwrap();
-            let held = HeldResponse(Held::Disk {
-                file,
-                len,
-                envelope: r.envelope.clone(),
-            });
+            let held = HeldResponse(
+                Held::Disk {
+                    file,
+                    len,
+                    envelope: r.envelope.clone(),
+                },
+                None,
+            );
             let e = held.take().unwrap_err();
             assert_eq!(e.kind(), std::io::ErrorKind::InvalidData, "{e}");
         }

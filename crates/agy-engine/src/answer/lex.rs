@@ -40,7 +40,7 @@ pub enum Kind {
 }
 
 /// A decoded member name, as much of it as [`KEY_CAP`] allows.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct Key<'a> {
     /// The key's text (escapes decoded), or `None` when its escapes name a
     /// lone surrogate (no text: a reader of keys as text refuses it).
@@ -217,6 +217,8 @@ pub struct Lexer {
     capture: Option<usize>,
     captured: Vec<u8>,
     capture_cut: bool,
+    /// A `\u` escape of a surrogate was read somewhere.
+    surrogates: bool,
 }
 
 impl Lexer {
@@ -237,7 +239,14 @@ impl Lexer {
             capture: None,
             captured: Vec::new(),
             capture_cut: false,
+            surrogates: false,
         }
+    }
+
+    /// Whether a `\u` escape of a surrogate (paired or not) was read in any
+    /// string: a reader of strings as text may refuse what this one took.
+    pub fn saw_surrogate_escape(&self) -> bool {
+        self.surrogates
     }
 
     /// The first fault found so far.
@@ -393,6 +402,9 @@ impl Lexer {
         };
         let acc = (acc << 4) | d as u16;
         self.state = if n == 3 {
+            if (0xD800..=0xDFFF).contains(&acc) {
+                self.surrogates = true;
+            }
             if key && self.key_wanted {
                 self.key_unit(acc);
             }

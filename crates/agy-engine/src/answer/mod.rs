@@ -21,18 +21,59 @@
 
 pub mod envelope;
 pub mod lex;
+mod listing;
 
 pub use envelope::{Envelope, ResponseDefect, MAX_JSON_DEPTH, RUN_STATUSES};
 
+use crate::shapes::Listing;
 use envelope::EnvelopeEvents;
-use lex::{LexError, Lexer};
+use lex::{Captured, Events, Key, Kind, LexError, Lexer};
+use listing::ListingEvents;
 
 /// The strict reader of one answer; see the module doc.
 pub struct AnswerReader {
     lexer: Lexer,
-    events: EnvelopeEvents,
+    events: Both,
     utf8: Utf8,
     len: u64,
+}
+
+/// The envelope's events and, when asked for, the listing's, from the
+/// same pass.
+struct Both {
+    envelope: EnvelopeEvents,
+    listing: Option<ListingEvents>,
+}
+
+impl Events for Both {
+    fn value_start(&mut self, depth: usize, offset: u64, kind: Kind) -> bool {
+        if let Some(l) = &mut self.listing {
+            l.value_start(depth, offset, kind);
+        }
+        self.envelope.value_start(depth, offset, kind)
+    }
+
+    fn value_end(&mut self, depth: usize, end: u64, captured: Option<Captured<'_>>) {
+        if let Some(l) = &mut self.listing {
+            l.value_end(depth, end, None);
+        }
+        self.envelope.value_end(depth, end, captured);
+    }
+
+    fn wants_key(&self, depth: usize) -> bool {
+        self.envelope.wants_key(depth) || self.listing.as_ref().is_some_and(|l| l.wants_key(depth))
+    }
+
+    fn key(&mut self, depth: usize, offset: u64, key: Key<'_>) {
+        if let Some(l) = &mut self.listing {
+            if l.wants_key(depth) {
+                l.key(depth, offset, key);
+            }
+        }
+        if self.envelope.wants_key(depth) {
+            self.envelope.key(depth, offset, key);
+        }
+    }
 }
 
 impl AnswerReader {
@@ -52,10 +93,23 @@ impl AnswerReader {
     fn new(bare: bool) -> AnswerReader {
         AnswerReader {
             lexer: Lexer::new(MAX_JSON_DEPTH),
-            events: EnvelopeEvents::new(bare),
+            events: Both {
+                envelope: EnvelopeEvents::new(bare),
+                listing: None,
+            },
             utf8: Utf8::default(),
             len: 0,
         }
+    }
+
+    /// The reader that also takes the answer's response shape listing in
+    /// its pass ([`Self::finish_listed`]): the same as
+    /// [`Listing::add_text`] of the whole body, or none when the pass
+    /// cannot be sure of that (a repeated key, a surrogate escape, a very
+    /// long member name), and the caller lists the text itself.
+    pub fn listing(mut self) -> AnswerReader {
+        self.events.listing = Some(ListingEvents::default());
+        self
     }
 
     /// The next bytes of the body.
@@ -78,7 +132,13 @@ impl AnswerReader {
     }
 
     /// The end of the body: the checked envelope, or its first defect.
-    pub fn finish(mut self) -> Result<Envelope, ResponseDefect> {
+    pub fn finish(self) -> Result<Envelope, ResponseDefect> {
+        self.finish_listed().map(|(envelope, _)| envelope)
+    }
+
+    /// [`Self::finish`], with the listing taken in the pass when one was
+    /// asked for ([`Self::listing`]) and sure.
+    pub fn finish_listed(mut self) -> Result<(Envelope, Option<Listing>), ResponseDefect> {
         if let Some(offset) = self.utf8.finish() {
             return Err(ResponseDefect::NotUtf8 {
                 offset: usize::try_from(offset).unwrap_or(usize::MAX),
@@ -97,7 +157,9 @@ impl AnswerReader {
                 })
             }
         }
-        self.events.finish()
+        let surrogates = self.lexer.saw_surrogate_escape();
+        let listing = self.events.listing.and_then(|l| l.finish(surrogates));
+        Ok((self.events.envelope.finish()?, listing))
     }
 
     /// Reads a whole body at once.
@@ -208,6 +270,40 @@ mod tests {
                 String::from_utf8_lossy(bad)
             );
         }
+    }
+
+    #[test]
+    fn the_listing_of_the_pass_is_the_walks_or_none() {
+        let listed = |body: &str| {
+            let mut r = AnswerReader::response().listing();
+            for chunk in body.as_bytes().chunks(7) {
+                r.push(chunk);
+            }
+            r.finish_listed().map(|(_, l)| l.map(|l| l.text()))
+        };
+        let walked = |body: &str| {
+            let mut l = Listing::new();
+            l.add_bytes(std::path::Path::new(""), body.as_bytes())
+                .unwrap();
+            l.text()
+        };
+        for body in [
+            r#"{"trajectory":{"steps":[{"a":1,"b":[true,null,"s",{"c":-1.5}]},{"a":"x"}],"agyReader":{"z":1},"k\u00e9y":{"0b6b2f0e-1c1d-4a7e-9a5e-0d6f3f1f2a01":{"q":[]}}},"status":1,"numTotalSteps":2}"#,
+            r#"{"status":"CASCADE_RUN_STATUS_IDLE","trajectory":{"steps":[]}}"#,
+            r#"{"trajectory":{"metadata":{"x":{"y":[[1],[{"z":null}]]}}}}"#,
+        ] {
+            assert_eq!(listed(body).unwrap(), Some(walked(body)), "{body}");
+        }
+        // Where the walk of the text could read otherwise, no listing.
+        for body in [
+            r#"{"trajectory":{"steps":[{"a":1,"a":2}]},"numTotalSteps":1}"#,
+            r#"{"trajectory":{"steps":[{"a":"\ud83d\ude00"}]},"numTotalSteps":1}"#,
+            r#"{"trajectory":{"a":1,"\u0061":2}}"#,
+        ] {
+            assert_eq!(listed(body).unwrap(), None, "{body}");
+        }
+        let long = format!(r#"{{"trajectory":{{"{}":1}}}}"#, "k".repeat(2000));
+        assert_eq!(listed(&long).unwrap(), None);
     }
 
     #[test]

@@ -124,7 +124,7 @@ fn read_with(
 ) -> Result<Read, WalkError> {
     let mut listing = Listing::new();
     let pass = OnePass {
-        listing: ListingWalk::new(&mut listing),
+        listing: ListingWalk::new(),
         canon: Vec::with_capacity(if spill.is_some() {
             SPILL_AT + (64 << 10)
         } else {
@@ -163,7 +163,7 @@ fn read_with(
         json_walk::walk(text, &mut pass)?;
         pass
     };
-    pass.listing.finish();
+    pass.listing.finish(&mut listing);
     let (Some(splice), true) = (pass.splice, pass.done) else {
         return Err(refused("the top level is not an object"));
     };
@@ -267,8 +267,8 @@ struct Member {
     end: usize,
 }
 
-struct OnePass<'l> {
-    listing: ListingWalk<'l>,
+struct OnePass {
+    listing: ListingWalk,
     /// The canonical bytes of the open containers' interiors, from offset
     /// `spilled` on (those before it are in the spill file).
     canon: Vec<u8>,
@@ -298,7 +298,7 @@ struct OnePass<'l> {
     done: bool,
 }
 
-impl OnePass<'_> {
+impl OnePass {
     /// The offset of the next canonical byte.
     fn at(&self) -> usize {
         self.spilled + self.canon.len()
@@ -479,7 +479,7 @@ impl OnePass<'_> {
     }
 }
 
-impl Visit for OnePass<'_> {
+impl Visit for OnePass {
     fn key(&mut self, key: &str, json: &[u8]) -> Result<(), WalkError> {
         self.listing.key(key, json)?;
         if self.muted > 0 {

@@ -198,8 +198,8 @@ impl Listing {
         }
         let mut root = Listing::new();
         let mut v = NoRepeatedKeys::new(Envelope {
-            root: ListingWalk::new(&mut root),
-            trajectory: ListingWalk::new(self),
+            root: ListingWalk::new(),
+            trajectory: ListingWalk::new(),
             depth: 0,
             at_trajectory: false,
             inside: false,
@@ -207,14 +207,11 @@ impl Listing {
         });
         let walked = json_walk::walk(text, &mut v);
         let found = v.inner.found;
-        if walked.is_ok() {
-            v.inner.root.finish();
-            v.inner.trajectory.finish();
-        }
         if walked.is_err() {
-            self.entries.clear();
             return walked;
         }
+        v.inner.root.finish(&mut root);
+        v.inner.trajectory.finish(self);
         if !found {
             *self = root;
         }
@@ -443,8 +440,7 @@ impl Listing {
 /// member's node found among its parent's by key, never a whole path looked
 /// up), written into the listing by [`ListingWalk::finish`]. The caller sees
 /// to repeated keys ([`NoRepeatedKeys`]).
-pub struct ListingWalk<'l> {
-    listing: &'l mut Listing,
+pub struct ListingWalk {
     /// The trie; node 0 is the root (the empty path).
     nodes: Vec<PathNode>,
     /// Per open container walked: its node and whether it is an array.
@@ -469,10 +465,15 @@ struct PathNode {
     elements: Option<u32>,
 }
 
-impl<'l> ListingWalk<'l> {
-    pub fn new(listing: &'l mut Listing) -> Self {
+impl Default for ListingWalk {
+    fn default() -> Self {
+        ListingWalk::new()
+    }
+}
+
+impl ListingWalk {
+    pub fn new() -> Self {
         ListingWalk {
-            listing,
             nodes: vec![PathNode::new(String::new())],
             stack: Vec::new(),
             member: 0,
@@ -481,13 +482,53 @@ impl<'l> ListingWalk<'l> {
         }
     }
 
-    /// Writes the paths and types met into the listing.
-    pub fn finish(self) {
+    /// Writes the paths and types met into `listing`.
+    pub fn finish(self, listing: &mut Listing) {
         for n in &self.nodes {
             if n.types != 0 {
-                self.listing.record(&n.path, n.types);
+                listing.record(&n.path, n.types);
             }
         }
+    }
+
+    /// An object begins (a walk that knows a value's type, not its text).
+    pub fn begin_object_kind(&mut self) {
+        self.value(OBJECT, Some(false));
+    }
+
+    /// An array begins.
+    pub fn begin_array_kind(&mut self) {
+        self.value(ARRAY, Some(true));
+    }
+
+    /// The open object or array ends.
+    pub fn end_kind(&mut self) {
+        self.end();
+    }
+
+    /// A member name of the open object.
+    pub fn key_text(&mut self, key: &str) {
+        if self.muted > 0 {
+            return;
+        }
+        // only the reader's own namespace: a member of the walked
+        // trajectory's top level (node 0 is the root)
+        if key == EXCLUDED && matches!(self.stack.last(), Some(&(0, false))) {
+            self.skip_next = true;
+        } else if let Some(&(parent, false)) = self.stack.last() {
+            self.member = self.member_node(parent, key);
+        }
+    }
+
+    /// A scalar of `kind` (a walk that knows a value's type, not its text).
+    pub fn scalar_kind(&mut self, kind: ScalarKind) {
+        let ty = match kind {
+            ScalarKind::Bool => 1,
+            ScalarKind::Null => 2,
+            ScalarKind::Number => 3,
+            ScalarKind::String => 5,
+        };
+        self.value(ty, None);
     }
 
     /// The child of `parent` at segment `seg`, made when new.
@@ -580,22 +621,22 @@ impl PathNode {
 const ARRAY: usize = 0;
 const OBJECT: usize = 4;
 
-impl Visit for ListingWalk<'_> {
+/// The JSON type of a scalar ([`ListingWalk::scalar_kind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScalarKind {
+    Null,
+    Bool,
+    Number,
+    String,
+}
+
+impl Visit for ListingWalk {
     fn key(&mut self, key: &str, _json: &[u8]) -> Result<(), WalkError> {
-        if self.muted > 0 {
-            return Ok(());
-        }
-        // only the reader's own namespace: a member of the walked
-        // trajectory's top level (node 0 is the root)
-        if key == EXCLUDED && matches!(self.stack.last(), Some(&(0, false))) {
-            self.skip_next = true;
-        } else if let Some(&(parent, false)) = self.stack.last() {
-            self.member = self.member_node(parent, key);
-        }
+        self.key_text(key);
         Ok(())
     }
     fn begin_object(&mut self) -> Result<(), WalkError> {
-        self.value(OBJECT, Some(false));
+        self.begin_object_kind();
         Ok(())
     }
     fn end_object(&mut self) -> Result<(), WalkError> {
@@ -603,7 +644,7 @@ impl Visit for ListingWalk<'_> {
         Ok(())
     }
     fn begin_array(&mut self) -> Result<(), WalkError> {
-        self.value(ARRAY, Some(true));
+        self.begin_array_kind();
         Ok(())
     }
     fn end_array(&mut self) -> Result<(), WalkError> {
@@ -611,13 +652,12 @@ impl Visit for ListingWalk<'_> {
         Ok(())
     }
     fn scalar(&mut self, value: Scalar<'_>) -> Result<(), WalkError> {
-        let ty = match value {
-            Scalar::Null => 2,
-            Scalar::Bool(_) => 1,
-            Scalar::Number(_) => 3,
-            Scalar::Str(..) => 5,
-        };
-        self.value(ty, None);
+        self.scalar_kind(match value {
+            Scalar::Null => ScalarKind::Null,
+            Scalar::Bool(_) => ScalarKind::Bool,
+            Scalar::Number(_) => ScalarKind::Number,
+            Scalar::Str(..) => ScalarKind::String,
+        });
         Ok(())
     }
 }
@@ -627,9 +667,9 @@ impl Visit for ListingWalk<'_> {
 /// member that is an object, which is walked into `trajectory` as the
 /// root; the listing is `trajectory`'s when there was one (`found`), else
 /// `root`'s.
-struct Envelope<'a, 'b> {
-    root: ListingWalk<'a>,
-    trajectory: ListingWalk<'b>,
+struct Envelope {
+    root: ListingWalk,
+    trajectory: ListingWalk,
     /// Open containers.
     depth: usize,
     /// The last top-level key was `trajectory`.
@@ -639,7 +679,7 @@ struct Envelope<'a, 'b> {
     found: bool,
 }
 
-impl Visit for Envelope<'_, '_> {
+impl Visit for Envelope {
     fn key(&mut self, key: &str, json: &[u8]) -> Result<(), WalkError> {
         if self.inside {
             return self.trajectory.key(key, json);
