@@ -205,11 +205,8 @@ impl Listing {
             inside: false,
             found: false,
         });
-        let walked = json_walk::walk(text, &mut v);
+        json_walk::walk(text, &mut v)?;
         let found = v.inner.found;
-        if walked.is_err() {
-            return walked;
-        }
         v.inner.root.finish(&mut root);
         v.inner.trajectory.finish(self);
         if !found {
