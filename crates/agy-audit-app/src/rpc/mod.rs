@@ -346,10 +346,21 @@ impl Spooler {
         let expected = declared
             .and_then(|d| usize::try_from(d).ok())
             .map_or(cap, |d| d.min(cap));
+        // A small answer that says its length is kept in a buffer of
+        // exactly that length (a vector that doubles as it grows would hold
+        // up to twice each of the many small answers in flight).
+        let memory = match declared.and_then(|d| usize::try_from(d).ok()) {
+            Some(d) if d <= HOLD_IN_MEMORY_BELOW => {
+                let mut m = Vec::new();
+                let _ = m.try_reserve_exact(d);
+                m
+            }
+            _ => Vec::new(),
+        };
         Spooler {
             reader: agy_engine::answer::AnswerReader::response().listing(),
             dir: dir.map(std::path::Path::to_path_buf),
-            memory: Vec::new(),
+            memory,
             file: None,
             len: 0,
             expected,
@@ -415,10 +426,18 @@ impl Spooler {
                 len: self.len,
                 envelope,
             },
-            None => Held::Memory(TrajectoryResponse {
-                body: envelope::into_text(self.memory)?,
-                envelope,
-            }),
+            None => {
+                let mut memory = self.memory;
+                // One that did not say its length: no slack kept while it
+                // waits for its judge.
+                if self.dir.is_some() && memory.capacity() > memory.len() + memory.len() / 4 {
+                    memory.shrink_to_fit();
+                }
+                Held::Memory(TrajectoryResponse {
+                    body: envelope::into_text(memory)?,
+                    envelope,
+                })
+            }
         };
         Ok(HeldResponse(held, shapes))
     }
