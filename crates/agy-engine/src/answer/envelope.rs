@@ -344,20 +344,16 @@ impl Events for EnvelopeEvents {
     }
 
     fn value_end(&mut self, depth: usize, end: u64, captured: Option<Captured<'_>>) {
-        if depth == self.at && self.inside {
+        if depth == self.at && (self.bare() || self.member == Member::Trajectory) {
             self.inside = false;
             self.trajectory_end = end;
-        } else if depth == self.at && (self.bare() || self.member == Member::Trajectory) {
-            self.trajectory_end = end;
+            if !self.bare() {
+                // Past the first trajectory: a repeated one is never read.
+                self.member = Member::Ignored;
+            }
         }
         if self.inside && depth == self.at + 1 {
             self.counting = None;
-        }
-        if depth == self.at && !self.bare() {
-            // Past the first trajectory: a repeated one is never read.
-            if self.member == Member::Trajectory {
-                self.member = Member::Ignored;
-            }
         }
         let Some(captured) = captured else { return };
         let value = if captured.cut {
@@ -388,7 +384,7 @@ impl Events for EnvelopeEvents {
         (depth == 1 && !self.bare()) || (self.inside && depth == self.at + 1)
     }
 
-    fn key(&mut self, depth: usize, _offset: u64, key: Key<'_>) {
+    fn key(&mut self, depth: usize, key: Key<'_>) {
         if self.inside && depth == self.at + 1 {
             self.list_key(&key);
         } else if depth == 1 && !self.bare() {

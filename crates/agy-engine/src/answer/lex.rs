@@ -68,8 +68,8 @@ pub trait Events {
     /// Whether the names of the members at `depth` are wanted (decoded and
     /// checked as text, as `serde_json` checks a key it reads).
     fn wants_key(&self, depth: usize) -> bool;
-    /// A wanted member name at `depth`, starting at byte `offset`.
-    fn key(&mut self, depth: usize, offset: u64, key: Key<'_>);
+    /// A wanted member name at `depth`.
+    fn key(&mut self, depth: usize, key: Key<'_>);
 }
 
 /// Why the text is not one JSON value.
@@ -207,7 +207,6 @@ pub struct Lexer {
     /// whether its escapes were valid text, and a high surrogate waiting for
     /// its pair.
     key: Vec<u8>,
-    key_start: u64,
     key_wanted: bool,
     key_cut: bool,
     key_bad: bool,
@@ -231,7 +230,6 @@ impl Lexer {
             state: State::Value { close: false },
             error: None,
             key: Vec::new(),
-            key_start: 0,
             key_wanted: false,
             key_cut: false,
             key_bad: false,
@@ -247,11 +245,6 @@ impl Lexer {
     /// string: a reader of strings as text may refuse what this one took.
     pub fn saw_surrogate_escape(&self) -> bool {
         self.surrogates
-    }
-
-    /// The first fault found so far.
-    pub fn error(&self) -> Option<&LexError> {
-        self.error.as_ref()
     }
 
     /// Reads the next bytes of the text.
@@ -293,7 +286,6 @@ impl Lexer {
                     b'"' => {
                         let depth = self.stack.len();
                         self.key_wanted = sink.wants_key(depth);
-                        self.key_start = self.base + at.i as u64;
                         self.key.clear();
                         self.key_cut = false;
                         self.key_bad = false;
@@ -705,7 +697,6 @@ impl Lexer {
         let text = (!self.key_bad).then_some(valid);
         sink.key(
             self.stack.len(),
-            self.key_start,
             Key {
                 text,
                 cut: self.key_cut,

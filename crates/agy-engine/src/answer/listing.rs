@@ -101,7 +101,7 @@ impl Events for ListingEvents {
         !self.failed
     }
 
-    fn key(&mut self, depth: usize, _offset: u64, key: Key<'_>) {
+    fn key(&mut self, depth: usize, key: Key<'_>) {
         let (Some(text), false) = (key.text, key.cut) else {
             self.failed = true;
             return;

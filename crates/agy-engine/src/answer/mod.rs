@@ -64,14 +64,14 @@ impl Events for Both {
         self.envelope.wants_key(depth) || self.listing.as_ref().is_some_and(|l| l.wants_key(depth))
     }
 
-    fn key(&mut self, depth: usize, offset: u64, key: Key<'_>) {
+    fn key(&mut self, depth: usize, key: Key<'_>) {
         if let Some(l) = &mut self.listing {
             if l.wants_key(depth) {
-                l.key(depth, offset, key);
+                l.key(depth, key);
             }
         }
         if self.envelope.wants_key(depth) {
-            self.envelope.key(depth, offset, key);
+            self.envelope.key(depth, key);
         }
     }
 }
