@@ -119,13 +119,8 @@ async fn read_capped(
     declared: Option<u64>,
 ) -> Result<Vec<u8>, BodyError> {
     let cap = usize::try_from(limit).unwrap_or(usize::MAX);
-    let reserve = declared
-        .and_then(|d| usize::try_from(d).ok())
-        .map_or(cap, |d| d.min(cap));
-    let oom =
-        |e: std::collections::TryReserveError| BodyError::Failed(format!("out of memory: {e}"));
+    let expected = expected_len(declared, cap);
     let mut bytes: Vec<u8> = Vec::new();
-    bytes.try_reserve_exact(reserve).map_err(oom)?;
     loop {
         let chunk = match resp.chunk().await {
             Ok(Some(c)) => c,
@@ -135,28 +130,42 @@ async fn read_capped(
         if chunk.len() > cap - bytes.len() {
             return Err(BodyError::TooLarge);
         }
-        if chunk.len() > bytes.capacity() - bytes.len() {
-            // A body longer than it declared: grow to the cap, once.
-            bytes.try_reserve_exact(cap - bytes.len()).map_err(oom)?;
-        }
+        reserve_room(&mut bytes, chunk.len(), expected, cap)
+            .map_err(|e| BodyError::Failed(e.to_string()))?;
         bytes.extend_from_slice(&chunk);
     }
 }
 
-/// How a call takes in the body of a 2xx answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Intake {
-    /// Whole, in memory ([`read_capped`]).
-    Whole,
-    /// As a GetCascadeTrajectory answer, read and kept as it arrives
-    /// ([`read_spooled`]).
-    Answer,
+/// The length a body of at most `cap` bytes is expected to have: the one it
+/// declared (never more than the cap), else the cap.
+fn expected_len(declared: Option<u64>, cap: usize) -> usize {
+    declared
+        .and_then(|d| usize::try_from(d).ok())
+        .map_or(cap, |d| d.min(cap))
 }
 
-/// A 2xx body, as its [`Intake`] took it in.
-enum Taken {
-    Whole(Vec<u8>),
-    Answer(Result<HeldResponse, ResponseDefect>),
+/// Room in `buf` for `more` bytes of a body of at most `cap` bytes expected
+/// to be `expected` long ([`expected_len`]): reserved exactly, at most
+/// twice, the expected length first and the cap when the body runs past it.
+/// Reserving address space costs no memory until it is written, and a
+/// buffer that never doubles never holds an old copy beside the new one.
+fn reserve_room(
+    buf: &mut Vec<u8>,
+    more: usize,
+    expected: usize,
+    cap: usize,
+) -> std::io::Result<()> {
+    let len = buf.len();
+    if buf.capacity() - len >= more {
+        return Ok(());
+    }
+    let want = if len + more <= expected {
+        expected
+    } else {
+        cap.max(len + more)
+    };
+    buf.try_reserve_exact(want - len)
+        .map_err(|e| std::io::Error::other(format!("out of memory: {e}")))
 }
 
 /// Reads a GetCascadeTrajectory answer as it arrives, at most `limit`
@@ -164,12 +173,12 @@ enum Taken {
 /// answer is never whole in memory unless it is small.
 async fn read_spooled(
     mut resp: reqwest::Response,
-    limit: u64,
-    declared: Option<u64>,
+    (limit, declared): (u64, Option<u64>),
     spool: Option<&std::path::Path>,
+    listed: bool,
 ) -> Result<Result<HeldResponse, ResponseDefect>, BodyError> {
     let cap = usize::try_from(limit).unwrap_or(usize::MAX);
-    let mut spooler = Spooler::new(spool, declared, cap);
+    let mut spooler = Spooler::new(spool, declared, cap, listed);
     loop {
         let chunk = match resp.chunk().await {
             Ok(Some(c)) => c,
@@ -330,70 +339,52 @@ pub struct Spooler {
     dir: Option<std::path::PathBuf>,
     memory: Vec<u8>,
     file: Option<std::fs::File>,
-    len: usize,
-    /// What an answer kept in memory reserves at once: its declared length
-    /// (at most the cap) or the cap, then the cap when it runs past its
-    /// declared length ([`read_capped`]'s rule: a buffer that never doubles
-    /// never holds an old copy beside the new one).
+    /// An answer kept in memory without a spool folder reserves as
+    /// [`read_capped`] does ([`reserve_room`]).
     expected: usize,
     cap: usize,
 }
 
 impl Spooler {
     /// A spooler writing large answers under `dir` (`None`: memory only),
-    /// for an answer of at most `cap` bytes that declared `declared`.
-    pub fn new(dir: Option<&std::path::Path>, declared: Option<u64>, cap: usize) -> Spooler {
-        let expected = declared
-            .and_then(|d| usize::try_from(d).ok())
-            .map_or(cap, |d| d.min(cap));
+    /// for an answer of at most `cap` bytes that declared `declared`;
+    /// `listed`: the reader takes the answer's shape listing in its pass.
+    pub fn new(
+        dir: Option<&std::path::Path>,
+        declared: Option<u64>,
+        cap: usize,
+        listed: bool,
+    ) -> Spooler {
+        let expected = expected_len(declared, cap);
         // A small answer that says its length is kept in a buffer of
         // exactly that length (a vector that doubles as it grows would hold
         // up to twice each of the many small answers in flight).
-        let memory = match declared.and_then(|d| usize::try_from(d).ok()) {
-            Some(d) if d <= HOLD_IN_MEMORY_BELOW => {
-                let mut m = Vec::new();
-                let _ = m.try_reserve_exact(d);
-                m
-            }
-            _ => Vec::new(),
-        };
+        let mut memory = Vec::new();
+        if declared.is_some() && expected <= HOLD_IN_MEMORY_BELOW {
+            let _ = memory.try_reserve_exact(expected);
+        }
+        let reader = agy_engine::answer::AnswerReader::response();
         Spooler {
-            reader: agy_engine::answer::AnswerReader::response().listing(),
+            reader: if listed { reader.listing() } else { reader },
             dir: dir.map(std::path::Path::to_path_buf),
             memory,
             file: None,
-            len: 0,
             expected,
             cap,
         }
-    }
-
-    /// Room in memory for `more` bytes: as a vector grows while the answer
-    /// may still go to disk, else reserved once as [`Self::expected`] says.
-    fn make_room(&mut self, more: usize) -> std::io::Result<()> {
-        let len = self.memory.len();
-        if self.memory.capacity() - len >= more || self.dir.is_some() {
-            return Ok(());
-        }
-        let want = if len + more <= self.expected {
-            self.expected
-        } else {
-            self.cap.max(len + more)
-        };
-        self.memory
-            .try_reserve_exact(want - len)
-            .map_err(|e| std::io::Error::other(format!("out of memory: {e}")))
     }
 
     /// The next bytes of the answer.
     pub fn push(&mut self, chunk: &[u8]) -> std::io::Result<()> {
         use std::io::Write;
         self.reader.push(chunk);
-        self.len += chunk.len();
         if let Some(file) = &mut self.file {
             return file.write_all(chunk);
         }
-        self.make_room(chunk.len())?;
+        // While the answer may still go to disk, the vector grows as usual.
+        if self.dir.is_none() {
+            reserve_room(&mut self.memory, chunk.len(), self.expected, self.cap)?;
+        }
         self.memory.extend_from_slice(chunk);
         if self.memory.len() >= HOLD_IN_MEMORY_BELOW {
             if let Some(dir) = self.dir.take() {
@@ -409,21 +400,22 @@ impl Spooler {
 
     /// How many bytes were pushed.
     pub fn len(&self) -> usize {
-        self.len
+        usize::try_from(self.reader.len()).unwrap_or(usize::MAX)
     }
 
     /// Whether nothing was pushed.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.reader.is_empty()
     }
 
     /// The end of the answer: held where it was kept, or its defect.
     pub fn finish(self) -> Result<HeldResponse, ResponseDefect> {
+        let len = self.len();
         let (envelope, shapes) = self.reader.finish_listed()?;
         let held = match self.file {
             Some(file) => Held::Disk {
                 file,
-                len: self.len,
+                len,
                 envelope,
             },
             None => {
@@ -767,20 +759,25 @@ impl DaemonClient {
     /// backoff that doubles, anything else (an answer, a status, a timeout)
     /// is final.
     async fn call(&self, method: &'static str, body: String) -> Result<Vec<u8>, RpcError> {
-        match self.call_taking(method, body, Intake::Whole).await? {
-            Taken::Whole(bytes) => Ok(bytes),
-            // Not asked for: a whole body is what a plain call takes.
-            Taken::Answer(_) => Ok(Vec::new()),
-        }
+        self.call_reading(method, body, |resp, limits| {
+            read_capped(resp, limits.0, limits.1)
+        })
+        .await
     }
 
-    /// [`Self::call`], the 2xx body taken in as `intake` says.
-    async fn call_taking(
+    /// [`Self::call`], a 2xx body read by `read` (given the response, the
+    /// cap and the declared length); any other status's body is read whole
+    /// ([`read_capped`]) for its error.
+    async fn call_reading<T, F, Fut>(
         &self,
         method: &'static str,
         body: String,
-        intake: Intake,
-    ) -> Result<Taken, RpcError> {
+        read: F,
+    ) -> Result<T, RpcError>
+    where
+        F: Fn(reqwest::Response, (u64, Option<u64>)) -> Fut,
+        Fut: Future<Output = Result<T, BodyError>>,
+    {
         let url = format!("{}/{SERVICE}/{method}", self.base);
         let body = bytes::Bytes::from(body);
         let mut attempt = 0;
@@ -788,7 +785,7 @@ impl DaemonClient {
             if self.cancelled() {
                 return Err(self.cancelled_error(method));
             }
-            match self.call_once(method, &url, body.clone(), intake).await {
+            match self.call_once(method, &url, body.clone(), &read).await {
                 Err(RpcError::Transport { .. }) if attempt < self.opts.retries => {
                     attempt += 1;
                     tokio::time::sleep(self.opts.backoff * (1 << (attempt - 1))).await;
@@ -800,15 +797,18 @@ impl DaemonClient {
 
     /// One attempt, under one deadline for the whole request: connect,
     /// headers and every byte of the body.
-    async fn call_once(
+    async fn call_once<T, Fut>(
         &self,
         method: &'static str,
         url: &str,
         body: bytes::Bytes,
-        intake: Intake,
-    ) -> Result<Taken, RpcError> {
+        read: &impl Fn(reqwest::Response, (u64, Option<u64>)) -> Fut,
+    ) -> Result<T, RpcError>
+    where
+        Fut: Future<Output = Result<T, BodyError>>,
+    {
         let deadline = tokio::time::Instant::now() + self.opts.timeout;
-        tokio::time::timeout_at(deadline, self.exchange(method, url, body, intake))
+        tokio::time::timeout_at(deadline, self.exchange(method, url, body, read))
             .await
             .unwrap_or_else(|_| Err(self.timeout_error(method)))
     }
@@ -823,13 +823,16 @@ impl DaemonClient {
 
     /// The request and its answer, without a deadline ([`Self::call_once`]
     /// gives it one).
-    async fn exchange(
+    async fn exchange<T, Fut>(
         &self,
         method: &'static str,
         url: &str,
         body: bytes::Bytes,
-        intake: Intake,
-    ) -> Result<Taken, RpcError> {
+        read: &impl Fn(reqwest::Response, (u64, Option<u64>)) -> Fut,
+    ) -> Result<T, RpcError>
+    where
+        Fut: Future<Output = Result<T, BodyError>>,
+    {
         let endpoint = self.base.clone();
         let transport = |e: reqwest::Error| {
             if e.is_timeout() {
@@ -886,42 +889,37 @@ impl DaemonClient {
                 detail: format!("reading the body: {detail}"),
             },
         };
-        let ok = (200..300).contains(&status);
-        if ok && intake == Intake::Answer {
-            let spool = self.opts.spool.as_deref();
-            return read_spooled(resp, self.opts.max_body, declared, spool)
+        if (200..300).contains(&status) {
+            return read(resp, (self.opts.max_body, declared))
                 .await
-                .map(Taken::Answer)
                 .map_err(body_error);
         }
+        // Any other status: its body, read whole, says why.
         let bytes = read_capped(resp, self.opts.max_body, declared)
             .await
             .map_err(body_error)?;
-        if !ok {
-            let env: Option<ErrorEnvelope> = serde_json::from_slice(&bytes).ok();
-            let connect_code = env.as_ref().is_some_and(|e| e.code.is_some());
-            if status == 415 || (status == 400 && !connect_code) {
-                return Err(RpcError::WrongListener {
-                    endpoint,
-                    method,
-                    status,
-                    daemon: daemon(),
-                });
-            }
-            return Err(RpcError::Status {
+        let env: Option<ErrorEnvelope> = serde_json::from_slice(&bytes).ok();
+        let connect_code = env.as_ref().is_some_and(|e| e.code.is_some());
+        if status == 415 || (status == 400 && !connect_code) {
+            return Err(RpcError::WrongListener {
                 endpoint,
                 method,
                 status,
-                code: env
-                    .as_ref()
-                    .and_then(|e| e.code.clone())
-                    .unwrap_or_default(),
-                message: env
-                    .and_then(|e| e.message)
-                    .unwrap_or_else(|| String::from_utf8_lossy(&bytes).chars().take(200).collect()),
+                daemon: daemon(),
             });
         }
-        Ok(Taken::Whole(bytes))
+        Err(RpcError::Status {
+            endpoint,
+            method,
+            status,
+            code: env
+                .as_ref()
+                .and_then(|e| e.code.clone())
+                .unwrap_or_default(),
+            message: env
+                .and_then(|e| e.message)
+                .unwrap_or_else(|| String::from_utf8_lossy(&bytes).chars().take(200).collect()),
+        })
     }
 
     /// Whether the daemon accepts this client's requests at all: one
@@ -1111,13 +1109,15 @@ impl DaemonClient {
             serde_json::json!({ "cascadeId": cascade_id })
         };
         let method = "GetCascadeTrajectory";
-        let answer = match self
-            .call_taking(method, body.to_string(), Intake::Answer)
-            .await?
-        {
-            Taken::Answer(answer) => answer,
-            Taken::Whole(bytes) => TrajectoryResponse::parse(bytes).map(HeldResponse::memory),
-        };
+        let spool = self.opts.spool.as_deref();
+        // Only the full answer is listed in the pass: the ordinary one's
+        // listing comes from its attestation's pass when it is verified, and
+        // from its text (which the judge reads then) when not.
+        let answer = self
+            .call_reading(method, body.to_string(), |resp, limits| {
+                read_spooled(resp, limits, spool, full)
+            })
+            .await?;
         answer.map_err(|defect| RpcError::InvalidResponse {
             endpoint: self.base.clone(),
             method,
@@ -1147,7 +1147,7 @@ mod tests {
 
     /// `text` through a spooler under `dir`, in chunks of 1,000 bytes.
     fn spooled(text: &str, dir: Option<&std::path::Path>) -> Result<HeldResponse, ResponseDefect> {
-        let mut s = Spooler::new(dir, None, 1 << 20);
+        let mut s = Spooler::new(dir, None, 1 << 20, true);
         for chunk in text.as_bytes().chunks(1000) {
             s.push(chunk).unwrap();
         }

@@ -15,9 +15,10 @@
 //! earlier whole-text check (`serde_json` over the body), which the
 //! application keeps as the reference of a differential test.
 //!
-//! Not yet in this pass (BENCHMARKS.md, issue 49): the comparison with the
-//! expected message, the attestation's digest and the shape listing read
-//! the trajectory's text again once it is whole.
+//! On request it takes the answer's response shape listing in the same pass
+//! ([`AnswerReader::listing`]). Not yet in this pass (BENCHMARKS.md, issue
+//! 49): the comparison with the expected message and the attestation's
+//! digest, which read the trajectory's text again once it is whole.
 
 pub mod envelope;
 pub mod lex;
