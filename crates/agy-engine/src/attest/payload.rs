@@ -514,9 +514,10 @@ impl Visit for OnePass {
         }
         let own = self.members.len() - f.members;
         if own > 0 {
-            let canon_len = self.spilled + self.canon.len();
+            // `Self::at`, spelled by field: `f` holds `self.frames`.
+            let end = self.spilled + self.canon.len();
             if let Some(last) = self.members.last_mut() {
-                last.end = canon_len;
+                last.end = end;
                 if f.ascending && Self::key_text(&self.keys, last) >= key {
                     f.ascending = false;
                 }
