@@ -2,6 +2,11 @@
 //! equal response cheaper to confirm: whenever it says "equal", the strict
 //! parse and the tree comparison must say so too. Checked on every daemon view
 //! of a generated corpus, and on systematic near-misses of each view.
+//!
+//! The same pass over the expected message's wire encoding
+//! (`compare::stream::wire`, what the sweep runs, no tree decoded) must
+//! answer exactly what the pass over the decoded message answers, on every
+//! text here.
 
 // Tests read the files they wrote directly: the bounded-read rule
 // (clippy.toml) is for the tool's own inputs.
@@ -205,6 +210,7 @@ fn mutations(v: &Value, path: &[Step]) -> Vec<(String, Value, bool)> {
 
 fn check(schema: &Schema, expected: &DynamicMessage, text: &str, class: ReasonClass, what: &str) {
     let fast = stream::equals(expected, text);
+    same_over_the_wire(expected, text, fast, what);
     let slow = compare_slow(schema, expected, text, class);
     if fast {
         assert!(
@@ -212,6 +218,27 @@ fn check(schema: &Schema, expected: &DynamicMessage, text: &str, class: ReasonCl
             "{what}: the fast path said equal, the slow path {slow:?}"
         );
     }
+}
+
+/// The tree pass's answer, the wire pass's checked to be the same.
+fn both(expected: &DynamicMessage, text: &str) -> bool {
+    let fast = stream::equals(expected, text);
+    same_over_the_wire(expected, text, fast, text.get(..80).unwrap_or(text));
+    fast
+}
+
+/// The wire pass over `expected`'s encoding answers `fast`, the tree
+/// pass's answer.
+fn same_over_the_wire(expected: &DynamicMessage, text: &str, fast: bool, what: &str) {
+    use prost::Message;
+    use prost_reflect::ReflectMessage;
+    let encoding = expected.encode_to_vec();
+    let wire = stream::wire::check(&expected.descriptor(), &encoding, None, text);
+    assert_eq!(
+        wire.is_ok(),
+        fast,
+        "{what}: the wire pass says {wire:?}, the tree pass {fast}"
+    );
 }
 
 #[test]
@@ -226,7 +253,7 @@ fn fast_path_never_confirms_what_the_slow_path_refuses() {
         if compare_slow(&schema, expected, text, class).is_err() {
             // A planned disagreement of the daemon's view (the truth
             // says incomplete): the fast path must not confirm it either.
-            assert!(!stream::equals(expected, text), "{id} {view}");
+            assert!(!both(expected, text), "{id} {view}");
             refused += 1;
             continue;
         }
@@ -253,7 +280,7 @@ fn fast_path_never_confirms_what_the_slow_path_refuses() {
                 );
                 if equal {
                     assert!(
-                        stream::equals(expected, &t),
+                        both(expected, &t),
                         "{id} {view}: {what}: still equal, confirmed by the fast path"
                     );
                 }
@@ -269,8 +296,8 @@ fn fast_path_never_confirms_what_the_slow_path_refuses() {
             class,
             &format!("{id} {view}: duplicate key"),
         );
-        assert!(!stream::equals(expected, &format!("{text} {{}}")));
-        assert!(!stream::equals(expected, &text[..text.len() / 2]));
+        assert!(!both(expected, &format!("{text} {{}}")));
+        assert!(!both(expected, &text[..text.len() / 2]));
     }
     assert!(
         confirmed > 8,
@@ -587,10 +614,7 @@ fn fast_path_agrees_on_every_field_kind_at_its_edges() {
                 let what = format!("{}.{}", desc.full_name(), field.name());
                 check(&schema, &m, &canonical, class, &what);
                 if compare_slow(&schema, &m, &canonical, class).is_ok() {
-                    assert!(
-                        stream::equals(&m, &canonical),
-                        "{what}: canonical {canonical}"
-                    );
+                    assert!(both(&m, &canonical), "{what}: canonical {canonical}");
                     confirmed += 1;
                 }
                 // Every character escaped, pretty-printed: the same value.
@@ -599,8 +623,8 @@ fn fast_path_agrees_on_every_field_kind_at_its_edges() {
                 let pretty = serde_json::to_string_pretty(&tree).unwrap();
                 for t in [&esc, &pretty] {
                     check(&schema, &m, t, class, &format!("{what}: {t}"));
-                    if stream::equals(&m, &canonical) {
-                        assert!(stream::equals(&m, t), "{what}: {t}");
+                    if both(&m, &canonical) {
+                        assert!(both(&m, t), "{what}: {t}");
                     }
                 }
                 let mut all = Vec::new();
@@ -632,19 +656,200 @@ fn fast_path_agrees_on_every_field_kind_at_its_edges() {
                                 class,
                                 &format!("{what}: duplicate {dup}"),
                             );
-                            assert!(!stream::equals(&m, &dup), "{what}: {dup}");
+                            assert!(!both(&m, &dup), "{what}: {dup}");
                         }
                     }
                 }
-                assert!(!stream::equals(&m, &format!("{canonical} 1")), "{what}");
-                assert!(
-                    !stream::equals(&m, &canonical[..canonical.len() - 1]),
-                    "{what}"
-                );
+                assert!(!both(&m, &format!("{canonical} 1")), "{what}");
+                assert!(!both(&m, &canonical[..canonical.len() - 1]), "{what}");
             }
         }
     }
     assert!(messages > 500, "{messages} messages");
     assert!(confirmed > 500, "{confirmed} confirmed");
     assert!(texts > 5000, "{texts} near-misses");
+}
+
+// ---------------------------------------------------------------------------
+// The wire pass reads an encoding exactly as the decoder does.
+
+/// The top-level field occurrences of an encoding, each as its bytes (key
+/// included), with its number and wire type.
+fn occurrences(encoding: &[u8]) -> Vec<(u32, u8, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    let varint = |at: &mut usize| {
+        let (mut v, mut shift) = (0u64, 0);
+        loop {
+            let b = encoding[*at];
+            *at += 1;
+            v |= u64::from(b & 0x7f) << shift;
+            shift += 7;
+            if b & 0x80 == 0 {
+                return v;
+            }
+        }
+    };
+    while at < encoding.len() {
+        let start = at;
+        let key = varint(&mut at);
+        match key & 7 {
+            0 => {
+                varint(&mut at);
+            }
+            1 => at += 8,
+            5 => at += 4,
+            2 => {
+                let len = varint(&mut at) as usize;
+                at += len;
+            }
+            _ => panic!("a group in a generated encoding"),
+        }
+        out.push((
+            (key >> 3) as u32,
+            (key & 7) as u8,
+            encoding[start..at].to_vec(),
+        ));
+    }
+    out
+}
+
+fn key(number: u32, wire: u8) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut v = (u64::from(number) << 3) | u64::from(wire);
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+    out
+}
+
+/// Encodings the decoder reads otherwise than a serializer writes them, from
+/// one message's encoding: its fields reversed, each field twice (a scalar's
+/// last wins, a message merges, a list doubles, two oneof members), every
+/// field of the type spelled with a zero value first and last (an explicit
+/// default, or a wire type the field cannot have), unknown fields between,
+/// a string made invalid UTF-8, the encoding cut.
+fn wire_variants(desc: &MessageDescriptor, encoding: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let occ = occurrences(encoding);
+    let join = |parts: &[&[u8]]| parts.concat();
+    let mut out = vec![("as written".to_string(), encoding.to_vec())];
+    let reversed: Vec<u8> = occ.iter().rev().flat_map(|o| o.2.clone()).collect();
+    out.push(("fields reversed".into(), reversed));
+    out.push(("every field twice".into(), join(&[encoding, encoding])));
+    for (i, (number, _, bytes)) in occ.iter().enumerate() {
+        let mut twice = encoding.to_vec();
+        twice.extend_from_slice(bytes);
+        out.push((format!("field {number} (#{i}) again at the end"), twice));
+    }
+    for field in desc.fields() {
+        let n = field.number();
+        for (wire, zero) in [
+            (0u8, vec![0u8]),
+            (1, vec![0; 8]),
+            (5, vec![0; 4]),
+            (2, vec![0u8]),
+            (2, vec![1u8, 1]),
+            (0, vec![1u8]),
+        ] {
+            let spelled = join(&[&key(n, wire), &zero]);
+            out.push((
+                format!("field {n} as wire {wire} {zero:?} first"),
+                join(&[&spelled, encoding]),
+            ));
+            out.push((
+                format!("field {n} as wire {wire} {zero:?} last"),
+                join(&[encoding, &spelled]),
+            ));
+        }
+    }
+    let unknown = join(&[&key(536_870_911, 0), &[5], &key(536_870_910, 2), &[1, b'x']]);
+    out.push((
+        "unknown fields between".into(),
+        join(&[&unknown, encoding, &unknown]),
+    ));
+    if let Some(at) = encoding.windows(1).position(|w| w[0].is_ascii_alphabetic()) {
+        let mut bad = encoding.to_vec();
+        bad[at] = 0xff;
+        out.push(("a byte made 0xff".into(), bad));
+    }
+    if encoding.len() > 1 {
+        out.push(("cut".into(), encoding[..encoding.len() - 1].to_vec()));
+    }
+    out
+}
+
+/// On every variant: when the decoder refuses it, the wire pass confirms
+/// nothing; when it decodes, the wire pass answers what the tree pass
+/// answers of the decoded message, on its canonical text and on `texts`.
+fn wire_agrees(desc: &MessageDescriptor, encoding: &[u8], texts: &[&str], what: &str) -> usize {
+    let mut confirmed = 0;
+    for (how, bytes) in wire_variants(desc, encoding) {
+        let what = format!("{what}: {how}");
+        let Ok(decoded) = DynamicMessage::decode(desc.clone(), bytes.as_slice()) else {
+            for t in texts {
+                assert!(
+                    !stream::wire::equals(desc, &bytes, None, t),
+                    "{what}: undecodable, confirmed"
+                );
+            }
+            continue;
+        };
+        let canonical = decoded
+            .serialize_with_options(
+                serde_json::value::Serializer,
+                &agy_audit::schema::daemon_json_options(),
+            )
+            .ok()
+            .map(|v| serde_json::to_string(&v).unwrap());
+        for t in texts.iter().copied().chain(canonical.as_deref()) {
+            let tree = stream::equals(&decoded, t);
+            let wire = stream::wire::check(desc, &bytes, None, t);
+            assert_eq!(wire.is_ok(), tree, "{what}: {t}: wire {wire:?}");
+            confirmed += usize::from(tree);
+        }
+    }
+    confirmed
+}
+
+#[test]
+fn the_wire_pass_reads_an_encoding_as_the_decoder_does() {
+    use prost::Message;
+    let schema = Schema::modeled().unwrap();
+    let pool = schema.pool.clone();
+    let (mut messages, mut confirmed) = (0, 0);
+    for desc in pool.all_messages() {
+        if desc.is_map_entry() {
+            continue;
+        }
+        for field in desc.fields() {
+            for value in edge_values(&pool, &field) {
+                let mut m = DynamicMessage::new(desc.clone());
+                if m.try_set_field(&field, value).is_err() {
+                    continue;
+                }
+                let Ok(tree) = m.serialize_with_options(
+                    serde_json::value::Serializer,
+                    &agy_audit::schema::daemon_json_options(),
+                ) else {
+                    continue;
+                };
+                let text = serde_json::to_string(&tree).unwrap();
+                let what = format!("{}.{}", desc.full_name(), field.name());
+                confirmed += wire_agrees(&desc, &m.encode_to_vec(), &[&text, "{}"], &what);
+                messages += 1;
+            }
+        }
+    }
+    // Whole trajectories of a generated corpus, and their projections.
+    let (_, views) = generated_daemon_views("wirepass", 4, 11);
+    for dv in &views {
+        use prost_reflect::ReflectMessage;
+        let what = format!("{} {}", dv.file_id, dv.view);
+        let desc = dv.expected.descriptor();
+        confirmed += wire_agrees(&desc, &dv.expected.encode_to_vec(), &[&dv.text], &what);
+    }
+    assert!(messages > 500, "{messages} messages");
+    assert!(confirmed > 5000, "{confirmed} confirmed");
 }

@@ -41,6 +41,8 @@
 //! nesting, added to the depth where it stands, reaches serde_json's
 //! recursion limit (the value comparison parses the whole text with it).
 
+pub mod wire;
+
 use super::json::json_diff;
 use crate::schema::daemon_json_options;
 use base64::Engine;
@@ -141,6 +143,9 @@ enum Special {
 
 struct TypeTable {
     key: usize,
+    /// The type itself (the wire walk decodes what it leaves to the tree
+    /// path with it).
+    desc: MessageDescriptor,
     special: Special,
     /// Whether the pool extends the type at all (only then can a message of
     /// it carry an extension).
@@ -160,6 +165,71 @@ struct FieldEntry {
     json_name: Box<str>,
     info: ValueInfo,
     map: Option<MapInfo>,
+    /// How one value of the field is spelled on the wire.
+    wire: WireKind,
+    /// A repeated field that is not a map.
+    list: bool,
+    /// Whether a default value is "set" (`has_field`'s rule: explicit
+    /// presence, a message, a oneof member).
+    presence: bool,
+    /// The field's oneof (its position among the type's oneofs).
+    oneof: Option<u32>,
+    /// A proto2 group (on the wire in start and end tags).
+    group: bool,
+    /// An enum field's default number (what a field without presence
+    /// holds when not set).
+    enum_default: i32,
+}
+
+/// A field's kind as the wire spells one of its values.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum WireKind {
+    Double,
+    Float,
+    Int64,
+    Uint64,
+    Int32,
+    Fixed64,
+    Fixed32,
+    Bool,
+    String,
+    Bytes,
+    Uint32,
+    Enum,
+    Sfixed32,
+    Sfixed64,
+    Sint32,
+    Sint64,
+    Message,
+}
+
+impl WireKind {
+    /// Whether a repeated field of this kind may be packed on the wire.
+    fn packable(self) -> bool {
+        !matches!(self, WireKind::String | WireKind::Bytes | WireKind::Message)
+    }
+
+    fn of(kind: &Kind) -> WireKind {
+        match kind {
+            Kind::Double => WireKind::Double,
+            Kind::Float => WireKind::Float,
+            Kind::Int64 => WireKind::Int64,
+            Kind::Uint64 => WireKind::Uint64,
+            Kind::Int32 => WireKind::Int32,
+            Kind::Fixed64 => WireKind::Fixed64,
+            Kind::Fixed32 => WireKind::Fixed32,
+            Kind::Bool => WireKind::Bool,
+            Kind::String => WireKind::String,
+            Kind::Bytes => WireKind::Bytes,
+            Kind::Uint32 => WireKind::Uint32,
+            Kind::Enum(_) => WireKind::Enum,
+            Kind::Sfixed32 => WireKind::Sfixed32,
+            Kind::Sfixed64 => WireKind::Sfixed64,
+            Kind::Sint32 => WireKind::Sint32,
+            Kind::Sint64 => WireKind::Sint64,
+            Kind::Message(_) => WireKind::Message,
+        }
+    }
 }
 
 /// What a single value of a field needs beyond its own variant.
@@ -297,6 +367,19 @@ impl Tables {
                         json_name: f.json_name().into(),
                         info: value_info(&kind),
                         map,
+                        wire: WireKind::of(&kind),
+                        list: f.is_list(),
+                        presence: f.supports_presence(),
+                        oneof: f.containing_oneof().and_then(|o| {
+                            m.oneofs()
+                                .position(|x| x.name() == o.name())
+                                .map(|i| i as u32)
+                        }),
+                        group: f.is_group(),
+                        enum_default: match &kind {
+                            Kind::Enum(e) => e.default_value().number(),
+                            _ => 0,
+                        },
                     }
                 })
                 .collect();
@@ -306,6 +389,7 @@ impl Tables {
                 _ => None,
             };
             types.push(TypeTable {
+                desc: m.clone(),
                 time,
                 key: type_key(&m),
                 special,
@@ -977,7 +1061,6 @@ impl<'de> DeserializeSeed<'de> for SingleSeed<'_, '_, '_> {
     type Value = ();
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        let mut buf = [0u8; 24];
         match self.value {
             Value::Message(m) => MessageSeed {
                 w: self.w,
@@ -988,38 +1071,89 @@ impl<'de> DeserializeSeed<'de> for SingleSeed<'_, '_, '_> {
                 },
             }
             .deserialize(d),
-            Value::Bool(b) => d.deserialize_any(Expect::Bool(*b)),
-            Value::String(s) => d.deserialize_any(Expect::Str(s)),
-            Value::I64(v) => d.deserialize_any(Expect::Str(int_text(i128::from(*v), &mut buf))),
-            Value::U64(v) => d.deserialize_any(Expect::Str(int_text(i128::from(*v), &mut buf))),
-            Value::I32(v) => number(d, int_text(i128::from(*v), &mut buf)),
-            Value::U32(v) => number(d, int_text(i128::from(*v), &mut buf)),
-            Value::F32(v) => match serde_json::Number::from_f64(f64::from(*v)) {
-                Some(_) => number(d, &serde_json::Value::from(*v).to_string()),
-                None => d.deserialize_any(Expect::Str(non_finite(f64::from(*v)))),
+            v => match Scalar::of(v) {
+                Some(s) => scalar(d, self.w.tables, s, self.info),
+                None => Err(differ()),
             },
-            Value::F64(v) => match serde_json::Number::from_f64(*v) {
-                Some(n) => number(d, &n.to_string()),
-                None => d.deserialize_any(Expect::Str(non_finite(*v))),
-            },
-            Value::Bytes(b) => d.deserialize_any(Expect::Base64(b)),
-            Value::EnumNumber(n) => match self.info {
-                ValueInfo::NullValue => d.deserialize_any(Expect::Null),
-                ValueInfo::Enum(e) => {
-                    let name = self.w.tables.enums.get(e as usize).and_then(|t| t.name(*n));
-                    // A number the enum does not define: the serializer
-                    // writes it as a JSON number, but the value comparison
-                    // refuses an unknown enum number however it is spelled,
-                    // so the fast path cannot confirm it.
-                    match name {
-                        Some(name) => d.deserialize_any(Expect::Str(name)),
-                        None => Err(differ()),
-                    }
-                }
-                _ => Err(differ()),
-            },
-            Value::List(_) | Value::Map(_) => Err(differ()),
         }
+    }
+}
+
+/// One value that is neither a message, a list nor a map, borrowed from a
+/// tree's [`Value`] or read off the wire ([`wire`]): what [`scalar`]
+/// compares.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Scalar<'v> {
+    Bool(bool),
+    Str(&'v str),
+    I64(i64),
+    U64(u64),
+    I32(i32),
+    U32(u32),
+    F32(f32),
+    F64(f64),
+    Bytes(&'v [u8]),
+    Enum(i32),
+}
+
+impl<'v> Scalar<'v> {
+    fn of(v: &'v Value) -> Option<Scalar<'v>> {
+        Some(match v {
+            Value::Bool(b) => Scalar::Bool(*b),
+            Value::String(s) => Scalar::Str(s),
+            Value::I64(v) => Scalar::I64(*v),
+            Value::U64(v) => Scalar::U64(*v),
+            Value::I32(v) => Scalar::I32(*v),
+            Value::U32(v) => Scalar::U32(*v),
+            Value::F32(v) => Scalar::F32(*v),
+            Value::F64(v) => Scalar::F64(*v),
+            Value::Bytes(b) => Scalar::Bytes(b),
+            Value::EnumNumber(n) => Scalar::Enum(*n),
+            Value::Message(_) | Value::List(_) | Value::Map(_) => return None,
+        })
+    }
+}
+
+/// The JSON of one scalar, as the serializer writes it (or any spelling
+/// of the same number).
+fn scalar<'de, D: Deserializer<'de>>(
+    d: D,
+    tables: &Tables,
+    value: Scalar<'_>,
+    info: ValueInfo,
+) -> Result<(), D::Error> {
+    let mut buf = [0u8; 24];
+    match value {
+        Scalar::Bool(b) => d.deserialize_any(Expect::Bool(b)),
+        Scalar::Str(s) => d.deserialize_any(Expect::Str(s)),
+        Scalar::I64(v) => d.deserialize_any(Expect::Str(int_text(i128::from(v), &mut buf))),
+        Scalar::U64(v) => d.deserialize_any(Expect::Str(int_text(i128::from(v), &mut buf))),
+        Scalar::I32(v) => number(d, int_text(i128::from(v), &mut buf)),
+        Scalar::U32(v) => number(d, int_text(i128::from(v), &mut buf)),
+        Scalar::F32(v) => match serde_json::Number::from_f64(f64::from(v)) {
+            Some(_) => number(d, &serde_json::Value::from(v).to_string()),
+            None => d.deserialize_any(Expect::Str(non_finite(f64::from(v)))),
+        },
+        Scalar::F64(v) => match serde_json::Number::from_f64(v) {
+            Some(n) => number(d, &n.to_string()),
+            None => d.deserialize_any(Expect::Str(non_finite(v))),
+        },
+        Scalar::Bytes(b) => d.deserialize_any(Expect::Base64(b)),
+        Scalar::Enum(n) => match info {
+            ValueInfo::NullValue => d.deserialize_any(Expect::Null),
+            ValueInfo::Enum(e) => {
+                let name = tables.enums.get(e as usize).and_then(|t| t.name(n));
+                // A number the enum does not define: the serializer
+                // writes it as a JSON number, but the value comparison
+                // refuses an unknown enum number however it is spelled,
+                // so the fast path cannot confirm it.
+                match name {
+                    Some(name) => d.deserialize_any(Expect::Str(name)),
+                    None => Err(differ()),
+                }
+            }
+            _ => Err(differ()),
+        },
     }
 }
 

@@ -1,0 +1,674 @@
+//! The fast path over the expected message's wire encoding: the same one
+//! pass over the response text as [`super::check`], with the expected
+//! values read from the source's encoding as the walk reaches them instead
+//! of from a `DynamicMessage` decoded for the comparison (issue 49, item 2:
+//! the sweep compares without materializing the trajectory).
+//!
+//! It confirms exactly what [`super::check`] confirms of the message the
+//! encoding decodes to, and answers "no" (take the slow path) wherever that
+//! decode would fail. Each message is read as `DynamicMessage::decode` reads
+//! it: fields by number (a number the type does not declare is an unknown
+//! field, which the decoder keeps aside and the serializer never writes:
+//! skipped), a singular scalar's last occurrence wins, a repeated scalar
+//! packed or not, a proto3 field without presence holding its default not
+//! set, a string's UTF-8 checked, a wire type the field cannot have refused.
+//! Where the decode would merge or choose (a singular message field on the
+//! wire twice, two members of one oneof, a map, a group) and for every type
+//! the tree path treats specially (`Any`, the other well-known types, a type
+//! the pool extends), that one message is decoded and handed to the tree
+//! walk ([`super::MessageSeed`]), so the rules that decide it are the tree
+//! path's own. Timestamps and Durations are read off the wire (their two
+//! varints) and compared as the tree path compares them.
+//!
+//! A [`Splice`] presents elements of the top-level list otherwise: the
+//! projection's rewritten steps, each a message of its own, compared by the
+//! tree walk in the place of the stored step, as
+//! [`crate::project::Projection::present`] swaps them into the tree.
+
+use super::{
+    differ, scalar, tables_for, time_text_into, FieldEntry, MessageSeed, Scalar, Special, Tables,
+    TypeTable, ValueInfo, Walk, WireKind,
+};
+use crate::source::wire::{read_varint, FieldIter, WireType};
+use prost_reflect::{DynamicMessage, MessageDescriptor};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use std::fmt;
+
+/// Elements of the expected message's top-level list `field` shown
+/// otherwise: `(index, element)`, by strictly ascending index (see
+/// [`Splice::new`]).
+#[derive(Clone, Copy)]
+pub struct Splice<'v> {
+    field: u32,
+    items: &'v [(usize, &'v DynamicMessage)],
+}
+
+impl<'v> Splice<'v> {
+    /// `None` unless the indices ascend strictly (each element is shown in
+    /// one place).
+    pub fn new(field: u32, items: &'v [(usize, &'v DynamicMessage)]) -> Option<Splice<'v>> {
+        items
+            .windows(2)
+            .all(|p| p[0].0 < p[1].0)
+            .then_some(Splice { field, items })
+    }
+}
+
+/// Whether `text` is exactly the daemon JSON of the message of type `desc`
+/// that `encoding` decodes to (with `splice`'s elements in place), as
+/// [`super::equals`] would say of the decoded message. `false` means "take
+/// the slow path".
+pub fn equals(
+    desc: &MessageDescriptor,
+    encoding: &[u8],
+    splice: Option<Splice<'_>>,
+    text: &str,
+) -> bool {
+    check(desc, encoding, splice, text).is_ok()
+}
+
+/// [`equals`], with where the one pass stopped.
+pub fn check(
+    desc: &MessageDescriptor,
+    encoding: &[u8],
+    splice: Option<Splice<'_>>,
+    text: &str,
+) -> Result<(), serde_json::Error> {
+    let tables = tables_for(desc.parent_pool());
+    let Some(table) = tables.type_of(desc, None) else {
+        return Err(differ());
+    };
+    let mut walk = WireWalk {
+        tables: &tables,
+        occs: Vec::new(),
+        set: Vec::new(),
+        tree: Vec::new(),
+        depth: 0,
+    };
+    let mut de = serde_json::Deserializer::from_str(text);
+    WireMessageSeed {
+        w: &mut walk,
+        table,
+        bytes: encoding,
+        splice,
+    }
+    .deserialize(&mut de)?;
+    de.end()
+}
+
+/// One field occurrence of a message being compared.
+#[derive(Clone, Copy)]
+struct Occ<'v> {
+    /// The field's position in its type's table.
+    pos: u32,
+    wire: WireType,
+    value: &'v [u8],
+}
+
+/// A field a message being compared has set: its occurrences are
+/// `occs[start..end]` of the walk.
+struct SetField<'t> {
+    entry: &'t FieldEntry,
+    start: usize,
+    end: usize,
+    seen: bool,
+}
+
+/// The state of one comparison: the occurrences and set fields of the
+/// messages being compared (one stack each for all levels), the tree walk's
+/// stack lent to spliced elements, the nesting depth.
+struct WireWalk<'t, 'v> {
+    tables: &'t Tables,
+    occs: Vec<Occ<'v>>,
+    set: Vec<SetField<'t>>,
+    tree: Vec<(&'t FieldEntry, &'v prost_reflect::Value, bool)>,
+    depth: usize,
+}
+
+/// The JSON of the message `bytes` encode.
+struct WireMessageSeed<'a, 't, 'v> {
+    w: &'a mut WireWalk<'t, 'v>,
+    table: &'t TypeTable,
+    bytes: &'v [u8],
+    splice: Option<Splice<'v>>,
+}
+
+impl<'de> DeserializeSeed<'de> for WireMessageSeed<'_, '_, '_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        let (w, t) = (self.w, self.table);
+        if t.extended {
+            return as_tree(w, t, self.bytes, d);
+        }
+        match t.special {
+            Special::Plain => {}
+            Special::Timestamp | Special::Duration => {
+                let mut buf = [0u8; 32];
+                let text = time_of(self.bytes).and_then(|(seconds, nanos)| {
+                    time_text_into(t.special == Special::Timestamp, seconds, nanos, &mut buf)
+                });
+                return match text {
+                    Some(expected) => d.deserialize_str(super::Expect::Str(expected)),
+                    None => Err(differ()),
+                };
+            }
+            Special::Any | Special::OtherWellKnown => return as_tree(w, t, self.bytes, d),
+        }
+        let (occs, set) = (w.occs.len(), w.set.len());
+        let out = match gather(w, t, self.bytes) {
+            Gathered::Fields => d.deserialize_map(WireMessageVisitor {
+                w: &mut *w,
+                base: set,
+                splice: self.splice,
+            }),
+            Gathered::Tree => {
+                w.occs.truncate(occs);
+                w.set.truncate(set);
+                as_tree(w, t, self.bytes, d)
+            }
+            Gathered::Undecodable => Err(differ()),
+        };
+        w.occs.truncate(occs);
+        w.set.truncate(set);
+        out
+    }
+}
+
+/// One message decoded and compared by the tree walk (the decode's own
+/// rules decide what the wire walk leaves to it).
+fn as_tree<'de, D: Deserializer<'de>>(
+    w: &WireWalk<'_, '_>,
+    t: &TypeTable,
+    bytes: &[u8],
+    d: D,
+) -> Result<(), D::Error> {
+    let Ok(msg) = DynamicMessage::decode(t.desc.clone(), bytes) else {
+        return Err(differ());
+    };
+    let mut walk = Walk {
+        tables: w.tables,
+        stack: Vec::new(),
+        depth: w.depth,
+    };
+    MessageSeed {
+        w: &mut walk,
+        msg: &msg,
+        hint: None,
+    }
+    .deserialize(d)
+}
+
+/// A Timestamp's or Duration's two fields as the decoder reads them
+/// (absent: 0; the last occurrence wins); `None` when it would not decode.
+fn time_of(bytes: &[u8]) -> Option<(i64, i32)> {
+    let (mut seconds, mut nanos) = (0i64, 0i32);
+    for f in FieldIter::new(bytes) {
+        let f = f.ok()?;
+        match (f.number, f.wire_type) {
+            (1, WireType::Varint) => seconds = varint(f.value)? as i64,
+            (2, WireType::Varint) => nanos = varint(f.value)? as i32,
+            (1 | 2, _) => return None,
+            _ => {}
+        }
+    }
+    Some((seconds, nanos))
+}
+
+fn varint(bytes: &[u8]) -> Option<u64> {
+    read_varint(bytes, &mut 0).ok()
+}
+
+enum Gathered {
+    /// The set fields are on the walk's stacks.
+    Fields,
+    /// The message is the tree walk's to compare (see the module
+    /// documentation).
+    Tree,
+    /// It would not decode.
+    Undecodable,
+}
+
+/// Reads one message's fields onto the walk's stacks: its occurrences by
+/// field, then the fields it has set.
+fn gather<'t, 'v>(w: &mut WireWalk<'t, 'v>, t: &'t TypeTable, bytes: &'v [u8]) -> Gathered {
+    let base = w.occs.len();
+    let mut from = 0;
+    let mut ordered = true;
+    for f in FieldIter::new(bytes) {
+        let Ok(f) = f else {
+            return Gathered::Undecodable;
+        };
+        // A number the type does not declare: an unknown field.
+        let Some(pos) = t.position(f.number, from) else {
+            continue;
+        };
+        let e = &t.fields[pos];
+        if e.map.is_some() || e.group {
+            return Gathered::Tree;
+        }
+        if !fits(e, f.wire_type) {
+            return Gathered::Undecodable;
+        }
+        ordered &= pos + 1 >= from;
+        from = pos + 1;
+        w.occs.push(Occ {
+            pos: pos as u32,
+            wire: f.wire_type,
+            value: f.value,
+        });
+    }
+    if !ordered {
+        // Stable: a field's occurrences keep their order.
+        w.occs[base..].sort_by_key(|o| o.pos);
+    }
+    let mut oneofs = 0u64;
+    let mut i = base;
+    while i < w.occs.len() {
+        let pos = w.occs[i].pos;
+        let end = (i..w.occs.len())
+            .find(|&j| w.occs[j].pos != pos)
+            .unwrap_or(w.occs.len());
+        let e = &t.fields[pos as usize];
+        let set = if e.list {
+            // Empty only when every occurrence is an empty packed run (an
+            // empty string or message is an element).
+            w.occs[i..end]
+                .iter()
+                .any(|o| !e.wire.packable() || o.wire != WireType::Len || !o.value.is_empty())
+        } else if e.wire == WireKind::Message {
+            if end - i > 1 {
+                // The decoder merges the occurrences.
+                return Gathered::Tree;
+            }
+            true
+        } else {
+            // Every occurrence must decode; the last one is the value.
+            let mut last = None;
+            for o in &w.occs[i..end] {
+                match decode(e.wire, o.value) {
+                    Some(s) => last = Some(s),
+                    None => return Gathered::Undecodable,
+                }
+            }
+            match last {
+                Some(s) => e.presence || !is_default(e, s),
+                None => false,
+            }
+        };
+        if set {
+            if let Some(o) = e.oneof {
+                // Two members of one oneof: the decoder keeps the last.
+                let bit = 1u64.checked_shl(o).unwrap_or(0);
+                if bit == 0 || oneofs & bit != 0 {
+                    return Gathered::Tree;
+                }
+                oneofs |= bit;
+            }
+            w.set.push(SetField {
+                entry: e,
+                start: i,
+                end,
+                seen: false,
+            });
+        }
+        i = end;
+    }
+    Gathered::Fields
+}
+
+/// Whether a field of this kind can be on the wire in this type (a
+/// repeated number also packed).
+fn fits(e: &FieldEntry, wire: WireType) -> bool {
+    let single = match e.wire {
+        WireKind::Message | WireKind::String | WireKind::Bytes => return wire == WireType::Len,
+        WireKind::Double | WireKind::Fixed64 | WireKind::Sfixed64 => WireType::Fixed64,
+        WireKind::Float | WireKind::Fixed32 | WireKind::Sfixed32 => WireType::Fixed32,
+        _ => WireType::Varint,
+    };
+    wire == single || (e.list && wire == WireType::Len)
+}
+
+/// Whether a scalar is its field's default (a proto3 field without
+/// presence holding it is not set).
+fn is_default(e: &FieldEntry, s: Scalar<'_>) -> bool {
+    match s {
+        Scalar::Bool(b) => !b,
+        Scalar::Str(s) => s.is_empty(),
+        Scalar::Bytes(b) => b.is_empty(),
+        Scalar::I64(v) => v == 0,
+        Scalar::U64(v) => v == 0,
+        Scalar::I32(v) => v == 0,
+        Scalar::U32(v) => v == 0,
+        Scalar::F32(v) => v == 0.0,
+        Scalar::F64(v) => v == 0.0,
+        Scalar::Enum(n) => n == e.enum_default,
+    }
+}
+
+/// One unpacked value of a field of kind `kind`, as the decoder reads it;
+/// `None` when it would not decode.
+fn decode(kind: WireKind, bytes: &[u8]) -> Option<Scalar<'_>> {
+    let fixed64 = || Some(u64::from_le_bytes(bytes.try_into().ok()?));
+    let fixed32 = || Some(u32::from_le_bytes(bytes.try_into().ok()?));
+    Some(match kind {
+        WireKind::String => Scalar::Str(std::str::from_utf8(bytes).ok()?),
+        WireKind::Bytes => Scalar::Bytes(bytes),
+        WireKind::Double => Scalar::F64(f64::from_bits(fixed64()?)),
+        WireKind::Fixed64 => Scalar::U64(fixed64()?),
+        WireKind::Sfixed64 => Scalar::I64(fixed64()? as i64),
+        WireKind::Float => Scalar::F32(f32::from_bits(fixed32()?)),
+        WireKind::Fixed32 => Scalar::U32(fixed32()?),
+        WireKind::Sfixed32 => Scalar::I32(fixed32()? as i32),
+        WireKind::Int64 => Scalar::I64(varint(bytes)? as i64),
+        WireKind::Uint64 => Scalar::U64(varint(bytes)?),
+        WireKind::Int32 => Scalar::I32(varint(bytes)? as i32),
+        WireKind::Uint32 => Scalar::U32(varint(bytes)? as u32),
+        WireKind::Bool => Scalar::Bool(varint(bytes)? != 0),
+        WireKind::Enum => Scalar::Enum(varint(bytes)? as i32),
+        WireKind::Sint32 => {
+            let v = varint(bytes)? as u32;
+            Scalar::I32(((v >> 1) as i32) ^ -((v & 1) as i32))
+        }
+        WireKind::Sint64 => {
+            let v = varint(bytes)?;
+            Scalar::I64(((v >> 1) as i64) ^ -((v & 1) as i64))
+        }
+        WireKind::Message => return None,
+    })
+}
+
+/// The values of one packed run; `None` past the first that would not
+/// decode (a cut varint, a partial fixed-width value).
+struct Packed<'v> {
+    kind: WireKind,
+    bytes: &'v [u8],
+    at: usize,
+}
+
+impl<'v> Iterator for Packed<'v> {
+    type Item = Option<Scalar<'v>>;
+
+    fn next(&mut self) -> Option<Option<Scalar<'v>>> {
+        if self.at >= self.bytes.len() {
+            return None;
+        }
+        let start = self.at;
+        let width = match self.kind {
+            WireKind::Double | WireKind::Fixed64 | WireKind::Sfixed64 => 8,
+            WireKind::Float | WireKind::Fixed32 | WireKind::Sfixed32 => 4,
+            WireKind::String | WireKind::Bytes | WireKind::Message => {
+                self.at = self.bytes.len();
+                return Some(None);
+            }
+            _ => match read_varint(self.bytes, &mut self.at) {
+                Ok(_) => self.at - start,
+                Err(_) => {
+                    self.at = self.bytes.len();
+                    return Some(None);
+                }
+            },
+        };
+        let Some(value) = self.bytes.get(start..start + width) else {
+            self.at = self.bytes.len();
+            return Some(None);
+        };
+        self.at = start + width;
+        Some(decode(self.kind, value))
+    }
+}
+
+/// The object of a message: its set fields, each once.
+struct WireMessageVisitor<'a, 't, 'v> {
+    w: &'a mut WireWalk<'t, 'v>,
+    /// Where its set fields start on the walk's stack.
+    base: usize,
+    splice: Option<Splice<'v>>,
+}
+
+impl<'de> Visitor<'de> for WireMessageVisitor<'_, '_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a message object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let (w, base) = (self.w, self.base);
+        let set = w.set.len() - base;
+        w.depth += 1;
+        let (mut found, mut next) = (0, 0);
+        while let Some(i) = map.next_key_seed(SetKey {
+            set: &w.set[base..],
+            next,
+        })? {
+            let field = &mut w.set[base + i];
+            if std::mem::replace(&mut field.seen, true) {
+                return Err(differ());
+            }
+            let (entry, start, end) = (field.entry, field.start, field.end);
+            found += 1;
+            next = i + 1;
+            let splice = self.splice.filter(|s| s.field == entry.number);
+            map.next_value_seed(WireFieldValue {
+                w: &mut *w,
+                entry,
+                start,
+                end,
+                splice,
+            })?;
+        }
+        w.depth -= 1;
+        if found == set {
+            Ok(())
+        } else {
+            Err(differ())
+        }
+    }
+}
+
+/// A key of a message object: the JSON name of one of the fields it has
+/// set (the one after the last key first); that field's index.
+struct SetKey<'a, 't> {
+    set: &'a [SetField<'t>],
+    next: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for SetKey<'_, '_> {
+    type Value = usize;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<usize, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for SetKey<'_, '_> {
+    type Value = usize;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a field name")
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<usize, E> {
+        if let Some(f) = self.set.get(self.next) {
+            if *f.entry.json_name == *key {
+                return Ok(self.next);
+            }
+        }
+        self.set
+            .iter()
+            .position(|f| *f.entry.json_name == *key)
+            .ok_or_else(differ)
+    }
+}
+
+/// The JSON of one set field: a list or a single value.
+struct WireFieldValue<'a, 't, 'v> {
+    w: &'a mut WireWalk<'t, 'v>,
+    entry: &'t FieldEntry,
+    start: usize,
+    end: usize,
+    splice: Option<Splice<'v>>,
+}
+
+impl<'de> DeserializeSeed<'de> for WireFieldValue<'_, '_, '_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        let (w, e) = (self.w, self.entry);
+        if e.list {
+            return d.deserialize_seq(WireListVisitor {
+                w,
+                entry: e,
+                start: self.start,
+                end: self.end,
+                splice: self.splice,
+            });
+        }
+        // The last occurrence is the value (a message occurs once here).
+        let occ = w.occs[self.end - 1];
+        one_value(w, e, occ.value, d)
+    }
+}
+
+/// One value of field `e` (a message or a scalar) from its bytes.
+fn one_value<'de, 'v, D: Deserializer<'de>>(
+    w: &mut WireWalk<'_, 'v>,
+    e: &FieldEntry,
+    bytes: &'v [u8],
+    d: D,
+) -> Result<(), D::Error> {
+    if e.wire == WireKind::Message {
+        let Some(table) = message_table(w.tables, e.info) else {
+            return Err(differ());
+        };
+        return WireMessageSeed {
+            w,
+            table,
+            bytes,
+            splice: None,
+        }
+        .deserialize(d);
+    }
+    match decode(e.wire, bytes) {
+        Some(s) => scalar(d, w.tables, s, e.info),
+        None => Err(differ()),
+    }
+}
+
+/// The table of a message field's declared type.
+fn message_table(tables: &Tables, info: ValueInfo) -> Option<&TypeTable> {
+    match info {
+        ValueInfo::Message(Some(i)) => tables.types.get(i as usize),
+        _ => None,
+    }
+}
+
+/// The elements of a repeated field, occurrence by occurrence (a packed
+/// run is several).
+struct WireListVisitor<'a, 't, 'v> {
+    w: &'a mut WireWalk<'t, 'v>,
+    entry: &'t FieldEntry,
+    start: usize,
+    end: usize,
+    splice: Option<Splice<'v>>,
+}
+
+impl<'de> Visitor<'de> for WireListVisitor<'_, '_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let (w, e) = (self.w, self.entry);
+        let mut spliced = self.splice.map_or(&[][..], |s| s.items).iter().peekable();
+        w.depth += 1;
+        let mut index = 0;
+        for k in self.start..self.end {
+            let occ = w.occs[k];
+            if e.wire != WireKind::Message && occ.wire == WireType::Len && e.wire.packable() {
+                for value in (Packed {
+                    kind: e.wire,
+                    bytes: occ.value,
+                    at: 0,
+                }) {
+                    let Some(value) = value else {
+                        return Err(differ());
+                    };
+                    seq.next_element_seed(ScalarSeed {
+                        tables: w.tables,
+                        value,
+                        info: e.info,
+                    })?
+                    .ok_or_else(differ)?;
+                }
+                continue;
+            }
+            let shown = spliced.next_if(|(i, _)| *i == index).map(|(_, m)| *m);
+            index += 1;
+            match shown {
+                Some(msg) => {
+                    let mut walk = Walk {
+                        tables: w.tables,
+                        stack: std::mem::take(&mut w.tree),
+                        depth: w.depth,
+                    };
+                    let out = seq.next_element_seed(MessageSeed {
+                        w: &mut walk,
+                        msg,
+                        hint: match e.info {
+                            ValueInfo::Message(hint) => hint,
+                            _ => None,
+                        },
+                    });
+                    w.tree = walk.stack;
+                    out?.ok_or_else(differ)?;
+                }
+                None => seq
+                    .next_element_seed(OneValue {
+                        w: &mut *w,
+                        entry: e,
+                        bytes: occ.value,
+                    })?
+                    .ok_or_else(differ)?,
+            }
+        }
+        w.depth -= 1;
+        match seq.next_element::<de::IgnoredAny>()? {
+            None => Ok(()),
+            Some(_) => Err(differ()),
+        }
+    }
+}
+
+/// [`one_value`] as a seed.
+struct OneValue<'a, 't, 'v> {
+    w: &'a mut WireWalk<'t, 'v>,
+    entry: &'t FieldEntry,
+    bytes: &'v [u8],
+}
+
+impl<'de> DeserializeSeed<'de> for OneValue<'_, '_, '_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        one_value(self.w, self.entry, self.bytes, d)
+    }
+}
+
+/// [`scalar`] as a seed.
+struct ScalarSeed<'t, 'v> {
+    tables: &'t Tables,
+    value: Scalar<'v>,
+    info: ValueInfo,
+}
+
+impl<'de> DeserializeSeed<'de> for ScalarSeed<'_, '_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        scalar(d, self.tables, self.value, self.info)
+    }
+}
