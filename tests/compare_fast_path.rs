@@ -853,3 +853,56 @@ fn the_wire_pass_reads_an_encoding_as_the_decoder_does() {
     assert!(messages > 500, "{messages} messages");
     assert!(confirmed > 5000, "{confirmed} confirmed");
 }
+
+/// The sweep's ordinary comparison over the wire (the stored encoding with
+/// the projection's rewritten steps spliced in) answers what the tree pass
+/// answers of the presented trajectory (`Projection::present`), on every
+/// ordinary view of a generated corpus and on near-misses of it.
+#[test]
+fn the_wire_pass_with_rewritten_steps_answers_as_the_presented_tree() {
+    use agy_audit::project::project_message;
+    use agy_audit::source::wire_trajectory::WireTrajectory;
+    use prost::Message;
+    let (schema, views) = generated_daemon_views("wiresplice", 8, 13);
+    let (mut compared, mut confirmed, mut spliced) = (0, 0, 0);
+    for dv in views.iter().filter(|v| v.view == "ordinary") {
+        let Some(full) = views
+            .iter()
+            .find(|v| v.view == "full" && v.file_id == dv.file_id)
+        else {
+            continue;
+        };
+        let mut tree = full.expected.clone();
+        let encoding = bytes::Bytes::from(tree.encode_to_vec());
+        let wire = WireTrajectory::index(&schema.names, encoding).unwrap();
+        let Ok(mut projection) = project_message(&schema, &tree) else {
+            continue;
+        };
+        let rewritten = projection.presented_steps().map_or(0, |s| s.len());
+        let v: Value = serde_json::from_str(&dv.text).unwrap();
+        let mut texts = vec![dv.text.clone()];
+        let mut all = Vec::new();
+        nodes(&v, &mut Vec::new(), &mut all);
+        for path in all.iter().step_by((all.len() / 24).max(1)) {
+            for (_, m, _) in mutations(&v, path) {
+                texts.push(serde_json::to_string(&m).unwrap());
+            }
+        }
+        for t in &texts {
+            let on_wire = agy_audit::compare::ordinary_confirmed(&projection, &wire, t);
+            let presented = stream::equals(&projection.present(&mut tree), t);
+            let head: String = t.chars().take(200).collect();
+            assert_eq!(on_wire, presented, "{}: {head}", dv.file_id);
+            compared += 1;
+            if presented {
+                confirmed += 1;
+                spliced += usize::from(rewritten > 0);
+            }
+        }
+    }
+    assert!(compared > 200, "{compared} texts compared");
+    assert!(
+        spliced > 4,
+        "{spliced} confirmed with rewritten steps ({confirmed} confirmed)"
+    );
+}

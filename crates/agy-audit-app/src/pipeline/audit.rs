@@ -3,7 +3,9 @@
 
 use crate::attest::payload::Payload;
 use crate::attest::Completeness;
-use crate::compare::{compare_full, compare_ordinary_projection, parse_value};
+use crate::compare::{
+    compare_full, compare_ordinary_projection, full_confirmed, ordinary_confirmed, parse_value,
+};
 use crate::manifest::SessionRecord;
 use crate::outcome::SessionOutcome;
 use crate::project::{project, Projection};
@@ -427,13 +429,16 @@ fn bracket(
     }
 }
 
-/// The CPU half of the audit: the whole tree decoded, both answers compared
-/// with the source and its projection, and, when they agree, the
-/// attestation. The answers are read one at a time, each dropped once read
-/// (a large one waits on disk, [`HeldResponse`]): the full one for its
-/// comparison and shape listing, then the ordinary one for its comparison,
-/// attestation and listing; the session's files are copied from where they
-/// wait.
+/// The CPU half of the audit: both answers compared with the source and
+/// its projection and, when they agree, the attestation. Each comparison
+/// first runs the one pass over the source's wire encoding
+/// (`compare::full_confirmed`, `compare::ordinary_confirmed`); the whole
+/// tree is decoded only when that pass cannot confirm an answer, for the
+/// value comparison that decides and names the paths ([`Persisted`]). The
+/// answers are read one at a time, each dropped once read (a large one
+/// waits on disk, [`HeldResponse`]): the full one for its comparison and
+/// shape listing, then the ordinary one for its comparison, attestation and
+/// listing; the session's files are copied from where they wait.
 pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult {
     let Answered {
         mut prepared,
@@ -445,10 +450,11 @@ pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult 
         Fetched::Ended(r) => return *r,
         Fetched::Answered(a) => *a,
     };
-    // The whole tree, decoded only now (see `prepare`). A passing strict
-    // scan always decodes; should it not, the source is refused as it
-    // was before the fetch, and the answers are not kept.
-    if prepared.source.materialize().is_none() {
+    // A fetched source passed the strict scan, so it is indexed (and
+    // decodes: the scan refuses whatever the decoder would). Should it not
+    // be, it is refused as it was before the fetch, and the answers are
+    // not kept.
+    let Some(wire) = prepared.source.wire.take() else {
         let refusal = prepared.refusal().unwrap_or_else(|| {
             Refusal::new(
                 ReasonClass::MalformedProtobuf,
@@ -457,14 +463,14 @@ pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult 
             )
         });
         return session(&prepared, SessionOutcome::refused(refusal));
-    }
-    // The tree is the judge's to drop once compared: nothing after the
-    // comparisons reads it ([`session`] reads the wire and the projection).
-    let (Some(projection), Some(persisted)) = (
-        prepared.projection.as_mut(),
-        prepared.source.trajectory.take(),
-    ) else {
+    };
+    let Some(projection) = prepared.projection.as_mut() else {
+        prepared.source.wire = Some(wire);
         return no_daemon(&prepared);
+    };
+    let mut persisted = Persisted {
+        wire: &wire,
+        tree: prepared.source.trajectory.take(),
     };
     let origin = ctx.client.map_or("", |c| c.origin());
     let source = (
@@ -485,7 +491,10 @@ pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult 
             let text = full.read_answer(origin)?;
             let shapes = full.shapes().cloned().or_else(|| listing_of(text.body()));
             let compared = first.and_then(|()| {
-                compare_full(ctx.schema, &persisted, text.trajectory())
+                if full_confirmed(&wire, text.trajectory()) {
+                    return Ok(());
+                }
+                compare_full(ctx.schema, persisted.tree()?, text.trajectory())
                     .map_err(|m| mismatch(m, attempt))
             });
             (shapes, compared)
@@ -498,7 +507,7 @@ pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult 
                 source,
                 source_only,
                 projection,
-                persisted,
+                &mut persisted,
                 &text,
                 attempt,
             )
@@ -512,6 +521,9 @@ pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult 
         };
         Ok::<_, RpcError>((verified, full_shapes, ordinary_shapes))
     })();
+    drop(persisted);
+    // [`session`] reads the wire (the step types) and the projection.
+    prepared.source.wire = Some(wire);
     let (judged, full_shapes, ordinary_shapes) = match judged {
         Ok(j) => j,
         // An answer set aside that cannot be read back never reached its
@@ -536,6 +548,35 @@ pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult 
     result.full_shapes = full_shapes;
     result.ordinary_shapes = ordinary_shapes;
     result
+}
+
+/// The persisted trajectory as the judge needs it: its indexed encoding,
+/// which the wire pass compares against, and the whole tree, decoded the
+/// first time a comparison the wire pass could not confirm needs it (and
+/// dropped with the judge's work: nothing after the comparisons reads it).
+struct Persisted<'a> {
+    wire: &'a crate::source::wire_trajectory::WireTrajectory,
+    tree: Option<prost_reflect::DynamicMessage>,
+}
+
+impl Persisted<'_> {
+    /// The tree, decoded on first use; a decode that fails (a passing
+    /// strict scan rules it out) refuses the session.
+    fn tree(&mut self) -> Result<&mut prost_reflect::DynamicMessage, Refusal> {
+        if self.tree.is_none() {
+            let decoded = self.wire.decode().map_err(|e| {
+                Refusal::new(
+                    ReasonClass::MalformedProtobuf,
+                    "",
+                    format!("the trajectory does not decode: {e}"),
+                )
+            })?;
+            self.tree = Some(decoded);
+        }
+        self.tree
+            .as_mut()
+            .ok_or_else(|| Refusal::new(ReasonClass::MalformedProtobuf, "", "no trajectory"))
+    }
 }
 
 /// An answer's response shape listing, in one pass over its text (a tree
@@ -580,21 +621,25 @@ fn judge(
     (profile, source_digest): (&str, &str),
     source_only: Vec<SourceOnlyEntry>,
     projection: &mut Projection,
-    mut persisted: prost_reflect::DynamicMessage,
+    persisted: &mut Persisted<'_>,
     ordinary: &TrajectoryResponse,
     attempt: u32,
 ) -> Result<Judged, Refusal> {
-    let rpc_only = compare_ordinary_projection(
-        ctx.schema,
-        projection,
-        &mut persisted,
-        ordinary.trajectory(),
-    )
-    .map_err(|m| mismatch(m, attempt))?;
-    // Compared: the decoded tree is not read again, and the attestation's
-    // buffers below are this conversation's largest; the tree (a copy of
-    // every string of the source) goes first.
-    drop(persisted);
+    let rpc_only = if ordinary_confirmed(projection, persisted.wire, ordinary.trajectory()) {
+        crate::compare::value::RpcOnly::default()
+    } else {
+        compare_ordinary_projection(
+            ctx.schema,
+            projection,
+            persisted.tree()?,
+            ordinary.trajectory(),
+        )
+        .map_err(|m| mismatch(m, attempt))?
+    };
+    // Compared: the decoded tree, if one was needed, is not read again,
+    // and the attestation's buffers below are this conversation's largest;
+    // the tree (a copy of every string of the source) goes first.
+    persisted.tree = None;
     // One pass over the text gives the digest, the sidecar and the listing
     // without a tree; the tree is parsed only when that pass stops (it is
     // the reference, and names the error when the text is not JSON).

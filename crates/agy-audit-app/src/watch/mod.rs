@@ -619,9 +619,7 @@ impl Watcher<'_> {
             pass.pending += 1;
             return Err(Judged::AwaitingDaemon);
         };
-        let client = c.clone();
-        prepared.source.materialize();
-        Ok(Some(client))
+        Ok(Some(c.clone()))
     }
 
     /// What a re-verification ended in, logged, counted and remembered.

@@ -23,6 +23,7 @@ pub(crate) use json::decimal;
 pub use json::{json_diff, numbers_equal};
 
 use crate::schema::Schema;
+use crate::source::wire_trajectory::WireTrajectory;
 use crate::verdict::{ReasonClass, Refusal};
 use prost_reflect::DynamicMessage;
 use serde_json::Value;
@@ -119,6 +120,36 @@ pub fn compare_full(
     full: &str,
 ) -> Result<(), Mismatch> {
     compare(schema, persisted, full, ReasonClass::FullMismatch)
+}
+
+/// Whether the one pass over the source's encoding ([`stream::wire`])
+/// confirms the full raw RPC trajectory equal to the persisted one, without
+/// decoding the trajectory into a tree. `false` is not a mismatch: the
+/// persisted tree is then decoded and [`compare_full`] decides (and names
+/// the paths).
+pub fn full_confirmed(wire: &WireTrajectory, full: &str) -> bool {
+    stream::wire::equals(wire.descriptor(), wire.encoding(), None, full)
+}
+
+/// Whether the one pass over the source's encoding confirms the ordinary
+/// RPC trajectory equal to the projection's presented form (the steps a
+/// rule rewrote compared in place of the stored ones, as
+/// [`crate::project::Projection::present`] shows them), without decoding
+/// the trajectory into a tree. `false` is not a mismatch: the tree is then
+/// decoded and [`compare_ordinary_projection`] decides (the alternatives,
+/// RPC-only members and the paths are its).
+pub fn ordinary_confirmed(
+    projection: &crate::project::Projection,
+    wire: &WireTrajectory,
+    ordinary: &str,
+) -> bool {
+    let Some(steps) = projection.presented_steps() else {
+        return false;
+    };
+    let Some(splice) = stream::wire::Splice::new(wire.steps_field(), &steps) else {
+        return false;
+    };
+    stream::wire::equals(wire.descriptor(), wire.encoding(), Some(splice), ordinary)
 }
 
 /// Compares the ordinary RPC trajectory with the projection.

@@ -180,6 +180,21 @@ impl Projection {
         })
     }
 
+    /// The presented form of every step a rule rewrote, by ascending index:
+    /// what [`Self::present`] swaps into the stored trajectory, for a
+    /// comparison that reads the other steps from the stored encoding
+    /// (`compare::ordinary_confirmed`). `None` when a rewritten step is not
+    /// a message (never built so; then only the swap shows it).
+    pub fn presented_steps(&self) -> Option<Vec<(usize, &DynamicMessage)>> {
+        let mut steps = self
+            .rewritten
+            .iter()
+            .map(|r| Some((r.index, r.step.as_message()?)))
+            .collect::<Option<Vec<_>>>()?;
+        steps.sort_by_key(|(i, _)| *i);
+        Some(steps)
+    }
+
     /// Adds an alternative complete presentation.
     pub(crate) fn add_alternative(&mut self, form: AlternativeForm) {
         self.alternatives.push(form);

@@ -142,6 +142,16 @@ impl WireTrajectory {
         })
     }
 
+    /// The trajectory's message type.
+    pub fn descriptor(&self) -> &MessageDescriptor {
+        &self.trajectory
+    }
+
+    /// The number of the trajectory's `steps` field.
+    pub fn steps_field(&self) -> u32 {
+        self.steps_field
+    }
+
     /// The encoding indexed.
     pub fn encoding(&self) -> &Bytes {
         &self.encoding
