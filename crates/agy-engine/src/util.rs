@@ -5,6 +5,7 @@
 pub mod atomic;
 pub mod bounded;
 pub mod json_walk;
+pub mod nesting;
 pub mod time;
 
 /// The longest run of `c` in `s` (a Markdown code span's fence must be

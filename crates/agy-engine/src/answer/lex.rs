@@ -24,6 +24,8 @@
 /// The most bytes of one value a sink can capture ([`Events::value_start`]).
 pub const CAPTURE_CAP: usize = 4096;
 
+use crate::util::nesting::Nesting;
+
 /// The most bytes of one decoded key handed to a sink; a longer key is
 /// handed on cut there, marked as cut.
 pub const KEY_CAP: usize = 1024;
@@ -541,50 +543,30 @@ impl Lexer {
         }
     }
 
-    /// The tolerant count of nesting after a syntax error, from `i`;
-    /// returns where the chunk ends.
-    fn tolerant(
-        &mut self,
-        chunk: &[u8],
-        mut i: usize,
-        mut in_string: bool,
-        mut escape: bool,
-    ) -> usize {
-        let mut depth = self.stack.len();
-        while i < chunk.len() {
-            let c = chunk[i];
-            if in_string {
-                if escape {
-                    escape = false;
-                } else if c == b'\\' {
-                    escape = true;
-                } else if c == b'"' {
-                    in_string = false;
-                }
-            } else {
-                match c {
-                    b'"' => in_string = true,
-                    b'[' | b'{' => {
-                        depth += 1;
-                        if depth > self.max_depth {
-                            // Too deep outranks the syntax error before it.
-                            self.error = Some(LexError::TooDeep {
-                                offset: self.base + i as u64,
-                            });
-                            self.state = State::Stopped;
-                            return chunk.len();
-                        }
-                    }
-                    b']' | b'}' => depth = depth.saturating_sub(1),
-                    _ => {}
-                }
-            }
-            i += 1;
+    /// The tolerant count of nesting after a syntax error, from `i`
+    /// ([`Nesting`]); returns where the chunk ends.
+    fn tolerant(&mut self, chunk: &[u8], i: usize, in_string: bool, escape: bool) -> usize {
+        let mut count = Nesting {
+            depth: self.stack.len(),
+            max: 0,
+            in_string,
+            escape,
+        };
+        if let Err(at) = count.feed(&chunk[i..], self.max_depth) {
+            // Too deep outranks the syntax error before it.
+            self.error = Some(LexError::TooDeep {
+                offset: self.base + (i + at) as u64,
+            });
+            self.state = State::Stopped;
+            return chunk.len();
         }
         // The count lives in the stack's length between chunks.
-        self.stack.resize(depth, false);
-        self.state = State::Tolerant { in_string, escape };
-        i
+        self.stack.resize(count.depth, false);
+        self.state = State::Tolerant {
+            in_string: count.in_string,
+            escape: count.escape,
+        };
+        chunk.len()
     }
 
     /// A syntax error at `i`: recorded (the first one), then the tolerant

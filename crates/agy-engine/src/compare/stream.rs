@@ -538,29 +538,7 @@ fn tree<'de, D: Deserializer<'de>>(
 
 /// The deepest nesting of objects and arrays in a JSON text.
 fn nesting(text: &str) -> usize {
-    let (mut depth, mut max, mut in_str, mut escaped) = (0usize, 0usize, false, false);
-    for &b in text.as_bytes() {
-        if in_str {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_str = false;
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_str = true,
-            b'{' | b'[' => {
-                depth += 1;
-                max = max.max(depth);
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    max
+    crate::util::nesting::Nesting::deepest(text.as_bytes())
 }
 
 /// A `google.protobuf.Any` (without extensions), as the serializer writes

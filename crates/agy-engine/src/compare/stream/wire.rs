@@ -283,17 +283,20 @@ fn gather<'t, 'v>(w: &mut WireWalk<'t, 'v>, t: &'t TypeTable, bytes: &'v [u8]) -
             }
             true
         } else {
-            // Every occurrence must decode; the last one is the value.
-            let mut last = None;
-            for o in &w.occs[i..end] {
-                match decode(e.wire, o.value) {
-                    Some(s) => last = Some(s),
+            // Every occurrence must decode; the last one is the value. A
+            // string's text is checked where it is compared (every set
+            // field is): only an earlier occurrence is checked here.
+            let (earlier, last) = (&w.occs[i..end - 1], w.occs[end - 1]);
+            if earlier.iter().any(|o| decode(e.wire, o.value).is_none()) {
+                return Gathered::Undecodable;
+            }
+            if e.wire == WireKind::String {
+                e.presence || !last.value.is_empty()
+            } else {
+                match decode(e.wire, last.value) {
+                    Some(s) => e.presence || !is_default(e, s),
                     None => return Gathered::Undecodable,
                 }
-            }
-            match last {
-                Some(s) => e.presence || !is_default(e, s),
-                None => false,
             }
         };
         if set {
