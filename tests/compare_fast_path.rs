@@ -855,16 +855,19 @@ fn the_wire_pass_reads_an_encoding_as_the_decoder_does() {
 }
 
 /// The sweep's ordinary comparison over the wire (the stored encoding with
-/// the projection's rewritten steps spliced in) answers what the tree pass
-/// answers of the presented trajectory (`Projection::present`), on every
+/// the projection's rewritten steps spliced in, or an alternative's) gives
+/// what the comparison over the tree gives (`compare_ordinary_projection`)
+/// whenever it gives an answer, and confirms exactly what the tree pass
+/// confirms of the presented trajectory (`Projection::present`), on every
 /// ordinary view of a generated corpus and on near-misses of it.
 #[test]
 fn the_wire_pass_with_rewritten_steps_answers_as_the_presented_tree() {
+    use agy_audit::compare::{compare_ordinary_projection, ordinary_on_wire};
     use agy_audit::project::project_message;
     use agy_audit::source::wire_trajectory::WireTrajectory;
     use prost::Message;
-    let (schema, views) = generated_daemon_views("wiresplice", 8, 13);
-    let (mut compared, mut confirmed, mut spliced) = (0, 0, 0);
+    let (schema, views) = generated_daemon_views("wiresplice", 24, 13);
+    let (mut compared, mut confirmed, mut spliced, mut alternative) = (0, 0, 0, 0);
     for dv in views.iter().filter(|v| v.view == "ordinary") {
         let Some(full) = views
             .iter()
@@ -878,26 +881,46 @@ fn the_wire_pass_with_rewritten_steps_answers_as_the_presented_tree() {
         let Ok(mut projection) = project_message(&schema, &tree) else {
             continue;
         };
-        let rewritten = projection.presented_steps().map_or(0, |s| s.len());
-        let v: Value = serde_json::from_str(&dv.text).unwrap();
-        let mut texts = vec![dv.text.clone()];
-        let mut all = Vec::new();
-        nodes(&v, &mut Vec::new(), &mut all);
-        for path in all.iter().step_by((all.len() / 24).max(1)) {
-            for (_, m, _) in mutations(&v, path) {
-                texts.push(serde_json::to_string(&m).unwrap());
+        let rewritten = projection.presented_steps(None).map_or(0, |s| s.len());
+        // The daemon's view, and the alternative form's canonical text
+        // (replay147's waits omitted), each with near-misses.
+        let mut forms = vec![serde_json::from_str::<Value>(&dv.text).unwrap()];
+        if !projection.alternatives().is_empty() {
+            let alt = projection.with_alternative(0, |p| {
+                agy_audit::schema::to_daemon_json(&p.present(&mut tree))
+            });
+            forms.extend(alt);
+        }
+        let mut texts = Vec::new();
+        for v in &forms {
+            texts.push(serde_json::to_string(v).unwrap());
+            let mut all = Vec::new();
+            nodes(v, &mut Vec::new(), &mut all);
+            for path in all.iter().step_by((all.len() / 24).max(1)) {
+                for (_, m, _) in mutations(v, path) {
+                    texts.push(serde_json::to_string(&m).unwrap());
+                }
             }
         }
         for t in &texts {
-            let on_wire = agy_audit::compare::ordinary_confirmed(&projection, &wire, t);
-            let presented = stream::equals(&projection.present(&mut tree), t);
             let head: String = t.chars().take(200).collect();
-            assert_eq!(on_wire, presented, "{}: {head}", dv.file_id);
-            compared += 1;
+            let on_wire = ordinary_on_wire(&projection, &wire, t);
+            let presented = stream::equals(&projection.present(&mut tree), t);
             if presented {
+                assert!(
+                    matches!(on_wire, Some(Ok(_))),
+                    "{}: the tree pass confirms, the wire pass does not: {head}",
+                    dv.file_id
+                );
                 confirmed += 1;
                 spliced += usize::from(rewritten > 0);
             }
+            if let Some(answer) = on_wire {
+                let by_tree = compare_ordinary_projection(&schema, &mut projection, &mut tree, t);
+                assert_eq!(answer, by_tree, "{}: {head}", dv.file_id);
+                alternative += usize::from(!presented);
+            }
+            compared += 1;
         }
     }
     assert!(compared > 200, "{compared} texts compared");
@@ -905,4 +928,7 @@ fn the_wire_pass_with_rewritten_steps_answers_as_the_presented_tree() {
         spliced > 4,
         "{spliced} confirmed with rewritten steps ({confirmed} confirmed)"
     );
+    // Replay147's alternative form, answered on the wire, is checked
+    // against the tree beside its own cases (tests/project_modern_ide.rs).
+    let _ = alternative;
 }

@@ -774,8 +774,14 @@ fn compare(
 ) -> Result<(), agy_audit::compare::Mismatch> {
     let mut t = t.clone();
     let mut p = p.clone();
+    let on_wire = wire_answer(s, &t, &p, response);
     let r =
         agy_audit::compare::compare_ordinary_projection(s, &mut p, &mut t, &response.to_string());
+    // The sweep's comparison over the stored encoding, where it answers,
+    // answers the same.
+    if let Some(w) = on_wire {
+        assert_eq!(w, r, "{response}");
+    }
     // the comparison leaves the projection in the copied form
     let fresh = agy_audit::project::project_message(s, &t).expect("projects");
     assert_eq!(
@@ -783,6 +789,22 @@ fn compare(
         agy_audit::schema::to_daemon_json(&fresh.ordinary(&t))
     );
     r.map(|_| ())
+}
+
+/// The sweep's ordinary comparison over the stored encoding
+/// (`compare::ordinary_on_wire`): `None` where it leaves the answer to the
+/// tree.
+fn wire_answer(
+    s: &Schema,
+    t: &prost_reflect::DynamicMessage,
+    p: &agy_audit::project::Projection,
+    response: &Json,
+) -> Option<Result<agy_audit::compare::value::RpcOnly, agy_audit::compare::Mismatch>> {
+    use prost::Message;
+    let encoding = bytes::Bytes::from(t.encode_to_vec());
+    let wire = agy_audit::source::wire_trajectory::WireTrajectory::index(&s.names, encoding)
+        .expect("indexes");
+    agy_audit::compare::ordinary_on_wire(p, &wire, &response.to_string())
 }
 
 const WAIT: &str = "/runCommand/waitMsBeforeAsync";
@@ -827,6 +849,13 @@ fn replay147_either_complete_form_verifies() {
     let (s, t, p, copied) = wait_trajectory();
     compare(&s, &t, &p, &copied).expect("copied form");
     compare(&s, &t, &p, &omitted(&copied)).expect("omitted form");
+    // The sweep confirms either form over the stored encoding, no tree.
+    for form in [copied.clone(), omitted(&copied)] {
+        assert!(
+            matches!(wire_answer(&s, &t, &p, &form), Some(Ok(_))),
+            "{form}"
+        );
+    }
     // an explicit zero on a zero wait selects the copied form, which matches
     let mut zero = copied.clone();
     set_at(&mut zero, &format!("/steps/2{WAIT}"), json!("0"));

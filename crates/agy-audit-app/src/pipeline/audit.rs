@@ -4,7 +4,7 @@
 use crate::attest::payload::Payload;
 use crate::attest::Completeness;
 use crate::compare::{
-    compare_full, compare_ordinary_projection, full_confirmed, ordinary_confirmed, parse_value,
+    compare_full, compare_ordinary_projection, full_confirmed, ordinary_on_wire, parse_value,
 };
 use crate::manifest::SessionRecord;
 use crate::outcome::SessionOutcome;
@@ -625,17 +625,16 @@ fn judge(
     ordinary: &TrajectoryResponse,
     attempt: u32,
 ) -> Result<Judged, Refusal> {
-    let rpc_only = if ordinary_confirmed(projection, persisted.wire, ordinary.trajectory()) {
-        crate::compare::value::RpcOnly::default()
-    } else {
-        compare_ordinary_projection(
+    let compared = match ordinary_on_wire(projection, persisted.wire, ordinary.trajectory()) {
+        Some(compared) => compared,
+        None => compare_ordinary_projection(
             ctx.schema,
             projection,
             persisted.tree()?,
             ordinary.trajectory(),
-        )
-        .map_err(|m| mismatch(m, attempt))?
+        ),
     };
+    let rpc_only = compared.map_err(|m| mismatch(m, attempt))?;
     // Compared: the decoded tree, if one was needed, is not read again,
     // and the attestation's buffers below are this conversation's largest;
     // the tree (a copy of every string of the source) goes first.

@@ -131,25 +131,56 @@ pub fn full_confirmed(wire: &WireTrajectory, full: &str) -> bool {
     stream::wire::equals(wire.descriptor(), wire.encoding(), None, full)
 }
 
-/// Whether the one pass over the source's encoding confirms the ordinary
-/// RPC trajectory equal to the projection's presented form (the steps a
-/// rule rewrote compared in place of the stored ones, as
-/// [`crate::project::Projection::present`] shows them), without decoding
-/// the trajectory into a tree. `false` is not a mismatch: the tree is then
-/// decoded and [`compare_ordinary_projection`] decides (the alternatives,
-/// RPC-only members and the paths are its).
-pub fn ordinary_confirmed(
+/// [`compare_ordinary_projection`]'s answer where the one pass over the
+/// source's encoding can give it without decoding the trajectory into a
+/// tree: `Some(Ok)` when it confirms the ordinary RPC trajectory equal to
+/// the projection's presented form (the steps a rule rewrote compared in
+/// place of the stored ones, as [`crate::project::Projection::present`]
+/// shows them), or else to its first alternative complete presentation,
+/// then held to that alternative's violations exactly as there (`Some(Err)`
+/// names them). `None`: the tree is decoded and
+/// [`compare_ordinary_projection`] decides (RPC-only members, other
+/// spellings and the differing paths are its).
+///
+/// The same answer: an answer the pass confirms equal to an alternative is
+/// that alternative's value, so it cannot also equal the presented form
+/// (unless the two are one value, which the pass would have confirmed
+/// first); only the first alternative is tried, since when the pass cannot
+/// confirm it the value comparison might still match it before any later
+/// one.
+pub fn ordinary_on_wire(
     projection: &crate::project::Projection,
     wire: &WireTrajectory,
     ordinary: &str,
-) -> bool {
-    let Some(steps) = projection.presented_steps() else {
-        return false;
+) -> Option<Result<value::RpcOnly, Mismatch>> {
+    let confirmed = |alternative: Option<usize>| {
+        let Some(steps) = projection.presented_steps(alternative) else {
+            return false;
+        };
+        let Some(splice) = stream::wire::Splice::new(wire.steps_field(), &steps) else {
+            return false;
+        };
+        stream::wire::equals(wire.descriptor(), wire.encoding(), Some(splice), ordinary)
     };
-    let Some(splice) = stream::wire::Splice::new(wire.steps_field(), &steps) else {
-        return false;
-    };
-    stream::wire::equals(wire.descriptor(), wire.encoding(), Some(splice), ordinary)
+    if confirmed(None) {
+        return Some(Ok(value::RpcOnly::default()));
+    }
+    // The first alternative only: when the pass cannot confirm it, the
+    // value comparison might still match it, before any later one.
+    let form = projection.alternatives().first()?;
+    if !confirmed(Some(0)) {
+        return None;
+    }
+    let violations = parse_value(ordinary)
+        .map(|v| form.violations(&v))
+        .unwrap_or_default();
+    if violations.is_empty() {
+        return Some(Ok(value::RpcOnly::default()));
+    }
+    Some(Err(Mismatch {
+        class: ReasonClass::OrdinaryMismatch,
+        paths: violations.into_iter().take(MAX_REPORTED_PATHS).collect(),
+    }))
 }
 
 /// Compares the ordinary RPC trajectory with the projection.

@@ -181,15 +181,30 @@ impl Projection {
     }
 
     /// The presented form of every step a rule rewrote, by ascending index:
-    /// what [`Self::present`] swaps into the stored trajectory, for a
-    /// comparison that reads the other steps from the stored encoding
-    /// (`compare::ordinary_confirmed`). `None` when a rewritten step is not
-    /// a message (never built so; then only the swap shows it).
-    pub fn presented_steps(&self) -> Option<Vec<(usize, &DynamicMessage)>> {
+    /// what [`Self::present`] swaps into the stored trajectory (with
+    /// `alternative`, what it swaps in while [`Self::with_alternative`]
+    /// presents that form: the form's steps in place of the rewritten ones
+    /// at the same index), for a comparison that reads the other steps from
+    /// the stored encoding (`compare::ordinary_on_wire`). `None` when a
+    /// step is not a message (never built so; then only the swap shows it)
+    /// or there is no such alternative.
+    pub fn presented_steps(
+        &self,
+        alternative: Option<usize>,
+    ) -> Option<Vec<(usize, &DynamicMessage)>> {
+        let form = match alternative {
+            Some(i) => Some(self.alternatives.get(i)?),
+            None => None,
+        };
         let mut steps = self
             .rewritten
             .iter()
-            .map(|r| Some((r.index, r.step.as_message()?)))
+            .map(|r| {
+                let shown = form
+                    .and_then(|f| f.steps.iter().find(|(i, _)| *i == r.index))
+                    .map_or(&r.step, |(_, step)| step);
+                Some((r.index, shown.as_message()?))
+            })
             .collect::<Option<Vec<_>>>()?;
         steps.sort_by_key(|(i, _)| *i);
         Some(steps)
