@@ -587,83 +587,97 @@ fn more_variants(v: &Value, path: &[Step]) -> Vec<(String, Value)> {
     out
 }
 
+/// Every message of the schema's pool (map entries left out, and with
+/// `skip_well_known` the `google.protobuf.` types) with one field set to
+/// one of its edge values, and the serializer's tree of each that
+/// serializes; first, how many such messages were built.
+type Edge = (MessageDescriptor, FieldDescriptor, DynamicMessage, Value);
+fn edge_messages(pool: &DescriptorPool, skip_well_known: bool) -> (usize, Vec<Edge>) {
+    let (mut built, mut out) = (0, Vec::new());
+    for desc in pool.all_messages() {
+        if desc.is_map_entry()
+            || (skip_well_known && desc.full_name().starts_with("google.protobuf."))
+        {
+            continue;
+        }
+        for field in desc.fields() {
+            for value in edge_values(pool, &field) {
+                let mut m = DynamicMessage::new(desc.clone());
+                if m.try_set_field(&field, value).is_err() {
+                    continue;
+                }
+                built += 1;
+                if let Ok(tree) = m.serialize_with_options(
+                    serde_json::value::Serializer,
+                    &agy_audit::schema::daemon_json_options(),
+                ) {
+                    out.push((desc.clone(), field.clone(), m, tree));
+                }
+            }
+        }
+    }
+    (built, out)
+}
+
 #[test]
 fn fast_path_agrees_on_every_field_kind_at_its_edges() {
     let schema = Schema::modeled().unwrap();
     let pool = schema.pool.clone();
     let class = ReasonClass::FullMismatch;
-    let (mut messages, mut texts, mut confirmed) = (0, 0, 0);
-    for desc in pool.all_messages() {
-        if desc.is_map_entry() || desc.full_name().starts_with("google.protobuf.") {
-            continue;
+    let (mut texts, mut confirmed) = (0, 0);
+    let (messages, edges) = edge_messages(&pool, true);
+    for (desc, field, m, tree) in edges {
+        let canonical = serde_json::to_string(&tree).unwrap();
+        let what = format!("{}.{}", desc.full_name(), field.name());
+        check(&schema, &m, &canonical, class, &what);
+        if compare_slow(&schema, &m, &canonical, class).is_ok() {
+            assert!(both(&m, &canonical), "{what}: canonical {canonical}");
+            confirmed += 1;
         }
-        for field in desc.fields() {
-            for value in edge_values(&pool, &field) {
-                let mut m = DynamicMessage::new(desc.clone());
-                if m.try_set_field(&field, value).is_err() {
-                    continue;
-                }
-                messages += 1;
-                let Ok(tree) = m.serialize_with_options(
-                    serde_json::value::Serializer,
-                    &agy_audit::schema::daemon_json_options(),
-                ) else {
-                    continue;
-                };
-                let canonical = serde_json::to_string(&tree).unwrap();
-                let what = format!("{}.{}", desc.full_name(), field.name());
-                check(&schema, &m, &canonical, class, &what);
-                if compare_slow(&schema, &m, &canonical, class).is_ok() {
-                    assert!(both(&m, &canonical), "{what}: canonical {canonical}");
-                    confirmed += 1;
-                }
-                // Every character escaped, pretty-printed: the same value.
-                let mut esc = String::new();
-                escaped_text(&tree, &mut esc);
-                let pretty = serde_json::to_string_pretty(&tree).unwrap();
-                for t in [&esc, &pretty] {
-                    check(&schema, &m, t, class, &format!("{what}: {t}"));
-                    if both(&m, &canonical) {
-                        assert!(both(&m, t), "{what}: {t}");
-                    }
-                }
-                let mut all = Vec::new();
-                nodes(&tree, &mut Vec::new(), &mut all);
-                for path in &all {
-                    let mut vs: Vec<(String, Value)> = mutations(&tree, path)
-                        .into_iter()
-                        .map(|(w, v, _)| (w, v))
-                        .collect();
-                    vs.extend(more_variants(&tree, path));
-                    for (w, v) in vs {
-                        let t = serde_json::to_string(&v).unwrap();
-                        check(&schema, &m, &t, class, &format!("{what}: {w}: {t}"));
-                        texts += 1;
-                    }
-                }
-                // Textual near-misses: a duplicate member in the innermost
-                // object, data after the value, a cut value.
-                if let Some(i) = canonical.rfind('{') {
-                    if let Some(end) = canonical[i..].find(['}', ',']).map(|e| e + i) {
-                        let member = &canonical[i + 1..end];
-                        if !member.is_empty() {
-                            let dup =
-                                format!("{}{member},{}", &canonical[..=i], &canonical[i + 1..]);
-                            check(
-                                &schema,
-                                &m,
-                                &dup,
-                                class,
-                                &format!("{what}: duplicate {dup}"),
-                            );
-                            assert!(!both(&m, &dup), "{what}: {dup}");
-                        }
-                    }
-                }
-                assert!(!both(&m, &format!("{canonical} 1")), "{what}");
-                assert!(!both(&m, &canonical[..canonical.len() - 1]), "{what}");
+        // Every character escaped, pretty-printed: the same value.
+        let mut esc = String::new();
+        escaped_text(&tree, &mut esc);
+        let pretty = serde_json::to_string_pretty(&tree).unwrap();
+        for t in [&esc, &pretty] {
+            check(&schema, &m, t, class, &format!("{what}: {t}"));
+            if both(&m, &canonical) {
+                assert!(both(&m, t), "{what}: {t}");
             }
         }
+        let mut all = Vec::new();
+        nodes(&tree, &mut Vec::new(), &mut all);
+        for path in &all {
+            let mut vs: Vec<(String, Value)> = mutations(&tree, path)
+                .into_iter()
+                .map(|(w, v, _)| (w, v))
+                .collect();
+            vs.extend(more_variants(&tree, path));
+            for (w, v) in vs {
+                let t = serde_json::to_string(&v).unwrap();
+                check(&schema, &m, &t, class, &format!("{what}: {w}: {t}"));
+                texts += 1;
+            }
+        }
+        // Textual near-misses: a duplicate member in the innermost
+        // object, data after the value, a cut value.
+        if let Some(i) = canonical.rfind('{') {
+            if let Some(end) = canonical[i..].find(['}', ',']).map(|e| e + i) {
+                let member = &canonical[i + 1..end];
+                if !member.is_empty() {
+                    let dup = format!("{}{member},{}", &canonical[..=i], &canonical[i + 1..]);
+                    check(
+                        &schema,
+                        &m,
+                        &dup,
+                        class,
+                        &format!("{what}: duplicate {dup}"),
+                    );
+                    assert!(!both(&m, &dup), "{what}: {dup}");
+                }
+            }
+        }
+        assert!(!both(&m, &format!("{canonical} 1")), "{what}");
+        assert!(!both(&m, &canonical[..canonical.len() - 1]), "{what}");
     }
     assert!(messages > 500, "{messages} messages");
     assert!(confirmed > 500, "{confirmed} confirmed");
@@ -818,29 +832,13 @@ fn the_wire_pass_reads_an_encoding_as_the_decoder_does() {
     use prost::Message;
     let schema = Schema::modeled().unwrap();
     let pool = schema.pool.clone();
-    let (mut messages, mut confirmed) = (0, 0);
-    for desc in pool.all_messages() {
-        if desc.is_map_entry() {
-            continue;
-        }
-        for field in desc.fields() {
-            for value in edge_values(&pool, &field) {
-                let mut m = DynamicMessage::new(desc.clone());
-                if m.try_set_field(&field, value).is_err() {
-                    continue;
-                }
-                let Ok(tree) = m.serialize_with_options(
-                    serde_json::value::Serializer,
-                    &agy_audit::schema::daemon_json_options(),
-                ) else {
-                    continue;
-                };
-                let text = serde_json::to_string(&tree).unwrap();
-                let what = format!("{}.{}", desc.full_name(), field.name());
-                confirmed += wire_agrees(&desc, &m.encode_to_vec(), &[&text, "{}"], &what);
-                messages += 1;
-            }
-        }
+    let mut confirmed = 0;
+    let (_, edges) = edge_messages(&pool, false);
+    let messages = edges.len();
+    for (desc, field, m, tree) in edges {
+        let text = serde_json::to_string(&tree).unwrap();
+        let what = format!("{}.{}", desc.full_name(), field.name());
+        confirmed += wire_agrees(&desc, &m.encode_to_vec(), &[&text, "{}"], &what);
     }
     // Whole trajectories of a generated corpus, and their projections.
     let (_, views) = generated_daemon_views("wirepass", 4, 11);

@@ -760,16 +760,27 @@ enum KeyIs {
     AtType,
 }
 
+/// A field a message being compared has set, as a key finds it.
+trait SetEntry {
+    fn json_name(&self) -> &str;
+}
+
+impl SetEntry for (&FieldEntry, &Value, bool) {
+    fn json_name(&self) -> &str {
+        &self.0.json_name
+    }
+}
+
 /// A key of a message object: the JSON name of one of the fields it has
 /// set (the one after the last key first: keys usually come in field
-/// order); the index of that field.
-struct SetFieldKey<'a, 't, 'v> {
-    set: &'a [(&'t FieldEntry, &'v Value, bool)],
+/// order); the index of that field. An Any's payload also takes `@type`.
+struct SetFieldKey<'a, S> {
+    set: &'a [S],
     next: usize,
     at_type: bool,
 }
 
-impl<'de> DeserializeSeed<'de> for SetFieldKey<'_, '_, '_> {
+impl<'de, S: SetEntry> DeserializeSeed<'de> for SetFieldKey<'_, S> {
     type Value = KeyIs;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<KeyIs, D::Error> {
@@ -777,7 +788,7 @@ impl<'de> DeserializeSeed<'de> for SetFieldKey<'_, '_, '_> {
     }
 }
 
-impl<'de> Visitor<'de> for SetFieldKey<'_, '_, '_> {
+impl<'de, S: SetEntry> Visitor<'de> for SetFieldKey<'_, S> {
     type Value = KeyIs;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -785,12 +796,12 @@ impl<'de> Visitor<'de> for SetFieldKey<'_, '_, '_> {
     }
 
     fn visit_str<E: de::Error>(self, key: &str) -> Result<KeyIs, E> {
-        if let Some((f, _, _)) = self.set.get(self.next) {
-            if *f.json_name == *key {
+        if let Some(f) = self.set.get(self.next) {
+            if f.json_name() == key {
                 return Ok(KeyIs::Field(self.next));
             }
         }
-        if let Some(i) = self.set.iter().position(|(f, _, _)| *f.json_name == *key) {
+        if let Some(i) = self.set.iter().position(|f| f.json_name() == key) {
             return Ok(KeyIs::Field(i));
         }
         if self.at_type && key == "@type" {

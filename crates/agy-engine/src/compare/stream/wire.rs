@@ -26,8 +26,8 @@
 //! [`crate::project::Projection::present`] swaps them into the tree.
 
 use super::{
-    differ, scalar, tables_for, time_text_into, FieldEntry, MessageSeed, Scalar, Special, Tables,
-    TypeTable, ValueInfo, Walk, WireKind,
+    differ, scalar, tables_for, time_text_into, FieldEntry, KeyIs, MessageSeed, Scalar,
+    SetFieldKey, Special, Tables, TypeTable, ValueInfo, Walk, WireKind,
 };
 use crate::source::wire::{read_varint, FieldIter, WireType};
 use prost_reflect::{DynamicMessage, MessageDescriptor};
@@ -441,10 +441,14 @@ impl<'de> Visitor<'de> for WireMessageVisitor<'_, '_, '_> {
         let set = w.set.len() - base;
         w.depth += 1;
         let (mut found, mut next) = (0, 0);
-        while let Some(i) = map.next_key_seed(SetKey {
+        while let Some(key) = map.next_key_seed(SetFieldKey {
             set: &w.set[base..],
             next,
+            at_type: false,
         })? {
+            let KeyIs::Field(i) = key else {
+                return Err(differ());
+            };
             let field = &mut w.set[base + i];
             if std::mem::replace(&mut field.seen, true) {
                 return Err(differ());
@@ -470,38 +474,9 @@ impl<'de> Visitor<'de> for WireMessageVisitor<'_, '_, '_> {
     }
 }
 
-/// A key of a message object: the JSON name of one of the fields it has
-/// set (the one after the last key first); that field's index.
-struct SetKey<'a, 't> {
-    set: &'a [SetField<'t>],
-    next: usize,
-}
-
-impl<'de> DeserializeSeed<'de> for SetKey<'_, '_> {
-    type Value = usize;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<usize, D::Error> {
-        d.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for SetKey<'_, '_> {
-    type Value = usize;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a field name")
-    }
-
-    fn visit_str<E: de::Error>(self, key: &str) -> Result<usize, E> {
-        if let Some(f) = self.set.get(self.next) {
-            if *f.entry.json_name == *key {
-                return Ok(self.next);
-            }
-        }
-        self.set
-            .iter()
-            .position(|f| *f.entry.json_name == *key)
-            .ok_or_else(differ)
+impl super::SetEntry for SetField<'_> {
+    fn json_name(&self) -> &str {
+        &self.entry.json_name
     }
 }
 
