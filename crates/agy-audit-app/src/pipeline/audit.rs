@@ -432,7 +432,7 @@ fn bracket(
 /// The CPU half of the audit: both answers compared with the source and
 /// its projection and, when they agree, the attestation. Each comparison
 /// first runs the one pass over the source's wire encoding
-/// (`compare::full_confirmed`, `compare::ordinary_confirmed`); the whole
+/// (`compare::full_confirmed`, `compare::ordinary_on_wire`); the whole
 /// tree is decoded only when that pass cannot confirm an answer, for the
 /// value comparison that decides and names the paths ([`Persisted`]). The
 /// answers are read one at a time, each dropped once read (a large one
