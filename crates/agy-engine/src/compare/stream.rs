@@ -45,6 +45,8 @@ pub mod wire;
 
 use super::json::json_diff;
 use crate::schema::daemon_json_options;
+use crate::source::scan_plan::scalar_wire_type;
+use crate::source::wire::WireType;
 use base64::Engine;
 use prost_reflect::{
     DescriptorPool, DynamicMessage, FieldDescriptor, Kind, MapKey, MessageDescriptor,
@@ -165,8 +167,10 @@ struct FieldEntry {
     json_name: Box<str>,
     info: ValueInfo,
     map: Option<MapInfo>,
-    /// How one value of the field is spelled on the wire.
+    /// How one value of the field is spelled on the wire…
     wire: WireKind,
+    /// …in which wire type, unpacked (`scan_plan::scalar_wire_type`).
+    wire_type: WireType,
     /// A repeated field that is not a map.
     list: bool,
     /// Whether a default value is "set" (`has_field`'s rule: explicit
@@ -204,11 +208,6 @@ enum WireKind {
 }
 
 impl WireKind {
-    /// Whether a repeated field of this kind may be packed on the wire.
-    fn packable(self) -> bool {
-        !matches!(self, WireKind::String | WireKind::Bytes | WireKind::Message)
-    }
-
     fn of(kind: &Kind) -> WireKind {
         match kind {
             Kind::Double => WireKind::Double,
@@ -242,6 +241,16 @@ enum ValueInfo {
     NullValue,
     /// A message type, the likely table of its values.
     Message(Option<u32>),
+}
+
+impl ValueInfo {
+    /// A message field's likely table (its declared type's).
+    fn hint(self) -> Option<u32> {
+        match self {
+            ValueInfo::Message(hint) => hint,
+            _ => None,
+        }
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -368,6 +377,7 @@ impl Tables {
                         info: value_info(&kind),
                         map,
                         wire: WireKind::of(&kind),
+                        wire_type: scalar_wire_type(&kind),
                         list: f.is_list(),
                         presence: f.supports_presence(),
                         oneof: f.containing_oneof().and_then(|o| {
@@ -489,24 +499,36 @@ impl<'de> DeserializeSeed<'de> for MessageSeed<'_, '_, '_> {
                 // normalized (a Timestamp's in 0..1e9, a Duration's of its
                 // seconds' sign); any other answers "no" (the serializer
                 // would normalize it, the value comparison refuses it).
-                let mut buf = [0u8; 32];
                 let fields = t.time.as_ref().and_then(|(seconds, nanos)| {
                     Some((
                         msg.get_field(seconds).as_i64()?,
                         msg.get_field(nanos).as_i32()?,
                     ))
                 });
-                let text = fields.and_then(|(seconds, nanos)| {
-                    time_text_into(t.special == Special::Timestamp, seconds, nanos, &mut buf)
-                });
-                match text {
-                    Some(expected) => d.deserialize_str(Expect::Str(expected)),
-                    None => Err(differ()),
-                }
+                time_value(d, t.special, fields)
             }
             Special::Any => any(self.w, msg, d),
             Special::OtherWellKnown => tree(msg, self.w.depth, d),
         }
+    }
+}
+
+/// A Timestamp's or Duration's JSON string (`special` says which) against
+/// its two fields (`None`: they hold other kinds of values, or would not
+/// decode): the text the serializer writes, compared without building a
+/// tree.
+fn time_value<'de, D: Deserializer<'de>>(
+    d: D,
+    special: Special,
+    fields: Option<(i64, i32)>,
+) -> Result<(), D::Error> {
+    let mut buf = [0u8; 32];
+    let text = fields.and_then(|(seconds, nanos)| {
+        time_text_into(special == Special::Timestamp, seconds, nanos, &mut buf)
+    });
+    match text {
+        Some(expected) => d.deserialize_str(Expect::Str(expected)),
+        None => Err(differ()),
     }
 }
 
@@ -1054,10 +1076,7 @@ impl<'de> DeserializeSeed<'de> for SingleSeed<'_, '_, '_> {
             Value::Message(m) => MessageSeed {
                 w: self.w,
                 msg: m,
-                hint: match self.info {
-                    ValueInfo::Message(hint) => hint,
-                    _ => None,
-                },
+                hint: self.info.hint(),
             }
             .deserialize(d),
             v => match Scalar::of(v) {

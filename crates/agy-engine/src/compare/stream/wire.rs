@@ -26,8 +26,8 @@
 //! [`crate::project::Projection::present`] swaps them into the tree.
 
 use super::{
-    differ, scalar, tables_for, time_text_into, FieldEntry, KeyIs, MessageSeed, Scalar,
-    SetFieldKey, Special, Tables, TypeTable, ValueInfo, Walk, WireKind,
+    differ, scalar, tables_for, time_value, FieldEntry, KeyIs, MessageSeed, Scalar, SetFieldKey,
+    Special, Tables, TypeTable, ValueInfo, Walk, WireKind,
 };
 use crate::source::wire::{read_varint, FieldIter, WireType};
 use prost_reflect::{DynamicMessage, MessageDescriptor};
@@ -144,14 +144,7 @@ impl<'de> DeserializeSeed<'de> for WireMessageSeed<'_, '_, '_> {
         match t.special {
             Special::Plain => {}
             Special::Timestamp | Special::Duration => {
-                let mut buf = [0u8; 32];
-                let text = time_of(self.bytes).and_then(|(seconds, nanos)| {
-                    time_text_into(t.special == Special::Timestamp, seconds, nanos, &mut buf)
-                });
-                return match text {
-                    Some(expected) => d.deserialize_str(super::Expect::Str(expected)),
-                    None => Err(differ()),
-                };
+                return time_value(d, t.special, time_of(self.bytes));
             }
             Special::Any | Special::OtherWellKnown => return as_tree(w, t, self.bytes, d),
         }
@@ -162,11 +155,7 @@ impl<'de> DeserializeSeed<'de> for WireMessageSeed<'_, '_, '_> {
                 base: set,
                 splice: self.splice,
             }),
-            Gathered::Tree => {
-                w.occs.truncate(occs);
-                w.set.truncate(set);
-                as_tree(w, t, self.bytes, d)
-            }
+            Gathered::Tree => as_tree(w, t, self.bytes, d),
             Gathered::Undecodable => Err(differ()),
         };
         w.occs.truncate(occs);
@@ -275,7 +264,7 @@ fn gather<'t, 'v>(w: &mut WireWalk<'t, 'v>, t: &'t TypeTable, bytes: &'v [u8]) -
             // empty string or message is an element).
             w.occs[i..end]
                 .iter()
-                .any(|o| !e.wire.packable() || o.wire != WireType::Len || !o.value.is_empty())
+                .any(|o| !packable(e) || o.wire != WireType::Len || !o.value.is_empty())
         } else if e.wire == WireKind::Message {
             if end - i > 1 {
                 // The decoder merges the occurrences.
@@ -323,13 +312,13 @@ fn gather<'t, 'v>(w: &mut WireWalk<'t, 'v>, t: &'t TypeTable, bytes: &'v [u8]) -
 /// Whether a field of this kind can be on the wire in this type (a
 /// repeated number also packed).
 fn fits(e: &FieldEntry, wire: WireType) -> bool {
-    let single = match e.wire {
-        WireKind::Message | WireKind::String | WireKind::Bytes => return wire == WireType::Len,
-        WireKind::Double | WireKind::Fixed64 | WireKind::Sfixed64 => WireType::Fixed64,
-        WireKind::Float | WireKind::Fixed32 | WireKind::Sfixed32 => WireType::Fixed32,
-        _ => WireType::Varint,
-    };
-    wire == single || (e.list && wire == WireType::Len)
+    wire == e.wire_type || (e.list && wire == WireType::Len)
+}
+
+/// Whether a repeated field of this entry's kind may be packed on the wire
+/// (its values are not themselves length-delimited).
+fn packable(e: &FieldEntry) -> bool {
+    e.wire_type != WireType::Len
 }
 
 /// Whether a scalar is its field's default (a proto3 field without
@@ -355,7 +344,9 @@ fn decode(kind: WireKind, bytes: &[u8]) -> Option<Scalar<'_>> {
     let fixed64 = || Some(u64::from_le_bytes(bytes.try_into().ok()?));
     let fixed32 = || Some(u32::from_le_bytes(bytes.try_into().ok()?));
     Some(match kind {
-        WireKind::String => Scalar::Str(std::str::from_utf8(bytes).ok()?),
+        // The same definition as `std::str::from_utf8`, with SIMD where the
+        // CPU has it, as the strict scan checks its strings.
+        WireKind::String => Scalar::Str(simdutf8::basic::from_utf8(bytes).ok()?),
         WireKind::Bytes => Scalar::Bytes(bytes),
         WireKind::Double => Scalar::F64(f64::from_bits(fixed64()?)),
         WireKind::Fixed64 => Scalar::U64(fixed64()?),
@@ -383,13 +374,13 @@ fn decode(kind: WireKind, bytes: &[u8]) -> Option<Scalar<'_>> {
 
 /// The values of one packed run; `None` past the first that would not
 /// decode (a cut varint, a partial fixed-width value).
-struct Packed<'v> {
-    kind: WireKind,
+struct Packed<'t, 'v> {
+    entry: &'t FieldEntry,
     bytes: &'v [u8],
     at: usize,
 }
 
-impl<'v> Iterator for Packed<'v> {
+impl<'v> Iterator for Packed<'_, 'v> {
     type Item = Option<Scalar<'v>>;
 
     fn next(&mut self) -> Option<Option<Scalar<'v>>> {
@@ -397,27 +388,28 @@ impl<'v> Iterator for Packed<'v> {
             return None;
         }
         let start = self.at;
-        let width = match self.kind {
-            WireKind::Double | WireKind::Fixed64 | WireKind::Sfixed64 => 8,
-            WireKind::Float | WireKind::Fixed32 | WireKind::Sfixed32 => 4,
-            WireKind::String | WireKind::Bytes | WireKind::Message => {
-                self.at = self.bytes.len();
-                return Some(None);
-            }
-            _ => match read_varint(self.bytes, &mut self.at) {
+        let width = match self.entry.wire_type {
+            WireType::Fixed64 => 8,
+            WireType::Fixed32 => 4,
+            WireType::Varint => match read_varint(self.bytes, &mut self.at) {
                 Ok(_) => self.at - start,
                 Err(_) => {
                     self.at = self.bytes.len();
                     return Some(None);
                 }
             },
+            // Not packable (never handed a packed run).
+            _ => {
+                self.at = self.bytes.len();
+                return Some(None);
+            }
         };
         let Some(value) = self.bytes.get(start..start + width) else {
             self.at = self.bytes.len();
             return Some(None);
         };
         self.at = start + width;
-        Some(decode(self.kind, value))
+        Some(decode(self.entry.wire, value))
     }
 }
 
@@ -566,9 +558,9 @@ impl<'de> Visitor<'de> for WireListVisitor<'_, '_, '_> {
         let mut index = 0;
         for k in self.start..self.end {
             let occ = w.occs[k];
-            if e.wire != WireKind::Message && occ.wire == WireType::Len && e.wire.packable() {
+            if occ.wire == WireType::Len && packable(e) {
                 for value in (Packed {
-                    kind: e.wire,
+                    entry: e,
                     bytes: occ.value,
                     at: 0,
                 }) {
@@ -596,10 +588,7 @@ impl<'de> Visitor<'de> for WireListVisitor<'_, '_, '_> {
                     let out = seq.next_element_seed(MessageSeed {
                         w: &mut walk,
                         msg,
-                        hint: match e.info {
-                            ValueInfo::Message(hint) => hint,
-                            _ => None,
-                        },
+                        hint: e.info.hint(),
                     });
                     w.tree = walk.stack;
                     out?.ok_or_else(differ)?;
