@@ -13,7 +13,7 @@ use crate::rpc::{DaemonClient, HeldResponse, RpcError, TrajectoryResponse};
 use crate::schema::Schema;
 use crate::source::legacy::LegacyKey;
 use crate::source::source_only::{record, SourceOnlyEntry};
-use crate::source::{read_source, unchanged, DecodedSource, Format, ReadOptions};
+use crate::source::{read_source, unchanged, undecodable, DecodedSource, Format, ReadOptions};
 use crate::verdict::{ReasonClass, Refusal, VerdictKind};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -454,7 +454,7 @@ pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult 
     // decodes: the scan refuses whatever the decoder would). Should it not
     // be, it is refused as it was before the fetch, and the answers are
     // not kept.
-    let Some(wire) = prepared.source.wire.take() else {
+    let Some(wire) = prepared.source.wire.as_ref() else {
         let refusal = prepared.refusal().unwrap_or_else(|| {
             Refusal::new(
                 ReasonClass::MalformedProtobuf,
@@ -465,11 +465,10 @@ pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult 
         return session(&prepared, SessionOutcome::refused(refusal));
     };
     let Some(projection) = prepared.projection.as_mut() else {
-        prepared.source.wire = Some(wire);
         return no_daemon(&prepared);
     };
     let mut persisted = Persisted {
-        wire: &wire,
+        wire,
         tree: prepared.source.trajectory.take(),
     };
     let origin = ctx.client.map_or("", |c| c.origin());
@@ -491,7 +490,7 @@ pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult 
             let text = full.read_answer(origin)?;
             let shapes = full.shapes().cloned().or_else(|| listing_of(text.body()));
             let compared = first.and_then(|()| {
-                if full_confirmed(&wire, text.trajectory()) {
+                if full_confirmed(wire, text.trajectory()) {
                     return Ok(());
                 }
                 compare_full(ctx.schema, persisted.tree()?, text.trajectory())
@@ -522,8 +521,6 @@ pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult 
         Ok::<_, RpcError>((verified, full_shapes, ordinary_shapes))
     })();
     drop(persisted);
-    // [`session`] reads the wire (the step types) and the projection.
-    prepared.source.wire = Some(wire);
     let (judged, full_shapes, ordinary_shapes) = match judged {
         Ok(j) => j,
         // An answer set aside that cannot be read back never reached its
@@ -563,19 +560,13 @@ impl Persisted<'_> {
     /// The tree, decoded on first use; a decode that fails (a passing
     /// strict scan rules it out) refuses the session.
     fn tree(&mut self) -> Result<&mut prost_reflect::DynamicMessage, Refusal> {
-        if self.tree.is_none() {
-            let decoded = self.wire.decode().map_err(|e| {
-                Refusal::new(
-                    ReasonClass::MalformedProtobuf,
-                    "",
-                    format!("the trajectory does not decode: {e}"),
-                )
-            })?;
-            self.tree = Some(decoded);
+        match &mut self.tree {
+            Some(tree) => Ok(tree),
+            slot @ None => {
+                let decoded = self.wire.decode().map_err(|e| undecodable(&e))?;
+                Ok(slot.insert(decoded))
+            }
         }
-        self.tree
-            .as_mut()
-            .ok_or_else(|| Refusal::new(ReasonClass::MalformedProtobuf, "", "no trajectory"))
     }
 }
 

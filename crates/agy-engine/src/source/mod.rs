@@ -187,7 +187,8 @@ impl DecodedSource {
     }
 }
 
-fn undecodable(e: &dyn std::fmt::Display) -> Refusal {
+/// The refusal of a trajectory that does not decode (`e`: why).
+pub fn undecodable(e: &dyn std::fmt::Display) -> Refusal {
     Refusal::new(
         ReasonClass::MalformedProtobuf,
         "",
