@@ -171,16 +171,27 @@ pub fn ordinary_on_wire(
     if !confirmed(Some(0)) {
         return None;
     }
+    Some(held_to(form, ordinary, value::RpcOnly::default()))
+}
+
+/// An ordinary answer that matched the alternative `form`, held to the
+/// form's violations (the members an answer in it may not spell): its
+/// RPC-only members when it spells none, else the violations' paths.
+fn held_to(
+    form: &crate::project::AlternativeForm,
+    ordinary: &str,
+    rpc_only: value::RpcOnly,
+) -> Result<value::RpcOnly, Mismatch> {
     let violations = parse_value(ordinary)
         .map(|v| form.violations(&v))
         .unwrap_or_default();
     if violations.is_empty() {
-        return Some(Ok(value::RpcOnly::default()));
+        return Ok(rpc_only);
     }
-    Some(Err(Mismatch {
+    Err(Mismatch {
         class: ReasonClass::OrdinaryMismatch,
         paths: violations.into_iter().take(MAX_REPORTED_PATHS).collect(),
-    }))
+    })
 }
 
 /// Compares the ordinary RPC trajectory with the projection.
@@ -241,16 +252,7 @@ pub fn compare_ordinary_projection(
         let Some(Ok(rpc_only)) = matched else {
             continue;
         };
-        let violations = parse_value(ordinary)
-            .map(|v| projection.alternatives()[i].violations(&v))
-            .unwrap_or_default();
-        if violations.is_empty() {
-            return Ok(rpc_only);
-        }
-        return Err(Mismatch {
-            class: ReasonClass::OrdinaryMismatch,
-            paths: violations.into_iter().take(MAX_REPORTED_PATHS).collect(),
-        });
+        return held_to(&projection.alternatives()[i], ordinary, rpc_only);
     }
     presented
 }
