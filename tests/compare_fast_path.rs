@@ -687,55 +687,11 @@ fn fast_path_agrees_on_every_field_kind_at_its_edges() {
 // ---------------------------------------------------------------------------
 // The wire pass reads an encoding exactly as the decoder does.
 
-/// The top-level field occurrences of an encoding, each as its bytes (key
-/// included), with its number and wire type.
-fn occurrences(encoding: &[u8]) -> Vec<(u32, u8, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut at = 0;
-    let varint = |at: &mut usize| {
-        let (mut v, mut shift) = (0u64, 0);
-        loop {
-            let b = encoding[*at];
-            *at += 1;
-            v |= u64::from(b & 0x7f) << shift;
-            shift += 7;
-            if b & 0x80 == 0 {
-                return v;
-            }
-        }
-    };
-    while at < encoding.len() {
-        let start = at;
-        let key = varint(&mut at);
-        match key & 7 {
-            0 => {
-                varint(&mut at);
-            }
-            1 => at += 8,
-            5 => at += 4,
-            2 => {
-                let len = varint(&mut at) as usize;
-                at += len;
-            }
-            _ => panic!("a group in a generated encoding"),
-        }
-        out.push((
-            (key >> 3) as u32,
-            (key & 7) as u8,
-            encoding[start..at].to_vec(),
-        ));
-    }
-    out
-}
-
+/// A field key on the wire (the corpus generator's encoder: the truth the
+/// reader is held to, none of the reader's code).
 fn key(number: u32, wire: u8) -> Vec<u8> {
     let mut out = Vec::new();
-    let mut v = (u64::from(number) << 3) | u64::from(wire);
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
+    agy_corpus::corpus::wire::put_key(&mut out, number, wire);
     out
 }
 
@@ -746,16 +702,16 @@ fn key(number: u32, wire: u8) -> Vec<u8> {
 /// default, or a wire type the field cannot have), unknown fields between,
 /// a string made invalid UTF-8, the encoding cut.
 fn wire_variants(desc: &MessageDescriptor, encoding: &[u8]) -> Vec<(String, Vec<u8>)> {
-    let occ = occurrences(encoding);
+    let occ = agy_corpus::corpus::wire::fields(encoding).expect("a serializer's encoding");
     let join = |parts: &[&[u8]]| parts.concat();
     let mut out = vec![("as written".to_string(), encoding.to_vec())];
-    let reversed: Vec<u8> = occ.iter().rev().flat_map(|o| o.2.clone()).collect();
+    let reversed: Vec<u8> = occ.iter().rev().flat_map(|f| f.encoding.to_vec()).collect();
     out.push(("fields reversed".into(), reversed));
     out.push(("every field twice".into(), join(&[encoding, encoding])));
-    for (i, (number, _, bytes)) in occ.iter().enumerate() {
+    for (i, f) in occ.iter().enumerate() {
         let mut twice = encoding.to_vec();
-        twice.extend_from_slice(bytes);
-        out.push((format!("field {number} (#{i}) again at the end"), twice));
+        twice.extend_from_slice(f.encoding);
+        out.push((format!("field {} (#{i}) again at the end", f.number), twice));
     }
     for field in desc.fields() {
         let n = field.number();
