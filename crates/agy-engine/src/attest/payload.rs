@@ -227,6 +227,72 @@ fn read_exact_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::
     }
 }
 
+/// Rewrites an object's interior, `canon[body..]` (its first byte at
+/// canonical offset `first`), with its members in the order of `sorted`
+/// (their extents, one comma between each two as they arrived).
+///
+/// Only the members other than the largest are copied out, to `scratch`;
+/// the largest is moved once, within `canon`, to where it goes. An object
+/// holding one huge value (a step with a 20 MiB command output, and each
+/// object around it) is thus reordered in the memory of its other
+/// members, not in a second copy of itself.
+fn reorder(
+    canon: &mut [u8],
+    body: usize,
+    first: usize,
+    sorted: &[Member],
+    scratch: &mut Vec<u8>,
+) -> Result<(), WalkError> {
+    let unbalanced = || refused("a member's extent is outside its object");
+    let len = |m: &Member| m.end - m.start;
+    let Some(big) = (0..sorted.len()).max_by_key(|&i| len(&sorted[i])) else {
+        return Ok(());
+    };
+    let interior = canon.get_mut(body..).ok_or_else(unbalanced)?;
+    // The members and their commas fill the interior exactly (so every
+    // index below is within it).
+    let filled = sorted.iter().map(len).sum::<usize>() + sorted.len() - 1;
+    if filled != interior.len()
+        || sorted
+            .iter()
+            .any(|m| m.start < first || m.end < m.start || m.end - first > interior.len())
+    {
+        return Err(unbalanced());
+    }
+    let extent = |m: &Member| m.start - first..m.end - first;
+    // The others' bytes, in sorted order, each found again by its length.
+    scratch.clear();
+    for (i, m) in sorted.iter().enumerate() {
+        if i != big {
+            scratch.extend_from_slice(interior.get(extent(m)).ok_or_else(unbalanced)?);
+        }
+    }
+    // Where the largest goes: after the members sorted before it, each
+    // with its comma.
+    let at = sorted[..big].iter().map(|m| len(m) + 1).sum::<usize>();
+    interior.copy_within(extent(&sorted[big]), at);
+    let mut taken = 0;
+    let mut put = |out: &mut [u8], m: &Member| {
+        let part = &scratch[taken..taken + len(m)];
+        out[..part.len()].copy_from_slice(part);
+        taken += part.len();
+        part.len()
+    };
+    let mut w = 0;
+    for (i, m) in sorted.iter().enumerate() {
+        if i > 0 {
+            interior[w] = b',';
+            w += 1;
+        }
+        if i == big {
+            w += len(m);
+        } else {
+            w += put(&mut interior[w..], m);
+        }
+    }
+    Ok(())
+}
+
 fn refused(rule: &'static str) -> WalkError {
     WalkError { offset: 0, rule }
 }
@@ -441,22 +507,9 @@ impl OnePass {
                 // Nothing spills while an object below the top level is
                 // open, so its body is in `canon`.
                 let body = f.body - self.spilled;
-                self.scratch.clear();
-                self.scratch
-                    .extend_from_slice(self.canon.get(body..).unwrap_or_default());
-                self.canon.truncate(body);
-                for (i, m) in own.iter().enumerate() {
-                    if i > 0 {
-                        self.canon.push(b',');
-                    }
-                    let part = self
-                        .scratch
-                        .get(m.start - f.body..m.end - f.body)
-                        .unwrap_or_default();
-                    self.canon.extend_from_slice(part);
-                }
+                reorder(&mut self.canon, body, f.body, own, &mut self.scratch)?;
                 // Not kept that large for the rest of the answer when an
-                // object holding a large member was reordered.
+                // object with many large members was reordered.
                 if self.scratch.capacity() > 1 << 20 {
                     self.scratch = Vec::new();
                 }
@@ -695,6 +748,49 @@ mod tests {
         // A folder that cannot take the bytes: the pass stops, and the
         // caller's tree decides.
         assert!(read_spilling(&text, &dir.path().join("gone")).is_err());
+    }
+
+    #[test]
+    fn a_huge_member_is_reordered_in_the_memory_of_the_others() {
+        let big = format!("out\\n{}", "x".repeat(3 << 20));
+        for text in [
+            format!(r#"{{"z":1,"m":{{"y":"{big}","b":2,"a":[{{"d":1,"c":2}}]}},"a":3}}"#),
+            format!(
+                r#"{{"s":[{{"result":{{"stdout":"{big}","exitCode":0}},"b":{{"q":1,"p":2}}}}],"a":"{big}"}}"#
+            ),
+            format!(r#"{{"y":"{big}","x":"{big}2","w":"","v":{{}},"u":[]}}"#),
+            format!(r#"{{"b":1,"a":"{big}"}}"#),
+            format!(r#"{{"b":"{big}","a":1}}"#),
+        ] {
+            assert_same(&text);
+            let dir = tempfile::tempdir().unwrap();
+            let spilled = read_spilling(&text, dir.path()).unwrap();
+            assert_eq!(spilled.digest(), read(&text).unwrap().digest());
+        }
+        // The scratch holds the members other than the largest.
+        let text = br#"ccc,a,bbbbbbbbbb"#;
+        let members = |spans: &[(usize, usize)], keys: &[usize]| -> Vec<Member> {
+            keys.iter()
+                .map(|&k| Member {
+                    key: (k, k + 1),
+                    start: 100 + spans[k].0,
+                    end: 100 + spans[k].1,
+                })
+                .collect()
+        };
+        // Sorted: a (5..6), bbbbbbbbbb (7..17), ccc (0..3).
+        let sorted = members(&[(0, 3), (4, 5), (6, 16)], &[1, 2, 0]);
+        let mut canon = b"{".to_vec();
+        canon.extend_from_slice(text);
+        let mut scratch = Vec::new();
+        reorder(&mut canon, 1, 100, &sorted, &mut scratch).unwrap();
+        assert_eq!(&canon, b"{a,bbbbbbbbbb,ccc");
+        assert_eq!(scratch.len(), 4);
+        // Extents that do not fill the interior are refused, not indexed.
+        let bad = members(&[(0, 3), (4, 5), (6, 17)], &[1, 2, 0]);
+        assert!(reorder(&mut canon, 1, 100, &bad, &mut scratch).is_err());
+        let bad = members(&[(0, 3), (4, 5), (6, 16)], &[1, 2]);
+        assert!(reorder(&mut canon, 1, 100, &bad, &mut scratch).is_err());
     }
 
     #[test]
