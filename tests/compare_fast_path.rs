@@ -808,6 +808,128 @@ fn the_wire_pass_reads_an_encoding_as_the_decoder_does() {
     assert!(confirmed > 5000, "{confirmed} confirmed");
 }
 
+/// An `Any` is read off the wire too (its payload compared beside its
+/// `@type` with no copy decoded): on the `Any`'s own wire variants (its URL
+/// or value twice, reversed, in a wire type they cannot have, a URL made
+/// invalid UTF-8) and on its payload's, the wire pass answers what the tree
+/// pass answers of the decoded message, inside a message that holds it as
+/// well as alone; a URL naming no type, a payload of a well-known type and
+/// a payload missing its `@type` are held to the tree pass's answers too.
+#[test]
+fn the_wire_pass_reads_an_any_as_the_decoder_does() {
+    use agy_corpus::corpus::wire::len_field;
+    let schema = Schema::modeled().unwrap();
+    let pool = schema.pool.clone();
+    let any = pool.get_message_by_name("google.protobuf.Any").unwrap();
+    let task = pool
+        .get_message_by_name("gemini_coder.TaskDetails")
+        .unwrap();
+    // A message with an Any field, to hold each Any as a field too.
+    let (holder, field) = pool
+        .all_messages()
+        .find_map(|m| {
+            m.fields()
+                .find(|f| {
+                    !f.is_list()
+                        && matches!(f.kind(), Kind::Message(k) if k.full_name() == "google.protobuf.Any")
+                })
+                .map(|f| (m.clone(), f.number()))
+        })
+        .expect("the modeled schema has a message with an Any field");
+    let mut confirmed = 0;
+    let mut payloads: Vec<(String, Vec<u8>)> = Vec::new();
+    for m in message_edges(&pool, &any) {
+        let PV::Message(a) = m else { continue };
+        let url = a
+            .get_field_by_number(1)
+            .and_then(|v| v.as_str().map(str::to_string));
+        let value = a.get_field_by_number(2).and_then(|v| v.as_bytes().cloned());
+        if let (Some(url), Some(value)) = (url, value) {
+            if url.ends_with("TaskDetails") {
+                for (how, bytes) in wire_variants(&task, &value) {
+                    payloads.push((format!("payload {how}"), bytes));
+                }
+            }
+            payloads.push((format!("{url} as written"), value.to_vec()));
+        }
+    }
+    let url = "type.googleapis.com/gemini_coder.TaskDetails";
+    let mut encodings: Vec<(String, Vec<u8>)> = payloads
+        .iter()
+        .map(|(how, value)| {
+            (
+                how.clone(),
+                [len_field(1, url.as_bytes()), len_field(2, value)].concat(),
+            )
+        })
+        .collect();
+    for (how, u) in [
+        ("no type", "type.googleapis.com/gemini_coder.NoSuchType"),
+        ("no slash", "gemini_coder.TaskDetails"),
+        (
+            "a well-known payload",
+            "type.googleapis.com/google.protobuf.Timestamp",
+        ),
+    ] {
+        let value = payloads.first().map(|p| p.1.clone()).unwrap_or_default();
+        encodings.push((
+            how.into(),
+            [len_field(1, u.as_bytes()), len_field(2, &value)].concat(),
+        ));
+    }
+    let mut bad_url = [len_field(1, url.as_bytes()), len_field(2, &[])].concat();
+    bad_url[3] = 0xff;
+    encodings.push(("a URL made invalid UTF-8".into(), bad_url));
+    for (how, encoding) in &encodings {
+        let texts: Vec<String> = match DynamicMessage::decode(any.clone(), encoding.as_slice()) {
+            Ok(decoded) => {
+                let mut texts = vec!["{}".to_string(), format!(r#"{{"@type":"{url}"}}"#)];
+                if let Ok(v) = decoded.serialize_with_options(
+                    serde_json::value::Serializer,
+                    &agy_audit::schema::daemon_json_options(),
+                ) {
+                    let mut without = v.clone();
+                    if let Some(o) = without.as_object_mut() {
+                        o.remove("@type");
+                    }
+                    let mut twice = serde_json::to_string(&v).unwrap();
+                    twice.insert_str(1, &format!(r#""@type":"{url}","#));
+                    texts.extend([
+                        serde_json::to_string(&v).unwrap(),
+                        without.to_string(),
+                        twice,
+                    ]);
+                }
+                texts
+            }
+            Err(_) => vec![format!(r#"{{"@type":"{url}"}}"#)],
+        };
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        confirmed += wire_agrees(&any, encoding, &texts, &format!("Any: {how}"));
+        // The same Any as a field of a message.
+        let held = len_field(field, encoding);
+        if let Ok(decoded) = DynamicMessage::decode(holder.clone(), held.as_slice()) {
+            if let Ok(v) = decoded.serialize_with_options(
+                serde_json::value::Serializer,
+                &agy_audit::schema::daemon_json_options(),
+            ) {
+                let text = serde_json::to_string(&v).unwrap();
+                let tree = stream::equals(&decoded, &text);
+                let wire = stream::wire::check(&holder, &held, None, &text);
+                assert_eq!(wire.is_ok(), tree, "held Any: {how}: {text}: wire {wire:?}");
+                confirmed += usize::from(tree);
+            }
+        } else {
+            assert!(
+                !stream::wire::equals(&holder, &held, None, "{}"),
+                "held Any: {how}: undecodable, confirmed"
+            );
+        }
+    }
+    assert!(encodings.len() > 40, "{} encodings", encodings.len());
+    assert!(confirmed > 40, "{confirmed} confirmed");
+}
+
 /// The sweep's ordinary comparison over the wire (the stored encoding with
 /// the projection's rewritten steps spliced in, or an alternative's) gives
 /// what the comparison over the tree gives (`compare_ordinary_projection`)

@@ -225,46 +225,72 @@ pub fn error_result(path: &Path, format: Format, err: &crate::Error) -> SessionR
 
 /// The result of a prepared source that ended in `outcome`.
 fn session(p: &Prepared, outcome: SessionOutcome) -> SessionResult {
-    let s = &p.source;
-    SessionResult::without_answers(
-        SessionRecord {
-            file_id: s.file_id.clone(),
-            cascade_id: s.cascade_id(),
-            format: s.format,
-            profile: s.profile.clone(),
-            source_digest: s.source_digest.clone(),
-            payload_digest: None,
-            result: outcome,
-            rules: p
-                .projection
-                .as_ref()
-                .map(Projection::rules)
-                .unwrap_or_default()
-                .iter()
-                .map(|r| r.id().to_string())
-                .collect(),
-            steps: s.steps,
-            bytes: s.encoding.len() as u64,
-            step_types: s.step_types(),
-            endpoint: None,
-            rpc_only_fields: Vec::new(),
-            rpc_only_fields_unlisted: 0,
-        },
-        s.path.clone(),
-    )
+    Recorded::of(p).with(outcome)
+}
+
+/// What a session's record says of its prepared source (rules, steps,
+/// bytes, step types, ids), taken once, so the judge can let the source's
+/// encoding and projection go after the comparisons, before the
+/// attestation's buffers, while the record still says what they held.
+struct Recorded {
+    record: SessionRecord,
+    path: std::path::PathBuf,
+}
+
+impl Recorded {
+    fn of(p: &Prepared) -> Recorded {
+        let s = &p.source;
+        Recorded {
+            record: SessionRecord {
+                file_id: s.file_id.clone(),
+                cascade_id: s.cascade_id(),
+                format: s.format,
+                profile: s.profile.clone(),
+                source_digest: s.source_digest.clone(),
+                payload_digest: None,
+                // Set by `with`.
+                result: SessionOutcome::NotFetched {
+                    reason: String::new(),
+                },
+                rules: p
+                    .projection
+                    .as_ref()
+                    .map(Projection::rules)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|r| r.id().to_string())
+                    .collect(),
+                steps: s.steps,
+                bytes: s.encoding.len() as u64,
+                step_types: s.step_types(),
+                endpoint: None,
+                rpc_only_fields: Vec::new(),
+                rpc_only_fields_unlisted: 0,
+            },
+            path: s.path.clone(),
+        }
+    }
+
+    /// The session's result, ended in `outcome`.
+    fn with(self, outcome: SessionOutcome) -> SessionResult {
+        SessionResult::without_answers(
+            SessionRecord {
+                result: outcome,
+                ..self.record
+            },
+            self.path,
+        )
+    }
 }
 
 /// The daemon could not be used for this session: missing evidence, not a
 /// refused representation. No verdict is minted (the record reads
 /// `not-fetched`, the manifest stays incomplete and `--resume` retries it);
 /// a cancelled call is not recorded at all.
-fn daemon_unavailable(p: &Prepared, e: &RpcError) -> SessionResult {
-    let mut r = session(
-        p,
-        SessionOutcome::NotFetched {
-            reason: e.to_string(),
-        },
-    );
+fn daemon_unavailable(p: Recorded, e: &RpcError) -> SessionResult {
+    let mut r = p.with(SessionOutcome::NotFetched {
+        reason: e.to_string(),
+    });
     r.abandoned = matches!(e, RpcError::Cancelled { .. });
     r.setup = e.setup_problem().then(|| e.clone());
     r
@@ -285,15 +311,12 @@ fn fetch_pair(
 
 /// A prepared source with no daemon answer to compare against: refused,
 /// missing evidence.
-fn no_daemon(prepared: &Prepared) -> SessionResult {
-    session(
-        prepared,
-        SessionOutcome::refused(Refusal::new(
-            ReasonClass::MissingEvidence,
-            "",
-            "no daemon to fetch from",
-        )),
-    )
+fn no_daemon(prepared: Recorded) -> SessionResult {
+    prepared.with(SessionOutcome::refused(Refusal::new(
+        ReasonClass::MissingEvidence,
+        "",
+        "no daemon to fetch from",
+    )))
 }
 
 /// The bracketed fetch, comparison and attestation of a prepared source:
@@ -369,7 +392,7 @@ pub fn fetchable<'c>(
     }
     match (ctx.client, prepared.projection.is_some()) {
         (Some(client), true) => Ok(client),
-        _ => Err(Box::new(no_daemon(prepared))),
+        _ => Err(Box::new(no_daemon(Recorded::of(prepared)))),
     }
 }
 
@@ -400,7 +423,9 @@ fn bracket(
         );
         let (full, ordinary) = match fetched {
             Ok(x) => x,
-            Err(e) => return Fetched::Ended(Box::new(daemon_unavailable(&prepared, &e))),
+            Err(e) => {
+                return Fetched::Ended(Box::new(daemon_unavailable(Recorded::of(&prepared), &e)))
+            }
         };
         let changed = !matches!(after, Ok(true));
         if changed && attempt < ctx.bracket_retries {
@@ -454,7 +479,8 @@ pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult 
     // decodes: the scan refuses whatever the decoder would). Should it not
     // be, it is refused as it was before the fetch, and the answers are
     // not kept.
-    let Some(wire) = prepared.source.wire.as_ref() else {
+    let recorded = Recorded::of(&prepared);
+    let Some(wire) = prepared.source.wire.take() else {
         let refusal = prepared.refusal().unwrap_or_else(|| {
             Refusal::new(
                 ReasonClass::MalformedProtobuf,
@@ -462,11 +488,14 @@ pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult 
                 "the trajectory does not decode",
             )
         });
-        return session(&prepared, SessionOutcome::refused(refusal));
+        return recorded.with(SessionOutcome::refused(refusal));
     };
-    let Some(projection) = prepared.projection.as_mut() else {
-        return no_daemon(&prepared);
+    let Some(projection) = prepared.projection.take() else {
+        return no_daemon(recorded);
     };
+    // The wire holds the encoding (the same bytes): both, the projection
+    // and any tree go once the comparisons are done (`judge`).
+    prepared.source.encoding = bytes::Bytes::new();
     let mut persisted = Persisted {
         wire,
         tree: prepared.source.trajectory.take(),
@@ -490,7 +519,7 @@ pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult 
             let text = full.read_answer(origin)?;
             let shapes = full.shapes().cloned().or_else(|| listing_of(text.body()));
             let compared = first.and_then(|()| {
-                if full_confirmed(wire, text.trajectory()) {
+                if full_confirmed(&persisted.wire, text.trajectory()) {
                     return Ok(());
                 }
                 compare_full(ctx.schema, persisted.tree()?, text.trajectory())
@@ -506,7 +535,7 @@ pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult 
                 source,
                 source_only,
                 projection,
-                &mut persisted,
+                persisted,
                 &text,
                 attempt,
             )
@@ -520,23 +549,22 @@ pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult 
         };
         Ok::<_, RpcError>((verified, full_shapes, ordinary_shapes))
     })();
-    drop(persisted);
     let (judged, full_shapes, ordinary_shapes) = match judged {
         Ok(j) => j,
         // An answer set aside that cannot be read back never reached its
         // judge: not fetched, as after a transport failure.
-        Err(e) => return daemon_unavailable(&prepared, &e),
+        Err(e) => return daemon_unavailable(recorded, &e),
     };
     let mut result = match judged {
         Ok(j) => {
-            let mut r = session(&prepared, j.outcome);
+            let mut r = recorded.with(j.outcome);
             r.record.payload_digest = Some(j.payload_digest);
             r.record.rpc_only_fields = j.rpc_only.paths;
             r.record.rpc_only_fields_unlisted = j.rpc_only.more;
             r.sidecar = Some(j.sidecar);
             r
         }
-        Err(refusal) => session(&prepared, SessionOutcome::refused(refusal)),
+        Err(refusal) => recorded.with(SessionOutcome::refused(refusal)),
     };
     // The answers are kept as received (valid answers only: an invalid
     // one never got here), whatever the verdict.
@@ -549,14 +577,14 @@ pub fn judge_fetched(ctx: &AuditContext<'_>, fetched: Fetched) -> SessionResult 
 
 /// The persisted trajectory as the judge needs it: its indexed encoding,
 /// which the wire pass compares against, and the whole tree, decoded the
-/// first time a comparison the wire pass could not confirm needs it (and
-/// dropped with the judge's work: nothing after the comparisons reads it).
-struct Persisted<'a> {
-    wire: &'a crate::source::wire_trajectory::WireTrajectory,
+/// first time a comparison the wire pass could not confirm needs it (both
+/// dropped once the comparisons are done: nothing after them reads them).
+struct Persisted {
+    wire: crate::source::wire_trajectory::WireTrajectory,
     tree: Option<prost_reflect::DynamicMessage>,
 }
 
-impl Persisted<'_> {
+impl Persisted {
     /// The tree, decoded on first use; a decode that fails (a passing
     /// strict scan rules it out) refuses the session.
     fn tree(&mut self) -> Result<&mut prost_reflect::DynamicMessage, Refusal> {
@@ -611,25 +639,28 @@ fn judge(
     ctx: &AuditContext<'_>,
     (profile, source_digest): (&str, &str),
     source_only: Vec<SourceOnlyEntry>,
-    projection: &mut Projection,
-    persisted: &mut Persisted<'_>,
+    mut projection: Projection,
+    mut persisted: Persisted,
     ordinary: &TrajectoryResponse,
     attempt: u32,
 ) -> Result<Judged, Refusal> {
-    let compared = match ordinary_on_wire(projection, persisted.wire, ordinary.trajectory()) {
+    let compared = match ordinary_on_wire(&projection, &persisted.wire, ordinary.trajectory()) {
         Some(compared) => compared,
         None => compare_ordinary_projection(
             ctx.schema,
-            projection,
+            &mut projection,
             persisted.tree()?,
             ordinary.trajectory(),
         ),
     };
     let rpc_only = compared.map_err(|m| mismatch(m, attempt))?;
-    // Compared: the decoded tree, if one was needed, is not read again,
-    // and the attestation's buffers below are this conversation's largest;
-    // the tree (a copy of every string of the source) goes first.
-    persisted.tree = None;
+    // Compared: the source's encoding, its projection (the rewritten steps
+    // hold copies of their strings) and the tree, if one was needed, are
+    // not read again, and the attestation's buffers below are this
+    // conversation's largest; they go first (the record took what it says
+    // of them: `Recorded`).
+    drop(projection);
+    drop(persisted);
     // One pass over the text gives the digest, the sidecar and the listing
     // without a tree; the tree is parsed only when that pass stops (it is
     // the reference, and names the error when the text is not JSON).

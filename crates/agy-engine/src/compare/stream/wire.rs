@@ -26,8 +26,8 @@
 //! [`crate::project::Projection::present`] swaps them into the tree.
 
 use super::{
-    differ, scalar, tables_for, time_value, FieldEntry, KeyIs, MessageSeed, Scalar, SetFieldKey,
-    Special, Tables, TypeTable, ValueInfo, Walk, WireKind,
+    differ, is_well_known_type, scalar, tables_for, time_value, FieldEntry, KeyIs, MessageSeed,
+    Scalar, SetFieldKey, Special, StrSeed, Tables, TypeTable, ValueInfo, Walk, WireKind,
 };
 use crate::source::wire::{read_varint, FieldIter, WireType};
 use prost_reflect::{DynamicMessage, MessageDescriptor};
@@ -146,22 +146,91 @@ impl<'de> DeserializeSeed<'de> for WireMessageSeed<'_, '_, '_> {
             Special::Timestamp | Special::Duration => {
                 return time_value(d, t.special, time_of(self.bytes));
             }
-            Special::Any | Special::OtherWellKnown => return as_tree(w, t, self.bytes, d),
+            Special::Any => return any(w, t, self.bytes, d),
+            Special::OtherWellKnown => return as_tree(w, t, self.bytes, d),
         }
-        let (occs, set) = (w.occs.len(), w.set.len());
-        let out = match gather(w, t, self.bytes) {
-            Gathered::Fields => d.deserialize_map(WireMessageVisitor {
-                w: &mut *w,
-                base: set,
-                splice: self.splice,
-            }),
-            Gathered::Tree => as_tree(w, t, self.bytes, d),
-            Gathered::Undecodable => Err(differ()),
-        };
-        w.occs.truncate(occs);
-        w.set.truncate(set);
-        out
+        fields(w, t, self.bytes, self.splice, None, t, self.bytes, d)
     }
+}
+
+/// The object of the message of type `t` that `bytes` encode, its own
+/// fields read off the wire (`at_type`: the URL of the `Any` it is the
+/// payload of, whose `@type` member it then holds); when it is the tree
+/// walk's to compare, the message `whole` of type `outer` (itself, or its
+/// `Any`) goes to it.
+#[allow(clippy::too_many_arguments)]
+fn fields<'de, 't, 'v, D: Deserializer<'de>>(
+    w: &mut WireWalk<'t, 'v>,
+    t: &'t TypeTable,
+    bytes: &'v [u8],
+    splice: Option<Splice<'v>>,
+    at_type: Option<&'v str>,
+    outer: &TypeTable,
+    whole: &'v [u8],
+    d: D,
+) -> Result<(), D::Error> {
+    let (occs, set) = (w.occs.len(), w.set.len());
+    let out = match gather(w, t, bytes) {
+        Gathered::Fields => d.deserialize_map(WireMessageVisitor {
+            w: &mut *w,
+            base: set,
+            splice,
+            at_type,
+        }),
+        Gathered::Tree => as_tree(w, outer, whole, d),
+        Gathered::Undecodable => Err(differ()),
+    };
+    w.occs.truncate(occs);
+    w.set.truncate(set);
+    out
+}
+
+/// An `Any` read off the wire as the tree walk reads the decoded one
+/// (`super::any`): its type URL and value (the decoder's: the last
+/// occurrence of each, every URL occurrence valid UTF-8, a wire type
+/// either field cannot have refused), the payload's type named by the
+/// URL's last segment, and the payload's fields compared with the object's
+/// members beside its `@type`, with no copy of the payload decoded. A
+/// payload of a well-known type or of a type the pool extends goes to the
+/// tree walk with its `Any`, as does an `Any` whose payload the decoder
+/// would merge or choose in (see the module documentation).
+fn any<'de, 't, 'v, D: Deserializer<'de>>(
+    w: &mut WireWalk<'t, 'v>,
+    t: &TypeTable,
+    bytes: &'v [u8],
+    d: D,
+) -> Result<(), D::Error> {
+    let (mut url, mut value): (&'v str, &'v [u8]) = ("", &[]);
+    for f in FieldIter::new(bytes) {
+        let Ok(f) = f else {
+            return Err(differ());
+        };
+        match (f.number, f.wire_type) {
+            (1, WireType::Len) => {
+                url = simdutf8::basic::from_utf8(f.value).map_err(|_| differ())?;
+            }
+            (2, WireType::Len) => value = f.value,
+            (1 | 2, _) => return Err(differ()),
+            _ => {}
+        }
+    }
+    let tables = w.tables;
+    let Some((_, name)) = url.rsplit_once('/') else {
+        return Err(differ());
+    };
+    let Some(desc) = tables.pool.get_message_by_name(name) else {
+        return Err(differ());
+    };
+    let Some(payload) = tables.type_of(&desc, None) else {
+        return Err(differ());
+    };
+    if is_well_known_type(name) || payload.extended {
+        return as_tree(w, t, bytes, d);
+    }
+    if name.starts_with("google.protobuf.") || payload.has_at_type {
+        return Err(differ());
+    }
+    fields(w, payload, value, None, Some(url), t, bytes, d)
 }
 
 /// One message decoded and compared by the tree walk (the decode's own
@@ -413,12 +482,14 @@ impl<'v> Iterator for Packed<'_, 'v> {
     }
 }
 
-/// The object of a message: its set fields, each once.
+/// The object of a message: its set fields, each once (and, for an
+/// `Any`'s payload, its `@type`, once).
 struct WireMessageVisitor<'a, 't, 'v> {
     w: &'a mut WireWalk<'t, 'v>,
     /// Where its set fields start on the walk's stack.
     base: usize,
     splice: Option<Splice<'v>>,
+    at_type: Option<&'v str>,
 }
 
 impl<'de> Visitor<'de> for WireMessageVisitor<'_, '_, '_> {
@@ -432,14 +503,21 @@ impl<'de> Visitor<'de> for WireMessageVisitor<'_, '_, '_> {
         let (w, base) = (self.w, self.base);
         let set = w.set.len() - base;
         w.depth += 1;
-        let (mut found, mut next) = (0, 0);
+        let (mut found, mut next, mut at_type) = (0, 0, false);
         while let Some(key) = map.next_key_seed(SetFieldKey {
             set: &w.set[base..],
             next,
-            at_type: false,
+            at_type: self.at_type.is_some(),
         })? {
-            let KeyIs::Field(i) = key else {
-                return Err(differ());
+            let i = match key {
+                KeyIs::Field(i) => i,
+                KeyIs::AtType => {
+                    if std::mem::replace(&mut at_type, true) {
+                        return Err(differ());
+                    }
+                    map.next_value_seed(StrSeed(self.at_type.unwrap_or_default()))?;
+                    continue;
+                }
             };
             let field = &mut w.set[base + i];
             if std::mem::replace(&mut field.seen, true) {
@@ -458,7 +536,7 @@ impl<'de> Visitor<'de> for WireMessageVisitor<'_, '_, '_> {
             })?;
         }
         w.depth -= 1;
-        if found == set {
+        if found == set && at_type == self.at_type.is_some() {
             Ok(())
         } else {
             Err(differ())
