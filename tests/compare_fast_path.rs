@@ -930,6 +930,148 @@ fn the_wire_pass_reads_an_any_as_the_decoder_does() {
     assert!(confirmed > 40, "{confirmed} confirmed");
 }
 
+/// A string-keyed map of values that are not messages is read off the wire
+/// (a generic step's `args` no longer sends its step to the tree walk): on
+/// entries the decoder reads otherwise than a serializer writes them (a key
+/// or value twice, one absent, an unknown field, a value in a wire type it
+/// cannot have, a key made invalid UTF-8, a key's entries repeated with
+/// other values, entries reversed), the wire pass answers what the tree
+/// pass answers of the decoded message, for every such map of the schema.
+#[test]
+fn the_wire_pass_reads_a_map_as_the_decoder_does() {
+    use agy_corpus::corpus::wire::{len_field, put_key};
+    let schema = Schema::modeled().unwrap();
+    let pool = schema.pool.clone();
+    let mut maps = 0;
+    let mut confirmed = 0;
+    for desc in pool.all_messages() {
+        for field in desc.fields().filter(|f| f.is_map()) {
+            let Kind::Message(entry) = field.kind() else {
+                continue;
+            };
+            if entry.map_entry_key_field().kind() != Kind::String
+                || matches!(entry.map_entry_value_field().kind(), Kind::Message(_))
+            {
+                continue;
+            }
+            maps += 1;
+            let n = field.number();
+            // Values of the value's kind, as the serializer encodes them.
+            let values: Vec<Vec<u8>> = single_edges(&pool, &entry.map_entry_value_field().kind())
+                .into_iter()
+                .filter_map(|v| {
+                    let mut e = DynamicMessage::new(entry.clone());
+                    e.try_set_field_by_number(2, v).ok()?;
+                    Some(prost::Message::encode_to_vec(&e))
+                })
+                .collect();
+            let (v0, v1) = (&values[0], values.last().unwrap());
+            // The value in a wire type it cannot have, readable as a field
+            // (a string as a varint, anything else as length-delimited).
+            let wrong_wire = {
+                let mut out = Vec::new();
+                let string = entry.map_entry_value_field().kind() == Kind::String;
+                put_key(&mut out, 2, if string { 0 } else { 2 });
+                out.push(0);
+                out
+            };
+            let unknown = {
+                let mut out = Vec::new();
+                put_key(&mut out, 9, 0);
+                out.push(7);
+                out
+            };
+            let key = |k: &[u8]| len_field(1, k);
+            let entries: Vec<(&str, Vec<Vec<u8>>)> = vec![
+                ("one", vec![[key(b"k"), v1.clone()].concat()]),
+                (
+                    "key twice",
+                    vec![[key(b"x"), v1.clone(), key(b"k")].concat()],
+                ),
+                (
+                    "value twice",
+                    vec![[key(b"k"), v1.clone(), v0.clone()].concat()],
+                ),
+                ("value first", vec![[v1.clone(), key(b"k")].concat()]),
+                ("no value", vec![key(b"k")]),
+                ("no key", vec![v1.clone()]),
+                ("empty", vec![Vec::new()]),
+                (
+                    "unknown field",
+                    vec![[key(b"k"), unknown.clone(), v1.clone()].concat()],
+                ),
+                (
+                    "wrong wire type",
+                    vec![[key(b"k"), wrong_wire.clone()].concat()],
+                ),
+                ("key not UTF-8", vec![[key(&[0xff]), v1.clone()].concat()]),
+                (
+                    "a key again, other value",
+                    vec![
+                        [key(b"k"), v1.clone()].concat(),
+                        [key(b"j"), v1.clone()].concat(),
+                        [key(b"k"), v0.clone()].concat(),
+                    ],
+                ),
+                (
+                    "many keys, reversed",
+                    (0..40)
+                        .rev()
+                        .map(|i| [key(format!("k{i:02}").as_bytes()), v1.clone()].concat())
+                        .collect(),
+                ),
+            ];
+            for (how, list) in entries {
+                let encoding: Vec<u8> = list.iter().flat_map(|e| len_field(n, e)).collect();
+                let what = format!("{}.{}: {how}", desc.full_name(), field.name());
+                match DynamicMessage::decode(desc.clone(), encoding.as_slice()) {
+                    Err(_) => {
+                        // Whatever a lenient reading of the entry would
+                        // give, the wire pass confirms none of it.
+                        let json = field.json_name();
+                        let lenient = ["", "\"\"", "\"\\u0000\"", "false", "true"].map(|v| {
+                            if v.is_empty() {
+                                format!(r#"{{"{json}":{{}}}}"#)
+                            } else {
+                                format!(r#"{{"{json}":{{"k":{v}}}}}"#)
+                            }
+                        });
+                        for t in ["{}"].into_iter().chain(lenient.iter().map(String::as_str)) {
+                            assert!(
+                                !stream::wire::equals(&desc, &encoding, None, t),
+                                "{what}: undecodable, confirmed {t}"
+                            );
+                        }
+                    }
+                    Ok(decoded) => {
+                        let v = decoded
+                            .serialize_with_options(
+                                serde_json::value::Serializer,
+                                &agy_audit::schema::daemon_json_options(),
+                            )
+                            .unwrap();
+                        let text = serde_json::to_string(&v).unwrap();
+                        let mut texts = vec![text.clone(), "{}".to_string()];
+                        // A near-miss: one entry's key altered.
+                        texts.push(text.replacen("\"k", "\"q", 1));
+                        for t in &texts {
+                            let tree = stream::equals(&decoded, t);
+                            let wire = stream::wire::check(&desc, &encoding, None, t);
+                            assert_eq!(wire.is_ok(), tree, "{what}: {t}: wire {wire:?}");
+                            confirmed += usize::from(tree);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(maps >= 3, "{maps} maps");
+    assert!(
+        confirmed >= maps * 8,
+        "{confirmed} confirmed of {maps} maps"
+    );
+}
+
 /// The sweep's ordinary comparison over the wire (the stored encoding with
 /// the projection's rewritten steps spliced in, or an alternative's) gives
 /// what the comparison over the tree gives (`compare_ordinary_projection`)

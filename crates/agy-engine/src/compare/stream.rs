@@ -257,6 +257,9 @@ impl ValueInfo {
 struct MapInfo {
     key: MapKeyKind,
     value: ValueInfo,
+    /// How the value is spelled on the wire, in which wire type.
+    value_wire: WireKind,
+    value_wire_type: WireType,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -366,8 +369,13 @@ impl Tables {
                                 Kind::Uint64 | Kind::Fixed64 => MapKeyKind::U64,
                                 _ => MapKeyKind::Other,
                             };
-                            let value = value_info(&entry.map_entry_value_field().kind());
-                            Some(MapInfo { key, value })
+                            let value_kind = entry.map_entry_value_field().kind();
+                            Some(MapInfo {
+                                key,
+                                value: value_info(&value_kind),
+                                value_wire: WireKind::of(&value_kind),
+                                value_wire_type: scalar_wire_type(&value_kind),
+                            })
                         }
                         _ => None,
                     };

@@ -26,8 +26,9 @@
 //! [`crate::project::Projection::present`] swaps them into the tree.
 
 use super::{
-    differ, is_well_known_type, scalar, tables_for, time_value, FieldEntry, KeyIs, MessageSeed,
-    Scalar, SetFieldKey, Special, StrSeed, Tables, TypeTable, ValueInfo, Walk, WireKind,
+    differ, is_well_known_type, scalar, tables_for, time_value, FieldEntry, KeyIs, MapInfo,
+    MapKeyKind, MessageSeed, Scalar, SetFieldKey, Special, StrSeed, Tables, TypeTable, ValueInfo,
+    Walk, WireKind,
 };
 use crate::source::wire::{read_varint, FieldIter, WireType};
 use prost_reflect::{DynamicMessage, MessageDescriptor};
@@ -302,7 +303,13 @@ fn gather<'t, 'v>(w: &mut WireWalk<'t, 'v>, t: &'t TypeTable, bytes: &'v [u8]) -
             continue;
         };
         let e = &t.fields[pos];
-        if e.map.is_some() || e.group {
+        // The decoder reads a map entry as length-delimited whatever wire
+        // type its key says (prost-reflect 0.16): such an entry is the tree
+        // walk's, as is a map of another kind than [`map_on_wire`] reads.
+        if e.group
+            || e.map
+                .is_some_and(|m| !map_on_wire(&m) || f.wire_type != WireType::Len)
+        {
             return Gathered::Tree;
         }
         if !fits(e, f.wire_type) {
@@ -328,7 +335,11 @@ fn gather<'t, 'v>(w: &mut WireWalk<'t, 'v>, t: &'t TypeTable, bytes: &'v [u8]) -
             .find(|&j| w.occs[j].pos != pos)
             .unwrap_or(w.occs.len());
         let e = &t.fields[pos as usize];
-        let set = if e.list {
+        let set = if e.map.is_some() {
+            // Every entry is one, an empty one too (its key and value the
+            // defaults).
+            true
+        } else if e.list {
             // Empty only when every occurrence is an empty packed run (an
             // empty string or message is an element).
             w.occs[i..end]
@@ -564,6 +575,14 @@ impl<'de> DeserializeSeed<'de> for WireFieldValue<'_, '_, '_> {
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         let (w, e) = (self.w, self.entry);
+        if let Some(info) = e.map {
+            return d.deserialize_map(WireMapVisitor {
+                w,
+                info,
+                start: self.start,
+                end: self.end,
+            });
+        }
         if e.list {
             return d.deserialize_seq(WireListVisitor {
                 w,
@@ -685,6 +704,124 @@ impl<'de> Visitor<'de> for WireListVisitor<'_, '_, '_> {
             None => Ok(()),
             Some(_) => Err(differ()),
         }
+    }
+}
+
+/// Whether a map is read off the wire: string keys, and string or bool
+/// values (the kinds agy's maps hold, and those the differential tests
+/// reach: `map<string, string>`, `map<string, bool>`). Any other map goes
+/// to the tree walk with its message (a message value occurring twice in
+/// one entry is merged by the decoder).
+fn map_on_wire(m: &MapInfo) -> bool {
+    m.key == MapKeyKind::String && matches!(m.value_wire, WireKind::String | WireKind::Bool)
+}
+
+/// One map entry as the decoder reads it: its key and value (the last
+/// occurrence of each, every occurrence decoded: a key's UTF-8, a value's
+/// wire type; unknown fields skipped; an absent one the default); `None`
+/// when it would not decode.
+fn entry_of<'v>(m: &MapInfo, bytes: &'v [u8]) -> Option<(&'v str, Scalar<'v>)> {
+    let mut key = "";
+    let mut value = None;
+    for f in FieldIter::new(bytes) {
+        let f = f.ok()?;
+        match f.number {
+            1 if f.wire_type == WireType::Len => key = simdutf8::basic::from_utf8(f.value).ok()?,
+            2 if f.wire_type == m.value_wire_type => value = Some(decode(m.value_wire, f.value)?),
+            1 | 2 => return None,
+            _ => {}
+        }
+    }
+    // An absent value is the default ([`map_on_wire`]'s kinds).
+    let value = value.unwrap_or(match m.value_wire {
+        WireKind::String => Scalar::Str(""),
+        _ => Scalar::Bool(false),
+    });
+    Some((key, value))
+}
+
+/// The object of a map [`map_on_wire`] reads: its
+/// entries read off the wire, a key's last entry kept (as the decoder keeps
+/// it), each key found once in the text with its value.
+struct WireMapVisitor<'a, 't, 'v> {
+    w: &'a mut WireWalk<'t, 'v>,
+    info: MapInfo,
+    start: usize,
+    end: usize,
+}
+
+impl<'de> Visitor<'de> for WireMapVisitor<'_, '_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a map object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let w = self.w;
+        let mut entries = Vec::with_capacity(self.end - self.start);
+        for occ in &w.occs[self.start..self.end] {
+            let (key, value) = entry_of(&self.info, occ.value).ok_or_else(differ)?;
+            entries.push((key, value, false));
+        }
+        // Stable: of a key's entries, the last is the one kept.
+        entries.sort_by(|a, b| a.0.cmp(b.0));
+        let mut kept: Vec<(&str, Scalar<'_>, bool)> = Vec::with_capacity(entries.len());
+        for e in entries {
+            match kept.last_mut() {
+                Some(last) if last.0 == e.0 => *last = e,
+                _ => kept.push(e),
+            }
+        }
+        w.depth += 1;
+        let mut found = 0;
+        while let Some(i) = map.next_key_seed(SortedKey { keys: &kept })? {
+            let (_, value, seen) = &mut kept[i];
+            if std::mem::replace(seen, true) {
+                return Err(differ());
+            }
+            found += 1;
+            let value = *value;
+            map.next_value_seed(ScalarSeed {
+                tables: w.tables,
+                value,
+                info: self.info.value,
+            })?;
+        }
+        w.depth -= 1;
+        if found == kept.len() {
+            Ok(())
+        } else {
+            Err(differ())
+        }
+    }
+}
+
+/// A key of a map read off the wire: the index of the entry with exactly
+/// this key, among keys sorted and unique.
+struct SortedKey<'a, 'v> {
+    keys: &'a [(&'v str, Scalar<'v>, bool)],
+}
+
+impl<'de> DeserializeSeed<'de> for SortedKey<'_, '_> {
+    type Value = usize;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<usize, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for SortedKey<'_, '_> {
+    type Value = usize;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a map key")
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<usize, E> {
+        self.keys
+            .binary_search_by(|(k, _, _)| (*k).cmp(s))
+            .map_err(|_| differ())
     }
 }
 
