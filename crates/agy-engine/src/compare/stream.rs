@@ -1141,7 +1141,7 @@ fn scalar<'de, D: Deserializer<'de>>(
     let mut buf = [0u8; 24];
     match value {
         Scalar::Bool(b) => d.deserialize_any(Expect::Bool(b)),
-        Scalar::Str(s) => d.deserialize_any(Expect::Str(s)),
+        Scalar::Str(s) => json_string(d, s),
         Scalar::I64(v) => d.deserialize_any(Expect::Str(int_text(i128::from(v), &mut buf))),
         Scalar::U64(v) => d.deserialize_any(Expect::Str(int_text(i128::from(v), &mut buf))),
         Scalar::I32(v) => number(d, int_text(i128::from(v), &mut buf)),
@@ -1201,6 +1201,95 @@ fn non_finite(v: f64) -> &'static str {
     } else {
         "-Infinity"
     }
+}
+
+/// A JSON string whose value is `want`, compared in its spelling as the
+/// escapes are read: the text is not unescaped into a buffer first
+/// (`serde_json` unescapes a string with escapes into its scratch buffer,
+/// which held 27 MB for a 20 MiB command output in one step).
+fn json_string<'de, D: Deserializer<'de>>(d: D, want: &str) -> Result<(), D::Error> {
+    let raw = <&RawValue>::deserialize(d)?;
+    if spells(raw.get(), want) {
+        Ok(())
+    } else {
+        Err(differ())
+    }
+}
+
+/// Whether `raw`, one JSON value as `serde_json` accepted it (a string's
+/// escapes well formed, no control character unescaped), is a string whose
+/// value is exactly `want`. A `\u` escape of a lone surrogate is not
+/// (`serde_json` refuses to read it).
+fn spells(raw: &str, want: &str) -> bool {
+    let Some(inner) = raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')) else {
+        return false;
+    };
+    let (text, want) = (inner.as_bytes(), want.as_bytes());
+    let (mut i, mut j) = (0, 0);
+    while i < text.len() {
+        let Some(at) = memchr::memchr(b'\\', &text[i..]) else {
+            return text[i..] == want[j.min(want.len())..];
+        };
+        let run = &text[i..i + at];
+        if want.get(j..j + run.len()) != Some(run) {
+            return false;
+        }
+        (i, j) = (i + at, j + run.len());
+        let mut utf8 = [0u8; 4];
+        let (unit, used): (&[u8], usize) = match text.get(i + 1) {
+            Some(b'"') => (b"\"", 2),
+            Some(b'\\') => (b"\\", 2),
+            Some(b'/') => (b"/", 2),
+            Some(b'b') => (b"\x08", 2),
+            Some(b'f') => (b"\x0c", 2),
+            Some(b'n') => (b"\n", 2),
+            Some(b'r') => (b"\r", 2),
+            Some(b't') => (b"\t", 2),
+            Some(b'u') => {
+                let Some(hi) = hex4(text.get(i + 2..i + 6)) else {
+                    return false;
+                };
+                let (c, used) = match hi {
+                    0xD800..=0xDBFF => {
+                        let lo = match text.get(i + 6..i + 8) {
+                            Some(b"\\u") => hex4(text.get(i + 8..i + 12)),
+                            _ => None,
+                        };
+                        match lo {
+                            Some(lo @ 0xDC00..=0xDFFF) => {
+                                (0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00), 12)
+                            }
+                            _ => return false,
+                        }
+                    }
+                    0xDC00..=0xDFFF => return false,
+                    c => (c, 6),
+                };
+                let Some(c) = char::from_u32(c) else {
+                    return false;
+                };
+                (c.encode_utf8(&mut utf8).as_bytes(), used)
+            }
+            _ => return false,
+        };
+        if want.get(j..j + unit.len()) != Some(unit) {
+            return false;
+        }
+        (i, j) = (i + used, j + unit.len());
+    }
+    j == want.len()
+}
+
+/// The value of four hex digits (either case).
+fn hex4(digits: Option<&[u8]>) -> Option<u32> {
+    let digits = digits?;
+    if digits.len() != 4 {
+        return None;
+    }
+    digits.iter().try_fold(0u32, |v, &d| {
+        let x = (d as char).to_digit(16)?;
+        Some(v << 4 | x)
+    })
 }
 
 /// A JSON number (not a quoted one) with the exact decimal value of `want`.
@@ -1746,5 +1835,70 @@ mod tests {
         assert_eq!(nesting("{}"), 1);
         assert_eq!(nesting(r#"{"a":[{"b":"[[[{"}]]}"#), 3);
         assert_eq!(nesting(r#"["\"[", [[]]]"#), 3);
+    }
+
+    #[test]
+    fn a_string_is_compared_in_its_spelling_as_serde_json_reads_it() {
+        let values = [
+            "",
+            "plain",
+            "tab\t nl\n cr\r bs\u{8} ff\u{c} quote\" back\\ slash/ nul\u{0} \u{1f} del\u{7f}",
+            "\u{e9}\u{fc} \u{2028}\u{ffff} \u{1f600}\u{10ffff}",
+            "\\u0041 not an escape",
+        ];
+        for want in values {
+            // Every spelling serde_json reads back to `want`, and the
+            // verdicts it gives on near-misses of them.
+            let serde = serde_json::to_string(want).unwrap();
+            let mut all_u = String::from('"');
+            let mut upper = String::from('"');
+            for c in want.chars() {
+                let mut units = [0u16; 2];
+                for u in c.encode_utf16(&mut units) {
+                    all_u.push_str(&format!("\\u{u:04x}"));
+                    upper.push_str(&format!("\\u{u:04X}"));
+                }
+            }
+            all_u.push('"');
+            upper.push('"');
+            let slashed = serde.replace('/', "\\/");
+            for spelled in [&serde, &all_u, &upper, &slashed] {
+                assert_eq!(serde_json::from_str::<String>(spelled).unwrap(), want);
+                assert!(spells(spelled, want), "{spelled} is {want:?}");
+                let longer = format!("{}x\"", &spelled[..spelled.len() - 1]);
+                assert!(!spells(&longer, want), "{longer}");
+                if spelled.len() > 2 {
+                    let mut body = spelled[1..spelled.len() - 1].chars();
+                    body.next_back();
+                    let shorter = format!("\"{}\"", body.as_str());
+                    let same = serde_json::from_str::<String>(&shorter).is_ok_and(|s| s == want);
+                    assert_eq!(spells(&shorter, want), same, "{shorter}");
+                }
+                let other = format!("{want}!");
+                assert!(!spells(spelled, &other), "{spelled} is not {other:?}");
+            }
+        }
+        // What serde_json refuses to read is no string's spelling.
+        for raw in [
+            r#""\ud800""#,
+            r#""\udc00""#,
+            r#""\ud800\u0041""#,
+            r#""\ud800x""#,
+            r#""\ud83d\ude0""#,
+            r#""\x""#,
+            r#""\u12""#,
+            "\"a",
+            "a\"",
+            "1",
+            "null",
+        ] {
+            assert!(serde_json::from_str::<String>(raw).is_err(), "{raw}");
+            for want in ["", "a", "A", "\u{fffd}"] {
+                assert!(!spells(raw, want), "{raw} is {want:?}");
+            }
+        }
+        // A surrogate pair spelled in either case.
+        assert!(spells(r#""\uD83D\uDE00""#, "\u{1f600}"));
+        assert!(spells(r#""\ud83d\ude00x""#, "\u{1f600}x"));
     }
 }
