@@ -630,6 +630,14 @@ impl Visit for OnePass {
             return Ok(());
         }
         value.write(&mut self.side);
+        // A value larger than the room left (a step's 20 MiB output) gets
+        // room for itself and the rest of its step at once: left to
+        // doubling, the buffer would be copied into one twice its size
+        // (with mimalloc, the old block lingers until it is purged).
+        let len = value.written_len();
+        if self.canon.capacity() - self.canon.len() < len {
+            self.canon.reserve_exact(len + SPILL_AT);
+        }
         value.write(&mut self.canon);
         self.maybe_spill()?;
         if let Scalar::Str(s) = value {

@@ -123,6 +123,16 @@ impl Scalar<'_> {
         }
     }
 
+    /// How many bytes [`Self::write`] appends.
+    pub fn written_len(&self) -> usize {
+        match *self {
+            Scalar::Null | Scalar::Bool(true) => 4,
+            Scalar::Bool(false) => 5,
+            Scalar::Number(n) => n.len(),
+            Scalar::Str(text) => text.json.len() + 2,
+        }
+    }
+
     /// Appends the value's compact JSON, as `serde_json` writes it.
     pub fn write(&self, out: &mut Vec<u8>) {
         match *self {
@@ -904,6 +914,40 @@ mod tests {
             let v: serde_json::Value = serde_json::from_str(t).unwrap();
             assert_eq!(compact(t).unwrap(), v.to_string(), "{t}");
         }
+    }
+
+    #[test]
+    fn a_scalar_says_how_long_it_is_written() {
+        struct Lengths(usize);
+        impl Visit for Lengths {
+            fn key(&mut self, _: &str, _: &[u8]) -> Result<(), WalkError> {
+                Ok(())
+            }
+            fn begin_object(&mut self) -> Result<(), WalkError> {
+                Ok(())
+            }
+            fn end_object(&mut self) -> Result<(), WalkError> {
+                Ok(())
+            }
+            fn begin_array(&mut self) -> Result<(), WalkError> {
+                Ok(())
+            }
+            fn end_array(&mut self) -> Result<(), WalkError> {
+                Ok(())
+            }
+            fn scalar(&mut self, value: Scalar<'_>) -> Result<(), WalkError> {
+                let mut out = Vec::new();
+                value.write(&mut out);
+                assert_eq!(value.written_len(), out.len(), "{out:?}");
+                self.0 += 1;
+                Ok(())
+            }
+        }
+        let mut l = Lengths(0);
+        for t in NASTY {
+            walk(t, &mut l).unwrap();
+        }
+        assert!(l.0 > 30, "{}", l.0);
     }
 
     #[test]
