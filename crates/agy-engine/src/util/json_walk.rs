@@ -918,36 +918,42 @@ mod tests {
 
     #[test]
     fn a_scalar_says_how_long_it_is_written() {
-        struct Lengths(usize);
-        impl Visit for Lengths {
-            fn key(&mut self, _: &str, _: &[u8]) -> Result<(), WalkError> {
-                Ok(())
-            }
-            fn begin_object(&mut self) -> Result<(), WalkError> {
-                Ok(())
-            }
-            fn end_object(&mut self) -> Result<(), WalkError> {
-                Ok(())
-            }
-            fn begin_array(&mut self) -> Result<(), WalkError> {
-                Ok(())
-            }
-            fn end_array(&mut self) -> Result<(), WalkError> {
-                Ok(())
-            }
-            fn scalar(&mut self, value: Scalar<'_>) -> Result<(), WalkError> {
-                let mut out = Vec::new();
-                value.write(&mut out);
-                assert_eq!(value.written_len(), out.len(), "{out:?}");
-                self.0 += 1;
-                Ok(())
-            }
-        }
-        let mut l = Lengths(0);
+        let mut n = 0;
+        let mut check = Scalars(|value: Scalar<'_>| {
+            let mut out = Vec::new();
+            value.write(&mut out);
+            assert_eq!(value.written_len(), out.len(), "{out:?}");
+            n += 1;
+        });
         for t in NASTY {
-            walk(t, &mut l).unwrap();
+            walk(t, &mut check).unwrap();
         }
-        assert!(l.0 > 30, "{}", l.0);
+        assert!(n > 30, "{n}");
+    }
+
+    /// A visitor that hands each scalar to its closure.
+    struct Scalars<F>(F);
+
+    impl<F: FnMut(Scalar<'_>)> Visit for Scalars<F> {
+        fn key(&mut self, _: &str, _: &[u8]) -> Result<(), WalkError> {
+            Ok(())
+        }
+        fn begin_object(&mut self) -> Result<(), WalkError> {
+            Ok(())
+        }
+        fn end_object(&mut self) -> Result<(), WalkError> {
+            Ok(())
+        }
+        fn begin_array(&mut self) -> Result<(), WalkError> {
+            Ok(())
+        }
+        fn end_array(&mut self) -> Result<(), WalkError> {
+            Ok(())
+        }
+        fn scalar(&mut self, value: Scalar<'_>) -> Result<(), WalkError> {
+            (self.0)(value);
+            Ok(())
+        }
     }
 
     #[test]
@@ -1032,47 +1038,19 @@ mod tests {
         }
     }
 
-    /// Records each string value: its serde form, its unescaped text, and
-    /// whether the serde form was read in place (a slice of the text).
-    struct Strings<'t> {
-        text: &'t str,
-        seen: Vec<(Vec<u8>, String, bool)>,
-    }
-
-    impl Visit for Strings<'_> {
-        fn key(&mut self, _: &str, _: &[u8]) -> Result<(), WalkError> {
-            Ok(())
-        }
-        fn begin_object(&mut self) -> Result<(), WalkError> {
-            Ok(())
-        }
-        fn end_object(&mut self) -> Result<(), WalkError> {
-            Ok(())
-        }
-        fn begin_array(&mut self) -> Result<(), WalkError> {
-            Ok(())
-        }
-        fn end_array(&mut self) -> Result<(), WalkError> {
-            Ok(())
-        }
-        fn scalar(&mut self, value: Scalar<'_>) -> Result<(), WalkError> {
-            if let Scalar::Str(s) = value {
-                let range = self.text.as_bytes().as_ptr_range();
-                let in_place = range.contains(&s.json().as_ptr());
-                self.seen
-                    .push((s.json().to_vec(), s.unescaped().into_owned(), in_place));
-            }
-            Ok(())
-        }
-    }
-
+    /// Each string value: its serde form, its unescaped text, and whether
+    /// the serde form was read in place (a slice of the text).
     fn strings(text: &str) -> Vec<(Vec<u8>, String, bool)> {
-        let mut v = Strings {
-            text,
-            seen: Vec::new(),
-        };
+        let mut seen = Vec::new();
+        let range = text.as_bytes().as_ptr_range();
+        let mut v = Scalars(|value: Scalar<'_>| {
+            if let Scalar::Str(s) = value {
+                let in_place = range.contains(&s.json().as_ptr());
+                seen.push((s.json().to_vec(), s.unescaped().into_owned(), in_place));
+            }
+        });
         walk(text, &mut v).unwrap();
-        v.seen
+        seen
     }
 
     #[test]

@@ -12,11 +12,17 @@
 //! skipped), a singular scalar's last occurrence wins, a repeated scalar
 //! packed or not, a proto3 field without presence holding its default not
 //! set, a string's UTF-8 checked, a wire type the field cannot have refused.
-//! Where the decode would merge or choose (a singular message field on the
-//! wire twice, two members of one oneof, a map, a group) and for every type
-//! the tree path treats specially (`Any`, the other well-known types, a type
-//! the pool extends), that one message is decoded and handed to the tree
-//! walk ([`super::MessageSeed`]), so the rules that decide it are the tree
+//! A string-keyed map of strings or bools is read off the wire too (a key's
+//! last entry kept, as the decoder keeps it), and so is an `Any`: its URL
+//! and value as the decoder takes them, its payload's fields compared
+//! beside its `@type` as the tree path's `any` compares the decoded
+//! payload. Where the decode would merge or choose (a singular message
+//! field on the wire twice, two members of one oneof, any other map, a map
+//! entry in another wire type than length-delimited, a group) and for the
+//! types the tree path treats specially (the well-known types other than
+//! `Any`, Timestamp and Duration, a type the pool extends, an `Any` of
+//! either), that one message is decoded and handed to the tree walk
+//! ([`super::MessageSeed`]), so the rules that decide it are the tree
 //! path's own. Timestamps and Durations are read off the wire (their two
 //! varints) and compared as the tree path compares them.
 //!
