@@ -1235,61 +1235,17 @@ fn spells(raw: &str, want: &str) -> bool {
             return false;
         }
         (i, j) = (i + at, j + run.len());
-        let mut utf8 = [0u8; 4];
-        let (unit, used): (&[u8], usize) = match text.get(i + 1) {
-            Some(b'"') => (b"\"", 2),
-            Some(b'\\') => (b"\\", 2),
-            Some(b'/') => (b"/", 2),
-            Some(b'b') => (b"\x08", 2),
-            Some(b'f') => (b"\x0c", 2),
-            Some(b'n') => (b"\n", 2),
-            Some(b'r') => (b"\r", 2),
-            Some(b't') => (b"\t", 2),
-            Some(b'u') => {
-                let Some(hi) = hex4(text.get(i + 2..i + 6)) else {
-                    return false;
-                };
-                let (c, used) = match hi {
-                    0xD800..=0xDBFF => {
-                        let lo = match text.get(i + 6..i + 8) {
-                            Some(b"\\u") => hex4(text.get(i + 8..i + 12)),
-                            _ => None,
-                        };
-                        match lo {
-                            Some(lo @ 0xDC00..=0xDFFF) => {
-                                (0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00), 12)
-                            }
-                            _ => return false,
-                        }
-                    }
-                    0xDC00..=0xDFFF => return false,
-                    c => (c, 6),
-                };
-                let Some(c) = char::from_u32(c) else {
-                    return false;
-                };
-                (c.encode_utf8(&mut utf8).as_bytes(), used)
-            }
-            _ => return false,
+        let Ok((c, end)) = crate::util::json_walk::escape_at(text, i + 1) else {
+            return false;
         };
+        let mut utf8 = [0u8; 4];
+        let unit = c.encode_utf8(&mut utf8).as_bytes();
         if want.get(j..j + unit.len()) != Some(unit) {
             return false;
         }
-        (i, j) = (i + used, j + unit.len());
+        (i, j) = (end, j + unit.len());
     }
     j == want.len()
-}
-
-/// The value of four hex digits (either case).
-fn hex4(digits: Option<&[u8]>) -> Option<u32> {
-    let digits = digits?;
-    if digits.len() != 4 {
-        return None;
-    }
-    digits.iter().try_fold(0u32, |v, &d| {
-        let x = (d as char).to_digit(16)?;
-        Some(v << 4 | x)
-    })
 }
 
 /// A JSON number (not a quoted one) with the exact decimal value of `want`.

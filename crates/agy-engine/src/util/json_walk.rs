@@ -28,6 +28,61 @@ pub struct WalkError {
     pub rule: &'static str,
 }
 
+/// One JSON escape of `b`, its backslash just before `at`, read as
+/// `serde_json` reads it (a surrogate pair as one character, a lone
+/// surrogate refused): the character and where the escape ends; else where
+/// and which rule it breaks.
+pub(crate) fn escape_at(b: &[u8], at: usize) -> Result<(char, usize), (usize, &'static str)> {
+    let c = *b.get(at).ok_or((at, "unterminated escape"))?;
+    let ch = match c {
+        b'"' => '"',
+        b'\\' => '\\',
+        b'/' => '/',
+        b'b' => '\u{8}',
+        b'f' => '\u{c}',
+        b'n' => '\n',
+        b'r' => '\r',
+        b't' => '\t',
+        b'u' => {
+            let n = hex4(b, at + 1)?;
+            let (n, end) = match n {
+                0xD800..=0xDBFF => {
+                    if b.get(at + 5..at + 7) != Some(b"\\u") {
+                        return Err((at + 5, "lone leading surrogate"));
+                    }
+                    let n2 = hex4(b, at + 7)?;
+                    if !(0xDC00..=0xDFFF).contains(&n2) {
+                        return Err((at + 11, "lone leading surrogate"));
+                    }
+                    ((((n - 0xD800) << 10) | (n2 - 0xDC00)) + 0x1_0000, at + 11)
+                }
+                0xDC00..=0xDFFF => return Err((at + 5, "lone trailing surrogate")),
+                _ => (n, at + 5),
+            };
+            let ch = char::from_u32(n).ok_or((end, "invalid code point"))?;
+            return Ok((ch, end));
+        }
+        _ => return Err((at + 1, "invalid escape")),
+    };
+    Ok((ch, at + 1))
+}
+
+/// The four hex digits of a `\u` escape at `at` (either case).
+fn hex4(b: &[u8], at: usize) -> Result<u32, (usize, &'static str)> {
+    let digits = b.get(at..at + 4).ok_or((at, "short \\u escape"))?;
+    let mut n = 0u32;
+    for &d in digits {
+        let x = match d {
+            b'0'..=b'9' => d - b'0',
+            b'a'..=b'f' => d - b'a' + 10,
+            b'A'..=b'F' => d - b'A' + 10,
+            _ => return Err((at, "invalid \\u escape")),
+        };
+        n = n * 16 + u32::from(x);
+    }
+    Ok(n)
+}
+
 /// One scalar value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scalar<'a> {
@@ -550,42 +605,13 @@ impl<'a> Reader<'a> {
     /// One escape, the backslash consumed: the character, and whether the
     /// escape is spelled as `serde_json` writes that character.
     fn escape(&mut self) -> Result<(char, bool), WalkError> {
-        let c = self.peek().ok_or_else(|| self.err("unterminated escape"))?;
         let at = self.i;
-        self.i += 1;
-        let ch = match c {
-            b'"' => '"',
-            b'\\' => '\\',
-            b'/' => '/',
-            b'b' => '\u{8}',
-            b'f' => '\u{c}',
-            b'n' => '\n',
-            b'r' => '\r',
-            b't' => '\t',
-            b'u' => {
-                let n = self.hex4()?;
-                match n {
-                    0xD800..=0xDBFF => {
-                        if self.b.get(self.i..self.i + 2) != Some(b"\\u") {
-                            return Err(self.err("lone leading surrogate"));
-                        }
-                        self.i += 2;
-                        let n2 = self.hex4()?;
-                        if !(0xDC00..=0xDFFF).contains(&n2) {
-                            return Err(self.err("lone leading surrogate"));
-                        }
-                        let cp = (((n - 0xD800) << 10) | (n2 - 0xDC00)) + 0x1_0000;
-                        char::from_u32(cp).ok_or_else(|| self.err("invalid code point"))?
-                    }
-                    0xDC00..=0xDFFF => return Err(self.err("lone trailing surrogate")),
-                    _ => char::from_u32(n).ok_or_else(|| self.err("invalid code point"))?,
-                }
-            }
-            _ => return Err(self.err("invalid escape")),
-        };
-        let canonical = match c {
-            b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't' => true,
-            b'u' => {
+        let (ch, end) =
+            escape_at(self.b, at).map_err(|(offset, rule)| WalkError { offset, rule })?;
+        self.i = end;
+        let canonical = match self.b.get(at) {
+            Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => true,
+            Some(b'u') => {
                 let mut serde = Vec::with_capacity(6);
                 escape_char(&mut serde, ch);
                 // The escape's own spelling, backslash included.
@@ -594,25 +620,6 @@ impl<'a> Reader<'a> {
             _ => false,
         };
         Ok((ch, canonical))
-    }
-
-    fn hex4(&mut self) -> Result<u32, WalkError> {
-        let digits = self
-            .b
-            .get(self.i..self.i + 4)
-            .ok_or_else(|| self.err("short \\u escape"))?;
-        let mut n = 0u32;
-        for &d in digits {
-            let x = match d {
-                b'0'..=b'9' => d - b'0',
-                b'a'..=b'f' => d - b'a' + 10,
-                b'A'..=b'F' => d - b'A' + 10,
-                _ => return Err(self.err("invalid \\u escape")),
-            };
-            n = n * 16 + u32::from(x);
-        }
-        self.i += 4;
-        Ok(n)
     }
 
     fn digits(&mut self) -> usize {
