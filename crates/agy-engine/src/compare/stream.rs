@@ -994,13 +994,14 @@ impl<'de> Visitor<'de> for MapVisitor<'_, '_, '_> {
     }
 }
 
-/// A string map key: the index of the entry with exactly this key.
-struct StrKey<'a, 'v> {
-    keys: &'a [(&'v str, &'v Value, bool)],
+/// A string map key: the index of the entry with exactly this key (the
+/// entries' values are the tree's or, read off the wire, scalars).
+struct StrKey<'a, 'v, V> {
+    keys: &'a [(&'v str, V, bool)],
     sorted: bool,
 }
 
-impl<'de> DeserializeSeed<'de> for StrKey<'_, '_> {
+impl<'de, V> DeserializeSeed<'de> for StrKey<'_, '_, V> {
     type Value = usize;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<usize, D::Error> {
@@ -1008,7 +1009,7 @@ impl<'de> DeserializeSeed<'de> for StrKey<'_, '_> {
     }
 }
 
-impl<'de> Visitor<'de> for StrKey<'_, '_> {
+impl<'de, V> Visitor<'de> for StrKey<'_, '_, V> {
     type Value = usize;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {

@@ -33,8 +33,8 @@
 
 use super::{
     differ, is_well_known_type, scalar, tables_for, time_value, FieldEntry, KeyIs, MapInfo,
-    MapKeyKind, MessageSeed, Scalar, SetFieldKey, Special, StrSeed, Tables, TypeTable, ValueInfo,
-    Walk, WireKind,
+    MapKeyKind, MessageSeed, Scalar, SetFieldKey, Special, StrKey, StrSeed, Tables, TypeTable,
+    ValueInfo, Walk, WireKind,
 };
 use crate::source::wire::{read_varint, FieldIter, WireType};
 use prost_reflect::{DynamicMessage, MessageDescriptor};
@@ -781,7 +781,10 @@ impl<'de> Visitor<'de> for WireMapVisitor<'_, '_, '_> {
         }
         w.depth += 1;
         let mut found = 0;
-        while let Some(i) = map.next_key_seed(SortedKey { keys: &kept })? {
+        while let Some(i) = map.next_key_seed(StrKey {
+            keys: &kept,
+            sorted: true,
+        })? {
             let (_, value, seen) = &mut kept[i];
             if std::mem::replace(seen, true) {
                 return Err(differ());
@@ -800,34 +803,6 @@ impl<'de> Visitor<'de> for WireMapVisitor<'_, '_, '_> {
         } else {
             Err(differ())
         }
-    }
-}
-
-/// A key of a map read off the wire: the index of the entry with exactly
-/// this key, among keys sorted and unique.
-struct SortedKey<'a, 'v> {
-    keys: &'a [(&'v str, Scalar<'v>, bool)],
-}
-
-impl<'de> DeserializeSeed<'de> for SortedKey<'_, '_> {
-    type Value = usize;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<usize, D::Error> {
-        d.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for SortedKey<'_, '_> {
-    type Value = usize;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a map key")
-    }
-
-    fn visit_str<E: de::Error>(self, s: &str) -> Result<usize, E> {
-        self.keys
-            .binary_search_by(|(k, _, _)| (*k).cmp(s))
-            .map_err(|_| differ())
     }
 }
 
