@@ -32,6 +32,7 @@ pub struct WalkError {
 /// `serde_json` reads it (a surrogate pair as one character, a lone
 /// surrogate refused): the character and where the escape ends; else where
 /// and which rule it breaks.
+#[inline]
 pub(crate) fn escape_at(b: &[u8], at: usize) -> Result<(char, usize), (usize, &'static str)> {
     let c = *b.get(at).ok_or((at, "unterminated escape"))?;
     let ch = match c {
@@ -68,6 +69,7 @@ pub(crate) fn escape_at(b: &[u8], at: usize) -> Result<(char, usize), (usize, &'
 }
 
 /// The four hex digits of a `\u` escape at `at` (either case).
+#[inline]
 fn hex4(b: &[u8], at: usize) -> Result<u32, (usize, &'static str)> {
     let digits = b.get(at..at + 4).ok_or((at, "short \\u escape"))?;
     let mut n = 0u32;
