@@ -25,9 +25,7 @@
 //! sweep's manifest is its commit point").
 
 use crate::error::{Error, Result};
-use crate::util::atomic::{
-    sync_dir, write_contents_unsynced_dir, write_file, Contents, WriteOptions,
-};
+use crate::util::atomic::{sync_dir, write_file, Body, Contents, WriteOptions};
 use std::path::{Path, PathBuf};
 
 /// The folder of the sessions' saved answers and sidecars.
@@ -59,10 +57,13 @@ pub struct SweepDir {
 
 /// The options every file of the folder is written with: private, and
 /// replaced when it exists (a `--resume` rewrites its own files).
+/// The mode of the files a sweep folder holds: private to their owner.
+pub const FILE_MODE: u32 = 0o600;
+
 fn private() -> WriteOptions {
     WriteOptions {
         force: true,
-        mode: Some(0o600),
+        mode: Some(FILE_MODE),
         protected: Vec::new(),
     }
 }
@@ -175,13 +176,14 @@ impl SweepDir {
     }
 }
 
-/// What a session leaves under `corpus/`: the answers it received (copied
-/// from where they wait: memory, or a file for a large one) and its sidecar,
-/// each written only when present.
-#[derive(Clone, Copy, Default)]
+/// What a session leaves under `corpus/`: the answers it received (a large
+/// one renamed into place from the staged file of `corpus/` it arrived in,
+/// a small one written from memory) and its sidecar, each written only when
+/// present.
+#[derive(Default)]
 pub struct SessionFiles<'a> {
-    pub full: Option<&'a dyn Contents>,
-    pub ordinary: Option<&'a dyn Contents>,
+    pub full: Option<Body<'a>>,
+    pub ordinary: Option<Body<'a>>,
     pub sidecar: Option<&'a [u8]>,
 }
 
@@ -218,14 +220,17 @@ impl SessionWriter {
         let opts = private();
         let mut written = Vec::new();
         let id = &self.file_id;
-        let sidecar = files.sidecar.as_ref().map(|b| b as &dyn Contents);
-        for (path, contents) in [
+        let sidecar = files
+            .sidecar
+            .as_ref()
+            .map(|b| Body::Write(b as &dyn Contents));
+        for (path, body) in [
             (self.dir.answer(id, Answer::Full), files.full),
             (self.dir.answer(id, Answer::Ordinary), files.ordinary),
             (self.dir.sidecar(id), sidecar),
         ] {
-            if let Some(c) = contents {
-                write_contents_unsynced_dir(&path, c, &opts)?;
+            if let Some(body) = body {
+                body.commit_unsynced_dir(&path, &opts)?;
                 written.push(path);
             }
         }
@@ -304,7 +309,7 @@ mod tests {
         assert_eq!(w.file_id(), "id1");
         let c = w
             .commit(SessionFiles {
-                full: Some(&F),
+                full: Some(Body::Write(&F)),
                 ordinary: None,
                 sidecar: Some(b"S"),
             })
@@ -325,7 +330,7 @@ mod tests {
         let e = d
             .open_session("id2")
             .commit(SessionFiles {
-                full: Some(&F),
+                full: Some(Body::Write(&F)),
                 ..Default::default()
             })
             .unwrap_err();

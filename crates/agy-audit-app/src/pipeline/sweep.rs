@@ -21,7 +21,6 @@ use crate::rpc::{ClientOptions, DaemonClient, HeldResponse, RpcError};
 use crate::schema::Schema;
 use crate::source::legacy::LegacyKey;
 use crate::sweep_dir::{SessionFiles, SessionWriter, SweepDir};
-use crate::util::atomic::Contents;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -503,7 +502,7 @@ impl Stages<'_> {
             // waits for its judge there, not in memory.
             self.client
                 .fetch_detached(p.source.cascade_id(), move |held| {
-                    let _ = tx.send(Job::Answered(Box::new(p), held, slot, files));
+                    let _ = tx.send(Job::Answered(Box::new((p, held)), slot, files));
                 });
         }
     }
@@ -514,8 +513,9 @@ impl Stages<'_> {
         for job in rx_judge.iter() {
             let (fetched, _slot, files) = match job {
                 Job::Ready(f, slot, files) => (f, slot, files),
-                Job::Answered(p, held, slot, files) => {
-                    (bracket_fetched(&self.ctx, *p, held), slot, files)
+                Job::Answered(answered, slot, files) => {
+                    let (p, held) = *answered;
+                    (bracket_fetched(&self.ctx, p, held), slot, files)
                 }
             };
             if let Some(r) = fetched.ended() {
@@ -550,9 +550,11 @@ impl Stages<'_> {
     /// then drops its bodies and sidecar.
     fn commit(&self, files: Option<SessionWriter>, mut r: SessionResult) -> Written {
         let writer = files.unwrap_or_else(|| self.dir.open_session(&r.record.file_id));
+        // An answer that waits in a staged file of `corpus/` becomes its
+        // session file by a rename, not a copy.
         let committed = writer.commit(SessionFiles {
-            full: r.full_body.as_ref().map(|b| b as &dyn Contents),
-            ordinary: r.ordinary_body.as_ref().map(|b| b as &dyn Contents),
+            full: r.full_body.as_mut().map(HeldResponse::body),
+            ordinary: r.ordinary_body.as_mut().map(HeldResponse::body),
             sidecar: r.sidecar.as_deref(),
         });
         let files = committed.map(|c| {
@@ -693,7 +695,9 @@ impl Drop for Slot {
 /// session's writer, opened before the fetch.
 enum Job {
     Ready(Fetched, Slot, SessionWriter),
-    Answered(Box<Prepared>, HeldPair, Slot, SessionWriter),
+    /// Boxed: a prepared source and two held answers are large beside
+    /// the other variant.
+    Answered(Box<(Prepared, HeldPair)>, Slot, SessionWriter),
 }
 
 type HeldPair = Result<(HeldResponse, HeldResponse), RpcError>;

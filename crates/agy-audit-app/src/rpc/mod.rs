@@ -29,6 +29,7 @@ pub use endpoint::{discover_endpoint, parse_cli_log, validate_endpoint, DAEMON_U
 pub use envelope::ResponseDefect;
 pub use error::RpcError;
 
+use agy_engine::util::atomic::{Body, Staged};
 use serde::Deserialize;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -330,15 +331,18 @@ impl TrajectoryResponse {
 /// each chunk is read by the engine's one-pass reader
 /// ([`agy_engine::answer::AnswerReader`]: UTF-8, JSON, the envelope) and
 /// kept, in memory while the answer is under [`HOLD_IN_MEMORY_BELOW`] bytes,
-/// else in an unnamed temporary file in the spool folder from then on (a
-/// folder that cannot take it keeps the answer in memory). So an answer in
-/// flight costs at most that much memory however large it is, and nothing
-/// reads it again before its judge.
+/// else from then on in a staged file of the spool folder (one of the
+/// tool's own temp files, [`agy_engine::util::atomic::Staged`]; a folder
+/// that cannot take it keeps the answer in memory). So an answer in flight
+/// costs at most that much memory however large it is, nothing reads it
+/// again before its judge, and a sweep that spools into its `corpus/`
+/// folder renames the file into place as the session's answer instead of
+/// copying it ([`HeldResponse::body`]).
 pub struct Spooler {
     reader: agy_engine::answer::AnswerReader,
     dir: Option<std::path::PathBuf>,
     memory: Vec<u8>,
-    file: Option<std::fs::File>,
+    file: Option<Staged>,
     /// An answer kept in memory without a spool folder reserves as
     /// [`read_capped`] does ([`reserve_room`]).
     expected: usize,
@@ -379,7 +383,7 @@ impl Spooler {
         use std::io::Write;
         self.reader.push(chunk);
         if let Some(file) = &mut self.file {
-            return file.write_all(chunk);
+            return file.file_mut().write_all(chunk);
         }
         // While the answer may still go to disk, the vector grows as usual.
         if self.dir.is_none() {
@@ -388,8 +392,8 @@ impl Spooler {
         self.memory.extend_from_slice(chunk);
         if self.memory.len() >= HOLD_IN_MEMORY_BELOW {
             if let Some(dir) = self.dir.take() {
-                if let Ok(mut file) = tempfile::tempfile_in(&dir) {
-                    file.write_all(&self.memory)?;
+                if let Ok(mut file) = Staged::in_folder(&dir, Some(SPOOL_MODE)) {
+                    file.file_mut().write_all(&self.memory)?;
                     self.memory = Vec::new();
                     self.file = Some(file);
                 }
@@ -440,14 +444,20 @@ impl Spooler {
 /// aside on disk.
 pub const HOLD_IN_MEMORY_BELOW: usize = 64 << 10;
 
+/// The mode of a spooled answer's file: the sweep folder's files are
+/// private ([`crate::sweep_dir::FILE_MODE`]), and the file may become one.
+const SPOOL_MODE: u32 = crate::sweep_dir::FILE_MODE;
+
 /// A checked answer waiting to be judged. At a sweep's concurrency most
 /// answered conversations wait for a judge thread, and their bodies were
 /// most of the sweep's memory (issue 49: 85 MB of 344 at concurrency 64),
-/// so a large body waits on disk: an unnamed temporary file in the sweep's
-/// own folder (nothing is left behind if the run dies), written as it
-/// arrives ([`Spooler`]) and read back whole, through the same handle, when
-/// its conversation is judged. The page cache holds it meanwhile, not the
-/// process.
+/// so a large body waits on disk: a staged file in the sweep's own
+/// `corpus/` folder (one of its own temp files, removed if the answer is
+/// not kept, and by the folder's next opening if the run dies), written as
+/// it arrives ([`Spooler`]), read back whole through the same handle when
+/// its conversation is judged, and renamed into place as the session's
+/// answer file ([`Self::body`]). The page cache holds it meanwhile, not
+/// the process.
 #[derive(Debug)]
 pub struct HeldResponse(Held, Option<crate::shapes::Listing>);
 
@@ -455,10 +465,13 @@ pub struct HeldResponse(Held, Option<crate::shapes::Listing>);
 enum Held {
     Memory(TrajectoryResponse),
     Disk {
-        file: std::fs::File,
+        file: Staged,
         len: usize,
         envelope: envelope::Envelope,
     },
+    /// Its staged file was handed on to become a session file
+    /// ([`HeldResponse::body`]): there is nothing left to read.
+    HandedOn,
 }
 
 impl HeldResponse {
@@ -479,7 +492,7 @@ impl HeldResponse {
     pub fn take(self) -> std::io::Result<TrajectoryResponse> {
         match self.0 {
             Held::Memory(r) => Ok(r),
-            Held::Disk { .. } => self.read().map(std::borrow::Cow::into_owned),
+            Held::Disk { .. } | Held::HandedOn => self.read().map(std::borrow::Cow::into_owned),
         }
     }
 
@@ -495,7 +508,8 @@ impl HeldResponse {
                 file,
                 len,
                 envelope,
-            } => (file, *len, envelope),
+            } => (file.file(), *len, envelope),
+            Held::HandedOn => return Err(handed_on()),
         };
         file.rewind()?;
         let mut bytes = Vec::new();
@@ -547,6 +561,27 @@ fn lost(endpoint: &str, e: &std::io::Error) -> RpcError {
     }
 }
 
+/// The error of an answer read after its file was handed on.
+fn handed_on() -> std::io::Error {
+    std::io::Error::other("the answer's file was already handed on to become its session file")
+}
+
+impl HeldResponse {
+    /// How the answer becomes its session file: its staged file itself,
+    /// taken (synced and renamed into place by the writer, never copied),
+    /// when it waits on disk; else its bytes, written as any file is. After
+    /// the file is taken the answer can no longer be read.
+    pub fn body(&mut self) -> Body<'_> {
+        match std::mem::replace(&mut self.0, Held::HandedOn) {
+            Held::Disk { file, len, .. } => Body::Staged(file, len as u64),
+            held => {
+                self.0 = held;
+                Body::Write(self)
+            }
+        }
+    }
+}
+
 /// A held answer is written to its session file as it is held: copied file
 /// to file when it waits on disk (exactly its length, or an error), never
 /// read into memory for it.
@@ -555,8 +590,9 @@ impl agy_engine::util::atomic::Contents for HeldResponse {
         use std::io::{Read, Seek, Write};
         match &self.0 {
             Held::Memory(r) => out.write_all(r.body.as_bytes()),
+            Held::HandedOn => Err(handed_on()),
             Held::Disk { file, len, .. } => {
-                let mut file = file;
+                let mut file = file.file();
                 file.rewind()?;
                 let copied = std::io::copy(&mut file.take(*len as u64), out)?;
                 if copied != *len as u64 {
@@ -1161,9 +1197,22 @@ mod tests {
         let r = TrajectoryResponse::parse(text.clone().into_bytes()).unwrap();
         let held = spooled(&text, Some(dir.path())).unwrap();
         assert!(matches!(held.0, Held::Disk { .. }), "set aside");
-        // Unnamed: nothing in the folder, whatever happens to the run.
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        // In one of the tool's own temp files, private (a sweep folder's
+        // next opening removes it should the run die), ...
+        let names = own_temp_files(dir.path());
+        assert_eq!(names.len(), 1, "{names:?}");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(dir.path().join(&names[0]))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
         let back = held.take().unwrap();
+        // ... removed once the answer is let go without being kept.
+        assert!(own_temp_files(dir.path()).is_empty());
         assert_eq!(back.trajectory(), r.trajectory());
         assert_eq!(back.status(), "CASCADE_RUN_STATUS_IDLE");
         assert_eq!(back.num_total_steps(), 1);
@@ -1200,8 +1249,9 @@ mod tests {
                 b
             },
         ] {
-            let mut file = tempfile::tempfile().unwrap();
-            file.write_all(&bytes).unwrap();
+            let dir = tempfile::tempdir().unwrap();
+            let mut file = Staged::in_folder(dir.path(), None).unwrap();
+            file.file_mut().write_all(&bytes).unwrap();
             let held = HeldResponse(
                 Held::Disk {
                     file,
@@ -1213,6 +1263,53 @@ mod tests {
             let e = held.take().unwrap_err();
             assert_eq!(e.kind(), std::io::ErrorKind::InvalidData, "{e}");
         }
+    }
+
+    /// The names of the tool's own temp files in `dir`.
+    fn own_temp_files(dir: &std::path::Path) -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| agy_engine::util::atomic::is_own_temp_name(n))
+            .collect()
+    }
+
+    #[test]
+    fn an_answer_on_disk_becomes_its_session_file_without_a_copy() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let text = large_answer(HOLD_IN_MEMORY_BELOW * 2);
+        let mut held = spooled(&text, Some(dir.path())).unwrap();
+        let staged_inode = {
+            let Held::Disk { file, .. } = &held.0 else {
+                panic!("not on disk")
+            };
+            file.file().metadata().unwrap().ino()
+        };
+        // Read by its judge first, as the sweep does.
+        assert_eq!(held.read().unwrap().body(), text.as_bytes());
+        let path = dir.path().join("x.full.json");
+        let opts = agy_engine::util::atomic::WriteOptions {
+            force: true,
+            ..Default::default()
+        };
+        let body = held.body();
+        assert!(matches!(body, Body::Staged(..)), "the file itself");
+        body.commit_unsynced_dir(&path, &opts).unwrap();
+        // The same file, renamed: its bytes, its inode, no temp file left.
+        assert_eq!(std::fs::read(&path).unwrap(), text.as_bytes());
+        assert_eq!(std::fs::metadata(&path).unwrap().ino(), staged_inode);
+        assert!(own_temp_files(dir.path()).is_empty());
+        // Nothing is left to read, and it says so.
+        assert!(held.read().is_err());
+        assert!(matches!(held.body(), Body::Write(_)));
+        // A small answer, in memory, is written as any file is.
+        let mut small = spooled(ANSWER, Some(dir.path())).unwrap();
+        let small_path = dir.path().join("y.full.json");
+        let body = small.body();
+        assert!(matches!(body, Body::Write(_)));
+        body.commit_unsynced_dir(&small_path, &opts).unwrap();
+        assert_eq!(std::fs::read(&small_path).unwrap(), ANSWER.as_bytes());
     }
 
     fn http(status: &str, body: &str) -> Vec<u8> {
@@ -1491,7 +1588,7 @@ mod tests {
             .wait("GetCascadeTrajectory", client.trajectory("c1", false))
             .unwrap();
         assert!(matches!(held.0, Held::Disk { .. }), "arrived on disk");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        assert_eq!(own_temp_files(dir.path()).len(), 1);
         assert_eq!(held.take().unwrap().into_body(), text.as_bytes());
         let capped = DaemonClient::new(
             &url,
@@ -1506,6 +1603,9 @@ mod tests {
             capped.get_trajectory("c1", false),
             Err(RpcError::TooLarge { limit: 100_000, .. })
         ));
+        // Neither answer left its file behind: one was let go, the other
+        // refused while it streamed.
+        assert!(own_temp_files(dir.path()).is_empty());
     }
 
     #[test]

@@ -354,26 +354,100 @@ fn write_file_synced(
 ) -> Result<(), WriteError> {
     let target = check_target(path, opts)?;
     let dir = target.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(TEMP_PREFIX)
-        .suffix(TEMP_SUFFIX)
-        .tempfile_in(dir)
-        .map_err(io(path))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = opts.mode.unwrap_or(0o644);
-        fs::set_permissions(tmp.path(), fs::Permissions::from_mode(mode)).map_err(io(path))?;
+    let mut staged = Staged::in_folder(dir, opts.mode).map_err(io(path))?;
+    contents.write_into(staged.file_mut()).map_err(io(path))?;
+    staged.persist(path, &target, opts, sync_parent)
+}
+
+/// An output being written in its own folder, in one of this tool's temp
+/// files (the name [`is_own_temp_name`] knows, the mode set when it is
+/// made): a writer fills it as the bytes arrive, and [`Self::commit`] puts
+/// it under its name (synced, then renamed, with every check
+/// [`write_file`] makes) instead of copying it into another temp file.
+/// Dropped uncommitted, it is removed; should the process die first, it is
+/// one of the own temp files a sweep folder removes when it is next opened.
+#[derive(Debug)]
+pub struct Staged {
+    /// Made in a canonical folder: it is only renamed to a name in that
+    /// folder (the same filesystem, and nothing moves across).
+    tmp: tempfile::NamedTempFile,
+}
+
+impl Staged {
+    /// A new, empty staged file in `dir`, with `mode` (default 0644).
+    pub fn in_folder(dir: &Path, mode: Option<u32>) -> std::io::Result<Staged> {
+        let folder = fs::canonicalize(dir)?;
+        let tmp = tempfile::Builder::new()
+            .prefix(TEMP_PREFIX)
+            .suffix(TEMP_SUFFIX)
+            .tempfile_in(&folder)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = mode.unwrap_or(0o644);
+            tmp.as_file()
+                .set_permissions(fs::Permissions::from_mode(mode))?;
+        }
+        #[cfg(not(unix))]
+        let _ = mode;
+        Ok(Staged { tmp })
     }
-    contents.write_into(tmp.as_file_mut()).map_err(io(path))?;
-    tmp.as_file().sync_all().map_err(io(path))?;
-    if opts.force {
-        tmp.persist(&target).map_err(|e| WriteError::Io {
-            path: path.to_path_buf(),
-            source: e.error,
-        })?;
-    } else {
-        tmp.persist_noclobber(&target).map_err(|e| {
+
+    /// The file, to write to or read back.
+    pub fn file(&self) -> &fs::File {
+        self.tmp.as_file()
+    }
+
+    /// The file, to write to.
+    pub fn file_mut(&mut self) -> &mut fs::File {
+        self.tmp.as_file_mut()
+    }
+
+    /// Puts the file under `path` (synced, then renamed; the folder is
+    /// synced later, as [`write_file_unsynced_dir`] leaves it), after the
+    /// checks [`write_file`] makes under `opts` and one more: the file
+    /// holds exactly `len` bytes (what its writer wrote; a file that
+    /// changed size since is refused, naming `path`). A `path` in another
+    /// folder than the staged file's gets a copy of it, written as any
+    /// output is.
+    pub fn commit_unsynced_dir(
+        self,
+        path: &Path,
+        len: u64,
+        opts: &WriteOptions,
+    ) -> Result<(), WriteError> {
+        let size = self.file().metadata().map_err(io(path))?.len();
+        if size != len {
+            return Err(WriteError::Io {
+                path: path.to_path_buf(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("its staged file holds {size} bytes, not the {len} written"),
+                ),
+            });
+        }
+        let target = check_target(path, opts)?;
+        if target.parent() != self.folder() {
+            return write_contents_unsynced_dir(path, &self, opts);
+        }
+        self.persist(path, &target, opts, false)
+    }
+
+    /// The canonical folder it was made in.
+    fn folder(&self) -> Option<&Path> {
+        self.tmp.path().parent()
+    }
+
+    fn persist(
+        self,
+        path: &Path,
+        target: &Path,
+        opts: &WriteOptions,
+        sync_parent: bool,
+    ) -> Result<(), WriteError> {
+        self.file().sync_all().map_err(io(path))?;
+        let folder = self.folder().map(Path::to_path_buf);
+        let failed = |e: tempfile::PersistError| {
             if e.error.kind() == std::io::ErrorKind::AlreadyExists {
                 WriteError::Exists {
                     path: path.to_path_buf(),
@@ -384,16 +458,47 @@ fn write_file_synced(
                     source: e.error,
                 }
             }
-        })?;
+        };
+        if opts.force {
+            self.tmp.persist(target).map_err(failed)?;
+        } else {
+            self.tmp.persist_noclobber(target).map_err(failed)?;
+        }
+        if let Some(folder) = folder.filter(|_| sync_parent) {
+            sync_dir(&folder);
+        }
+        Ok(())
     }
-    if sync_parent {
-        // a folder opened only to be synced, never read
-        #[allow(clippy::disallowed_methods)]
-        if let Ok(d) = fs::File::open(dir) {
-            let _ = d.sync_all();
+}
+
+/// What an output file is made from: contents written into a new temp
+/// file, or a [`Staged`] file that already holds them (with the length its
+/// writer wrote), renamed into place.
+pub enum Body<'a> {
+    Write(&'a dyn Contents),
+    Staged(Staged, u64),
+}
+
+impl Body<'_> {
+    /// [`write_contents_unsynced_dir`] of the contents, or
+    /// [`Staged::commit_unsynced_dir`] of the staged file.
+    pub fn commit_unsynced_dir(self, path: &Path, opts: &WriteOptions) -> Result<(), WriteError> {
+        match self {
+            Body::Write(contents) => write_contents_unsynced_dir(path, contents, opts),
+            Body::Staged(staged, len) => staged.commit_unsynced_dir(path, len, opts),
         }
     }
-    Ok(())
+}
+
+/// A staged file copied whole (from its start, whatever was read of it).
+impl Contents for Staged {
+    fn write_into(&self, out: &mut fs::File) -> std::io::Result<()> {
+        use std::io::Seek;
+        let mut file = self.file();
+        file.rewind()?;
+        std::io::copy(&mut file, out)?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -452,6 +557,88 @@ mod tests {
             WriteError::Protected { .. }
         ));
         assert_eq!(fs::read(&src).unwrap(), b"db");
+    }
+
+    /// The names of the tool's own temp files in `dir`.
+    fn own_temp_files(dir: &Path) -> Vec<String> {
+        fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| is_own_temp_name(n))
+            .collect()
+    }
+
+    fn staged(dir: &Path, bytes: &[u8]) -> Staged {
+        let mut s = Staged::in_folder(dir, Some(0o600)).unwrap();
+        s.file_mut().write_all(bytes).unwrap();
+        s
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_staged_file_is_renamed_into_place_with_every_check_of_a_write() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let dir = tempfile::tempdir().unwrap();
+        let force = WriteOptions {
+            force: true,
+            ..Default::default()
+        };
+        // Renamed: the same file (inode), its mode, nothing left behind.
+        let s = staged(dir.path(), b"answer");
+        assert_eq!(own_temp_files(dir.path()).len(), 1);
+        let inode = s.file().metadata().unwrap().ino();
+        let out = dir.path().join("out.json");
+        s.commit_unsynced_dir(&out, 6, &force).unwrap();
+        let m = fs::metadata(&out).unwrap();
+        assert_eq!((m.ino(), m.permissions().mode() & 0o777), (inode, 0o600));
+        assert_eq!(fs::read(&out).unwrap(), b"answer");
+        assert!(own_temp_files(dir.path()).is_empty());
+        // A file of another size than its writer wrote is refused, and so
+        // is every output a write refuses; the staged file goes, the
+        // output stays as it was.
+        let real = dir.path().join("real");
+        fs::write(&real, b"keep").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let protected = WriteOptions {
+            force: true,
+            protected: vec![real.clone()],
+            ..Default::default()
+        };
+        for (path, len, opts) in [
+            (&out, 5, &force),
+            (&out, 7, &force),
+            (&link, 6, &force),
+            (&real, 6, &protected),
+            (&out, 6, &WriteOptions::default()),
+        ] {
+            let e = staged(dir.path(), b"ANSWER")
+                .commit_unsynced_dir(path, len, opts)
+                .unwrap_err();
+            assert!(
+                matches!(
+                    (len, &e),
+                    (5 | 7, WriteError::Io { .. })
+                        | (6, WriteError::Symlink { .. })
+                        | (6, WriteError::Protected { .. })
+                        | (6, WriteError::Exists { .. })
+                ),
+                "{path:?} {len}: {e}"
+            );
+            assert!(e.to_string().contains(&path.display().to_string()), "{e}");
+            assert!(own_temp_files(dir.path()).is_empty());
+        }
+        assert_eq!(fs::read(&out).unwrap(), b"answer");
+        assert_eq!(fs::read(&real).unwrap(), b"keep");
+        // An output in another folder gets a copy, written as any output.
+        let other = tempfile::tempdir().unwrap();
+        let there = other.path().join("there.json");
+        let s = staged(dir.path(), b"copied");
+        s.commit_unsynced_dir(&there, 6, &force).unwrap();
+        assert_eq!(fs::read(&there).unwrap(), b"copied");
+        assert_ne!(fs::metadata(&there).unwrap().ino(), inode);
+        assert!(own_temp_files(dir.path()).is_empty());
+        assert!(own_temp_files(other.path()).is_empty());
     }
 
     fn named(what: &str, p: &Path) -> Named {
