@@ -3,7 +3,8 @@
 //! finished session), an empty root is not a passing audit (nor is its
 //! manifest), an empty shard is legitimate, `audit-qualify` names the store's
 //! sources a manifest lacks, and `--resume` removes the temp files a killed
-//! run left in its own folders, and nothing else.
+//! run left in its own folders, and nothing else; a large answer becomes its
+//! session file exactly, by a rename, leaving no staged file behind.
 
 // Tests read the files they wrote directly: the bounded-read rule
 // (clippy.toml) is for the tool's own inputs.
@@ -235,4 +236,79 @@ fn demo_with_closed_stdout_and_stderr_finishes() {
     let m = manifest(&out.join("sweep"));
     assert_eq!(m["complete"], true);
     assert_eq!(m["counts"]["selected"], 6);
+}
+
+/// The tool's own temp files anywhere under `dir`.
+fn own_temp_files(dir: &Path) -> Vec<PathBuf> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy();
+            name.starts_with(".agy-audit-") && name.ends_with(".tmp")
+        })
+        .map(|e| e.path().to_path_buf())
+        .collect()
+}
+
+/// Issue 49 item 3: a large answer arrives in a staged file of `corpus/`
+/// and becomes its session file by a rename on the verdict. Its session
+/// file is the answer exactly as the daemon sends it (fetched again here
+/// into memory, the client's other way), and a finished sweep leaves no
+/// staged file behind, whatever each session's verdict.
+#[test]
+fn large_answers_become_their_session_files_exactly_and_leave_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("store");
+    generate_store(
+        &root,
+        &["--conversations", "12", "--seed", "5", "--scale", "1.0"],
+    );
+    let daemon = sim(&root, 0);
+    let out = dir.path().join("sweep");
+    let o = sweep_command(&root, &out, &daemon.url)
+        .args(["--concurrency", "4"])
+        .output()
+        .unwrap();
+    assert!(
+        matches!(o.status.code(), Some(0 | 3)),
+        "{}",
+        output_text(&o)
+    );
+    let m = manifest(&out);
+    assert_eq!(m["complete"], true, "{}", output_text(&o));
+    assert!(
+        own_temp_files(&out).is_empty(),
+        "{:?}",
+        own_temp_files(&out)
+    );
+    let client =
+        agy_audit::rpc::DaemonClient::new(&daemon.url, agy_audit::rpc::ClientOptions::default())
+            .unwrap();
+    let mut large = 0;
+    for s in m["sessions"].as_array().unwrap() {
+        let (id, cascade) = (
+            s["fileId"].as_str().unwrap(),
+            s["cascadeId"].as_str().unwrap(),
+        );
+        for (full, name) in [(true, "full"), (false, "ordinary")] {
+            let path = out.join("corpus").join(format!("{id}.{name}.json"));
+            let Ok(saved) = std::fs::read(&path) else {
+                continue;
+            };
+            if saved.len() >= agy_audit::rpc::HOLD_IN_MEMORY_BELOW {
+                large += 1;
+            }
+            let again = client.get_trajectory(cascade, full).unwrap().into_body();
+            assert!(
+                saved == again,
+                "{} differs from the daemon's answer",
+                path.display()
+            );
+        }
+    }
+    assert!(
+        large > 0,
+        "no answer large enough to be staged: the test proves nothing"
+    );
 }
