@@ -25,7 +25,7 @@
 //! sweep's manifest is its commit point").
 
 use crate::error::{Error, Result};
-use crate::util::atomic::{sync_dir, write_file, Body, Contents, WriteOptions};
+use crate::util::atomic::{sync_dir, write_file, Body, Contents, WriteOptions, PRIVATE_MODE};
 use std::path::{Path, PathBuf};
 
 /// The folder of the sessions' saved answers and sidecars.
@@ -57,13 +57,10 @@ pub struct SweepDir {
 
 /// The options every file of the folder is written with: private, and
 /// replaced when it exists (a `--resume` rewrites its own files).
-/// The mode of the files a sweep folder holds: private to their owner.
-pub const FILE_MODE: u32 = 0o600;
-
 fn private() -> WriteOptions {
     WriteOptions {
         force: true,
-        mode: Some(FILE_MODE),
+        mode: Some(PRIVATE_MODE),
         protected: Vec::new(),
     }
 }

@@ -444,9 +444,9 @@ impl Spooler {
 /// aside on disk.
 pub const HOLD_IN_MEMORY_BELOW: usize = 64 << 10;
 
-/// The mode of a spooled answer's file: the sweep folder's files are
-/// private ([`crate::sweep_dir::FILE_MODE`]), and the file may become one.
-const SPOOL_MODE: u32 = crate::sweep_dir::FILE_MODE;
+/// The mode of a spooled answer's file: a sweep folder's files are
+/// private, and the file may become one.
+const SPOOL_MODE: u32 = agy_engine::util::atomic::PRIVATE_MODE;
 
 /// A checked answer waiting to be judged. At a sweep's concurrency most
 /// answered conversations wait for a judge thread, and their bodies were

@@ -42,6 +42,9 @@ fn same_file_text(path: &Path, input: &Path) -> String {
     }
 }
 
+/// The mode of a file private to its owner (a sweep folder's files).
+pub const PRIVATE_MODE: u32 = 0o600;
+
 /// How to write an output file.
 #[derive(Debug, Clone, Default)]
 pub struct WriteOptions {
