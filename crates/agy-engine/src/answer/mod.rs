@@ -205,7 +205,10 @@ impl Utf8 {
             chunk = &chunk[take..];
             base += take as u64;
         }
-        if let Err(e) = std::str::from_utf8(chunk) {
+        // simdutf8's `compat` validator: std's definition and its error
+        // (where the valid prefix ends, whether the rest is cut or bad),
+        // with SIMD where the CPU has it, over every byte of every answer.
+        if let Err(e) = simdutf8::compat::from_utf8(chunk) {
             let at = e.valid_up_to();
             if e.error_len().is_some() {
                 self.bad = Some(base + at as u64);
@@ -305,6 +308,51 @@ mod tests {
         }
         let long = format!(r#"{{"trajectory":{{"{}":1}}}}"#, "k".repeat(2000));
         assert_eq!(listed(&long).unwrap(), None);
+    }
+
+    /// The validator, fed `bytes` in chunks of `size`, names the offset std
+    /// names over the whole: where the valid prefix ends, a cut character
+    /// at the end included.
+    #[test]
+    fn the_validator_in_chunks_names_what_std_names_over_the_whole() {
+        let pieces: [&[u8]; 14] = [
+            b"plain ascii ",
+            "\u{e9}".as_bytes(),
+            "\u{20ac}".as_bytes(),
+            "\u{1F600}".as_bytes(),
+            b"\xc3",
+            b"\xe2\x82",
+            b"\xf0\x9f\x98",
+            b"\xff",
+            b"\xc0\x80",
+            b"\xed\xa0\x80",
+            b"\xf4\x90\x80\x80",
+            b"\x80",
+            &[b'x'; 70],
+            b"\xe0\x9f\x80",
+        ];
+        let mut state = 0x9e37_79b9_u64;
+        for _ in 0..400 {
+            let mut bytes = Vec::new();
+            for _ in 0..(state % 7) {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1);
+                bytes.extend_from_slice(pieces[(state >> 33) as usize % pieces.len()]);
+            }
+            let want = std::str::from_utf8(&bytes)
+                .err()
+                .map(|e| e.valid_up_to() as u64);
+            for size in [1, 2, 3, 5, 16, 64, bytes.len().max(1)] {
+                let mut v = Utf8::default();
+                let mut at = 0u64;
+                for chunk in bytes.chunks(size) {
+                    v.push(chunk, at);
+                    at += chunk.len() as u64;
+                }
+                assert_eq!(v.finish(), want, "{bytes:x?} in chunks of {size}");
+            }
+        }
     }
 
     #[test]
