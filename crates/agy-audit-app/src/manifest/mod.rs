@@ -416,22 +416,43 @@ impl Recount {
     pub fn of(sessions: &[SessionRecord]) -> Recount {
         let mut r = Recount::default();
         for s in sessions {
-            r.counts.add(s);
-            if !s.profile.is_empty() {
-                r.counts_by_profile
-                    .entry(s.profile.clone())
-                    .or_default()
-                    .add(s);
+            Figures {
+                counts: &mut r.counts,
+                by_profile: &mut r.counts_by_profile,
+                by_format: &mut r.counts_by_format,
+                steps: &mut r.steps,
+                source_bytes: &mut r.source_bytes,
             }
-            r.counts_by_format
-                .entry(s.format.as_str().to_string())
-                .or_default()
-                .add(s);
-            r.steps += s.steps as u64;
-            r.source_bytes += s.bytes;
+            .add(s);
         }
         r.profiles = r.counts_by_profile.keys().cloned().collect();
         r
+    }
+}
+
+/// The figures one session adds to, wherever they are kept (a
+/// [`Recount`], or a manifest's own fields): the one definition of a
+/// session's share.
+struct Figures<'a> {
+    counts: &'a mut Counts,
+    by_profile: &'a mut BTreeMap<String, Counts>,
+    by_format: &'a mut BTreeMap<String, Counts>,
+    steps: &'a mut u64,
+    source_bytes: &'a mut u64,
+}
+
+impl Figures<'_> {
+    fn add(self, s: &SessionRecord) {
+        self.counts.add(s);
+        if !s.profile.is_empty() {
+            self.by_profile.entry(s.profile.clone()).or_default().add(s);
+        }
+        self.by_format
+            .entry(s.format.as_str().to_string())
+            .or_default()
+            .add(s);
+        *self.steps += s.steps as u64;
+        *self.source_bytes += s.bytes;
     }
 }
 
@@ -646,16 +667,45 @@ impl Manifest {
         std::borrow::Cow::Owned(m)
     }
 
-    /// Adds a session (replacing one with the same fileId) and recounts.
+    /// Adds a session (replacing one with the same fileId), its figures
+    /// kept equal to [`Recount::of`] the sessions.
+    ///
+    /// A new session adds its share to the figures (a sweep adds every
+    /// session, and recounting them all each time cost the square of the
+    /// store: issue 49 item 5), when the figures before are those of the
+    /// sessions as far as one cheap look tells (as many selected as there
+    /// are sessions); a replaced session, or a manifest whose sessions were
+    /// changed without [`Self::recount`], is recounted whole.
     pub fn add(&mut self, s: SessionRecord) {
         match self
             .sessions
             .binary_search_by(|x| x.file_id.cmp(&s.file_id))
         {
-            Ok(i) => self.sessions[i] = s,
-            Err(i) => self.sessions.insert(i, s),
+            Ok(i) => {
+                self.sessions[i] = s;
+                self.recount();
+            }
+            Err(i) if self.counts.selected == self.sessions.len() as u64 => {
+                Figures {
+                    counts: &mut self.counts,
+                    by_profile: &mut self.counts_by_profile,
+                    by_format: &mut self.counts_by_format,
+                    steps: &mut self.timing.steps,
+                    source_bytes: &mut self.timing.source_bytes,
+                }
+                .add(&s);
+                if !s.profile.is_empty() {
+                    if let Err(at) = self.profiles.binary_search(&s.profile) {
+                        self.profiles.insert(at, s.profile.clone());
+                    }
+                }
+                self.sessions.insert(i, s);
+            }
+            Err(i) => {
+                self.sessions.insert(i, s);
+                self.recount();
+            }
         }
-        self.recount();
     }
 
     /// Sets every figure derived from the sessions ([`Recount`]).
@@ -715,6 +765,66 @@ impl Manifest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The figures a manifest holds, as one value to compare.
+    fn figures(m: &Manifest) -> Recount {
+        Recount {
+            counts: m.counts.clone(),
+            counts_by_profile: m.counts_by_profile.clone(),
+            counts_by_format: m.counts_by_format.clone(),
+            profiles: m.profiles.clone(),
+            steps: m.timing.steps,
+            source_bytes: m.timing.source_bytes,
+        }
+    }
+
+    /// Issue 49 item 5: `add` keeps every figure equal to a recount of the
+    /// sessions, a new session by its share alone: sessions in any order,
+    /// new profiles and formats, outcomes of every kind, replacements, and
+    /// sessions changed behind its back (then it recounts).
+    #[test]
+    fn adding_keeps_the_figures_of_a_recount() {
+        use crate::verdict::Refusal;
+        let outcomes = [
+            SessionOutcome::Verified,
+            SessionOutcome::refused(Refusal::new(ReasonClass::UnknownField, "p", "d")),
+            SessionOutcome::NotFetched {
+                reason: "down".into(),
+            },
+            SessionOutcome::Error {
+                reason: "bad".into(),
+            },
+        ];
+        let profiles = ["sqlite-a", "sqlite-b", "legacy-c", ""];
+        let mut m = Manifest::new("/store", "e", "2026-01-01T00:00:00Z".into());
+        let mut state = 7u64;
+        for n in 0..300usize {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            let pick = (state >> 33) as usize;
+            let id = pick % 120;
+            let mut r = SessionRecord::for_test(
+                id,
+                profiles[pick % profiles.len()],
+                outcomes[(pick / 7) % outcomes.len()].clone(),
+            );
+            r.steps = pick % 50;
+            r.bytes = (pick % 1000) as u64;
+            if n == 150 {
+                // A session changed without a recount: the next add sees
+                // figures that are not the sessions' and recounts them.
+                m.sessions.push(SessionRecord::for_test(
+                    999,
+                    "sqlite-z",
+                    SessionOutcome::Verified,
+                ));
+            }
+            m.add(r);
+            assert_eq!(figures(&m), Recount::of(&m.sessions), "after add {n}");
+        }
+        assert!(m.sessions.windows(2).all(|w| w[0].file_id < w[1].file_id));
+    }
 
     /// Issue 46: a reason quoting a credential is written redacted after
     /// its location, in the manifest and the CSV, which name the count;

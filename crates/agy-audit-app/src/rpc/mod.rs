@@ -66,8 +66,10 @@ pub struct ClientOptions {
     /// opening new ones.
     pub concurrency: usize,
     /// Where a GetCascadeTrajectory answer of [`HOLD_IN_MEMORY_BELOW`]
-    /// bytes or more is written as it arrives (an unnamed temporary file:
-    /// [`Spooler`]); `None` keeps every answer in memory.
+    /// bytes or more is written as it arrives (a staged file, one of the
+    /// tool's own temp files, that a sweep renames into place as the
+    /// session's answer file: [`Spooler`], [`HeldResponse::body`]); `None`
+    /// keeps every answer in memory.
     pub spool: Option<std::path::PathBuf>,
 }
 
