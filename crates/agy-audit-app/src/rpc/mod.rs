@@ -572,40 +572,35 @@ impl HeldResponse {
     /// How the answer becomes its session file: its staged file itself,
     /// taken (synced and renamed into place by the writer, never copied),
     /// when it waits on disk; else its bytes, written as any file is. After
-    /// the file is taken the answer can no longer be read.
+    /// the file is taken the answer can no longer be read, and asking for
+    /// its body again gives one whose writing fails, saying so.
     pub fn body(&mut self) -> Body<'_> {
-        match std::mem::replace(&mut self.0, Held::HandedOn) {
-            Held::Disk { file, len, .. } => Body::Staged(file, len as u64),
-            held => {
-                self.0 = held;
-                Body::Write(self)
+        if let Held::Disk { .. } = self.0 {
+            if let Held::Disk { file, len, .. } = std::mem::replace(&mut self.0, Held::HandedOn) {
+                return Body::Staged(file, len as u64);
             }
+        }
+        match &self.0 {
+            Held::Memory(r) => Body::Write(r),
+            _ => Body::Write(&HandedOn),
         }
     }
 }
 
-/// A held answer is written to its session file as it is held: copied file
-/// to file when it waits on disk (exactly its length, or an error), never
-/// read into memory for it.
-impl agy_engine::util::atomic::Contents for HeldResponse {
+/// An answer held in memory is written to its session file as received.
+impl agy_engine::util::atomic::Contents for TrajectoryResponse {
     fn write_into(&self, out: &mut std::fs::File) -> std::io::Result<()> {
-        use std::io::{Read, Seek, Write};
-        match &self.0 {
-            Held::Memory(r) => out.write_all(r.body.as_bytes()),
-            Held::HandedOn => Err(handed_on()),
-            Held::Disk { file, len, .. } => {
-                let mut file = file.file();
-                file.rewind()?;
-                let copied = std::io::copy(&mut file.take(*len as u64), out)?;
-                if copied != *len as u64 {
-                    return Err(std::io::Error::new(
-                        std::io::ErrorKind::InvalidData,
-                        format!("{copied} bytes copied of the {len} set aside"),
-                    ));
-                }
-                Ok(())
-            }
-        }
+        use std::io::Write;
+        out.write_all(self.body.as_bytes())
+    }
+}
+
+/// The body of an answer whose staged file was already handed on.
+struct HandedOn;
+
+impl agy_engine::util::atomic::Contents for HandedOn {
+    fn write_into(&self, _out: &mut std::fs::File) -> std::io::Result<()> {
+        Err(handed_on())
     }
 }
 
@@ -1304,7 +1299,12 @@ mod tests {
         assert!(own_temp_files(dir.path()).is_empty());
         // Nothing is left to read, and it says so.
         assert!(held.read().is_err());
-        assert!(matches!(held.body(), Body::Write(_)));
+        let again = held.body();
+        assert!(matches!(again, Body::Write(_)));
+        assert!(again
+            .commit_unsynced_dir(&dir.path().join("again.json"), &opts)
+            .is_err());
+        assert!(!dir.path().join("again.json").exists());
         // A small answer, in memory, is written as any file is.
         let mut small = spooled(ANSWER, Some(dir.path())).unwrap();
         let small_path = dir.path().join("y.full.json");

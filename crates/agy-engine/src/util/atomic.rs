@@ -256,8 +256,8 @@ pub fn write_file_unsynced_dir(
 }
 
 /// What a file is written from: bytes in memory, or anything that can write
-/// its whole self into the temp file (an answer kept on disk is copied file
-/// to file, never read into memory for it).
+/// its whole self into the temp file (a [`Staged`] file written to another
+/// folder is copied file to file, never read into memory for it).
 pub trait Contents {
     fn write_into(&self, out: &mut fs::File) -> std::io::Result<()>;
 }
