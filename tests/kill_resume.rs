@@ -31,17 +31,6 @@ fn sessions(out: &Path) -> Vec<serde_json::Value> {
     s
 }
 
-fn temp_files(dir: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    for e in walkdir::WalkDir::new(dir).into_iter().flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if name.starts_with(".agy-audit-") && name.ends_with(".tmp") {
-            out.push(e.path().display().to_string());
-        }
-    }
-    out
-}
-
 fn signal(pid: u32, sig: &str) {
     let _ = std::process::Command::new("kill")
         .args([sig, &pid.to_string()])
@@ -120,7 +109,7 @@ fn campaign(kills: usize, interrupts: usize) {
         }
         assert_eq!(read_manifest(&out)["complete"], true, "run {n}");
         assert_eq!(sessions(&out), want, "run {n}: the resumed sweep differs");
-        let left = temp_files(&out);
+        let left = own_temp_files(&out);
         assert!(left.is_empty(), "run {n}: temp files left: {left:?}");
     }
     eprintln!(

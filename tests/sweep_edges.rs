@@ -13,8 +13,8 @@
 mod common;
 
 use common::{
-    bin, generate_store, output_text, read_manifest as manifest, run_with_closed_output, start_sim,
-    sweep_command, Sim,
+    bin, generate_store, output_text, own_temp_files, read_manifest as manifest,
+    run_with_closed_output, start_sim, sweep_command, Sim,
 };
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -236,19 +236,6 @@ fn demo_with_closed_stdout_and_stderr_finishes() {
     let m = manifest(&out.join("sweep"));
     assert_eq!(m["complete"], true);
     assert_eq!(m["counts"]["selected"], 6);
-}
-
-/// The tool's own temp files anywhere under `dir`.
-fn own_temp_files(dir: &Path) -> Vec<PathBuf> {
-    walkdir::WalkDir::new(dir)
-        .into_iter()
-        .flatten()
-        .filter(|e| {
-            let name = e.file_name().to_string_lossy();
-            name.starts_with(".agy-audit-") && name.ends_with(".tmp")
-        })
-        .map(|e| e.path().to_path_buf())
-        .collect()
 }
 
 /// Issue 49 item 3: a large answer arrives in a staged file of `corpus/`

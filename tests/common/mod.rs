@@ -787,6 +787,20 @@ pub fn small_store(dir: &Path, n: usize, seed: u64, near_miss_rate: f64, scale: 
     store
 }
 
+/// The tool's own temp files (`.agy-audit-<random>.tmp`) anywhere under
+/// `dir`, by path.
+pub fn own_temp_files(dir: &Path) -> Vec<String> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy();
+            name.starts_with(".agy-audit-") && name.ends_with(".tmp")
+        })
+        .map(|e| e.path().display().to_string())
+        .collect()
+}
+
 /// A new scratch folder under the system's temp folder, its name unique to
 /// `tag`, this process and this moment; the caller removes it.
 pub fn scratch_dir(tag: &str) -> PathBuf {

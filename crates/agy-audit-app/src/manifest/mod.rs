@@ -675,7 +675,9 @@ impl Manifest {
     /// store: issue 49 item 5), when the figures before are those of the
     /// sessions as far as one cheap look tells (as many selected as there
     /// are sessions); a replaced session, or a manifest whose sessions were
-    /// changed without [`Self::recount`], is recounted whole.
+    /// added or removed without [`Self::recount`], is recounted whole. A
+    /// session changed in place without a recount is not noticed: whoever
+    /// changes one recounts (as every such place in the tool does).
     pub fn add(&mut self, s: SessionRecord) {
         match self
             .sessions
